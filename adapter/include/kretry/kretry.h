@@ -1,0 +1,435 @@
+/**
+ * @file kretry.h
+ * @brief kretry: non-blocking retries and dead-lettering for Kafka consumers.
+ *
+ * A service gives kretry a handler function and a configuration (source topic,
+ * consumer group, retry tiers, dead-letter topic, librdkafka properties). The
+ * adapter consumes the source topic and every retry tier; each message ends
+ * handled OK, waiting in a retry tier, or in the dead-letter topic (DLQ) with
+ * its failure context in `kretry-*` headers. A source or tier offset is stored
+ * for commit only once its outcome is durable (handler OK, or the copy in the
+ * tier/DLQ acknowledged by the broker), so killing the process at any instant
+ * loses nothing; it may repeat work.
+ *
+ * Threads: one thread drives an adapter (kretry_adapter_run() or
+ * kretry_adapter_poll()); the handler and every callback run on that thread.
+ * kretry_adapter_stop() and kretry_adapter_counter() may be called from any
+ * thread; kretry_adapter_stop() also from a signal handler.
+ *
+ * Ownership is stated on every call in fixed words: "takes ownership on
+ * success", "borrowed until the handler returns", "free with ...".
+ */
+#ifndef KRETRY_KRETRY_H
+#define KRETRY_KRETRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(KRETRY_BUILDING) && defined(__GNUC__)
+#define KRETRY_EXPORT __attribute__((visibility("default")))
+#else
+#define KRETRY_EXPORT
+#endif
+
+/** @name Version */
+/**@{*/
+#define KRETRY_VERSION_MAJOR 0
+#define KRETRY_VERSION_MINOR 1
+#define KRETRY_VERSION_PATCH 0
+/** Version as one integer: 0xMMmmpp00. */
+#define KRETRY_VERSION                                                         \
+        ((KRETRY_VERSION_MAJOR << 24) | (KRETRY_VERSION_MINOR << 16) |         \
+         (KRETRY_VERSION_PATCH << 8))
+
+/** @returns the library's version as "MAJOR.MINOR.PATCH"; static storage. */
+KRETRY_EXPORT const char *kretry_version_str(void);
+/** @returns the library's version as KRETRY_VERSION encodes it. */
+KRETRY_EXPORT int kretry_version(void);
+/**@}*/
+
+/** @name Errors */
+/**@{*/
+#define KRETRY_ERR_MAP(XX)                                                     \
+        XX(OK, 0, "success")                                                   \
+        XX(INVALID_ARG, -1, "invalid argument")                                \
+        XX(UNKNOWN_PROPERTY, -2, "unknown configuration property")             \
+        XX(INVALID_VALUE, -3, "invalid configuration value")                   \
+        XX(NO_MEM, -4, "out of memory")                                        \
+        XX(KAFKA, -5, "Kafka client error")                                    \
+        XX(STATE, -6, "operation not allowed in the current state")            \
+        XX(STOPPED, -7, "adapter stopped")                                     \
+        XX(FATAL, -8, "fatal error: the adapter cannot continue")              \
+        XX(TIMED_OUT, -9, "timed out")                                         \
+        XX(IO, -10, "input/output error")                                      \
+        XX(PARSE, -11, "parse error")
+
+/** Every kretry error code; 0 is success, failures are negative. */
+typedef enum {
+#define KRETRY_ERR_ENUM(name, value, text) KRETRY_ERR_##name = value,
+        KRETRY_ERR_MAP(KRETRY_ERR_ENUM)
+#undef KRETRY_ERR_ENUM
+} kretry_err_t;
+
+/** @returns a static, human-readable description of @p err. */
+KRETRY_EXPORT const char *kretry_err2str(kretry_err_t err);
+/** @returns the symbolic name of @p err ("KRETRY_ERR_INVALID_VALUE"). */
+KRETRY_EXPORT const char *kretry_err2name(kretry_err_t err);
+/**@}*/
+
+/** @name Configuration */
+/**@{*/
+
+/** A configuration object: kretry properties plus librdkafka properties. */
+typedef struct kretry_conf_s kretry_conf_t;
+
+/**
+ * @brief Create a configuration with every kretry property at its default.
+ * @returns the new object, or NULL when out of memory.
+ *          Free with kretry_conf_destroy(), unless kretry_adapter_new() took
+ *          ownership of it.
+ */
+KRETRY_EXPORT kretry_conf_t *kretry_conf_new(void);
+
+/** @brief Destroy @p conf. Accepts NULL. */
+KRETRY_EXPORT void kretry_conf_destroy(kretry_conf_t *conf);
+
+/** @returns a deep copy of @p conf, or NULL; free with kretry_conf_destroy(). */
+KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
+
+/**
+ * @brief Set one property.
+ *
+ * kretry's own properties (listed by kretry_conf_properties_dump()):
+ * | name | meaning | default |
+ * |---|---|---|
+ * | source.topic | topic consumed and retried (required) | |
+ * | retry.tiers | comma-separated delays, e.g. "1s,10s,1m" (1..32 tiers; units ms, s, m, h, d) | 1s,10s,1m |
+ * | retry.max.attempts | handler attempts in all, the first delivery included | tiers + 1 |
+ * | retry.jitter | each delay varies by up to +/- this share, "0%".."100%" | 10% |
+ * | retry.max.age | a message older than this (since it first entered) is dead-lettered at its next failure; 0 = never | 0 |
+ * | retry.topic.pattern | tier topic names; {source} and {n} (1-based tier) are replaced; must contain {n} | {source}.retry.{n} |
+ * | dlq.topic | dead-letter topic; {source} is replaced | {source}.dlq |
+ * | error.max.length | bytes of the handler's error message kept in kretry-error | 512 |
+ * | revoke.timeout.ms | bounded wait for in-flight copies when partitions are revoked or the adapter closes | 30000 |
+ * | produce.retry.backoff.ms | first wait before a copy whose delivery failed is produced again (doubles up to 10 s) | 100 |
+ *
+ * Any other name is a librdkafka property and is passed through unchanged:
+ * to both the consumer and the producer when unprefixed, to one of them only
+ * when prefixed "consumer." or "producer.". librdkafka's error text reaches
+ * @p errstr. `group.id` is required. kretry fixes what its guarantees rest on
+ * (consumer: enable.auto.offset.store=false; producer:
+ * enable.idempotence=true, acks=all) and refuses attempts to change those.
+ *
+ * @param errstr receives a human-readable message on failure (may be NULL).
+ * @returns KRETRY_ERR_OK, KRETRY_ERR_UNKNOWN_PROPERTY or
+ *          KRETRY_ERR_INVALID_VALUE.
+ */
+KRETRY_EXPORT kretry_err_t kretry_conf_set(kretry_conf_t *conf,
+                                           const char *name,
+                                           const char *value,
+                                           char *errstr,
+                                           size_t errstr_size);
+
+/**
+ * @brief Read a property back as text.
+ *
+ * @param dest receives the value, NUL-terminated (truncated to @p dest_size).
+ * @returns KRETRY_ERR_OK, or KRETRY_ERR_UNKNOWN_PROPERTY when the property is
+ *          neither kretry's nor set.
+ */
+KRETRY_EXPORT kretry_err_t kretry_conf_get(const kretry_conf_t *conf,
+                                           const char *name,
+                                           char *dest,
+                                           size_t dest_size);
+
+/**
+ * @brief Write the table of kretry's own properties (name, default,
+ *        description), one per line, to @p dest (NUL-terminated, truncated).
+ * @returns the length the full table needs, without the NUL.
+ */
+KRETRY_EXPORT size_t kretry_conf_properties_dump(char *dest, size_t dest_size);
+/**@}*/
+
+/** @name Messages seen by the handler */
+/**@{*/
+
+/** A read-only view of one message, borrowed until the handler returns. */
+typedef struct kretry_msg_s kretry_msg_t;
+
+/** The handler's answer. */
+typedef enum {
+        KRETRY_OK    = 0, /**< handled; the offset may be committed */
+        KRETRY_RETRY = 1, /**< transient failure: retry through the tiers */
+        KRETRY_FAIL  = 2  /**< permanent failure: dead-letter now */
+} kretry_action_t;
+
+/** @returns the key, or NULL for a null key; @p lenp (may be NULL) gets its
+ *  length. Borrowed until the handler returns. */
+KRETRY_EXPORT const void *kretry_msg_key(const kretry_msg_t *msg,
+                                         size_t *lenp);
+/** @returns the value, or NULL for a null value; @p lenp (may be NULL) gets
+ *  its length. Borrowed until the handler returns. */
+KRETRY_EXPORT const void *kretry_msg_value(const kretry_msg_t *msg,
+                                           size_t *lenp);
+/** @returns the topic the message was consumed from (source or tier). */
+KRETRY_EXPORT const char *kretry_msg_topic(const kretry_msg_t *msg);
+/** @returns the partition the message was consumed from. */
+KRETRY_EXPORT int32_t kretry_msg_partition(const kretry_msg_t *msg);
+/** @returns the offset the message was consumed from. */
+KRETRY_EXPORT int64_t kretry_msg_offset(const kretry_msg_t *msg);
+/** @returns the message's own timestamp (epoch ms), or -1. */
+KRETRY_EXPORT int64_t kretry_msg_timestamp(const kretry_msg_t *msg);
+/** @returns this handler attempt: 1 on the first delivery, 2 on the first
+ *  retry, and so on. */
+KRETRY_EXPORT int kretry_msg_attempt(const kretry_msg_t *msg);
+/** @returns the tier the message was consumed from, 0 for the source. */
+KRETRY_EXPORT int kretry_msg_tier(const kretry_msg_t *msg);
+/** @returns the topic where the message first entered. */
+KRETRY_EXPORT const char *kretry_msg_original_topic(const kretry_msg_t *msg);
+/** @returns the partition where the message first entered. */
+KRETRY_EXPORT int32_t kretry_msg_original_partition(const kretry_msg_t *msg);
+/** @returns the offset where the message first entered. */
+KRETRY_EXPORT int64_t kretry_msg_original_offset(const kretry_msg_t *msg);
+/** @returns the timestamp (epoch ms) of the message where it first entered,
+ *  or -1. */
+KRETRY_EXPORT int64_t kretry_msg_original_timestamp(const kretry_msg_t *msg);
+/** @returns epoch ms of the first failure, or -1 on the first delivery. */
+KRETRY_EXPORT int64_t kretry_msg_first_failure_ts(const kretry_msg_t *msg);
+
+/**
+ * @brief Find the last header named @p name.
+ * @param valuep receives the value (borrowed until the handler returns; may be
+ *        NULL for a header without value); @p sizep its size.
+ * @returns 0 when found, -1 when absent.
+ */
+KRETRY_EXPORT int kretry_msg_header(const kretry_msg_t *msg,
+                                    const char *name,
+                                    const void **valuep,
+                                    size_t *sizep);
+
+/** @returns the number of headers the message carries (kretry-* included). */
+KRETRY_EXPORT size_t kretry_msg_header_count(const kretry_msg_t *msg);
+
+/**
+ * @brief Read header @p idx (0-based, in wire order).
+ * @returns 0, or -1 when @p idx is out of range. Everything returned is
+ *          borrowed until the handler returns.
+ */
+KRETRY_EXPORT int kretry_msg_header_at(const kretry_msg_t *msg,
+                                       size_t idx,
+                                       const char **namep,
+                                       const void **valuep,
+                                       size_t *sizep);
+
+/**
+ * @brief Attach an error code and message to a RETRY or FAIL answer.
+ *
+ * Both are copied (the message truncated to `error.max.length` bytes) and end
+ * up in the `kretry-error-code` and `kretry-error` headers. Either may be
+ * NULL. Only valid inside the handler.
+ */
+KRETRY_EXPORT void kretry_msg_set_error(kretry_msg_t *msg,
+                                        const char *code,
+                                        const char *message);
+
+/**
+ * @brief Hint, with a RETRY answer, that the message should not be handled
+ *        again for @p after_ms milliseconds (e.g. an HTTP Retry-After).
+ *
+ * The first tier whose delay is at least the hint is used (the last tier when
+ * none is), and the message is not due before the hint has passed.
+ */
+KRETRY_EXPORT void kretry_msg_set_retry_after(kretry_msg_t *msg,
+                                              int64_t after_ms);
+
+/**
+ * @brief The application's handler.
+ *
+ * Called on the thread that drives the adapter, once per message that is due.
+ * @p msg and everything read through it are borrowed until the handler
+ * returns. The handler must not call kretry_adapter_poll(),
+ * kretry_adapter_run() or kretry_adapter_destroy().
+ */
+typedef kretry_action_t(kretry_handler_t)(kretry_msg_t *msg, void *opaque);
+/**@}*/
+
+/** @name Routing events and logs */
+/**@{*/
+
+/** Where a message went once its outcome became durable. */
+typedef enum {
+        KRETRY_ROUTE_OK      = 0, /**< handled OK */
+        KRETRY_ROUTE_RETRY   = 1, /**< copied to a retry tier */
+        KRETRY_ROUTE_DLQ     = 2, /**< copied to the dead-letter topic */
+        KRETRY_ROUTE_INVALID = 3  /**< a malformed message on a tier, dead-
+                                        lettered without calling the handler */
+} kretry_route_t;
+
+/**
+ * @brief Called once per message after its outcome is durable.
+ *
+ * @param topic, partition, offset where the message was consumed from.
+ * @param route what happened; @p tier the destination tier (RETRY) or 0;
+ *        @p error_class the `kretry-error-class` written (DLQ/RETRY) or NULL;
+ *        @p attempt the handler attempt that produced this outcome.
+ * Runs on the thread driving the adapter; everything is borrowed for the call.
+ */
+typedef void(kretry_route_cb_t)(const char *topic,
+                                int32_t partition,
+                                int64_t offset,
+                                kretry_route_t route,
+                                int tier,
+                                const char *error_class,
+                                int attempt,
+                                void *opaque);
+
+/** Log levels, syslog numbering. */
+typedef enum {
+        KRETRY_LOG_ERR     = 3,
+        KRETRY_LOG_WARNING = 4,
+        KRETRY_LOG_NOTICE  = 5,
+        KRETRY_LOG_INFO    = 6,
+        KRETRY_LOG_DEBUG   = 7
+} kretry_log_level_t;
+
+/**
+ * @brief Log callback: kretry never prints. librdkafka's logs arrive here too,
+ *        with @p facility prefixed "rdkafka.". Called from the thread driving
+ *        the adapter or from librdkafka's threads: it must be thread-safe and
+ *        must not call back into kretry. Logs carry ids, never payloads.
+ */
+typedef void(kretry_log_cb_t)(kretry_log_level_t level,
+                              const char *facility,
+                              const char *message,
+                              void *opaque);
+
+/** @brief Set the handler (required) and its opaque. */
+KRETRY_EXPORT void kretry_conf_set_handler(kretry_conf_t *conf,
+                                           kretry_handler_t *handler,
+                                           void *opaque);
+/** @brief Set the routing callback (optional); it receives the handler's
+ *         opaque. */
+KRETRY_EXPORT void kretry_conf_set_route_cb(kretry_conf_t *conf,
+                                            kretry_route_cb_t *route_cb);
+/** @brief Set the log callback (optional) and its opaque. Without one, logs
+ *         are dropped. */
+KRETRY_EXPORT void kretry_conf_set_log_cb(kretry_conf_t *conf,
+                                          kretry_log_cb_t *log_cb,
+                                          void *opaque);
+/**@}*/
+
+/** @name Adapter */
+/**@{*/
+
+/** A running retry adapter: one consumer and one producer. */
+typedef struct kretry_adapter_s kretry_adapter_t;
+
+/**
+ * @brief Create an adapter and subscribe to the source topic.
+ *
+ * @param conf takes ownership on success; on failure it stays the caller's.
+ * @returns the adapter, or NULL with @p errstr filled.
+ *          Free with kretry_adapter_destroy().
+ */
+KRETRY_EXPORT kretry_adapter_t *kretry_adapter_new(kretry_conf_t *conf,
+                                                   char *errstr,
+                                                   size_t errstr_size);
+
+/**
+ * @brief Serve the adapter for at most @p timeout_ms (-1: until there is
+ *        something to do): handle due messages, route outcomes, store offsets.
+ *
+ * Never sleeps past the next due time; returns early when work was done.
+ * For an application with its own event loop: call it when
+ * kretry_adapter_fd() is readable or kretry_adapter_next_timeout_ms() has
+ * passed, with @p timeout_ms 0.
+ *
+ * @returns KRETRY_ERR_OK, KRETRY_ERR_STOPPED once kretry_adapter_stop() was
+ *          called, or KRETRY_ERR_FATAL when the clients cannot continue.
+ */
+KRETRY_EXPORT kretry_err_t kretry_adapter_poll(kretry_adapter_t *adapter,
+                                               int timeout_ms);
+
+/**
+ * @brief Serve the adapter until kretry_adapter_stop() is called, then close
+ *        it (finish in-flight copies, commit synchronously, leave the group).
+ * @returns KRETRY_ERR_OK after a stop, or KRETRY_ERR_FATAL.
+ */
+KRETRY_EXPORT kretry_err_t kretry_adapter_run(kretry_adapter_t *adapter);
+
+/**
+ * @brief Ask the adapter to stop. Thread-safe and async-signal-safe: sets a
+ *        flag and wakes the thread that drives the adapter.
+ */
+KRETRY_EXPORT void kretry_adapter_stop(kretry_adapter_t *adapter);
+
+/**
+ * @returns a file descriptor that becomes readable when the adapter has work
+ *          (messages, delivery reports, a stop). Owned by the adapter: do not
+ *          close it or read from it.
+ */
+KRETRY_EXPORT int kretry_adapter_fd(const kretry_adapter_t *adapter);
+
+/** @returns milliseconds until the next held message is due, or -1 when none
+ *           is held. */
+KRETRY_EXPORT int kretry_adapter_next_timeout_ms(kretry_adapter_t *adapter);
+
+/**
+ * @brief Close the adapter: in-flight copies finish (bounded by
+ *        revoke.timeout.ms), done offsets are committed synchronously, the
+ *        consumer leaves the group. Idempotent; kretry_adapter_destroy() calls
+ *        it when it has not run.
+ * @returns KRETRY_ERR_OK, or KRETRY_ERR_TIMED_OUT when copies were still
+ *          unacknowledged (their offsets stay uncommitted: they will be
+ *          consumed again).
+ */
+KRETRY_EXPORT kretry_err_t kretry_adapter_close(kretry_adapter_t *adapter);
+
+/** @brief Close (if needed) and free the adapter. Accepts NULL. */
+KRETRY_EXPORT void kretry_adapter_destroy(kretry_adapter_t *adapter);
+
+/** Counters kept by an adapter. */
+typedef enum {
+        KRETRY_COUNTER_CONSUMED  = 0, /**< messages consumed (source+tiers) */
+        KRETRY_COUNTER_OK        = 1, /**< handled OK */
+        KRETRY_COUNTER_RETRIED   = 2, /**< copied to tier @p tier (0: all) */
+        KRETRY_COUNTER_DLQ       = 3, /**< dead-lettered, all classes */
+        KRETRY_COUNTER_DLQ_PERMANENT = 4,
+        KRETRY_COUNTER_DLQ_EXHAUSTED = 5,
+        KRETRY_COUNTER_DLQ_EXPIRED   = 6,
+        KRETRY_COUNTER_DLQ_SCHEMA    = 7,
+        KRETRY_COUNTER_HANDLER_CALLS = 8, /**< handler invocations */
+        KRETRY_COUNTER_PRODUCE_ERRORS = 9, /**< failed deliveries re-produced */
+        KRETRY_COUNTER_HELD = 10 /**< messages held now, waiting to be due */
+} kretry_counter_t;
+
+/**
+ * @returns the value of @p counter; for KRETRY_COUNTER_RETRIED, @p tier
+ *          selects one tier (1-based) or all (0). Thread-safe.
+ */
+KRETRY_EXPORT int64_t kretry_adapter_counter(const kretry_adapter_t *adapter,
+                                             kretry_counter_t counter,
+                                             int tier);
+
+/**
+ * @brief Render every counter as one JSON object:
+ *        {"consumed":N,"ok":N,"handler_calls":N,"retried":[t1,t2,...],
+ *         "dead_lettered":{"permanent":N,"exhausted":N,"expired":N,
+ *         "schema":N},"produce_errors":N,"held":N}
+ * @returns the length the full text needs (without NUL); @p dest gets it
+ *          NUL-terminated, truncated to @p dest_size. Thread-safe.
+ */
+KRETRY_EXPORT size_t kretry_adapter_stats_json(const kretry_adapter_t *adapter,
+                                               char *dest,
+                                               size_t dest_size);
+/**@}*/
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KRETRY_KRETRY_H */

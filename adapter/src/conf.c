@@ -1,0 +1,440 @@
+#include "conf.h"
+
+#include "parse.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum {
+        PROP_STR,
+        PROP_INT,
+        PROP_DURATION,
+        PROP_PERCENT,
+        PROP_TIERS,
+} prop_type_t;
+
+/* The declarative property table: it drives kretry_conf_set(), defaults,
+ * kretry_conf_get() and kretry_conf_properties_dump(). */
+static const struct prop {
+        const char *name;
+        prop_type_t type;
+        size_t offset;
+        int64_t min, max; /* PROP_INT and PROP_DURATION */
+        const char *defval;
+        const char *desc;
+} props[] = {
+    {"source.topic", PROP_STR, offsetof(kretry_conf_t, source_topic), 0, 0,
+     NULL, "topic consumed and retried (required)"},
+    {"retry.tiers", PROP_TIERS, 0, 0, 0, "1s,10s,1m",
+     "comma-separated tier delays, 1..32 of them (units ms, s, m, h, d)"},
+    {"retry.max.attempts", PROP_INT, offsetof(kretry_conf_t, max_attempts), 1,
+     1000000, NULL,
+     "handler attempts in all, the first delivery included (default: tiers + "
+     "1)"},
+    {"retry.jitter", PROP_PERCENT, 0, 0, 0, "10%",
+     "each delay varies by up to +/- this share (0%..100%)"},
+    {"retry.max.age", PROP_DURATION, offsetof(kretry_conf_t, max_age_ms), 0,
+     0, "0",
+     "a message older than this since it first entered is dead-lettered "
+     "(expired) at its next failure; 0 = never"},
+    {"retry.topic.pattern", PROP_STR, offsetof(kretry_conf_t, retry_pattern),
+     0, 0, "{source}.retry.{n}",
+     "tier topic names; {source} and {n} (1-based tier) are replaced"},
+    {"dlq.topic", PROP_STR, offsetof(kretry_conf_t, dlq_topic), 0, 0,
+     "{source}.dlq", "dead-letter topic; {source} is replaced"},
+    {"error.max.length", PROP_INT, offsetof(kretry_conf_t, error_max_length),
+     16, 65536, "512", "bytes of the handler's error message kept"},
+    {"revoke.timeout.ms", PROP_INT, offsetof(kretry_conf_t, revoke_timeout_ms),
+     0, 3600000, "30000",
+     "bounded wait for in-flight copies on revoke and close"},
+    {"produce.retry.backoff.ms", PROP_INT,
+     offsetof(kretry_conf_t, produce_backoff_ms), 1, 60000, "100",
+     "first wait before a failed copy is produced again (doubles up to 10 s)"},
+};
+
+#define PROP_CNT (sizeof(props) / sizeof(props[0]))
+
+/* librdkafka properties the guarantees rest on, and the values kretry uses. */
+static const struct {
+        const char *name;
+        const char *value;
+        int consumer; /* 1: consumer, 0: producer */
+} fixed[] = {
+    {"enable.auto.offset.store", "false", 1},
+    {"enable.auto.commit", "true", 1},
+    {"enable.partition.eof", "false", 1},
+    {"enable.idempotence", "true", 0},
+    {"acks", "all", 0},
+    {"request.required.acks", "all", 0},
+};
+
+static const struct prop *prop_find(const char *name) {
+        for (size_t i = 0; i < PROP_CNT; i++)
+                if (!strcmp(props[i].name, name))
+                        return &props[i];
+        return NULL;
+}
+
+static kretry_err_t prop_set(kretry_conf_t *conf,
+                             const struct prop *p,
+                             const char *value,
+                             char *errstr,
+                             size_t errstr_size) {
+        char reason[256];
+        int64_t v;
+        void *field = (char *)conf + p->offset;
+        reason[0]   = '\0';
+        switch (p->type) {
+        case PROP_STR: {
+                char *dup = strdup(value);
+                if (!dup)
+                        return KRETRY_ERR_NO_MEM;
+                free(*(char **)field);
+                *(char **)field = dup;
+                return KRETRY_ERR_OK;
+        }
+        case PROP_INT:
+                if (kretry_parse_int64(value, p->min, p->max, &v, reason,
+                                       sizeof(reason)))
+                        break;
+                *(int *)field = (int)v;
+                return KRETRY_ERR_OK;
+        case PROP_DURATION:
+                if (kretry_parse_duration_ms(value, &v, reason,
+                                             sizeof(reason)))
+                        break;
+                *(int64_t *)field = v;
+                return KRETRY_ERR_OK;
+        case PROP_PERCENT:
+                if (kretry_parse_percent(value, &conf->jitter, reason,
+                                         sizeof(reason)))
+                        break;
+                return KRETRY_ERR_OK;
+        case PROP_TIERS: {
+                int64_t tiers[KRETRY_MAX_TIERS];
+                int n = kretry_parse_duration_list(
+                    value, tiers, KRETRY_MAX_TIERS, reason, sizeof(reason));
+                if (n < 0)
+                        break;
+                for (int i = 0; i < n; i++)
+                        if (tiers[i] <= 0 && n > 0 && !reason[0])
+                                snprintf(reason, sizeof(reason),
+                                         "tier %d has no delay; delays must "
+                                         "be positive",
+                                         i + 1);
+                if (reason[0])
+                        break;
+                memcpy(conf->tiers_ms, tiers, sizeof(tiers[0]) * (size_t)n);
+                conf->tier_cnt = n;
+                return KRETRY_ERR_OK;
+        }
+        }
+        if (errstr && errstr_size)
+                snprintf(errstr, errstr_size, "%s: %s", p->name, reason);
+        return KRETRY_ERR_INVALID_VALUE;
+}
+
+kretry_conf_t *kretry_conf_new(void) {
+        kretry_conf_t *conf = calloc(1, sizeof(*conf));
+        if (!conf)
+                return NULL;
+        conf->consumer = rd_kafka_conf_new();
+        conf->producer = rd_kafka_conf_new();
+        if (!conf->consumer || !conf->producer)
+                goto err;
+        for (size_t i = 0; i < PROP_CNT; i++)
+                if (props[i].defval &&
+                    prop_set(conf, &props[i], props[i].defval, NULL, 0))
+                        goto err;
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+                rd_kafka_conf_set(fixed[i].consumer ? conf->consumer
+                                                    : conf->producer,
+                                  fixed[i].name, fixed[i].value, NULL, 0);
+        /* Defaults an operator may change. */
+        rd_kafka_conf_set(conf->consumer, "auto.offset.reset", "earliest",
+                          NULL, 0);
+        return conf;
+err:
+        kretry_conf_destroy(conf);
+        return NULL;
+}
+
+void kretry_conf_destroy(kretry_conf_t *conf) {
+        if (!conf)
+                return;
+        for (size_t i = 0; i < PROP_CNT; i++)
+                if (props[i].type == PROP_STR)
+                        free(*(char **)((char *)conf + props[i].offset));
+        if (conf->consumer)
+                rd_kafka_conf_destroy(conf->consumer);
+        if (conf->producer)
+                rd_kafka_conf_destroy(conf->producer);
+        free(conf);
+}
+
+kretry_conf_t *kretry_conf_dup(const kretry_conf_t *src) {
+        if (!src)
+                return NULL;
+        kretry_conf_t *conf = calloc(1, sizeof(*conf));
+        if (!conf)
+                return NULL;
+        *conf          = *src;
+        conf->consumer = rd_kafka_conf_dup(src->consumer);
+        conf->producer = rd_kafka_conf_dup(src->producer);
+        for (size_t i = 0; i < PROP_CNT; i++) {
+                if (props[i].type != PROP_STR)
+                        continue;
+                char **field = (char **)((char *)conf + props[i].offset);
+                if (*field && !(*field = strdup(*field)))
+                        goto err;
+        }
+        return conf;
+err:
+        /* Strings not yet duplicated still point into src: clear them. */
+        for (size_t i = 0; i < PROP_CNT; i++) {
+                if (props[i].type != PROP_STR)
+                        continue;
+                char **field = (char **)((char *)conf + props[i].offset);
+                char *const *orig =
+                    (char *const *)((const char *)src + props[i].offset);
+                if (*field == *orig)
+                        *field = NULL;
+        }
+        kretry_conf_destroy(conf);
+        return NULL;
+}
+
+static kretry_err_t rdkafka_set(rd_kafka_conf_t *rconf,
+                                const char *name,
+                                const char *value,
+                                char *errstr,
+                                size_t errstr_size) {
+        char buf[512];
+        rd_kafka_conf_res_t r =
+            rd_kafka_conf_set(rconf, name, value, buf, sizeof(buf));
+        if (r == RD_KAFKA_CONF_OK)
+                return KRETRY_ERR_OK;
+        if (errstr && errstr_size)
+                snprintf(errstr, errstr_size, "%s", buf);
+        return r == RD_KAFKA_CONF_UNKNOWN ? KRETRY_ERR_UNKNOWN_PROPERTY
+                                          : KRETRY_ERR_INVALID_VALUE;
+}
+
+static int fixed_refuses(const char *name,
+                         const char *value,
+                         char *errstr,
+                         size_t errstr_size) {
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+                if (strcmp(fixed[i].name, name) || !strcmp(fixed[i].value, value))
+                        continue;
+                if (!strcmp(fixed[i].value, "all") && !strcmp(value, "-1"))
+                        continue;
+                if (errstr && errstr_size)
+                        snprintf(errstr, errstr_size,
+                                 "%s is fixed to %s by kretry: its delivery "
+                                 "guarantees depend on it",
+                                 name, fixed[i].value);
+                return 1;
+        }
+        return 0;
+}
+
+kretry_err_t kretry_conf_set(kretry_conf_t *conf,
+                             const char *name,
+                             const char *value,
+                             char *errstr,
+                             size_t errstr_size) {
+        if (errstr && errstr_size)
+                errstr[0] = '\0';
+        if (!conf || !name || !value) {
+                if (errstr && errstr_size)
+                        snprintf(errstr, errstr_size,
+                                 "conf, name and value are required");
+                return KRETRY_ERR_INVALID_ARG;
+        }
+        const struct prop *p = prop_find(name);
+        if (p)
+                return prop_set(conf, p, value, errstr, errstr_size);
+
+        rd_kafka_conf_t *targets[2] = {conf->consumer, conf->producer};
+        const char *rname           = name;
+        if (!strncmp(name, "consumer.", 9)) {
+                targets[1] = NULL;
+                rname      = name + 9;
+        } else if (!strncmp(name, "producer.", 9)) {
+                targets[0] = NULL;
+                rname      = name + 9;
+        }
+        if (fixed_refuses(rname, value, errstr, errstr_size))
+                return KRETRY_ERR_INVALID_VALUE;
+        for (int i = 0; i < 2; i++) {
+                if (!targets[i])
+                        continue;
+                kretry_err_t err =
+                    rdkafka_set(targets[i], rname, value, errstr, errstr_size);
+                if (err)
+                        return err;
+        }
+        return KRETRY_ERR_OK;
+}
+
+static void prop_render(const kretry_conf_t *conf,
+                        const struct prop *p,
+                        char *dest,
+                        size_t dest_size) {
+        const void *field = (const char *)conf + p->offset;
+        size_t len        = 0;
+        switch (p->type) {
+        case PROP_STR: {
+                const char *s = *(char *const *)field;
+                snprintf(dest, dest_size, "%s", s ? s : "");
+                break;
+        }
+        case PROP_INT:
+                if (field == &conf->max_attempts)
+                        snprintf(dest, dest_size, "%d",
+                                 kretry_conf_max_attempts(conf));
+                else
+                        snprintf(dest, dest_size, "%d", *(const int *)field);
+                break;
+        case PROP_DURATION:
+                kretry_format_duration(*(const int64_t *)field, dest,
+                                       dest_size);
+                break;
+        case PROP_PERCENT:
+                snprintf(dest, dest_size, "%g%%", conf->jitter * 100.0);
+                break;
+        case PROP_TIERS:
+                dest[0] = '\0';
+                for (int i = 0; i < conf->tier_cnt && len < dest_size; i++) {
+                        char d[32];
+                        kretry_format_duration(conf->tiers_ms[i], d, sizeof(d));
+                        len += (size_t)snprintf(dest + len, dest_size - len,
+                                                "%s%s", i ? "," : "", d);
+                }
+                break;
+        }
+}
+
+kretry_err_t kretry_conf_get(const kretry_conf_t *conf,
+                             const char *name,
+                             char *dest,
+                             size_t dest_size) {
+        if (!conf || !name || !dest || !dest_size)
+                return KRETRY_ERR_INVALID_ARG;
+        const struct prop *p = prop_find(name);
+        if (p) {
+                prop_render(conf, p, dest, dest_size);
+                return KRETRY_ERR_OK;
+        }
+        const rd_kafka_conf_t *rconf = conf->consumer;
+        if (!strncmp(name, "consumer.", 9)) {
+                name += 9;
+        } else if (!strncmp(name, "producer.", 9)) {
+                rconf = conf->producer;
+                name += 9;
+        }
+        size_t size = dest_size;
+        if (rd_kafka_conf_get(rconf, name, dest, &size) != RD_KAFKA_CONF_OK)
+                return KRETRY_ERR_UNKNOWN_PROPERTY;
+        return KRETRY_ERR_OK;
+}
+
+size_t kretry_conf_properties_dump(char *dest, size_t dest_size) {
+        size_t len = 0;
+        for (size_t i = 0; i < PROP_CNT; i++) {
+                int n = snprintf(dest && len < dest_size ? dest + len : NULL,
+                                 dest && len < dest_size ? dest_size - len : 0,
+                                 "%-26s %-20s %s\n", props[i].name,
+                                 props[i].defval ? props[i].defval : "-",
+                                 props[i].desc);
+                len += (size_t)n;
+        }
+        return len;
+}
+
+void kretry_conf_set_handler(kretry_conf_t *conf,
+                             kretry_handler_t *handler,
+                             void *opaque) {
+        if (!conf)
+                return;
+        conf->handler = handler;
+        conf->opaque  = opaque;
+}
+
+void kretry_conf_set_route_cb(kretry_conf_t *conf, kretry_route_cb_t *route_cb) {
+        if (conf)
+                conf->route_cb = route_cb;
+}
+
+void kretry_conf_set_log_cb(kretry_conf_t *conf,
+                            kretry_log_cb_t *log_cb,
+                            void *opaque) {
+        if (!conf)
+                return;
+        conf->log_cb     = log_cb;
+        conf->log_opaque = opaque;
+}
+
+int kretry_conf_max_attempts(const kretry_conf_t *conf) {
+        return conf->max_attempts > 0 ? conf->max_attempts
+                                      : conf->tier_cnt + 1;
+}
+
+int kretry_conf_topic_name(const char *pattern,
+                           const char *source,
+                           int n,
+                           char *dest,
+                           size_t dest_size) {
+        size_t len = 0;
+        for (const char *s = pattern; *s; s++) {
+                int w;
+                if (!strncmp(s, "{source}", 8)) {
+                        w = snprintf(dest + len, dest_size - len, "%s", source);
+                        s += 7;
+                } else if (!strncmp(s, "{n}", 3) && n > 0) {
+                        w = snprintf(dest + len, dest_size - len, "%d", n);
+                        s += 2;
+                } else {
+                        w = snprintf(dest + len, dest_size - len, "%c", *s);
+                }
+                len += (size_t)w;
+                if (len >= dest_size)
+                        return -1;
+        }
+        return len > 0 && len < 250 ? 0 : -1;
+}
+
+kretry_err_t kretry_conf_check(const kretry_conf_t *conf,
+                               char *errstr,
+                               size_t errstr_size) {
+        char buf[256];
+        size_t size = sizeof(buf);
+        if (!conf->source_topic || !*conf->source_topic) {
+                snprintf(errstr, errstr_size, "source.topic is required");
+                return KRETRY_ERR_INVALID_ARG;
+        }
+        if (rd_kafka_conf_get(conf->consumer, "group.id", buf, &size) ||
+            !buf[0]) {
+                snprintf(errstr, errstr_size, "group.id is required");
+                return KRETRY_ERR_INVALID_ARG;
+        }
+        if (!conf->handler) {
+                snprintf(errstr, errstr_size,
+                         "a handler is required (kretry_conf_set_handler)");
+                return KRETRY_ERR_INVALID_ARG;
+        }
+        if (!strstr(conf->retry_pattern, "{n}")) {
+                snprintf(errstr, errstr_size,
+                         "retry.topic.pattern \"%s\" must contain {n}",
+                         conf->retry_pattern);
+                return KRETRY_ERR_INVALID_VALUE;
+        }
+        if (conf->max_attempts > 0 && conf->max_attempts < 1) {
+                snprintf(errstr, errstr_size, "retry.max.attempts must be >= 1");
+                return KRETRY_ERR_INVALID_VALUE;
+        }
+        return KRETRY_ERR_OK;
+}

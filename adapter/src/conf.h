@@ -1,0 +1,53 @@
+/*
+ * The configuration object behind kretry_conf_t: kretry's own properties,
+ * driven by one declarative table in conf.c, plus the librdkafka properties
+ * passed through to the consumer and the producer.
+ */
+#ifndef KRETRY_CONF_H
+#define KRETRY_CONF_H
+
+#include "kretry/kretry.h"
+
+#include <librdkafka/rdkafka.h>
+
+#define KRETRY_MAX_TIERS 32
+
+struct kretry_conf_s {
+        char *source_topic;
+        int64_t tiers_ms[KRETRY_MAX_TIERS];
+        int tier_cnt;
+        int max_attempts; /* 0: tier_cnt + 1 */
+        double jitter;    /* fraction, 0..1 */
+        int64_t max_age_ms; /* 0: never */
+        char *retry_pattern;
+        char *dlq_topic;
+        int error_max_length;
+        int revoke_timeout_ms;
+        int produce_backoff_ms;
+
+        rd_kafka_conf_t *consumer; /* pass-through properties */
+        rd_kafka_conf_t *producer;
+
+        kretry_handler_t *handler;
+        void *opaque;
+        kretry_route_cb_t *route_cb;
+        kretry_log_cb_t *log_cb;
+        void *log_opaque;
+};
+
+/* max_attempts with its default applied. */
+int kretry_conf_max_attempts(const kretry_conf_t *conf);
+
+/* Expand a topic name pattern: {source} and {n} (tier, 1-based; 0 = none). */
+int kretry_conf_topic_name(const char *pattern,
+                           const char *source,
+                           int n,
+                           char *dest,
+                           size_t dest_size);
+
+/* Check that everything an adapter needs is set; fills errstr. */
+kretry_err_t kretry_conf_check(const kretry_conf_t *conf,
+                               char *errstr,
+                               size_t errstr_size);
+
+#endif

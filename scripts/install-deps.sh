@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs the Debian 12 packages kretry needs to build and test.
+# Uses sudo when not run as root.
+set -eu
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+        SUDO="sudo"
+fi
+PKGS="build-essential cmake pkg-config librdkafka-dev libjansson-dev \
+libcyaml-dev libavro-dev libcunit1-dev"
+# Independent Kafka clients used by the black-box tests.
+TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin"
+case "${1:-}" in
+--test) PKGS="$PKGS $TEST_PKGS" ;;
+esac
+missing=""
+for p in $PKGS; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+                missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi

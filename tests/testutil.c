@@ -1,0 +1,299 @@
+#include "testutil.h"
+
+#include <CUnit/Basic.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t kt_now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int kt_main(const char *suite, const kt_test_t *tests, int argc, char **argv) {
+        const char *only = argc > 1 ? argv[1] : NULL;
+        if (CU_initialize_registry() != CUE_SUCCESS)
+                return 1;
+        CU_pSuite s = CU_add_suite(suite, NULL, NULL);
+        for (const kt_test_t *t = tests; t->name; t++)
+                if (!only || !strcmp(only, t->name))
+                        CU_add_test(s, t->name, t->fn);
+        CU_basic_set_mode(CU_BRM_VERBOSE);
+        CU_basic_run_tests();
+        int failed = (int)CU_get_number_of_failures();
+        int ran    = (int)CU_get_number_of_tests_run();
+        CU_cleanup_registry();
+        if (ran == 0) {
+                fprintf(stderr, "%s: no test ran\n", suite);
+                return 1;
+        }
+        return failed ? 1 : 0;
+}
+
+struct kt_cluster_s {
+        rd_kafka_t *rk; /* owns the mock cluster, NULL on a real cluster */
+        rd_kafka_mock_cluster_t *mock;
+        char bootstrap[512];
+};
+
+static void kt_fatal(const char *what, const char *detail) {
+        fprintf(stderr, "test setup: %s: %s\n", what, detail);
+        abort();
+}
+
+kt_cluster_t *kt_cluster_new(int brokers) {
+        kt_cluster_t *c = calloc(1, sizeof(*c));
+        const char *real = getenv("KRETRY_TEST_BOOTSTRAP");
+        if (real && *real) {
+                snprintf(c->bootstrap, sizeof(c->bootstrap), "%s", real);
+                return c;
+        }
+        char errstr[256];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        rd_kafka_conf_set(conf, "log_level", "0", NULL, 0);
+        c->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+        if (!c->rk)
+                kt_fatal("rd_kafka_new", errstr);
+        c->mock = rd_kafka_mock_cluster_new(c->rk, brokers);
+        if (!c->mock)
+                kt_fatal("mock cluster", "could not start");
+        snprintf(c->bootstrap, sizeof(c->bootstrap), "%s",
+                 rd_kafka_mock_cluster_bootstraps(c->mock));
+        return c;
+}
+
+void kt_cluster_destroy(kt_cluster_t *c) {
+        if (!c)
+                return;
+        if (c->mock)
+                rd_kafka_mock_cluster_destroy(c->mock);
+        if (c->rk)
+                rd_kafka_destroy(c->rk);
+        free(c);
+}
+
+const char *kt_cluster_bootstrap(const kt_cluster_t *c) {
+        return c->bootstrap;
+}
+
+rd_kafka_mock_cluster_t *kt_cluster_mock(const kt_cluster_t *c) {
+        return c->mock;
+}
+
+void kt_unique_name(const char *prefix, char *name, size_t name_size) {
+        static atomic_int seq;
+        snprintf(name, name_size, "%s-%d-%lld-%d", prefix, (int)getpid(),
+                 (long long)(kt_now_ms() % 100000000),
+                 atomic_fetch_add(&seq, 1));
+}
+
+rd_kafka_conf_t *kt_rdkafka_conf(const kt_cluster_t *c) {
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        const char *kv[][2]   = {
+            {"bootstrap.servers", c->bootstrap},
+            {"socket.nagle.disable", "true"},
+            {"fetch.wait.max.ms", "10"},
+            {"session.timeout.ms", "6000"},
+            {"heartbeat.interval.ms", "500"},
+            {"topic.metadata.refresh.interval.ms", "1000"},
+            {"log_level", "3"},
+        };
+        for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+                rd_kafka_conf_set(conf, kv[i][0], kv[i][1], NULL, 0);
+        return conf;
+}
+
+static int kt_create_real_topic(kt_cluster_t *c, const char *name, int parts) {
+        char errstr[256];
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kt_rdkafka_conf(c),
+                                      errstr, sizeof(errstr));
+        if (!rk)
+                return -1;
+        rd_kafka_NewTopic_t *nt =
+            rd_kafka_NewTopic_new(name, parts, -1, errstr, sizeof(errstr));
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        int rc               = -1;
+        if (ev) {
+                const rd_kafka_CreateTopics_result_t *res =
+                    rd_kafka_event_CreateTopics_result(ev);
+                size_t n;
+                const rd_kafka_topic_result_t **tr =
+                    rd_kafka_CreateTopics_result_topics(res, &n);
+                rc = (n == 1 && (rd_kafka_topic_result_error(tr[0]) == 0 ||
+                                 rd_kafka_topic_result_error(tr[0]) ==
+                                     RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
+                         ? 0
+                         : -1;
+                rd_kafka_event_destroy(ev);
+        }
+        rd_kafka_NewTopic_destroy(nt);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
+int kt_cluster_topic_named(kt_cluster_t *c, const char *name, int partitions) {
+        if (c->mock)
+                return rd_kafka_mock_topic_create(c->mock, name, partitions,
+                                                  1) == 0
+                           ? 0
+                           : -1;
+        return kt_create_real_topic(c, name, partitions);
+}
+
+int kt_cluster_topic(kt_cluster_t *c,
+                     const char *prefix,
+                     int partitions,
+                     char *name,
+                     size_t name_size) {
+        kt_unique_name(prefix, name, name_size);
+        return kt_cluster_topic_named(c, name, partitions);
+}
+
+static void kt_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+        (void)rk;
+        (void)opaque;
+        *(rd_kafka_resp_err_t *)m->_private = m->err;
+}
+
+rd_kafka_resp_err_t kt_produce(const kt_cluster_t *c,
+                               const char *topic,
+                               int32_t partition,
+                               const void *key,
+                               size_t key_len,
+                               const void *value,
+                               size_t value_len,
+                               rd_kafka_headers_t *hdrs) {
+        static rd_kafka_t *rk;
+        static char rk_bootstrap[512];
+        char errstr[256];
+        if (rk && strcmp(rk_bootstrap, c->bootstrap)) {
+                rd_kafka_destroy(rk);
+                rk = NULL;
+        }
+        if (!rk) {
+                rd_kafka_conf_t *conf = kt_rdkafka_conf(c);
+                rd_kafka_conf_set(conf, "linger.ms", "0", NULL, 0);
+                rd_kafka_conf_set_dr_msg_cb(conf, kt_dr);
+                rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr,
+                                  sizeof(errstr));
+                if (!rk)
+                        kt_fatal("producer", errstr);
+                snprintf(rk_bootstrap, sizeof(rk_bootstrap), "%s",
+                         c->bootstrap);
+        }
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__IN_PROGRESS;
+        rd_kafka_resp_err_t perr;
+        if (hdrs)
+                perr = rd_kafka_producev(
+                    rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+                    RD_KAFKA_V_KEY(key, key_len),
+                    RD_KAFKA_V_VALUE((void *)value, value_len),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(&err),
+                    RD_KAFKA_V_END);
+        else
+                perr = rd_kafka_producev(
+                    rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+                    RD_KAFKA_V_KEY(key, key_len),
+                    RD_KAFKA_V_VALUE((void *)value, value_len),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_OPAQUE(&err), RD_KAFKA_V_END);
+        if (perr) {
+                if (hdrs)
+                        rd_kafka_headers_destroy(hdrs);
+                return perr;
+        }
+        while (err == RD_KAFKA_RESP_ERR__IN_PROGRESS)
+                rd_kafka_poll(rk, 100);
+        return err;
+}
+
+int kt_consume(const kt_cluster_t *c,
+               const char *topic,
+               int expected,
+               int timeout_ms,
+               void (*cb)(const rd_kafka_message_t *m, void *opaque),
+               void *opaque) {
+        char errstr[256];
+        rd_kafka_conf_t *conf = kt_rdkafka_conf(c);
+        rd_kafka_conf_set(conf, "enable.partition.eof", "false", NULL, 0);
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+        if (!rk)
+                kt_fatal("consumer", errstr);
+        const rd_kafka_metadata_t *md = NULL;
+        rd_kafka_topic_t *rkt         = rd_kafka_topic_new(rk, topic, NULL);
+        if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) || md->topic_cnt != 1)
+                kt_fatal("metadata", topic);
+        int parts = md->topics[0].partition_cnt;
+        rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(parts);
+        for (int p = 0; p < parts; p++)
+                rd_kafka_topic_partition_list_add(l, topic, p)->offset =
+                    RD_KAFKA_OFFSET_BEGINNING;
+        rd_kafka_assign(rk, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        int seen         = 0;
+        int64_t deadline = kt_now_ms() + timeout_ms;
+        while (seen < expected && kt_now_ms() < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 50);
+                if (!m)
+                        continue;
+                if (!m->err) {
+                        seen++;
+                        if (cb)
+                                cb(m, opaque);
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        return seen;
+}
+
+int64_t kt_committed(const kt_cluster_t *c,
+                     const char *group,
+                     const char *topic,
+                     int32_t partition) {
+        char errstr[256];
+        rd_kafka_conf_t *conf = kt_rdkafka_conf(c);
+        rd_kafka_conf_set(conf, "group.id", group, NULL, 0);
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+        if (!rk)
+                kt_fatal("consumer", errstr);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, topic, partition);
+        int64_t off = -1000;
+        if (!rd_kafka_committed(rk, l, 5000))
+                off = l->elems[0].offset;
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_destroy(rk);
+        return off;
+}
+
+const char *kt_header(const rd_kafka_message_t *m,
+                      const char *name,
+                      char *buf,
+                      size_t size) {
+        rd_kafka_headers_t *h;
+        const void *v;
+        size_t n;
+        if (rd_kafka_message_headers(m, &h) ||
+            rd_kafka_header_get_last(h, name, &v, &n))
+                return NULL;
+        if (n >= size)
+                n = size - 1;
+        memcpy(buf, v, n);
+        buf[n] = '\0';
+        return buf;
+}
