@@ -1,13 +1,54 @@
+#include "cli.h"
 #include "kretry/kretry.h"
 
 #include <stdio.h>
 #include <string.h>
 
+static const struct {
+        const char *name;
+        int (*fn)(int argc, char **argv);
+        const char *summary;
+} commands[] = {
+    {"demo", cmd_demo,
+     "run the whole retry story on an embedded cluster, no setup"},
+    {"run", cmd_run, "run the adapter with an external handler command"},
+    {"dev-broker", cmd_dev_broker,
+     "run librdkafka's mock cluster as a standalone broker"},
+    {"topology", cmd_topology,
+     "validate, describe, plan and apply a YAML topology"},
+};
+
+#define COMMAND_CNT (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out) {
+        fprintf(out,
+                "usage: kretry <command> [options]\n"
+                "       kretry --version | --help\n\n"
+                "Retry tiers and dead-letter topics for Kafka consumers.\n\n"
+                "commands:\n");
+        for (size_t i = 0; i < COMMAND_CNT; i++)
+                fprintf(out, "  %-12s %s\n", commands[i].name,
+                        commands[i].summary);
+        fprintf(out, "\n'kretry <command> --help' describes one command.\n");
+}
+
 int main(int argc, char **argv) {
-        if (argc > 1 && !strcmp(argv[1], "--version")) {
+        if (argc < 2) {
+                usage(stderr);
+                return KRETRY_EX_USAGE;
+        }
+        if (!strcmp(argv[1], "--version")) {
                 printf("kretry %s\n", kretry_version_str());
                 return 0;
         }
-        fprintf(stderr, "usage: kretry --version\n");
-        return 64;
+        if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+                usage(stdout);
+                return 0;
+        }
+        for (size_t i = 0; i < COMMAND_CNT; i++)
+                if (!strcmp(argv[1], commands[i].name))
+                        return commands[i].fn(argc - 1, argv + 1);
+        fprintf(stderr, "kretry: unknown command \"%s\"\n", argv[1]);
+        usage(stderr);
+        return KRETRY_EX_USAGE;
 }
