@@ -1,0 +1,182 @@
+/* The external handler runner of `kretry run`, without any broker. */
+#include "exec_handler.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static kretry_exec_result_t res;
+
+/* Run @p cmd with @p input and no environment changes; fails the test when
+ * the command cannot start. */
+static void run_with(const char *cmd, const void *input, size_t len) {
+        kretry_exec_opts_t o;
+        char err[256];
+        kretry_exec_opts_init(&o);
+        o.input     = input;
+        o.input_len = len;
+        int rc      = kretry_exec_run(cmd, &o, &res, err, sizeof(err));
+        KT_CHECK_MSG(rc == 0, CU_TRUE, "%s: %s", cmd, err);
+}
+
+static void run(const char *cmd) {
+        run_with(cmd, NULL, 0);
+}
+
+static void test_exit_codes(void) {
+        run("exit 0");
+        KT_ASSERT_INT_EQ(res.how, KRETRY_EXEC_EXITED);
+        KT_ASSERT_INT_EQ(res.status, 0);
+        KT_ASSERT_STR_EQ(res.last_line, "");
+        run("exit 75");
+        KT_ASSERT_INT_EQ(res.how, KRETRY_EXEC_EXITED);
+        KT_ASSERT_INT_EQ(res.status, 75);
+        run("false");
+        KT_ASSERT_INT_EQ(res.how, KRETRY_EXEC_EXITED);
+        KT_ASSERT_INT_EQ(res.status, 1);
+        run("/nonexistent/handler");
+        KT_ASSERT_INT_EQ(res.status, 127);
+        KT_ASSERT(strstr(res.last_line, "not found") != NULL);
+}
+
+static void test_signal(void) {
+        run("kill -KILL $$");
+        KT_ASSERT_INT_EQ(res.how, KRETRY_EXEC_SIGNALED);
+        KT_ASSERT_INT_EQ(res.status, SIGKILL);
+        run("echo dying >&2; kill -TERM $$");
+        KT_ASSERT_INT_EQ(res.how, KRETRY_EXEC_SIGNALED);
+        KT_ASSERT_INT_EQ(res.status, SIGTERM);
+        KT_ASSERT_STR_EQ(res.last_line, "dying");
+}
+
+static void test_stderr_last_line(void) {
+        run("printf 'first\\n\\nsecond \\r\\n\\n  \\n' >&2; exit 3");
+        KT_ASSERT_INT_EQ(res.status, 3);
+        KT_ASSERT_STR_EQ(res.last_line, "second");
+        run("printf 'a\\nno newline' >&2");
+        KT_ASSERT_STR_EQ(res.last_line, "no newline");
+        run("printf 'nul\\000inside\\n' >&2");
+        KT_ASSERT_STR_EQ(res.last_line, "nul inside");
+        /* An over-long line keeps its start, bounded. */
+        run("head -c 10000 /dev/zero | tr '\\0' x >&2; echo >&2");
+        KT_ASSERT_INT_EQ(strlen(res.last_line), KRETRY_EXEC_LINE_MAX - 1);
+        KT_ASSERT(res.last_line[0] == 'x');
+        /* stdout is not captured. */
+        run("echo on-stdout >/dev/null; echo on-stderr >&2");
+        KT_ASSERT_STR_EQ(res.last_line, "on-stderr");
+}
+
+static char *big_input(size_t len) {
+        char *buf = malloc(len);
+        for (size_t i = 0; i < len; i++)
+                buf[i] = (char)('a' + i % 26);
+        return buf;
+}
+
+static void test_large_stdin(void) {
+        const size_t len = 1024 * 1024;
+        char *buf        = big_input(len);
+        run_with("wc -c >&2", buf, len);
+        KT_ASSERT_INT_EQ(res.status, 0);
+        KT_ASSERT_STR_EQ(res.last_line, "1048576");
+        KT_ASSERT_INT_EQ(res.stdin_written, len);
+        /* The child fills its stderr pipe before it reads stdin: only
+         * writing and reading together avoids a deadlock. */
+        run_with("head -c 1000000 /dev/zero | tr '\\0' '\\n' >&2;"
+                 " tail -c 3 | od -An -c | tr -d ' ' >&2",
+                 buf, len);
+        KT_ASSERT_INT_EQ(res.status, 0);
+        /* Byte i is 'a' + i % 26; 1048575 % 26 = 21: "tuv" ends it. */
+        KT_ASSERT_STR_EQ(res.last_line, "tuv");
+        free(buf);
+}
+
+static void test_child_ignores_stdin(void) {
+        const size_t len = 1024 * 1024;
+        char *buf        = big_input(len);
+        sigset_t pending;
+        run_with("echo done >&2; exit 4", buf, len);
+        KT_ASSERT_INT_EQ(res.how, KRETRY_EXEC_EXITED);
+        KT_ASSERT_INT_EQ(res.status, 4);
+        KT_ASSERT_STR_EQ(res.last_line, "done");
+        KT_ASSERT(res.stdin_written < len);
+        /* Closing stdin early, then running on. */
+        run_with("exec 0<&-; sleep 0.1; echo after >&2", buf, len);
+        KT_ASSERT_INT_EQ(res.status, 0);
+        KT_ASSERT_STR_EQ(res.last_line, "after");
+        /* The EPIPE's SIGPIPE was absorbed: nothing left pending here. */
+        sigpending(&pending);
+        KT_ASSERT(!sigismember(&pending, SIGPIPE));
+        free(buf);
+}
+
+static void test_env(void) {
+        kretry_exec_opts_t o;
+        char err[256];
+        const char *env[]   = {"KRETRY_TOPIC=orders", "KRETRY_ATTEMPT=2", NULL};
+        const char *unset[] = {"KRETRY_KEY", NULL};
+        setenv("KRETRY_KEY", "leaked-from-parent", 1);
+        setenv("KRETRY_TOPIC", "stale", 1);
+        setenv("KT_INHERITED", "yes", 1);
+        kretry_exec_opts_init(&o);
+        o.env   = env;
+        o.unset = unset;
+        KT_REQUIRE(kretry_exec_run(
+                       "[ -z \"${KRETRY_KEY+set}\" ] || exit 9;"
+                       "[ \"$(env | grep -c '^KRETRY_TOPIC=')\" = 1 ] || exit 8;"
+                       "echo \"$KRETRY_TOPIC $KRETRY_ATTEMPT $KT_INHERITED\" >&2",
+                       &o, &res, err, sizeof(err)) == 0);
+        KT_ASSERT_INT_EQ(res.status, 0);
+        KT_ASSERT_STR_EQ(res.last_line, "orders 2 yes");
+        unsetenv("KRETRY_KEY");
+        unsetenv("KRETRY_TOPIC");
+        unsetenv("KT_INHERITED");
+}
+
+static void test_child_setup(void) {
+        /* kretry may ignore SIGPIPE; the command must still get the default
+         * disposition, and its own process group. */
+        void (*prev)(int) = signal(SIGPIPE, SIG_IGN);
+        run("kill -PIPE $$");
+        KT_ASSERT_INT_EQ(res.how, KRETRY_EXEC_SIGNALED);
+        KT_ASSERT_INT_EQ(res.status, SIGPIPE);
+        signal(SIGPIPE, prev);
+        run("[ \"$(cut -d' ' -f5 /proc/$$/stat)\" = \"$$\" ]");
+        KT_ASSERT_INT_EQ(res.status, 0);
+}
+
+static void test_echo_and_pid_slot(void) {
+        kretry_exec_opts_t o;
+        char err[256], buf[64] = {0};
+        volatile sig_atomic_t slot = -1;
+        int p[2];
+        KT_REQUIRE(pipe(p) == 0);
+        kretry_exec_opts_init(&o);
+        o.echo_fd  = p[1];
+        o.pid_slot = &slot;
+        KT_REQUIRE(kretry_exec_run("echo \"pid $$\" >&2", &o, &res, err,
+                                   sizeof(err)) == 0);
+        close(p[1]);
+        KT_ASSERT(read(p[0], buf, sizeof(buf) - 1) > 0);
+        close(p[0]);
+        KT_ASSERT(!strncmp(buf, "pid ", 4) && atoi(buf + 4) > 0);
+        KT_ASSERT_INT_EQ(slot, 0);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+            KT_TEST(test_exit_codes),
+            KT_TEST(test_signal),
+            KT_TEST(test_stderr_last_line),
+            KT_TEST(test_large_stdin),
+            KT_TEST(test_child_ignores_stdin),
+            KT_TEST(test_env),
+            KT_TEST(test_child_setup),
+            KT_TEST(test_echo_and_pid_slot),
+            KT_END,
+        };
+        return kt_main("exec_handler", tests, argc, argv);
+}
