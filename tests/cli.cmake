@@ -7,3 +7,16 @@ target_include_directories(test_exec_handler PRIVATE
 # The assertion macros format into a 2 KiB buffer; comparing the 4 KiB stderr
 # line buffer makes GCC warn about a truncation that is harmless in a message.
 target_compile_options(test_exec_handler PRIVATE -Wno-format-truncation)
+
+# kretry dev-broker against independent clients (kcat, kafka-python); exits
+# 77 (skipped) when either is missing.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_dev_broker
+           COMMAND /usr/bin/python3
+                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_dev_broker.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_dev_broker PROPERTIES TIMEOUT 60
+                       SKIP_RETURN_CODE 77 LABELS blackbox)
+else()
+  message(STATUS "blackbox_dev_broker: /usr/bin/python3 not found, not registered")
+endif()

@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+"""Black-box test of `kretry dev-broker`: independent Kafka clients (kcat,
+built on librdkafka, and kafka-python, a separate implementation of the
+protocol) produce to and consume from it, kafka-python also through a
+consumer group; then SIGTERM must stop it with exit status 0.
+
+usage: blackbox_dev_broker.py PATH/TO/kretry
+Exit 0 on success, 1 on failure, 77 (skipped) when kcat or kafka-python is
+missing. Every step is bounded by a timeout.
+"""
+import logging
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+TOPIC = "t"
+PARTITIONS = 3
+# The mock's Nagle stays on; clients turn theirs off (KAFKA-MOCK.md).
+KCAT_X = ["-X", "socket.nagle.disable=true", "-X", "fetch.wait.max.ms=10"]
+
+
+def skip_if_missing():
+    if not shutil.which("kcat"):
+        print("SKIP: kcat is not installed (Debian package kcat)")
+        sys.exit(SKIP)
+    try:
+        import kafka  # noqa: F401
+    except ImportError:
+        print("SKIP: kafka-python is not installed (Debian package "
+              "python3-kafka)")
+        sys.exit(SKIP)
+
+
+class Broker:
+    """`kretry dev-broker` as a child process; stderr kept in a file."""
+
+    def __init__(self, cli, args):
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([cli, "dev-broker"] + args,
+                                     stdout=subprocess.PIPE,
+                                     stderr=self.err)
+        self.bootstrap = self._first_line(10)
+
+    def _first_line(self, timeout):
+        deadline = time.monotonic() + timeout
+        buf = b""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise AssertionError("no bootstrap line within %ds" % timeout)
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise AssertionError("dev-broker exited before printing its "
+                                     "bootstrap list")
+            buf += chunk
+        return buf.split(b"\n", 1)[0].decode()
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=timeout)
+
+    def stderr_text(self):
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok -", what)
+
+
+def kcat(bootstrap, args, stdin=None):
+    r = subprocess.run(["kcat", "-b", bootstrap] + KCAT_X + args,
+                       input=stdin, capture_output=True, timeout=15)
+    if r.returncode != 0:
+        raise AssertionError("kcat %s failed (%d): %s" %
+                             (" ".join(args), r.returncode,
+                              r.stderr.decode(errors="replace")))
+    return r.stdout.decode()
+
+
+def step_kcat(b):
+    meta = kcat(b, ["-L", "-t", TOPIC])
+    check('topic "%s" with %d partitions' % (TOPIC, PARTITIONS) in meta,
+          "kcat sees topic %s with %d partitions" % (TOPIC, PARTITIONS))
+    kcat(b, ["-P", "-t", TOPIC, "-p", "0", "-K", ":"],
+         stdin=b"k1:from-kcat-1\nk2:from-kcat-2\n")
+    out = kcat(b, ["-C", "-t", TOPIC, "-p", "0", "-o", "beginning", "-e",
+                   "-f", "%k=%s\\n"])
+    check(out.splitlines() == ["k1=from-kcat-1", "k2=from-kcat-2"],
+          "kcat reads back what kcat produced, keys and order kept")
+
+
+def py_messages():
+    return {(b"py-%d" % i, b"value-%d" % i, i % PARTITIONS) for i in range(6)}
+
+
+def step_python_produce(b):
+    from kafka import KafkaProducer
+    p = KafkaProducer(bootstrap_servers=b, request_timeout_ms=5000,
+                      max_block_ms=5000, linger_ms=0)
+    print("# kafka-python inferred broker version", p.config["api_version"])
+    for key, value, part in sorted(py_messages()):
+        md = p.send(TOPIC, key=key, value=value, partition=part).get(
+            timeout=10)
+        check(md.partition == part, "kafka-python produced %s to %s[%d]" %
+              (key.decode(), TOPIC, part))
+    p.close(timeout=5)
+
+
+def expected_all():
+    exp = {(m[0], m[1], m[2]) for m in py_messages()}
+    exp |= {(b"k1", b"from-kcat-1", 0), (b"k2", b"from-kcat-2", 0)}
+    return exp
+
+
+def drain(consumer, want, timeout):
+    seen = set()
+    deadline = time.monotonic() + timeout
+    while len(seen) < want and time.monotonic() < deadline:
+        for recs in consumer.poll(timeout_ms=200).values():
+            seen |= {(r.key, r.value, r.partition) for r in recs}
+    return seen
+
+
+def step_python_assigned(b):
+    from kafka import KafkaConsumer, TopicPartition
+    c = KafkaConsumer(bootstrap_servers=b, auto_offset_reset="earliest",
+                      enable_auto_commit=False, request_timeout_ms=11000,
+                      fetch_max_wait_ms=10)
+    c.assign([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
+    seen = drain(c, len(expected_all()), 10)
+    c.close()
+    check(seen == expected_all(),
+          "kafka-python (assigned partitions) reads everything, kcat's too")
+
+
+def step_kcat_reads_python(b):
+    out = kcat(b, ["-C", "-t", TOPIC, "-o", "beginning", "-e",
+                   "-f", "%k=%s@%p\\n"])
+    got = set(out.splitlines())
+    want = {"%s=%s@%d" % (k.decode(), v.decode(), p)
+            for k, v, p in expected_all()}
+    check(got == want, "kcat reads every partition, kafka-python's too")
+
+
+def step_python_group(b):
+    from kafka import KafkaConsumer, TopicPartition
+    group = "blackbox-%d" % os.getpid()
+    c = KafkaConsumer(TOPIC, bootstrap_servers=b, group_id=group,
+                      auto_offset_reset="earliest", enable_auto_commit=False,
+                      session_timeout_ms=6000, heartbeat_interval_ms=500,
+                      request_timeout_ms=11000, fetch_max_wait_ms=10)
+    t0 = time.monotonic()
+    seen = drain(c, len(expected_all()), 12)
+    check(seen == expected_all(),
+          "kafka-python consumer group %s joins and reads everything "
+          "(%.1fs, the mock delays a group's first join 3s)" %
+          (group, time.monotonic() - t0))
+    check(len(c.assignment()) == PARTITIONS,
+          "the group assigned all %d partitions" % PARTITIONS)
+    c.commit()
+    c.close()
+    # A fresh member of the group reads the commits back (OffsetFetch).
+    c = KafkaConsumer(bootstrap_servers=b, group_id=group,
+                      enable_auto_commit=False, request_timeout_ms=11000)
+    ends = {p: sum(1 for m in expected_all() if m[2] == p)
+            for p in range(PARTITIONS)}
+    got = {p: c.committed(TopicPartition(TOPIC, p)) for p in range(PARTITIONS)}
+    c.close()
+    check(got == ends, "the group's committed offsets are the end offsets "
+          "%s" % ends)
+
+
+def step_sigint_and_usage(cli):
+    broker = Broker(cli, ["--brokers", "2"])
+    try:
+        check(len(broker.bootstrap.split(",")) == 2, "--brokers 2: two "
+              "addresses in the bootstrap line")
+        check(broker.stop(signal.SIGINT) == 0, "SIGINT stops it with exit 0")
+    finally:
+        broker.kill()
+    r = subprocess.run([cli, "dev-broker", "--topic", "bad name"],
+                       capture_output=True, timeout=10)
+    check(r.returncode == 64 and b"topic name" in r.stderr,
+          "a bad --topic is a usage error (64) that says why")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    skip_if_missing()
+    # kafka-python logs a cancelled fetch on close; only real errors matter.
+    logging.basicConfig(level=logging.CRITICAL)
+    t0 = time.monotonic()
+    broker = Broker(sys.argv[1], ["--topic", "%s:%d" % (TOPIC, PARTITIONS)])
+    try:
+        b = broker.bootstrap
+        check(b.startswith("127.0.0.1:"), "bootstrap line %s" % b)
+        step_kcat(b)
+        step_python_produce(b)
+        step_python_assigned(b)
+        step_kcat_reads_python(b)
+        step_python_group(b)
+        rc = broker.stop(signal.SIGTERM)
+        check(rc == 0, "SIGTERM stops dev-broker with exit 0 (got %d)" % rc)
+        step_sigint_and_usage(sys.argv[1])
+    except Exception as e:  # report, with the broker's own words
+        print("FAIL:", e)
+        print("--- dev-broker stderr ---\n" + broker.stderr_text())
+        return 1
+    finally:
+        broker.kill()
+    print("# blackbox_dev_broker: %.1fs" % (time.monotonic() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
