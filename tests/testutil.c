@@ -35,6 +35,7 @@ int kt_main(const char *suite, const kt_test_t *tests, int argc, char **argv) {
 
 struct kt_cluster_s {
         rd_kafka_t *rk; /* owns the mock cluster, NULL on a real cluster */
+        rd_kafka_t *producer; /* kt_produce's, created on first use */
         rd_kafka_mock_cluster_t *mock;
         char bootstrap[512];
 };
@@ -68,6 +69,8 @@ kt_cluster_t *kt_cluster_new(int brokers) {
 void kt_cluster_destroy(kt_cluster_t *c) {
         if (!c)
                 return;
+        if (c->producer)
+                rd_kafka_destroy(c->producer);
         if (c->mock)
                 rd_kafka_mock_cluster_destroy(c->mock);
         if (c->rk)
@@ -169,13 +172,8 @@ rd_kafka_resp_err_t kt_produce(const kt_cluster_t *c,
                                const void *value,
                                size_t value_len,
                                rd_kafka_headers_t *hdrs) {
-        static rd_kafka_t *rk;
-        static char rk_bootstrap[512];
         char errstr[256];
-        if (rk && strcmp(rk_bootstrap, c->bootstrap)) {
-                rd_kafka_destroy(rk);
-                rk = NULL;
-        }
+        rd_kafka_t *rk = c->producer;
         if (!rk) {
                 rd_kafka_conf_t *conf = kt_rdkafka_conf(c);
                 rd_kafka_conf_set(conf, "linger.ms", "0", NULL, 0);
@@ -184,8 +182,7 @@ rd_kafka_resp_err_t kt_produce(const kt_cluster_t *c,
                                   sizeof(errstr));
                 if (!rk)
                         kt_fatal("producer", errstr);
-                snprintf(rk_bootstrap, sizeof(rk_bootstrap), "%s",
-                         c->bootstrap);
+                ((kt_cluster_t *)c)->producer = rk;
         }
         rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__IN_PROGRESS;
         rd_kafka_resp_err_t perr;
@@ -222,6 +219,11 @@ int kt_consume(const kt_cluster_t *c,
                void *opaque) {
         char errstr[256];
         rd_kafka_conf_t *conf = kt_rdkafka_conf(c);
+        char group[128];
+        /* consumer_poll needs a group; this one never commits. */
+        kt_unique_name("kt-reader", group, sizeof(group));
+        rd_kafka_conf_set(conf, "group.id", group, NULL, 0);
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
         rd_kafka_conf_set(conf, "enable.partition.eof", "false", NULL, 0);
         rd_kafka_t *rk =
             rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));

@@ -70,6 +70,35 @@ static const struct {
     {"request.required.acks", "all", 0},
 };
 
+/* Unprefixed librdkafka properties go to both clients, except these, which
+ * only one of them understands (librdkafka warns about the others). */
+static const struct {
+        const char *prefix;
+        int consumer;
+} scoped[] = {
+    {"group.", 1},          {"session.timeout.ms", 1},
+    {"heartbeat.", 1},      {"auto.offset.reset", 1},
+    {"auto.commit.", 1},    {"enable.auto.commit", 1},
+    {"fetch.", 1},          {"max.poll.interval.ms", 1},
+    {"partition.assignment.strategy", 1}, {"isolation.level", 1},
+    {"queued.", 1},         {"max.partition.fetch.bytes", 1},
+    {"check.crcs", 1},      {"enable.partition.eof", 1},
+    {"linger.ms", 0},       {"queue.buffering.", 0},
+    {"batch.", 0},          {"compression.", 0},
+    {"message.timeout.ms", 0}, {"delivery.timeout.ms", 0},
+    {"retries", 0},         {"message.send.max.retries", 0},
+    {"transactional.id", 0}, {"transaction.timeout.ms", 0},
+    {"sticky.partitioning.linger.ms", 0},
+};
+
+/* 1: consumer only, 0: producer only, -1: both. */
+static int rdkafka_scope(const char *name) {
+        for (size_t i = 0; i < sizeof(scoped) / sizeof(scoped[0]); i++)
+                if (!strncmp(name, scoped[i].prefix, strlen(scoped[i].prefix)))
+                        return scoped[i].consumer;
+        return -1;
+}
+
 static const struct prop *prop_find(const char *name) {
         for (size_t i = 0; i < PROP_CNT; i++)
                 if (!strcmp(props[i].name, name))
@@ -266,6 +295,8 @@ kretry_err_t kretry_conf_set(kretry_conf_t *conf,
         } else if (!strncmp(name, "producer.", 9)) {
                 targets[0] = NULL;
                 rname      = name + 9;
+        } else if (rdkafka_scope(name) >= 0) {
+                targets[rdkafka_scope(name) ? 1 : 0] = NULL;
         }
         if (fixed_refuses(rname, value, errstr, errstr_size))
                 return KRETRY_ERR_INVALID_VALUE;
@@ -329,7 +360,8 @@ kretry_err_t kretry_conf_get(const kretry_conf_t *conf,
                 prop_render(conf, p, dest, dest_size);
                 return KRETRY_ERR_OK;
         }
-        const rd_kafka_conf_t *rconf = conf->consumer;
+        const rd_kafka_conf_t *rconf =
+            rdkafka_scope(name) == 0 ? conf->producer : conf->consumer;
         if (!strncmp(name, "consumer.", 9)) {
                 name += 9;
         } else if (!strncmp(name, "producer.", 9)) {

@@ -1,0 +1,596 @@
+/*
+ * The adapter's life cycle and poll loop. One consumer (the source topic by
+ * subscription, every tier by assignment alongside it) and one idempotent
+ * producer (copies to tiers and the DLQ). Both clients signal an eventfd when
+ * they have something for us, so waiting never spins: the loop sleeps in
+ * poll(2) until an event, the next due message, or the caller's timeout.
+ */
+#include "adapter_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Messages consumed per poll before the loop looks at due messages and
+ * delivery reports again. */
+#define KRETRY_POLL_BATCH 500
+
+int64_t kretry_now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void kretry_log(kretry_adapter_t *a,
+                kretry_log_level_t level,
+                const char *fac,
+                const char *fmt,
+                ...) {
+        if (!a->conf->log_cb)
+                return;
+        char buf[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        a->conf->log_cb(level, fac, buf, a->conf->log_opaque);
+}
+
+static void rdkafka_log_cb(const rd_kafka_t *rk,
+                           int level,
+                           const char *fac,
+                           const char *buf) {
+        kretry_adapter_t *a = rd_kafka_opaque(rk);
+        char facility[64];
+        if (!a || !a->conf->log_cb)
+                return;
+        if (level < KRETRY_LOG_ERR)
+                level = KRETRY_LOG_ERR;
+        snprintf(facility, sizeof(facility), "rdkafka.%s", fac);
+        a->conf->log_cb((kretry_log_level_t)level, facility, buf,
+                        a->conf->log_opaque);
+}
+
+int kretry_topic_index(const kretry_adapter_t *a, const char *topic) {
+        for (int i = 0; i < a->topic_cnt; i++)
+                if (!strcmp(a->topics[i], topic))
+                        return i;
+        return -1;
+}
+
+kretry_part_t *kretry_part_find(kretry_adapter_t *a, int tier, int32_t p) {
+        if (tier < 0 || tier >= a->topic_cnt || p < 0 || p >= a->part_cap[tier])
+                return NULL;
+        return a->parts[tier][p];
+}
+
+kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p) {
+        kretry_part_t *part = kretry_part_find(a, tier, p);
+        if (part)
+                return part;
+        if (p >= a->part_cap[tier]) {
+                int cap = p + 1 > a->part_cap[tier] * 2 ? p + 1
+                                                        : a->part_cap[tier] * 2;
+                kretry_part_t **n =
+                    realloc(a->parts[tier], sizeof(*n) * (size_t)cap);
+                if (!n)
+                        return NULL;
+                memset(n + a->part_cap[tier], 0,
+                       sizeof(*n) * (size_t)(cap - a->part_cap[tier]));
+                a->parts[tier]    = n;
+                a->part_cap[tier] = cap;
+        }
+        if (!(part = calloc(1, sizeof(*part))))
+                return NULL;
+        part->tier      = tier;
+        part->partition = p;
+        part->stored    = -1;
+        kretry_offsets_init(&part->offsets);
+        a->parts[tier][p] = part;
+        return part;
+}
+
+void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
+        int want = part->assigned && (part->held || part->produce_failures > 0);
+        if (want == part->paused)
+                return;
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
+                                          part->partition);
+        rd_kafka_resp_err_t err = want ? rd_kafka_pause_partitions(a->consumer, l)
+                                       : rd_kafka_resume_partitions(a->consumer, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        if (err)
+                kretry_log(a, KRETRY_LOG_ERR, "PAUSE", "%s %s [%d]: %s",
+                           want ? "pause" : "resume", a->topics[part->tier],
+                           (int)part->partition, rd_kafka_err2str(err));
+        part->paused = want;
+}
+
+void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part) {
+        int64_t off = kretry_offsets_committable(&part->offsets);
+        if (off <= part->stored)
+                return;
+        rd_kafka_resp_err_t err =
+            rd_kafka_offset_store(a->rkts[part->tier], part->partition, off - 1);
+        if (err)
+                kretry_log(a, KRETRY_LOG_WARNING, "OFFSET",
+                           "storing %s [%d] offset %lld: %s",
+                           a->topics[part->tier], (int)part->partition,
+                           (long long)off, rd_kafka_err2str(err));
+        else
+                part->stored = off;
+}
+
+void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part) {
+        if (!part->held)
+                return;
+        for (kretry_part_t **pp = &a->held_list; *pp; pp = &(*pp)->next_held)
+                if (*pp == part) {
+                        *pp = part->next_held;
+                        break;
+                }
+        rd_kafka_message_destroy(part->held);
+        part->held      = NULL;
+        part->next_held = NULL;
+        atomic_fetch_sub_explicit(&a->stats.held, 1, memory_order_relaxed);
+}
+
+static char *topic_name(const char *pattern, const char *source, int n) {
+        char buf[512];
+        if (kretry_conf_topic_name(pattern, source, n, buf, sizeof(buf)))
+                return NULL;
+        return strdup(buf);
+}
+
+static kretry_err_t setup_topics(kretry_adapter_t *a,
+                                 char *errstr,
+                                 size_t errstr_size) {
+        const kretry_conf_t *c = a->conf;
+        a->topic_cnt           = 1 + c->tier_cnt;
+        a->topics              = calloc((size_t)a->topic_cnt, sizeof(char *));
+        a->parts     = calloc((size_t)a->topic_cnt, sizeof(kretry_part_t **));
+        a->part_cap  = calloc((size_t)a->topic_cnt, sizeof(int));
+        a->rkts      = calloc((size_t)a->topic_cnt, sizeof(rd_kafka_topic_t *));
+        if (!a->topics || !a->parts || !a->part_cap || !a->rkts)
+                return KRETRY_ERR_NO_MEM;
+        a->topics[0] = strdup(c->source_topic);
+        for (int t = 1; t < a->topic_cnt; t++)
+                a->topics[t] = topic_name(c->retry_pattern, c->source_topic, t);
+        a->dlq = topic_name(c->dlq_topic, c->source_topic, 0);
+        for (int t = 0; t < a->topic_cnt; t++)
+                if (!a->topics[t])
+                        return KRETRY_ERR_NO_MEM;
+        if (!a->dlq)
+                return KRETRY_ERR_NO_MEM;
+        for (int t = 0; t < a->topic_cnt; t++) {
+                if (!strcmp(a->topics[t], a->dlq) ||
+                    kretry_topic_index(a, a->topics[t]) != t) {
+                        snprintf(errstr, errstr_size,
+                                 "topic \"%s\" is used twice: the source, "
+                                 "each tier and the DLQ need distinct names",
+                                 a->topics[t]);
+                        return KRETRY_ERR_INVALID_VALUE;
+                }
+        }
+        return KRETRY_ERR_OK;
+}
+
+static rd_kafka_t *client_new(kretry_adapter_t *a,
+                              rd_kafka_type_t type,
+                              const rd_kafka_conf_t *base,
+                              char *errstr,
+                              size_t errstr_size) {
+        rd_kafka_conf_t *rc = rd_kafka_conf_dup(base);
+        rd_kafka_conf_set_opaque(rc, a);
+        rd_kafka_conf_set_log_cb(rc, rdkafka_log_cb);
+        if (type == RD_KAFKA_CONSUMER)
+                rd_kafka_conf_set_rebalance_cb(rc, kretry_rebalance_cb);
+        else
+                rd_kafka_conf_set_dr_msg_cb(rc, kretry_dr_cb);
+        rd_kafka_t *rk = rd_kafka_new(type, rc, errstr, errstr_size);
+        if (!rk)
+                rd_kafka_conf_destroy(rc);
+        return rk;
+}
+
+static kretry_err_t setup_clients(kretry_adapter_t *a,
+                                  char *errstr,
+                                  size_t errstr_size) {
+        a->consumer = client_new(a, RD_KAFKA_CONSUMER, a->conf->consumer,
+                                 errstr, errstr_size);
+        if (!a->consumer)
+                return KRETRY_ERR_KAFKA;
+        a->producer = client_new(a, RD_KAFKA_PRODUCER, a->conf->producer,
+                                 errstr, errstr_size);
+        if (!a->producer)
+                return KRETRY_ERR_KAFKA;
+        rd_kafka_poll_set_consumer(a->consumer);
+        for (int t = 0; t < a->topic_cnt; t++) {
+                rd_kafka_topic_conf_t *tc = NULL;
+                if (t > 0) {
+                        /* A tier holds only kretry's own copies: a group
+                         * without a committed offset there must read it all. */
+                        tc = rd_kafka_topic_conf_new();
+                        rd_kafka_topic_conf_set(tc, "auto.offset.reset",
+                                                "earliest", NULL, 0);
+                }
+                a->rkts[t] = rd_kafka_topic_new(a->consumer, a->topics[t], tc);
+                if (!a->rkts[t]) {
+                        snprintf(errstr, errstr_size, "topic %s: %s",
+                                 a->topics[t],
+                                 rd_kafka_err2str(rd_kafka_last_error()));
+                        return KRETRY_ERR_KAFKA;
+                }
+        }
+        a->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (a->efd < 0) {
+                snprintf(errstr, errstr_size, "eventfd: %s", strerror(errno));
+                return KRETRY_ERR_IO;
+        }
+        static const uint64_t one = 1;
+        a->cq = rd_kafka_queue_get_consumer(a->consumer);
+        a->pq = rd_kafka_queue_get_main(a->producer);
+        rd_kafka_queue_io_event_enable(a->cq, a->efd, &one, sizeof(one));
+        rd_kafka_queue_io_event_enable(a->pq, a->efd, &one, sizeof(one));
+        return KRETRY_ERR_OK;
+}
+
+static kretry_err_t subscribe(kretry_adapter_t *a,
+                              char *errstr,
+                              size_t errstr_size) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, a->topics[0],
+                                          RD_KAFKA_PARTITION_UA);
+        rd_kafka_resp_err_t err = rd_kafka_subscribe(a->consumer, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        if (err) {
+                snprintf(errstr, errstr_size, "subscribe to %s: %s",
+                         a->topics[0], rd_kafka_err2str(err));
+                return KRETRY_ERR_KAFKA;
+        }
+        return KRETRY_ERR_OK;
+}
+
+kretry_adapter_t *kretry_adapter_new(kretry_conf_t *conf,
+                                     char *errstr,
+                                     size_t errstr_size) {
+        char dummy[8];
+        if (!errstr || !errstr_size) {
+                errstr      = dummy;
+                errstr_size = sizeof(dummy);
+        }
+        errstr[0] = '\0';
+        if (!conf) {
+                snprintf(errstr, errstr_size, "conf is required");
+                return NULL;
+        }
+        if (kretry_conf_check(conf, errstr, errstr_size))
+                return NULL;
+        kretry_adapter_t *a = calloc(1, sizeof(*a));
+        if (!a) {
+                snprintf(errstr, errstr_size, "out of memory");
+                return NULL;
+        }
+        a->conf     = conf;
+        a->efd      = -1;
+        size_t size = sizeof(a->group);
+        rd_kafka_conf_get(conf->consumer, "group.id", a->group, &size);
+        kretry_rng_seed(&a->rng, (uint64_t)kretry_now_ms() ^
+                                     ((uint64_t)getpid() << 32) ^
+                                     (uint64_t)(uintptr_t)a);
+        kretry_err_t err = setup_topics(a, errstr, errstr_size);
+        if (!err && kretry_msg_init(&a->msg, (size_t)conf->error_max_length))
+                err = KRETRY_ERR_NO_MEM;
+        if (!err)
+                err = setup_clients(a, errstr, errstr_size);
+        if (!err)
+                err = subscribe(a, errstr, errstr_size);
+        if (err) {
+                if (!errstr[0])
+                        snprintf(errstr, errstr_size, "%s",
+                                 kretry_err2str(err));
+                a->conf_borrowed = 1; /* the caller keeps conf */
+                a->closed        = 1;
+                kretry_adapter_destroy(a);
+                return NULL;
+        }
+        return a;
+}
+
+/* Hand every held message whose due time has come to the handler. */
+static int dispatch_due(kretry_adapter_t *a, int64_t now) {
+        kretry_part_t *due = NULL, **pp = &a->held_list;
+        int n = 0;
+        while (*pp) {
+                kretry_part_t *part = *pp;
+                if (part->held_due > now) {
+                        pp = &part->next_held;
+                        continue;
+                }
+                *pp             = part->next_held;
+                part->next_held = due;
+                due             = part;
+        }
+        while (due) {
+                kretry_part_t *part     = due;
+                rd_kafka_message_t *rkm = part->held;
+                due                     = part->next_held;
+                part->next_held         = NULL;
+                part->held              = NULL;
+                atomic_fetch_sub_explicit(&a->stats.held, 1,
+                                          memory_order_relaxed);
+                kretry_part_update_pause(a, part);
+                kretry_dispatch(a, part, rkm);
+                n++;
+        }
+        return n;
+}
+
+static void consumer_error(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
+        if (rkm->err == RD_KAFKA_RESP_ERR__FATAL) {
+                char reason[512];
+                rd_kafka_fatal_error(a->consumer, reason, sizeof(reason));
+                kretry_log(a, KRETRY_LOG_ERR, "FATAL", "consumer: %s", reason);
+                a->fatal = 1;
+                return;
+        }
+        kretry_log(a, KRETRY_LOG_WARNING, "CONSUME", "%s%s%s",
+                   rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "",
+                   rkm->rkt ? ": " : "", rd_kafka_message_errstr(rkm));
+}
+
+/* A message for a partition whose head we hold cannot normally arrive: the
+ * pause flushed its fetch queue. Should one slip through, fetch it again
+ * after the held message rather than lose it. */
+static void refetch_later(kretry_adapter_t *a,
+                          kretry_part_t *part,
+                          rd_kafka_message_t *rkm) {
+        kretry_log(a, KRETRY_LOG_WARNING, "HOLD",
+                   "%s [%d] offset %lld arrived behind a held message; "
+                   "fetching it again later",
+                   a->topics[part->tier], (int)part->partition,
+                   (long long)rkm->offset);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
+                                          part->partition)
+            ->offset = rkm->offset;
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(a->consumer, l, -1);
+        if (e)
+                rd_kafka_error_destroy(e);
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_message_destroy(rkm);
+}
+
+static int consume(kretry_adapter_t *a) {
+        int n;
+        for (n = 0; n < KRETRY_POLL_BATCH && !atomic_load(&a->stop); n++) {
+                rd_kafka_message_t *rkm = rd_kafka_consumer_poll(a->consumer, 0);
+                if (!rkm)
+                        return n;
+                if (rkm->err) {
+                        consumer_error(a, rkm);
+                        rd_kafka_message_destroy(rkm);
+                        continue;
+                }
+                int tier = kretry_topic_index(a, rd_kafka_topic_name(rkm->rkt));
+                kretry_part_t *part = kretry_part_find(a, tier, rkm->partition);
+                if (!part || !part->assigned)
+                        rd_kafka_message_destroy(rkm);
+                else if (part->held)
+                        refetch_later(a, part, rkm);
+                else
+                        kretry_process(a, part, rkm);
+        }
+        a->more = 1;
+        return n;
+}
+
+static int step(kretry_adapter_t *a) {
+        a->more = 0;
+        int n   = rd_kafka_poll(a->producer, 0);
+        int64_t now = kretry_now_ms();
+        kretry_retry_failed(a, now);
+        n += dispatch_due(a, now);
+        n += consume(a);
+        return n;
+}
+
+int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
+        if (!a)
+                return -1;
+        int64_t now = kretry_now_ms(), next = -1;
+        for (kretry_part_t *p = a->held_list; p; p = p->next_held)
+                if (next < 0 || p->held_due < next)
+                        next = p->held_due;
+        for (kretry_inflight_t *r = a->failed; r; r = r->next_failed)
+                if (next < 0 || r->retry_at < next)
+                        next = r->retry_at;
+        if (next < 0)
+                return -1;
+        return next <= now ? 0 : (int)(next - now > 86400000 ? 86400000
+                                                             : next - now);
+}
+
+static void wait_event(kretry_adapter_t *a, int timeout_ms) {
+        int next = kretry_adapter_next_timeout_ms(a);
+        if (next >= 0 && (timeout_ms < 0 || next < timeout_ms))
+                timeout_ms = next;
+        struct pollfd pfd = {.fd = a->efd, .events = POLLIN};
+        if (poll(&pfd, 1, timeout_ms) > 0) {
+                uint64_t v;
+                /* Drain before serving, so no wake-up is lost. */
+                while (read(a->efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+                        ;
+        }
+}
+
+kretry_err_t kretry_adapter_poll(kretry_adapter_t *a, int timeout_ms) {
+        if (!a)
+                return KRETRY_ERR_INVALID_ARG;
+        if (a->fatal)
+                return KRETRY_ERR_FATAL;
+        if (atomic_load(&a->stop))
+                return KRETRY_ERR_STOPPED;
+        if (a->closed)
+                return KRETRY_ERR_STATE;
+        if (step(a) == 0 && !a->more && timeout_ms != 0 &&
+            !atomic_load(&a->stop)) {
+                wait_event(a, timeout_ms);
+                step(a);
+        }
+        if (a->fatal)
+                return KRETRY_ERR_FATAL;
+        return atomic_load(&a->stop) ? KRETRY_ERR_STOPPED : KRETRY_ERR_OK;
+}
+
+kretry_err_t kretry_adapter_run(kretry_adapter_t *a) {
+        if (!a)
+                return KRETRY_ERR_INVALID_ARG;
+        kretry_err_t err;
+        while ((err = kretry_adapter_poll(a, 1000)) == KRETRY_ERR_OK)
+                ;
+        kretry_err_t cerr = kretry_adapter_close(a);
+        if (err == KRETRY_ERR_STOPPED)
+                err = cerr;
+        return err;
+}
+
+void kretry_adapter_stop(kretry_adapter_t *a) {
+        if (!a)
+                return;
+        atomic_store(&a->stop, 1);
+        if (a->efd >= 0) {
+                uint64_t one = 1;
+                /* Async-signal-safe: a flag and a write(2). */
+                ssize_t w = write(a->efd, &one, sizeof(one));
+                (void)w; /* a full counter already wakes the loop */
+        }
+}
+
+int kretry_adapter_fd(const kretry_adapter_t *a) {
+        return a ? a->efd : -1;
+}
+
+/* Wait (bounded) until every copy in flight is acknowledged or given up. */
+static int drain_producer(kretry_adapter_t *a, int64_t deadline) {
+        for (;;) {
+                int64_t now  = kretry_now_ms();
+                int64_t wait = kretry_retry_failed(a, now);
+                if (!a->inflight && !a->failed)
+                        return 0;
+                if (now >= deadline)
+                        return -1;
+                if (wait < 0 || wait > 100)
+                        wait = 100;
+                if (wait > deadline - now)
+                        wait = deadline - now;
+                rd_kafka_poll(a->producer, (int)wait);
+        }
+}
+
+void kretry_drain_and_commit(kretry_adapter_t *a) {
+        int64_t deadline = kretry_now_ms() + a->conf->revoke_timeout_ms;
+        if (drain_producer(a, deadline))
+                kretry_log(a, KRETRY_LOG_WARNING, "REVOKE",
+                           "%d copies still unacknowledged after %d ms; their "
+                           "offsets stay uncommitted",
+                           a->inflight, a->conf->revoke_timeout_ms);
+        if (rd_kafka_assignment_lost(a->consumer))
+                return; /* committing would overwrite the new owner's work */
+        rd_kafka_resp_err_t err = rd_kafka_commit(a->consumer, NULL, 0);
+        if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
+                kretry_log(a, KRETRY_LOG_WARNING, "COMMIT", "commit: %s",
+                           rd_kafka_err2str(err));
+}
+
+/* Give up every copy still queued: the producer reports each as purged, so
+ * every record (and the message it borrows from) is released. */
+static void purge_producer(kretry_adapter_t *a) {
+        if (!a->producer)
+                return;
+        rd_kafka_purge(a->producer,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        for (int i = 0; i < 50 && a->inflight > 0; i++)
+                rd_kafka_poll(a->producer, 100);
+        kretry_inflight_t *r;
+        while ((r = a->failed)) {
+                a->failed = r->next_failed;
+                kretry_inflight_free(a, r);
+        }
+}
+
+kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
+        if (!a)
+                return KRETRY_ERR_INVALID_ARG;
+        if (a->closed)
+                return KRETRY_ERR_OK;
+        a->closed = 1;
+        /* Leaving the group revokes every partition: the rebalance callback
+         * drains the producer and commits synchronously. */
+        rd_kafka_resp_err_t err = rd_kafka_consumer_close(a->consumer);
+        if (err)
+                kretry_log(a, KRETRY_LOG_WARNING, "CLOSE", "consumer close: %s",
+                           rd_kafka_err2str(err));
+        int timed_out = a->inflight > 0 || a->failed;
+        purge_producer(a);
+        return timed_out ? KRETRY_ERR_TIMED_OUT : KRETRY_ERR_OK;
+}
+
+static void free_parts(kretry_adapter_t *a) {
+        for (int t = 0; a->parts && t < a->topic_cnt; t++) {
+                for (int p = 0; p < a->part_cap[t]; p++) {
+                        kretry_part_t *part = a->parts[t][p];
+                        if (!part)
+                                continue;
+                        kretry_part_drop_held(a, part);
+                        kretry_offsets_free(&part->offsets);
+                        free(part);
+                }
+                free(a->parts[t]);
+        }
+        free(a->parts);
+        free(a->part_cap);
+}
+
+void kretry_adapter_destroy(kretry_adapter_t *a) {
+        if (!a)
+                return;
+        if (a->consumer && !a->closed)
+                kretry_adapter_close(a);
+        purge_producer(a);
+        if (a->pq)
+                rd_kafka_queue_destroy(a->pq);
+        if (a->producer)
+                rd_kafka_destroy(a->producer);
+        /* Consumed messages hold references into the consumer: release
+         * them before it is destroyed. */
+        free_parts(a);
+        for (int t = 0; a->rkts && t < a->topic_cnt; t++)
+                if (a->rkts[t])
+                        rd_kafka_topic_destroy(a->rkts[t]);
+        if (a->cq)
+                rd_kafka_queue_destroy(a->cq);
+        if (a->consumer)
+                rd_kafka_destroy(a->consumer);
+        if (a->efd >= 0)
+                close(a->efd);
+        kretry_msg_free(&a->msg);
+        for (int t = 0; a->topics && t < a->topic_cnt; t++)
+                free(a->topics[t]);
+        free(a->topics);
+        free(a->rkts);
+        free(a->dlq);
+        if (!a->conf_borrowed)
+                kretry_conf_destroy(a->conf);
+        free(a);
+}

@@ -1,0 +1,159 @@
+/*
+ * Internals of kretry_adapter_t, shared by the files of the engine:
+ * adapter.c (life cycle and poll loop), rebalance.c (assignment: tier
+ * partitions follow their source partition), route.c (handler outcome ->
+ * tier/DLQ copy -> delivery report -> offset), msg.c (the handler's view),
+ * stats.c (counters). Everything here runs on the thread that drives the
+ * adapter, except the counters (atomics) and the stop flag.
+ */
+#ifndef KRETRY_ADAPTER_INT_H
+#define KRETRY_ADAPTER_INT_H
+
+#include "conf.h"
+#include "delay.h"
+#include "headers.h"
+#include "offsets.h"
+
+#include <librdkafka/rdkafka.h>
+#include <stdatomic.h>
+
+/* One consumed partition: the source (tier 0) or a tier. Allocated on first
+ * assignment and kept until the adapter is destroyed, so that late delivery
+ * reports can find it; `gen` tells them whether it was reassigned since. */
+typedef struct kretry_part_s {
+        int tier;
+        int32_t partition;
+        int assigned;
+        uint64_t gen;
+        kretry_offsets_t offsets;
+        int64_t stored; /* last offset stored for commit, -1 none */
+        rd_kafka_message_t *held; /* tier message waiting for its due time */
+        int64_t held_due;
+        int produce_failures; /* copies from here waiting to be re-produced */
+        int paused;           /* what we last asked librdkafka */
+        struct kretry_part_s *next_held; /* list of parts with a held message */
+} kretry_part_t;
+
+/* One copy on its way to a tier or the DLQ. It borrows the consumed message's
+ * key and value (no copy) and keeps the message until the broker
+ * acknowledged the copy. */
+typedef struct kretry_inflight_s {
+        kretry_part_t *part;
+        uint64_t gen;
+        rd_kafka_message_t *rkm;
+        int dest; /* destination tier, 0 = DLQ */
+        kretry_route_t route;
+        kretry_copy_info_t info; /* strings below are owned by the record */
+        char *orig_topic, *error_code, *error, *correlation_id;
+        int handler_attempt;
+        int64_t retry_at; /* failed delivery: when to produce again */
+        int backoff_ms;
+        int failed; /* counted in its partition's produce_failures */
+        struct kretry_inflight_s *next_failed;
+} kretry_inflight_t;
+
+struct kretry_msg_s {
+        rd_kafka_message_t *rkm;
+        rd_kafka_headers_t *hdrs; /* borrowed from rkm, may be NULL */
+        const char *topic;
+        int tier;
+        int attempt; /* handler attempt, 1-based */
+        kretry_chain_t chain;
+        /* Original coordinates resolved: from the chain or from rkm. */
+        const char *orig_topic;
+        int32_t orig_partition;
+        int64_t orig_offset;
+        int64_t orig_ts;
+        int64_t first_failure_ts;
+        /* The handler's answer details. */
+        char code[128];
+        int has_code;
+        char *error; /* error_max_length + 1 bytes */
+        int has_error;
+        size_t error_cap;
+        int64_t retry_after_ms;
+};
+
+typedef struct {
+        atomic_llong consumed, ok, handler_calls, dlq, produce_errors, held;
+        atomic_llong dlq_by_class[4]; /* permanent, exhausted, expired, schema */
+        atomic_llong retried[KRETRY_MAX_TIERS + 1]; /* [0] unused */
+} kretry_stats_t;
+
+enum { KRETRY_CLASS_PERMANENT, KRETRY_CLASS_EXHAUSTED, KRETRY_CLASS_EXPIRED,
+       KRETRY_CLASS_SCHEMA };
+
+struct kretry_adapter_s {
+        kretry_conf_t *conf;
+        int conf_borrowed; /* kretry_adapter_new failed: conf is the caller's */
+        char group[256];
+        int topic_cnt; /* 1 + tiers */
+        char **topics; /* [0] source, [1..T] tiers */
+        char *dlq;
+        rd_kafka_t *consumer, *producer;
+        rd_kafka_topic_t **rkts; /* consumer topic handles, per topic */
+        rd_kafka_queue_t *cq, *pq;
+        int efd;
+        kretry_part_t ***parts; /* [topic][partition] */
+        int *part_cap;          /* per topic */
+        kretry_part_t *held_list;
+        kretry_inflight_t *failed; /* deliveries to retry */
+        int inflight;              /* copies not yet acknowledged */
+        kretry_msg_t msg;
+        kretry_rng_t rng;
+        atomic_int stop;
+        int closed;
+        int more; /* the last poll stopped with work left */
+        int fatal;
+        kretry_stats_t stats;
+};
+
+int64_t kretry_now_ms(void);
+void kretry_log(kretry_adapter_t *a,
+                kretry_log_level_t level,
+                const char *fac,
+                const char *fmt,
+                ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* adapter.c */
+kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p);
+kretry_part_t *kretry_part_find(kretry_adapter_t *a, int tier, int32_t p);
+void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
+void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part);
+void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part);
+int kretry_topic_index(const kretry_adapter_t *a, const char *topic);
+
+/* rebalance.c */
+void kretry_rebalance_cb(rd_kafka_t *rk,
+                         rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts,
+                         void *opaque);
+/* Finish in-flight copies (bounded), commit synchronously. */
+void kretry_drain_and_commit(kretry_adapter_t *a);
+
+/* route.c */
+void kretry_process(kretry_adapter_t *a, kretry_part_t *part,
+                    rd_kafka_message_t *rkm);
+void kretry_dispatch(kretry_adapter_t *a, kretry_part_t *part,
+                     rd_kafka_message_t *rkm);
+void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
+/* Produce again the copies whose delivery failed and whose backoff passed;
+ * returns ms until the next one is due, or -1. */
+int64_t kretry_retry_failed(kretry_adapter_t *a, int64_t now);
+void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r);
+
+/* msg.c */
+int kretry_msg_init(kretry_msg_t *msg, size_t error_cap);
+void kretry_msg_free(kretry_msg_t *msg);
+/* Fill the view for @p rkm consumed from @p tier. */
+void kretry_msg_bind(kretry_msg_t *msg, rd_kafka_message_t *rkm,
+                     const char *topic, int tier);
+
+/* stats.c */
+const char *kretry_class_name(int cls);
+
+#endif

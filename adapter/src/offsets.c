@@ -1,0 +1,100 @@
+#include "offsets.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Done entries are stored as -(offset + 1) so that the ring keeps the order
+ * and the value without a separate flag array. */
+#define DONE(o) (-(o)-1)
+
+void kretry_offsets_init(kretry_offsets_t *t) {
+        memset(t, 0, sizeof(*t));
+        t->next = -1;
+}
+
+void kretry_offsets_clear(kretry_offsets_t *t) {
+        t->head = t->cnt = 0;
+        t->next          = -1;
+}
+
+void kretry_offsets_free(kretry_offsets_t *t) {
+        free(t->offs);
+        kretry_offsets_init(t);
+}
+
+static int64_t *slot(const kretry_offsets_t *t, size_t i) {
+        return &t->offs[(t->head + i) & (t->cap - 1)];
+}
+
+static int grow(kretry_offsets_t *t) {
+        size_t ncap   = t->cap ? t->cap * 2 : 64;
+        int64_t *offs = malloc(ncap * sizeof(*offs));
+        if (!offs)
+                return -1;
+        for (size_t i = 0; i < t->cnt; i++)
+                offs[i] = *slot(t, i);
+        free(t->offs);
+        t->offs = offs;
+        t->cap  = ncap;
+        t->head = 0;
+        return 0;
+}
+
+static int64_t last_tracked(const kretry_offsets_t *t) {
+        int64_t v = *slot(t, t->cnt - 1);
+        return v < 0 ? DONE(v) : v;
+}
+
+int kretry_offsets_add(kretry_offsets_t *t, int64_t offset) {
+        if (offset < 0 || (t->cnt && offset <= last_tracked(t)) ||
+            (!t->cnt && t->next >= 0 && offset < t->next))
+                return -1;
+        if (t->cnt == t->cap && grow(t))
+                return -1;
+        *slot(t, t->cnt) = offset;
+        t->cnt++;
+        return 0;
+}
+
+/* Binary search: the ring holds increasing offsets. */
+static int64_t *find(const kretry_offsets_t *t, int64_t offset) {
+        size_t lo = 0, hi = t->cnt;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int64_t v  = *slot(t, mid);
+                int64_t o  = v < 0 ? DONE(v) : v;
+                if (o == offset)
+                        return slot(t, mid);
+                if (o < offset)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+int kretry_offsets_done(kretry_offsets_t *t, int64_t offset) {
+        int64_t *s = find(t, offset);
+        if (!s || *s < 0)
+                return -1;
+        *s = DONE(offset);
+        int advanced = 0;
+        while (t->cnt && *slot(t, 0) < 0) {
+                t->next = DONE(*slot(t, 0)) + 1;
+                t->head = (t->head + 1) & (t->cap - 1);
+                t->cnt--;
+                advanced = 1;
+        }
+        return advanced;
+}
+
+int64_t kretry_offsets_committable(const kretry_offsets_t *t) {
+        return t->next;
+}
+
+size_t kretry_offsets_inflight(const kretry_offsets_t *t) {
+        size_t n = 0;
+        for (size_t i = 0; i < t->cnt; i++)
+                n += *slot(t, i) >= 0;
+        return n;
+}

@@ -1,0 +1,39 @@
+/*
+ * The per-partition offset tracker: which consumed offsets are still in
+ * flight (handler running, copy not yet acknowledged) and the highest offset
+ * that may be committed — never past the lowest one still in flight.
+ * Offsets arrive in increasing order (consume order); completions in any
+ * order. A ring buffer that grows by doubling: no allocation per message in
+ * steady state. Not thread-safe: the adapter's thread owns it.
+ */
+#ifndef KRETRY_OFFSETS_H
+#define KRETRY_OFFSETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+        int64_t *offs; /* ring of tracked offsets; negative = done */
+        size_t cap, head, cnt;
+        int64_t next; /* committable offset once everything tracked is done */
+} kretry_offsets_t;
+
+void kretry_offsets_init(kretry_offsets_t *t);
+void kretry_offsets_clear(kretry_offsets_t *t);
+void kretry_offsets_free(kretry_offsets_t *t);
+
+/* Track @p offset as in flight. Returns 0, or -1 when out of memory or when
+ * @p offset does not increase (the caller's bug: it is ignored). */
+int kretry_offsets_add(kretry_offsets_t *t, int64_t offset);
+
+/* Mark @p offset done. Returns 1 when the committable offset advanced, 0 when
+ * not, -1 when @p offset is not tracked. */
+int kretry_offsets_done(kretry_offsets_t *t, int64_t offset);
+
+/* The offset to commit (next to consume), or -1 when nothing is done yet. */
+int64_t kretry_offsets_committable(const kretry_offsets_t *t);
+
+/* Offsets still in flight. */
+size_t kretry_offsets_inflight(const kretry_offsets_t *t);
+
+#endif

@@ -1,0 +1,123 @@
+/*
+ * Assignment: the group assigns source partitions; the adapter adds, for
+ * each source partition p, partition p of every tier ("tier partitions follow
+ * their source partition"), whatever assignor the group uses, eager or
+ * cooperative. Per-partition state (offset tracker, held message, pause) is
+ * reset on assignment and dropped on revocation, after in-flight copies were
+ * drained and done offsets committed synchronously — so pause state is
+ * always derived from what is held now, never carried across a rebalance.
+ */
+#include "adapter_int.h"
+
+#include <string.h>
+
+/* The source partitions of @p parts plus the same partition of every tier. */
+static rd_kafka_topic_partition_list_t *
+with_tiers(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *parts) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(parts->cnt * a->topic_cnt);
+        for (int i = 0; i < parts->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+                if (strcmp(tp->topic, a->topics[0])) {
+                        rd_kafka_topic_partition_list_add(l, tp->topic,
+                                                          tp->partition);
+                        continue;
+                }
+                for (int t = 0; t < a->topic_cnt; t++)
+                        rd_kafka_topic_partition_list_add(l, a->topics[t],
+                                                          tp->partition);
+        }
+        return l;
+}
+
+static void assign_parts(kretry_adapter_t *a,
+                         const rd_kafka_topic_partition_list_t *l) {
+        for (int i = 0; i < l->cnt; i++) {
+                int tier = kretry_topic_index(a, l->elems[i].topic);
+                kretry_part_t *part =
+                    kretry_part_get(a, tier, l->elems[i].partition);
+                if (!part)
+                        continue;
+                kretry_part_drop_held(a, part);
+                kretry_offsets_clear(&part->offsets);
+                part->assigned         = 1;
+                part->gen++;
+                part->stored           = -1;
+                part->produce_failures = 0;
+                part->paused           = 0;
+        }
+}
+
+static void revoke_parts(kretry_adapter_t *a,
+                         const rd_kafka_topic_partition_list_t *l) {
+        for (int i = 0; i < l->cnt; i++) {
+                int tier = kretry_topic_index(a, l->elems[i].topic);
+                kretry_part_t *part =
+                    kretry_part_find(a, tier, l->elems[i].partition);
+                if (!part)
+                        continue;
+                /* A held message was not committed: the next owner fetches
+                 * it again from the committed offset. */
+                kretry_part_drop_held(a, part);
+                part->produce_failures = 0;
+                kretry_part_update_pause(a, part); /* leave no pause behind */
+                part->assigned = 0;
+                part->gen++;
+                kretry_offsets_clear(&part->offsets);
+        }
+}
+
+static void log_parts(kretry_adapter_t *a,
+                      const char *what,
+                      const rd_kafka_topic_partition_list_t *l) {
+        char buf[512];
+        size_t len = 0;
+        buf[0]     = '\0';
+        for (int i = 0; i < l->cnt && len < sizeof(buf); i++)
+                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s[%d]",
+                                        i ? " " : "", l->elems[i].topic,
+                                        (int)l->elems[i].partition);
+        kretry_log(a, KRETRY_LOG_INFO, "REBALANCE", "%s %d partition(s): %s",
+                   what, l->cnt, buf);
+}
+
+void kretry_rebalance_cb(rd_kafka_t *rk,
+                         rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts,
+                         void *opaque) {
+        kretry_adapter_t *a = opaque;
+        int cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+        rd_kafka_topic_partition_list_t *l = with_tiers(a, parts);
+        rd_kafka_error_t *error            = NULL;
+        rd_kafka_resp_err_t aerr           = RD_KAFKA_RESP_ERR_NO_ERROR;
+
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+                log_parts(a, "assigned", l);
+                assign_parts(a, l);
+                if (cooperative)
+                        error = rd_kafka_incremental_assign(rk, l);
+                else
+                        aerr = rd_kafka_assign(rk, l);
+        } else {
+                if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS)
+                        log_parts(a, "revoking", l);
+                else
+                        kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
+                                   rd_kafka_err2str(err));
+                kretry_drain_and_commit(a);
+                revoke_parts(a, l);
+                if (cooperative)
+                        error = rd_kafka_incremental_unassign(rk, l);
+                else
+                        aerr = rd_kafka_assign(rk, NULL);
+        }
+        if (error) {
+                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
+                           rd_kafka_error_string(error));
+                rd_kafka_error_destroy(error);
+        } else if (aerr) {
+                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
+                           rd_kafka_err2str(aerr));
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+}

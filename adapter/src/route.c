@@ -1,0 +1,326 @@
+/*
+ * From a consumed message to a durable outcome: hold it until due, call the
+ * handler, decide OK / tier / DLQ, produce the copy (borrowing key and value
+ * from the consumed message), and on the broker's acknowledgement mark the
+ * offset done so it can be committed. A copy whose delivery failed is
+ * produced again after a backoff; its partition is paused meanwhile and its
+ * offset is never stored, so nothing is dropped.
+ */
+#include "adapter_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define KRETRY_BACKOFF_MAX_MS 10000
+
+static void route_cb(kretry_adapter_t *a,
+                     kretry_part_t *part,
+                     const rd_kafka_message_t *rkm,
+                     kretry_route_t route,
+                     int tier,
+                     const char *cls,
+                     int attempt) {
+        if (a->conf->route_cb)
+                a->conf->route_cb(a->topics[part->tier], rkm->partition,
+                                  rkm->offset, route, tier, cls, attempt,
+                                  a->conf->opaque);
+}
+
+static void complete(kretry_adapter_t *a,
+                     kretry_part_t *part,
+                     uint64_t gen,
+                     int64_t offset) {
+        if (!part->assigned || part->gen != gen)
+                return; /* revoked since: the new owner handles it again */
+        if (kretry_offsets_done(&part->offsets, offset) == 1)
+                kretry_part_store(a, part);
+}
+
+void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r) {
+        (void)a;
+        if (!r)
+                return;
+        if (r->rkm)
+                rd_kafka_message_destroy(r->rkm);
+        free(r->orig_topic);
+        free(r->error_code);
+        free(r->error);
+        free(r->correlation_id);
+        free(r);
+}
+
+static void fail_record(kretry_adapter_t *a,
+                        kretry_inflight_t *r,
+                        rd_kafka_resp_err_t err) {
+        atomic_fetch_add_explicit(&a->stats.produce_errors, 1,
+                                  memory_order_relaxed);
+        r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2
+                                      : a->conf->produce_backoff_ms;
+        if (r->backoff_ms > KRETRY_BACKOFF_MAX_MS)
+                r->backoff_ms = KRETRY_BACKOFF_MAX_MS;
+        r->retry_at = kretry_now_ms() + r->backoff_ms;
+        kretry_log(a, KRETRY_LOG_WARNING, "PRODUCE",
+                   "copy of %s [%d] offset %lld to %s failed: %s; producing "
+                   "again in %d ms (offset not committed meanwhile)",
+                   a->topics[r->part->tier], (int)r->part->partition,
+                   (long long)r->rkm->offset,
+                   r->dest ? a->topics[r->dest] : a->dlq,
+                   rd_kafka_err2str(err), r->backoff_ms);
+        if (!r->failed && r->part->gen == r->gen) {
+                /* First failure of this copy: hold the partition back until
+                 * it is delivered. */
+                r->failed = 1;
+                r->part->produce_failures++;
+                kretry_part_update_pause(a, r->part);
+        }
+        r->next_failed = a->failed;
+        a->failed      = r;
+}
+
+static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
+        rd_kafka_headers_t *src = NULL;
+        if (rd_kafka_message_headers(r->rkm, &src))
+                src = NULL;
+        rd_kafka_headers_t *hdrs = kretry_headers_build(src, &r->info);
+        const char *topic        = r->dest ? a->topics[r->dest] : a->dlq;
+        rd_kafka_resp_err_t err  = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
+        if (hdrs)
+                err = rd_kafka_producev(
+                    a->producer, RD_KAFKA_V_TOPIC(topic),
+                    RD_KAFKA_V_PARTITION(r->part->partition),
+                    RD_KAFKA_V_KEY(r->rkm->key, r->rkm->key_len),
+                    RD_KAFKA_V_VALUE(r->rkm->payload, r->rkm->len),
+                    RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_HEADERS(hdrs),
+                    RD_KAFKA_V_OPAQUE(r), RD_KAFKA_V_END);
+        if (err) {
+                if (hdrs)
+                        rd_kafka_headers_destroy(hdrs);
+                fail_record(a, r, err);
+                return;
+        }
+        a->inflight++;
+}
+
+/* Build the copy record of the message bound to a->msg. */
+static kretry_inflight_t *record_new(kretry_adapter_t *a,
+                                     kretry_part_t *part,
+                                     int dest,
+                                     const char *cls,
+                                     int64_t due_ts,
+                                     int64_t now) {
+        kretry_msg_t *m      = &a->msg;
+        kretry_inflight_t *r = calloc(1, sizeof(*r));
+        if (!r)
+                return NULL;
+        r->part            = part;
+        r->gen             = part->gen;
+        r->rkm             = m->rkm;
+        r->dest            = dest;
+        r->route           = dest ? KRETRY_ROUTE_RETRY : KRETRY_ROUTE_DLQ;
+        r->handler_attempt = m->attempt;
+        r->orig_topic      = strdup(m->orig_topic);
+        r->error_code      = m->has_code ? strdup(m->code) : NULL;
+        r->error           = m->has_error ? strdup(m->error) : NULL;
+        if (m->chain.correlation_id) {
+                r->correlation_id = malloc(m->chain.correlation_id_len + 1);
+                if (r->correlation_id)
+                        memcpy(r->correlation_id, m->chain.correlation_id,
+                               m->chain.correlation_id_len);
+        }
+        kretry_copy_info_t *i = &r->info;
+        i->attempt            = m->attempt;
+        i->tier               = dest;
+        i->due_ts             = due_ts;
+        i->orig_topic         = r->orig_topic;
+        i->orig_partition     = m->orig_partition;
+        i->orig_offset        = m->orig_offset;
+        i->orig_ts            = m->orig_ts;
+        i->first_failure_ts =
+            m->first_failure_ts >= 0 ? m->first_failure_ts : now;
+        i->last_failure_ts    = now;
+        i->error_class        = cls;
+        i->error_code         = r->error_code;
+        i->error              = r->error;
+        i->group              = a->group;
+        i->correlation_id     = r->correlation_id;
+        i->correlation_id_len = m->chain.correlation_id_len;
+        return r;
+}
+
+static void route_copy(kretry_adapter_t *a,
+                       kretry_part_t *part,
+                       int dest,
+                       const char *cls,
+                       int64_t due_ts,
+                       int64_t now) {
+        kretry_inflight_t *r = record_new(a, part, dest, cls, due_ts, now);
+        if (!r || !r->orig_topic) {
+                /* Out of memory: leave the offset in flight; the message is
+                 * consumed again after a restart or rebalance. */
+                kretry_log(a, KRETRY_LOG_ERR, "ROUTE",
+                           "out of memory routing %s [%d] offset %lld",
+                           a->topics[part->tier], (int)part->partition,
+                           (long long)a->msg.rkm->offset);
+                if (r)
+                        r->rkm = NULL;
+                kretry_inflight_free(a, r);
+                return;
+        }
+        send_copy(a, r);
+}
+
+static void route_failure(kretry_adapter_t *a,
+                          kretry_part_t *part,
+                          kretry_action_t action) {
+        const kretry_conf_t *c = a->conf;
+        kretry_msg_t *m        = &a->msg;
+        int64_t now            = kretry_now_ms();
+        const char *cls        = NULL;
+        if (action == KRETRY_FAIL)
+                cls = "permanent";
+        else if (m->attempt >= kretry_conf_max_attempts(c))
+                cls = "exhausted";
+        else if (c->max_age_ms > 0 && m->orig_ts >= 0 &&
+                 now - m->orig_ts > c->max_age_ms)
+                cls = "expired";
+        if (cls) {
+                route_copy(a, part, 0, cls, 0, now);
+                return;
+        }
+        int tier   = kretry_tier_for(c->tiers_ms, c->tier_cnt, m->attempt,
+                                     m->retry_after_ms);
+        int64_t due = kretry_due_ts(c->tiers_ms, tier, c->jitter,
+                                    m->retry_after_ms, now, &a->rng);
+        route_copy(a, part, tier, "transient", due, now);
+}
+
+void kretry_dispatch(kretry_adapter_t *a,
+                     kretry_part_t *part,
+                     rd_kafka_message_t *rkm) {
+        kretry_msg_t *m = &a->msg;
+        kretry_msg_bind(m, rkm, a->topics[part->tier], part->tier);
+        if (part->tier > 0 && !m->chain.attempt_ok) {
+                /* A tier message whose attempt count is missing or absurd
+                 * cannot be placed in its chain: dead-letter it rather than
+                 * risk retrying it forever. */
+                kretry_msg_set_error(m, "MALFORMED_HEADER",
+                                     "kretry-attempt header missing or not "
+                                     "a number in 1..1000000");
+                route_copy(a, part, 0, "schema", 0, kretry_now_ms());
+                return;
+        }
+        atomic_fetch_add_explicit(&a->stats.handler_calls, 1,
+                                  memory_order_relaxed);
+        kretry_action_t action = a->conf->handler(m, a->conf->opaque);
+        if (action == KRETRY_OK) {
+                atomic_fetch_add_explicit(&a->stats.ok, 1,
+                                          memory_order_relaxed);
+                route_cb(a, part, rkm, KRETRY_ROUTE_OK, 0, NULL, m->attempt);
+                complete(a, part, part->gen, rkm->offset);
+                rd_kafka_message_destroy(rkm);
+                return;
+        }
+        if (action != KRETRY_RETRY && action != KRETRY_FAIL) {
+                char why[64];
+                snprintf(why, sizeof(why),
+                         "handler returned invalid action %d", (int)action);
+                kretry_msg_set_error(m, "INVALID_ACTION", why);
+                action = KRETRY_FAIL;
+        }
+        route_failure(a, part, action);
+}
+
+static void hold(kretry_adapter_t *a,
+                 kretry_part_t *part,
+                 rd_kafka_message_t *rkm,
+                 int64_t due) {
+        part->held      = rkm;
+        part->held_due  = due;
+        part->next_held = a->held_list;
+        a->held_list    = part;
+        atomic_fetch_add_explicit(&a->stats.held, 1, memory_order_relaxed);
+        kretry_part_update_pause(a, part);
+}
+
+void kretry_process(kretry_adapter_t *a,
+                    kretry_part_t *part,
+                    rd_kafka_message_t *rkm) {
+        atomic_fetch_add_explicit(&a->stats.consumed, 1, memory_order_relaxed);
+        if (kretry_offsets_add(&part->offsets, rkm->offset)) {
+                kretry_log(a, KRETRY_LOG_WARNING, "OFFSET",
+                           "%s [%d] offset %lld out of order; ignored",
+                           a->topics[part->tier], (int)part->partition,
+                           (long long)rkm->offset);
+                rd_kafka_message_destroy(rkm);
+                return;
+        }
+        if (part->tier > 0) {
+                rd_kafka_headers_t *h;
+                const void *v;
+                size_t n;
+                int64_t due;
+                if (!rd_kafka_message_headers(rkm, &h) &&
+                    !rd_kafka_header_get_last(h, KRETRY_H_DUE_TS, &v, &n) &&
+                    !kretry_header_num(v, n, INT64_MAX, &due) &&
+                    due > kretry_now_ms()) {
+                        hold(a, part, rkm, due);
+                        return;
+                }
+        }
+        kretry_dispatch(a, part, rkm);
+}
+
+void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+        (void)rk;
+        kretry_adapter_t *a  = opaque;
+        kretry_inflight_t *r = m->_private;
+        a->inflight--;
+        if (m->err) {
+                fail_record(a, r, m->err);
+                return;
+        }
+        kretry_part_t *part = r->part;
+        if (r->failed && part->gen == r->gen) {
+                part->produce_failures--;
+                kretry_part_update_pause(a, part);
+        }
+        if (r->dest)
+                atomic_fetch_add_explicit(&a->stats.retried[r->dest], 1,
+                                          memory_order_relaxed);
+        else {
+                atomic_fetch_add_explicit(&a->stats.dlq, 1,
+                                          memory_order_relaxed);
+                for (int c = 0; c < 4; c++)
+                        if (!strcmp(r->info.error_class, kretry_class_name(c)))
+                                atomic_fetch_add_explicit(
+                                    &a->stats.dlq_by_class[c], 1,
+                                    memory_order_relaxed);
+        }
+        route_cb(a, part, r->rkm, r->route, r->dest, r->info.error_class,
+                 r->handler_attempt);
+        complete(a, part, r->gen, r->rkm->offset);
+        kretry_inflight_free(a, r);
+}
+
+int64_t kretry_retry_failed(kretry_adapter_t *a, int64_t now) {
+        kretry_inflight_t *list = a->failed, *r;
+        int64_t wait            = -1;
+        a->failed               = NULL;
+        while ((r = list)) {
+                list = r->next_failed;
+                if (!r->part->assigned || r->part->gen != r->gen) {
+                        /* Revoked: the new owner consumes it again. */
+                        kretry_inflight_free(a, r);
+                        continue;
+                }
+                if (r->retry_at > now) {
+                        r->next_failed = a->failed;
+                        a->failed      = r;
+                        if (wait < 0 || r->retry_at - now < wait)
+                                wait = r->retry_at - now;
+                        continue;
+                }
+                send_copy(a, r);
+        }
+        return wait;
+}

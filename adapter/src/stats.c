@@ -1,0 +1,87 @@
+#include "adapter_int.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const class_names[] = {"permanent", "exhausted", "expired",
+                                          "schema"};
+
+const char *kretry_class_name(int cls) {
+        return cls >= 0 && cls < 4 ? class_names[cls] : "unknown";
+}
+
+static int64_t get(const atomic_llong *v) {
+        return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+int64_t kretry_adapter_counter(const kretry_adapter_t *a,
+                               kretry_counter_t counter,
+                               int tier) {
+        if (!a)
+                return -1;
+        const kretry_stats_t *s = &a->stats;
+        switch (counter) {
+        case KRETRY_COUNTER_CONSUMED:
+                return get(&s->consumed);
+        case KRETRY_COUNTER_OK:
+                return get(&s->ok);
+        case KRETRY_COUNTER_RETRIED: {
+                if (tier > 0)
+                        return tier < a->topic_cnt ? get(&s->retried[tier]) : 0;
+                int64_t sum = 0;
+                for (int t = 1; t < a->topic_cnt; t++)
+                        sum += get(&s->retried[t]);
+                return sum;
+        }
+        case KRETRY_COUNTER_DLQ:
+                return get(&s->dlq);
+        case KRETRY_COUNTER_DLQ_PERMANENT:
+        case KRETRY_COUNTER_DLQ_EXHAUSTED:
+        case KRETRY_COUNTER_DLQ_EXPIRED:
+        case KRETRY_COUNTER_DLQ_SCHEMA:
+                return get(&s->dlq_by_class[counter -
+                                            KRETRY_COUNTER_DLQ_PERMANENT]);
+        case KRETRY_COUNTER_HANDLER_CALLS:
+                return get(&s->handler_calls);
+        case KRETRY_COUNTER_PRODUCE_ERRORS:
+                return get(&s->produce_errors);
+        case KRETRY_COUNTER_HELD:
+                return get(&s->held);
+        }
+        return -1;
+}
+
+size_t kretry_adapter_stats_json(const kretry_adapter_t *a,
+                                 char *dest,
+                                 size_t dest_size) {
+        if (!a)
+                return 0;
+        const kretry_stats_t *s = &a->stats;
+        json_t *retried         = json_array();
+        for (int t = 1; t < a->topic_cnt; t++)
+                json_array_append_new(retried,
+                                      json_integer(get(&s->retried[t])));
+        json_t *dlq = json_object();
+        for (int c = 0; c < 4; c++)
+                json_object_set_new(dlq, class_names[c],
+                                    json_integer(get(&s->dlq_by_class[c])));
+        json_t *o = json_pack(
+            "{s:I,s:I,s:I,s:o,s:o,s:I,s:I}", "consumed",
+            (json_int_t)get(&s->consumed), "ok", (json_int_t)get(&s->ok),
+            "handler_calls", (json_int_t)get(&s->handler_calls), "retried",
+            retried, "dead_lettered", dlq, "produce_errors",
+            (json_int_t)get(&s->produce_errors), "held",
+            (json_int_t)get(&s->held));
+        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        size_t len = text ? strlen(text) : 0;
+        if (dest && dest_size) {
+                size_t n = len < dest_size ? len : dest_size - 1;
+                if (text)
+                        memcpy(dest, text, n);
+                dest[n] = '\0';
+        }
+        free(text);
+        json_decref(o);
+        return len;
+}

@@ -1,0 +1,1 @@
+kretry_add_suite(it_core TIMEOUT 240 LABELS integration SOURCES it_harness.c)

@@ -1,0 +1,212 @@
+/*
+ * Integration tests of the engine on the test cluster: one message all the
+ * way through — consume, handle, route, commit — for each outcome.
+ */
+#include "it_harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {
+        return kretry_adapter_counter(a, c, 0);
+}
+
+static int done_20(kretry_adapter_t *a, it_env_t *env) {
+        (void)env;
+        return counter(a, KRETRY_COUNTER_OK) >= 20;
+}
+
+/* (a) all OK: every message handled once, offsets committed to the end. */
+static void test_all_ok(void) {
+        it_env_t *env = it_env_new("50ms,100ms", 2);
+        char v[32];
+        for (int i = 0; i < 20; i++) {
+                snprintf(v, sizeof(v), "ok-%d", i);
+                it_produce(env, i % 2, "k", v, NULL);
+        }
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_run_until(a, done_20, env, 20000));
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        KT_ASSERT_INT_EQ(env->call_cnt, 20);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_CONSUMED), 20);
+        KT_ASSERT_INT_EQ(env->routes[KRETRY_ROUTE_OK], 20);
+        for (int i = 0; i < 20; i++) {
+                snprintf(v, sizeof(v), "ok-%d", i);
+                const it_call_t *c[4];
+                KT_ASSERT_INT_EQ(it_calls_for(env, v, c, 4), 1);
+        }
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 10);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 1), 10);
+        it_env_destroy(env);
+}
+
+static int retried_ok(kretry_adapter_t *a, it_env_t *env) {
+        (void)env;
+        return counter(a, KRETRY_COUNTER_OK) >= 1;
+}
+
+/* (b) RETRY twice then OK: tier 1 then tier 2, never before due. */
+static void test_retry_twice(void) {
+        it_env_t *env = it_env_new("60ms,120ms", 1);
+        it_produce(env, 0, "key-b", "retry2", NULL);
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_run_until(a, retried_ok, env, 20000));
+        const it_call_t *c[4];
+        KT_REQUIRE(it_calls_for(env, "retry2", c, 4) == 3);
+        KT_ASSERT_INT_EQ(c[0]->attempt, 1);
+        KT_ASSERT_INT_EQ(c[0]->tier, 0);
+        KT_ASSERT_STR_EQ(c[0]->topic, env->source);
+        KT_ASSERT_INT_EQ(c[1]->attempt, 2);
+        KT_ASSERT_INT_EQ(c[1]->tier, 1);
+        KT_ASSERT_STR_EQ(c[1]->topic, env->tiers[0]);
+        KT_ASSERT_STR_EQ(c[1]->hdr_attempt, "1");
+        KT_ASSERT_STR_EQ(c[1]->hdr_tier, "1");
+        KT_ASSERT_INT_EQ(c[2]->attempt, 3);
+        KT_ASSERT_INT_EQ(c[2]->tier, 2);
+        KT_ASSERT_STR_EQ(c[2]->topic, env->tiers[1]);
+        KT_ASSERT_STR_EQ(c[2]->hdr_attempt, "2");
+        KT_ASSERT_STR_EQ(c[2]->hdr_tier, "2");
+        for (int i = 1; i < 3; i++) {
+                /* Never early; the due time is the delay after the failure. */
+                KT_ASSERT(c[i]->due_ts > 0);
+                KT_CHECK_MSG(c[i]->now_ms >= c[i]->due_ts, CU_FALSE,
+                             "hop %d handled %lld ms before due", i,
+                             (long long)(c[i]->due_ts - c[i]->now_ms));
+                KT_ASSERT(c[i]->due_ts - c[i - 1]->now_ms >= (i == 1 ? 60 : 120));
+                KT_ASSERT_STR_EQ(c[i]->orig_topic, env->source);
+                KT_ASSERT_INT_EQ(c[i]->orig_offset, 0);
+                KT_ASSERT(c[i]->first_failure_ts >= c[0]->now_ms);
+        }
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1), 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 2), 1);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_DLQ), 0);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 1);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[1], 0), 1);
+        it_env_destroy(env);
+}
+
+static int one_dlq(kretry_adapter_t *a, it_env_t *env) {
+        (void)env;
+        return counter(a, KRETRY_COUNTER_DLQ) >= 1;
+}
+
+typedef struct {
+        int seen;
+        char hdrs[32][2][64];
+        size_t hdr_len[32];
+        int hdr_cnt;
+        char key[32], value[32];
+        size_t key_len, value_len;
+} dlq_msg_t;
+
+static void grab(const rd_kafka_message_t *m, void *opaque) {
+        dlq_msg_t *d = opaque;
+        rd_kafka_headers_t *h;
+        d->seen++;
+        d->key_len   = m->key_len;
+        d->value_len = m->len;
+        memcpy(d->key, m->key, m->key_len < 31 ? m->key_len : 31);
+        memcpy(d->value, m->payload, m->len < 31 ? m->len : 31);
+        if (rd_kafka_message_headers(m, &h))
+                return;
+        const char *n;
+        const void *v;
+        size_t sz;
+        for (size_t i = 0; i < 32 && !rd_kafka_header_get_all(h, i, &n, &v, &sz);
+             i++) {
+                snprintf(d->hdrs[i][0], 64, "%s", n);
+                memcpy(d->hdrs[i][1], v, sz < 63 ? sz : 63);
+                d->hdr_len[i] = sz;
+                d->hdr_cnt++;
+        }
+}
+
+static const char *hdr(dlq_msg_t *d, const char *name) {
+        for (int i = 0; i < d->hdr_cnt; i++)
+                if (!strcmp(d->hdrs[i][0], name))
+                        return d->hdrs[i][1];
+        return NULL;
+}
+
+/* (c) FAIL: in the DLQ at once, bytes and user headers identical, context
+ * headers set. */
+static void test_fail_to_dlq(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+        rd_kafka_header_add(h, "trace", -1, "abc", 3);
+        rd_kafka_header_add(h, "bin", -1, "\x00\x01\xff", 3);
+        rd_kafka_header_add(h, "trace", -1, "second", 6);
+        it_produce(env, 0, "key-c", "fail-c", h);
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_run_until(a, one_dlq, env, 20000));
+        KT_ASSERT_INT_EQ(env->call_cnt, 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PERMANENT, 0), 1);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_RETRIED), 0);
+        kretry_adapter_destroy(a);
+
+        dlq_msg_t d;
+        memset(&d, 0, sizeof(d));
+        KT_REQUIRE(kt_consume(env->c, env->dlq, 1, 10000, grab, &d) == 1);
+        KT_ASSERT_INT_EQ(d.key_len, 5);
+        KT_ASSERT(!memcmp(d.key, "key-c", 5));
+        KT_ASSERT_INT_EQ(d.value_len, 6);
+        KT_ASSERT(!memcmp(d.value, "fail-c", 6));
+        /* User headers first, in their order, byte for byte. */
+        KT_ASSERT_STR_EQ(d.hdrs[0][0], "trace");
+        KT_ASSERT_STR_EQ(d.hdrs[0][1], "abc");
+        KT_ASSERT_STR_EQ(d.hdrs[1][0], "bin");
+        KT_ASSERT_INT_EQ(d.hdr_len[1], 3);
+        KT_ASSERT(!memcmp(d.hdrs[1][1], "\x00\x01\xff", 3));
+        KT_ASSERT_STR_EQ(d.hdrs[2][0], "trace");
+        KT_ASSERT_STR_EQ(d.hdrs[2][1], "second");
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-error-class"), "permanent");
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-error-code"), "VALIDATION");
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-error"), "bad order");
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-attempt"), "1");
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-original-topic"), env->source);
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-original-partition"), "0");
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-original-offset"), "0");
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-group"), env->group);
+        KT_ASSERT(hdr(&d, "kretry-original-timestamp") != NULL);
+        KT_ASSERT(hdr(&d, "kretry-first-failure-ts") != NULL);
+        KT_ASSERT(hdr(&d, "kretry-last-failure-ts") != NULL);
+        KT_ASSERT(hdr(&d, "kretry-correlation-id") != NULL);
+        KT_ASSERT(hdr(&d, "kretry-tier") == NULL);
+        KT_ASSERT(hdr(&d, "kretry-due-ts") == NULL);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
+        it_env_destroy(env);
+}
+
+/* (d) always RETRY: exactly max_attempts handler calls, then the DLQ with
+ * class exhausted; past the last tier the message stays in the last tier. */
+static void test_exhausted(void) {
+        it_env_t *env = it_env_new("30ms,60ms", 1);
+        it_produce(env, 0, "key-d", "always-d", NULL);
+        kretry_adapter_t *a =
+            it_adapter(it_conf(env, "retry.max.attempts", "4", NULL));
+        KT_ASSERT(it_run_until(a, one_dlq, env, 20000));
+        const it_call_t *c[8];
+        KT_ASSERT_INT_EQ(it_calls_for(env, "always-d", c, 8), 4);
+        KT_ASSERT_INT_EQ(c[1]->tier, 1);
+        KT_ASSERT_INT_EQ(c[2]->tier, 2);
+        KT_ASSERT_INT_EQ(c[3]->tier, 2);
+        KT_ASSERT_INT_EQ(c[3]->attempt, 4);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_EXHAUSTED, 0), 1);
+        kretry_adapter_destroy(a);
+        dlq_msg_t d;
+        memset(&d, 0, sizeof(d));
+        KT_REQUIRE(kt_consume(env->c, env->dlq, 1, 10000, grab, &d) == 1);
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-error-class"), "exhausted");
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-attempt"), "4");
+        it_env_destroy(env);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+            KT_TEST(test_all_ok), KT_TEST(test_retry_twice),
+            KT_TEST(test_fail_to_dlq), KT_TEST(test_exhausted), KT_END};
+        return kt_main("it_core", tests, argc, argv);
+}

@@ -1,0 +1,210 @@
+#include "it_harness.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+it_env_t *it_env_new(const char *tiers, int parts) {
+        it_env_t *env = calloc(1, sizeof(*env));
+        env->c        = kt_cluster_new(1);
+        env->parts    = parts;
+        KT_REQUIRE(kt_cluster_topic(env->c, "src", parts, env->source,
+                                    sizeof(env->source)) == 0);
+        kt_unique_name("grp", env->group, sizeof(env->group));
+        int n = 1;
+        for (const char *s = tiers; *s; s++)
+                n += *s == ',';
+        env->tier_cnt = n;
+        for (int t = 0; t < n; t++) {
+                snprintf(env->tiers[t], sizeof(env->tiers[t]), "%s.retry.%d",
+                         env->source, t + 1);
+                KT_REQUIRE(kt_cluster_topic_named(env->c, env->tiers[t],
+                                                  parts) == 0);
+        }
+        snprintf(env->dlq, sizeof(env->dlq), "%s.dlq", env->source);
+        KT_REQUIRE(kt_cluster_topic_named(env->c, env->dlq, parts) == 0);
+        /* Stash the tier list for it_conf(). */
+        snprintf(env->calls[IT_MAX_CALLS - 1].value,
+                 sizeof(env->calls[0].value), "%s", tiers);
+        return env;
+}
+
+void it_env_destroy(it_env_t *env) {
+        if (!env)
+                return;
+        kt_cluster_destroy(env->c);
+        free(env);
+}
+
+static void record(it_env_t *env, kretry_msg_t *msg) {
+        if (env->call_cnt >= IT_MAX_CALLS - 1)
+                return;
+        it_call_t *c = &env->calls[env->call_cnt++];
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        memset(c, 0, sizeof(*c));
+        c->value_null = v == NULL;
+        c->value_len  = len;
+        snprintf(c->value, sizeof(c->value), "%.*s",
+                 (int)(len < 40 ? len : 40), v ? v : "");
+        c->key_null = kretry_msg_key(msg, NULL) == NULL;
+        c->attempt  = kretry_msg_attempt(msg);
+        c->tier     = kretry_msg_tier(msg);
+        c->offset   = kretry_msg_offset(msg);
+        c->orig_offset = kretry_msg_original_offset(msg);
+        c->first_failure_ts = kretry_msg_first_failure_ts(msg);
+        c->now_ms   = kt_now_ms();
+        c->due_ts   = -1;
+        snprintf(c->topic, sizeof(c->topic), "%s", kretry_msg_topic(msg));
+        snprintf(c->orig_topic, sizeof(c->orig_topic), "%s",
+                 kretry_msg_original_topic(msg));
+        const void *hv;
+        size_t hn;
+        if (!kretry_msg_header(msg, "kretry-attempt", &hv, &hn))
+                snprintf(c->hdr_attempt, sizeof(c->hdr_attempt), "%.*s",
+                         (int)hn, (const char *)hv);
+        if (!kretry_msg_header(msg, "kretry-tier", &hv, &hn))
+                snprintf(c->hdr_tier, sizeof(c->hdr_tier), "%.*s", (int)hn,
+                         (const char *)hv);
+        if (!kretry_msg_header(msg, "kretry-due-ts", &hv, &hn)) {
+                char b[32];
+                snprintf(b, sizeof(b), "%.*s", (int)hn, (const char *)hv);
+                c->due_ts = strtoll(b, NULL, 10);
+        }
+}
+
+kretry_action_t it_handler(kretry_msg_t *msg, void *opaque) {
+        it_env_t *env = opaque;
+        record(env, msg);
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        int attempt   = kretry_msg_attempt(msg);
+        if (!v)
+                return attempt <= 1 ? KRETRY_RETRY : KRETRY_OK;
+        if (len >= 5 && !strncmp(v, "retry", 5)) {
+                int n = len > 5 ? v[5] - '0' : 1;
+                if (attempt <= n) {
+                        kretry_msg_set_error(msg, "HTTP_503", "unavailable");
+                        return KRETRY_RETRY;
+                }
+                return KRETRY_OK;
+        }
+        if (len >= 4 && !strncmp(v, "fail", 4)) {
+                kretry_msg_set_error(msg, "VALIDATION", "bad order");
+                return KRETRY_FAIL;
+        }
+        if (len >= 6 && !strncmp(v, "always", 6))
+                return KRETRY_RETRY;
+        if (len >= 4 && !strncmp(v, "hint", 4) && attempt == 1) {
+                kretry_msg_set_retry_after(msg, 150);
+                return KRETRY_RETRY;
+        }
+        return KRETRY_OK;
+}
+
+static void it_route(const char *topic,
+                     int32_t partition,
+                     int64_t offset,
+                     kretry_route_t route,
+                     int tier,
+                     const char *cls,
+                     int attempt,
+                     void *opaque) {
+        (void)topic, (void)partition, (void)offset, (void)tier, (void)cls;
+        (void)attempt;
+        it_env_t *env = opaque;
+        env->routes[route]++;
+}
+
+static void it_log(kretry_log_level_t level,
+                   const char *fac,
+                   const char *msg,
+                   void *opaque) {
+        (void)opaque;
+        if (level <= KRETRY_LOG_WARNING || getenv("KRETRY_TEST_DEBUG"))
+                fprintf(stderr, "  [kretry %d %s] %s\n", (int)level, fac, msg);
+}
+
+static void set(kretry_conf_t *conf, const char *n, const char *v) {
+        char err[512];
+        if (kretry_conf_set(conf, n, v, err, sizeof(err))) {
+                fprintf(stderr, "conf %s=%s: %s\n", n, v, err);
+                KT_REQUIRE(0);
+        }
+}
+
+kretry_conf_t *it_conf(it_env_t *env, ...) {
+        kretry_conf_t *conf = kretry_conf_new();
+        set(conf, "bootstrap.servers", kt_cluster_bootstrap(env->c));
+        set(conf, "group.id", env->group);
+        set(conf, "source.topic", env->source);
+        set(conf, "retry.tiers", env->calls[IT_MAX_CALLS - 1].value);
+        set(conf, "retry.jitter", "0%");
+        set(conf, "socket.nagle.disable", "true");
+        set(conf, "consumer.fetch.wait.max.ms", "10");
+        set(conf, "consumer.session.timeout.ms", "6000");
+        set(conf, "consumer.heartbeat.interval.ms", "500");
+        set(conf, "consumer.auto.commit.interval.ms", "100");
+        set(conf, "producer.linger.ms", "1");
+        set(conf, "produce.retry.backoff.ms", "50");
+        set(conf, "topic.metadata.refresh.interval.ms", "1000");
+        va_list ap;
+        va_start(ap, env);
+        const char *n;
+        while ((n = va_arg(ap, const char *))) {
+                const char *v = va_arg(ap, const char *);
+                set(conf, n, v);
+        }
+        va_end(ap);
+        kretry_conf_set_handler(conf, it_handler, env);
+        kretry_conf_set_route_cb(conf, it_route);
+        kretry_conf_set_log_cb(conf, it_log, NULL);
+        return conf;
+}
+
+kretry_adapter_t *it_adapter(kretry_conf_t *conf) {
+        char err[512];
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
+        if (!a)
+                fprintf(stderr, "kretry_adapter_new: %s\n", err);
+        KT_REQUIRE(a != NULL);
+        return a;
+}
+
+int it_run_until(kretry_adapter_t *a,
+                 int (*cond)(kretry_adapter_t *a, it_env_t *env),
+                 it_env_t *env,
+                 int timeout_ms) {
+        int64_t deadline = kt_now_ms() + timeout_ms;
+        while (!cond(a, env)) {
+                if (kt_now_ms() > deadline)
+                        return 0;
+                kretry_err_t err = kretry_adapter_poll(a, 100);
+                if (err != KRETRY_ERR_OK)
+                        return cond(a, env);
+        }
+        return 1;
+}
+
+void it_produce(it_env_t *env,
+                int32_t partition,
+                const char *key,
+                const char *value,
+                rd_kafka_headers_t *hdrs) {
+        rd_kafka_resp_err_t err =
+            kt_produce(env->c, env->source, partition, key,
+                       key ? strlen(key) : 0, value, value ? strlen(value) : 0,
+                       hdrs);
+        KT_REQUIRE(err == 0);
+}
+
+int it_calls_for(const it_env_t *env,
+                 const char *value,
+                 const it_call_t **out,
+                 int max) {
+        int n = 0;
+        for (int i = 0; i < env->call_cnt && n < max; i++)
+                if (!strcmp(env->calls[i].value, value))
+                        out[n++] = &env->calls[i];
+        return n;
+}

@@ -1,0 +1,71 @@
+/*
+ * Integration harness: a source topic with its tiers and DLQ on the test
+ * cluster, an adapter configured for fast tests, a scripted handler that
+ * records every call, and a loop that drives the adapter until a condition
+ * holds.
+ */
+#ifndef KRETRY_IT_HARNESS_H
+#define KRETRY_IT_HARNESS_H
+
+#include "kretry/kretry.h"
+#include "testutil.h"
+
+#define IT_MAX_CALLS 4096
+
+typedef struct {
+        char value[64];
+        int attempt, tier;
+        int64_t offset, orig_offset, now_ms, due_ts, first_failure_ts;
+        char topic[160], hdr_attempt[32], hdr_tier[32], orig_topic[160];
+        int key_null, value_null;
+        size_t value_len;
+} it_call_t;
+
+typedef struct {
+        kt_cluster_t *c;
+        char source[128], group[128], tiers[8][160], dlq[160];
+        int tier_cnt, parts;
+        it_call_t calls[IT_MAX_CALLS];
+        int call_cnt;
+        int routes[4]; /* per kretry_route_t */
+} it_env_t;
+
+/* Create the cluster (or use KRETRY_TEST_BOOTSTRAP) and the topics:
+ * @p tiers like "50ms,100ms". */
+it_env_t *it_env_new(const char *tiers, int parts);
+void it_env_destroy(it_env_t *env);
+
+/*
+ * The scripted handler: the message value says what to do.
+ *   "ok..."        OK
+ *   "retryN..."    RETRY on attempts 1..N, then OK
+ *   "fail..."      FAIL (code VALIDATION, message "bad order")
+ *   "always..."    RETRY every time
+ *   "hint..."      RETRY with a 150 ms retry-after hint on attempt 1, then OK
+ * A null value is handled like "retry1".
+ */
+kretry_action_t it_handler(kretry_msg_t *msg, void *opaque);
+
+/* A configuration for @p env with the scripted handler, or extra properties
+ * as name/value pairs ending with NULL. */
+kretry_conf_t *it_conf(it_env_t *env, ...);
+
+kretry_adapter_t *it_adapter(kretry_conf_t *conf);
+
+/* Poll until @p cond returns true or @p timeout_ms passes; returns cond. */
+int it_run_until(kretry_adapter_t *a,
+                 int (*cond)(kretry_adapter_t *a, it_env_t *env),
+                 it_env_t *env,
+                 int timeout_ms);
+
+void it_produce(it_env_t *env,
+                int32_t partition,
+                const char *key,
+                const char *value,
+                rd_kafka_headers_t *hdrs);
+
+/* Calls recorded for @p value. */
+int it_calls_for(const it_env_t *env, const char *value, const it_call_t **out,
+                 int max);
+
+#endif
