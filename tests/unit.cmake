@@ -1,2 +1,5 @@
 kretry_add_suite(test_parse)
 kretry_add_suite(test_conf)
+kretry_add_suite(test_delay)
+kretry_add_suite(test_offsets)
+kretry_add_suite(test_headers)

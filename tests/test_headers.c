@@ -1,0 +1,143 @@
+#include "headers.h"
+#include "testutil.h"
+
+#include <string.h>
+
+static void test_numbers(void) {
+        int64_t v;
+        KT_ASSERT_INT_EQ(kretry_header_num("42", 2, 100, &v), 0);
+        KT_ASSERT_INT_EQ(v, 42);
+        KT_ASSERT_INT_EQ(kretry_header_num("0", 1, 100, &v), 0);
+        KT_ASSERT_INT_EQ(kretry_header_num("101", 3, 100, &v), -1);
+        KT_ASSERT_INT_EQ(kretry_header_num("-1", 2, 100, &v), -1);
+        KT_ASSERT_INT_EQ(kretry_header_num("abc", 3, 100, &v), -1);
+        KT_ASSERT_INT_EQ(kretry_header_num("4 ", 2, 100, &v), -1);
+        KT_ASSERT_INT_EQ(kretry_header_num("", 0, 100, &v), -1);
+        KT_ASSERT_INT_EQ(kretry_header_num(NULL, 3, 100, &v), -1);
+        KT_ASSERT_INT_EQ(kretry_header_num("99999999999999999999", 20,
+                                           INT64_MAX, &v),
+                         -1);
+        KT_ASSERT_INT_EQ(kretry_header_num("9223372036854775807", 19,
+                                           INT64_MAX, &v),
+                         0);
+        KT_ASSERT_INT_EQ(kretry_header_num("1\0", 2, 100, &v), -1);
+}
+
+static void test_decode_valid(void) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+        rd_kafka_header_add(h, "kretry-attempt", -1, "3", 1);
+        rd_kafka_header_add(h, "kretry-tier", -1, "2", 1);
+        rd_kafka_header_add(h, "kretry-due-ts", -1, "1700000000123", 13);
+        rd_kafka_header_add(h, "kretry-original-topic", -1, "orders", 6);
+        rd_kafka_header_add(h, "kretry-original-partition", -1, "5", 1);
+        rd_kafka_header_add(h, "kretry-original-offset", -1, "1234", 4);
+        rd_kafka_header_add(h, "kretry-correlation-id", -1, "abc", 3);
+        kretry_chain_t c;
+        kretry_chain_decode(h, &c);
+        KT_ASSERT(c.attempt_ok && c.attempt == 3);
+        KT_ASSERT(c.tier_ok && c.tier == 2);
+        KT_ASSERT(c.due_ok && c.due_ts == 1700000000123LL);
+        KT_ASSERT(c.orig_topic_ok);
+        KT_ASSERT_STR_EQ(c.orig_topic, "orders");
+        KT_ASSERT(c.orig_partition_ok && c.orig_partition == 5);
+        KT_ASSERT(c.orig_offset_ok && c.orig_offset == 1234);
+        KT_ASSERT(!c.orig_ts_ok);
+        KT_ASSERT(!c.first_failure_ok);
+        KT_ASSERT_INT_EQ(c.correlation_id_len, 3);
+        rd_kafka_headers_destroy(h);
+}
+
+static void test_decode_malformed(void) {
+        const char *bad[] = {"abc", "-1", "0", "99999999999999999999",
+                             "1000001", "", "1.5"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                rd_kafka_headers_t *h = rd_kafka_headers_new(2);
+                rd_kafka_header_add(h, "kretry-attempt", -1, bad[i],
+                                    (ssize_t)strlen(bad[i]));
+                rd_kafka_header_add(h, "kretry-original-topic", -1, "a\0b", 3);
+                kretry_chain_t c;
+                kretry_chain_decode(h, &c);
+                KT_CHECK_MSG(!c.attempt_ok, CU_FALSE,
+                             "attempt \"%s\" must be refused", bad[i]);
+                KT_ASSERT(!c.orig_topic_ok);
+                rd_kafka_headers_destroy(h);
+        }
+        kretry_chain_t c;
+        kretry_chain_decode(NULL, &c);
+        KT_ASSERT(!c.attempt_ok && !c.due_ok);
+        /* A header without a value. */
+        rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+        rd_kafka_header_add(h, "kretry-attempt", -1, NULL, 0);
+        kretry_chain_decode(h, &c);
+        KT_ASSERT(!c.attempt_ok);
+        rd_kafka_headers_destroy(h);
+}
+
+static const char *get(rd_kafka_headers_t *h, const char *n, char *buf) {
+        const void *v;
+        size_t sz;
+        if (rd_kafka_header_get_last(h, n, &v, &sz))
+                return NULL;
+        memcpy(buf, v, sz);
+        buf[sz] = '\0';
+        return buf;
+}
+
+static void test_build(void) {
+        rd_kafka_headers_t *src = rd_kafka_headers_new(8);
+        rd_kafka_header_add(src, "user", -1, "1", 1);
+        rd_kafka_header_add(src, "kretry-attempt", -1, "1", 1);
+        rd_kafka_header_add(src, "kretry-replay-count", -1, "2", 1);
+        rd_kafka_header_add(src, "bin", -1, "\0\xff", 2);
+        rd_kafka_header_add(src, "kretry-error", -1, "old", 3);
+        kretry_copy_info_t info = {
+            .attempt = 2, .tier = 2, .due_ts = 99, .orig_topic = "orders",
+            .orig_partition = 3, .orig_offset = 77, .orig_ts = 5,
+            .first_failure_ts = 10, .last_failure_ts = 20,
+            .error_class = "transient", .error_code = "HTTP_503",
+            .error = NULL, .group = "g"};
+        rd_kafka_headers_t *h = kretry_headers_build(src, &info);
+        char b[64];
+        const char *n;
+        const void *v;
+        size_t sz;
+        /* Pass-through headers first, in order; rewritten ones dropped. */
+        KT_REQUIRE(!rd_kafka_header_get_all(h, 0, &n, &v, &sz));
+        KT_ASSERT_STR_EQ(n, "user");
+        KT_REQUIRE(!rd_kafka_header_get_all(h, 1, &n, &v, &sz));
+        KT_ASSERT_STR_EQ(n, "kretry-replay-count");
+        KT_REQUIRE(!rd_kafka_header_get_all(h, 2, &n, &v, &sz));
+        KT_ASSERT_STR_EQ(n, "bin");
+        KT_ASSERT(sz == 2 && !memcmp(v, "\0\xff", 2));
+        KT_ASSERT_STR_EQ(get(h, "kretry-attempt", b), "2");
+        KT_ASSERT_STR_EQ(get(h, "kretry-tier", b), "2");
+        KT_ASSERT_STR_EQ(get(h, "kretry-due-ts", b), "99");
+        KT_ASSERT_STR_EQ(get(h, "kretry-original-offset", b), "77");
+        KT_ASSERT_STR_EQ(get(h, "kretry-error-code", b), "HTTP_503");
+        KT_ASSERT(get(h, "kretry-error", b) == NULL);
+        KT_ASSERT_STR_EQ(get(h, "kretry-correlation-id", b), "orders/3/77");
+        /* Round trip through the decoder. */
+        kretry_chain_t c;
+        kretry_chain_decode(h, &c);
+        KT_ASSERT(c.attempt_ok && c.attempt == 2 && c.due_ts == 99);
+        KT_ASSERT(c.first_failure_ok && c.first_failure_ts == 10);
+        rd_kafka_headers_destroy(h);
+
+        /* DLQ copies carry no tier or due time; a kept correlation id. */
+        info.tier           = 0;
+        info.correlation_id = "cid";
+        info.correlation_id_len = 3;
+        h = kretry_headers_build(NULL, &info);
+        KT_ASSERT(get(h, "kretry-tier", b) == NULL);
+        KT_ASSERT(get(h, "kretry-due-ts", b) == NULL);
+        KT_ASSERT_STR_EQ(get(h, "kretry-correlation-id", b), "cid");
+        rd_kafka_headers_destroy(h);
+        rd_kafka_headers_destroy(src);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+            KT_TEST(test_numbers), KT_TEST(test_decode_valid),
+            KT_TEST(test_decode_malformed), KT_TEST(test_build), KT_END};
+        return kt_main("headers", tests, argc, argv);
+}
