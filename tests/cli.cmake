@@ -20,3 +20,13 @@ if(EXISTS /usr/bin/python3)
 else()
   message(STATUS "blackbox_dev_broker: /usr/bin/python3 not found, not registered")
 endif()
+
+# kretry run with a shell handler on kretry dev-broker; needs kcat (77 when
+# it is missing), uses kafka-python for a NUL-byte key when present.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_run
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_run.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_run PROPERTIES TIMEOUT 90
+                       SKIP_RETURN_CODE 77 LABELS blackbox)
+endif()
