@@ -177,6 +177,8 @@ rd_kafka_resp_err_t kt_produce(const kt_cluster_t *c,
         if (!rk) {
                 rd_kafka_conf_t *conf = kt_rdkafka_conf(c);
                 rd_kafka_conf_set(conf, "linger.ms", "0", NULL, 0);
+                rd_kafka_conf_set(conf, "message.max.bytes", "4000000", NULL,
+                                  0);
                 rd_kafka_conf_set_dr_msg_cb(conf, kt_dr);
                 rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr,
                                   sizeof(errstr));

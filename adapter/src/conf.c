@@ -184,6 +184,11 @@ kretry_conf_t *kretry_conf_new(void) {
         /* Defaults an operator may change. */
         rd_kafka_conf_set(conf->consumer, "auto.offset.reset", "earliest",
                           NULL, 0);
+        /* A copy is its source message plus a few hundred bytes of kretry
+         * headers: let the broker's (topic's) limit decide what fits, not
+         * librdkafka's lower client-side default. */
+        rd_kafka_conf_set(conf->producer, "message.max.bytes", "16777216",
+                          NULL, 0);
         return conf;
 err:
         kretry_conf_destroy(conf);

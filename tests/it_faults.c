@@ -1,0 +1,191 @@
+/*
+ * Fault and bad-input tests on the test cluster: failed deliveries of
+ * copies, null keys and values, a 1 MiB value, malformed kretry headers,
+ * retry-after hints and message age.
+ */
+#include "it_harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {
+        return kretry_adapter_counter(a, c, 0);
+}
+
+static int errors_and_ok5(kretry_adapter_t *a, it_env_t *env) {
+        (void)env;
+        return counter(a, KRETRY_COUNTER_PRODUCE_ERRORS) >= 2 &&
+               counter(a, KRETRY_COUNTER_OK) >= 5;
+}
+
+static int all_six(kretry_adapter_t *a, it_env_t *env) {
+        (void)env;
+        return counter(a, KRETRY_COUNTER_OK) >= 6;
+}
+
+static void pause_ms(kretry_adapter_t *a, int ms) {
+        int64_t end = kt_now_ms() + ms;
+        while (kt_now_ms() < end)
+                kretry_adapter_poll(a, 20);
+}
+
+/* (e) produce errors on the copy: the source offset does not advance past
+ * the failed message until its copy is durable; nothing is lost. */
+static void test_produce_errors(void) {
+        it_env_t *env = it_env_new("30ms", 1);
+        rd_kafka_mock_cluster_t *mock = kt_cluster_mock(env->c);
+        if (!mock) {
+                CU_PASS("fault injection needs the mock cluster");
+                it_env_destroy(env);
+                return;
+        }
+        it_produce(env, 0, "k0", "retry1-e", NULL);
+        for (int i = 0; i < 5; i++)
+                it_produce(env, 0, "k1", "ok-e", NULL);
+        rd_kafka_mock_push_request_errors(
+            mock, 0 /* Produce */, 4, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+            RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+            RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+            RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_REQUIRE(it_run_until(a, errors_and_ok5, env, 20000));
+        /* Give auto-commit several rounds while the copy is still failing. */
+        pause_ms(a, 250);
+        int64_t committed = kt_committed(env->c, env->group, env->source, 0);
+        KT_CHECK_MSG(committed <= 0, CU_FALSE,
+                     "source committed at %lld past the failed copy at 0",
+                     (long long)committed);
+        KT_ASSERT(it_run_until(a, all_six, env, 20000));
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1), 1);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 6);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 1);
+        it_env_destroy(env);
+}
+
+static int ok_n(kretry_adapter_t *a, it_env_t *env) {
+        (void)env;
+        return counter(a, KRETRY_COUNTER_OK) >= 3;
+}
+
+/* (g) null key, null value and a 1 MiB value pass through a retry hop. */
+static void test_null_and_huge(void) {
+        it_env_t *env = it_env_new("20ms", 1);
+        KT_REQUIRE(kt_produce(env->c, env->source, 0, NULL, 0, "retry1-nk", 9,
+                              NULL) == 0);
+        KT_REQUIRE(kt_produce(env->c, env->source, 0, "k", 1, NULL, 0, NULL) ==
+                   0);
+        size_t big = 1024 * 1024;
+        char *v    = malloc(big);
+        memcpy(v, "retry1-big", 10);
+        for (size_t i = 10; i < big; i++)
+                v[i] = (char)('a' + i % 26);
+        KT_REQUIRE(kt_produce(env->c, env->source, 0, "k", 1, v, big, NULL) ==
+                   0);
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_run_until(a, ok_n, env, 30000));
+        const it_call_t *c[4];
+        KT_REQUIRE(it_calls_for(env, "retry1-nk", c, 4) == 2);
+        KT_ASSERT(c[1]->key_null);
+        KT_ASSERT_INT_EQ(c[1]->tier, 1);
+        KT_REQUIRE(it_calls_for(env, "", c, 4) == 2);
+        KT_ASSERT(c[0]->value_null && c[1]->value_null);
+        KT_ASSERT_INT_EQ(c[1]->tier, 1);
+        int n = 0;
+        for (int i = 0; i < env->call_cnt; i++)
+                if (env->calls[i].value_len == big) {
+                        n++;
+                        KT_ASSERT(!strncmp(env->calls[i].value, v, 40));
+                }
+        KT_ASSERT_INT_EQ(n, 2);
+        kretry_adapter_destroy(a);
+        free(v);
+        it_env_destroy(env);
+}
+
+static int dlq4_ok2(kretry_adapter_t *a, it_env_t *env) {
+        (void)env;
+        return counter(a, KRETRY_COUNTER_DLQ) >= 4 &&
+               counter(a, KRETRY_COUNTER_OK) >= 2;
+}
+
+static void tier_msg(it_env_t *env, const char *attempt, const char *due,
+                     const char *value) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(2);
+        if (attempt)
+                rd_kafka_header_add(h, "kretry-attempt", -1, attempt, -1);
+        if (due)
+                rd_kafka_header_add(h, "kretry-due-ts", -1, due, -1);
+        KT_REQUIRE(kt_produce(env->c, env->tiers[0], 0, "k", 1, value,
+                              strlen(value), h) == 0);
+}
+
+/* (g) malformed kretry headers: on a tier, an unusable attempt count goes to
+ * the DLQ (class schema) without a handler call; an unusable due time means
+ * "due now"; on the source, kretry headers start no chain. */
+static void test_malformed_headers(void) {
+        it_env_t *env = it_env_new("20ms", 1);
+        tier_msg(env, "abc", NULL, "ok-bad1");
+        tier_msg(env, "-1", NULL, "ok-bad2");
+        tier_msg(env, "99999999999999999999", NULL, "ok-bad3");
+        tier_msg(env, NULL, "123", "ok-bad4");
+        tier_msg(env, "1", "not-a-time", "ok-due");
+        rd_kafka_headers_t *h = rd_kafka_headers_new(2);
+        rd_kafka_header_add(h, "kretry-attempt", -1, "7", -1);
+        rd_kafka_header_add(h, "kretry-tier", -1, "x", -1);
+        it_produce(env, 0, "k", "ok-src", h);
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_run_until(a, dlq4_ok2, env, 20000));
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_SCHEMA, 0), 4);
+        KT_ASSERT_INT_EQ(env->routes[KRETRY_ROUTE_DLQ], 4);
+        KT_ASSERT_INT_EQ(env->call_cnt, 2);
+        const it_call_t *c[2];
+        KT_REQUIRE(it_calls_for(env, "ok-due", c, 2) == 1);
+        KT_ASSERT_INT_EQ(c[0]->attempt, 2);
+        KT_REQUIRE(it_calls_for(env, "ok-src", c, 2) == 1);
+        KT_ASSERT_INT_EQ(c[0]->attempt, 1);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_consume(env->c, env->dlq, 4, 10000, NULL, NULL), 4);
+        it_env_destroy(env);
+}
+
+static int one_ok(kretry_adapter_t *a, it_env_t *env) {
+        (void)env;
+        return counter(a, KRETRY_COUNTER_OK) >= 1;
+}
+
+/* A retry-after hint picks the first tier whose delay covers it. */
+static void test_hint(void) {
+        it_env_t *env = it_env_new("20ms,200ms,2s", 1);
+        it_produce(env, 0, "k", "hint", NULL);
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_run_until(a, one_ok, env, 20000));
+        const it_call_t *c[2];
+        KT_REQUIRE(it_calls_for(env, "hint", c, 2) == 2);
+        KT_ASSERT_INT_EQ(c[1]->tier, 2);
+        KT_ASSERT(c[1]->now_ms - c[0]->now_ms >= 200);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* A message older than retry.max.age at its failure expires to the DLQ. */
+static void test_expired(void) {
+        it_env_t *env = it_env_new("20ms", 1);
+        it_produce(env, 0, "k", "always-x", NULL);
+        kretry_adapter_t *a = it_adapter(
+            it_conf(env, "retry.max.age", "1ms", "retry.max.attempts", "5", NULL));
+        KT_ASSERT(it_run_until(a, dlq4_ok2, env, 8000) == 0 ||
+                  counter(a, KRETRY_COUNTER_DLQ) >= 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_EXPIRED, 0), 1);
+        KT_ASSERT_INT_EQ(env->call_cnt, 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+            KT_TEST(test_produce_errors), KT_TEST(test_null_and_huge),
+            KT_TEST(test_malformed_headers), KT_TEST(test_hint),
+            KT_TEST(test_expired), KT_END};
+        return kt_main("it_faults", tests, argc, argv);
+}
