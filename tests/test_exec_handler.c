@@ -124,11 +124,12 @@ static void test_env(void) {
         kretry_exec_opts_init(&o);
         o.env   = env;
         o.unset = unset;
-        KT_REQUIRE(kretry_exec_run(
-                       "[ -z \"${KRETRY_KEY+set}\" ] || exit 9;"
-                       "[ \"$(env | grep -c '^KRETRY_TOPIC=')\" = 1 ] || exit 8;"
-                       "echo \"$KRETRY_TOPIC $KRETRY_ATTEMPT $KT_INHERITED\" >&2",
-                       &o, &res, err, sizeof(err)) == 0);
+        KT_REQUIRE(kretry_exec_run("[ -z \"${KRETRY_KEY+set}\" ] || exit 9;"
+                                   "[ \"$(env | grep -c '^KRETRY_TOPIC=')\" = "
+                                   "1 ] || exit 8;"
+                                   "echo \"$KRETRY_TOPIC $KRETRY_ATTEMPT "
+                                   "$KT_INHERITED\" >&2",
+                                   &o, &res, err, sizeof(err)) == 0);
         KT_ASSERT_INT_EQ(res.status, 0);
         KT_ASSERT_STR_EQ(res.last_line, "orders 2 yes");
         unsetenv("KRETRY_KEY");
@@ -168,15 +169,15 @@ static void test_echo_and_pid_slot(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-            KT_TEST(test_exit_codes),
-            KT_TEST(test_signal),
-            KT_TEST(test_stderr_last_line),
-            KT_TEST(test_large_stdin),
-            KT_TEST(test_child_ignores_stdin),
-            KT_TEST(test_env),
-            KT_TEST(test_child_setup),
-            KT_TEST(test_echo_and_pid_slot),
-            KT_END,
+                KT_TEST(test_exit_codes),
+                KT_TEST(test_signal),
+                KT_TEST(test_stderr_last_line),
+                KT_TEST(test_large_stdin),
+                KT_TEST(test_child_ignores_stdin),
+                KT_TEST(test_env),
+                KT_TEST(test_child_setup),
+                KT_TEST(test_echo_and_pid_slot),
+                KT_END,
         };
         return kt_main("exec_handler", tests, argc, argv);
 }

@@ -85,7 +85,7 @@ static int topic_add(dev_broker_opts_t *o, const char *name, int partitions) {
                 if (!strcmp(o->topics[i].name, name))
                         return usage_error("topic \"%s\" given twice", name);
         topic_spec_t *t =
-            realloc(o->topics, sizeof(*t) * (size_t)(o->topic_cnt + 1));
+                realloc(o->topics, sizeof(*t) * (size_t)(o->topic_cnt + 1));
         if (!t)
                 return 1;
         o->topics                    = t;
@@ -138,12 +138,12 @@ static void opts_clear(dev_broker_opts_t *o) {
 
 static int parse_args(dev_broker_opts_t *o, int argc, char **argv) {
         static const struct option longopts[] = {
-            {"brokers", required_argument, NULL, 'b'},
-            {"topic", required_argument, NULL, 't'},
-            {"topology", required_argument, NULL, 'T'},
-            {"verbose", no_argument, NULL, 'v'},
-            {"help", no_argument, NULL, 'h'},
-            {NULL, 0, NULL, 0}};
+                {"brokers", required_argument, NULL, 'b'},
+                {"topic", required_argument, NULL, 't'},
+                {"topology", required_argument, NULL, 'T'},
+                {"verbose", no_argument, NULL, 'v'},
+                {"help", no_argument, NULL, 'h'},
+                {NULL, 0, NULL, 0}};
         int64_t n;
         char err[128];
         int c, rc;
@@ -188,11 +188,13 @@ static int parse_args(dev_broker_opts_t *o, int argc, char **argv) {
         return 0;
 }
 
-static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
-                   const char *buf) {
+static void
+log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
         (void)rk;
-        fprintf(stderr, PROG ": %s %s: %s\n", level <= 3 ? "error" :
-                                               level == 4 ? "warning" : "info",
+        fprintf(stderr, PROG ": %s %s: %s\n",
+                level <= 3   ? "error"
+                : level == 4 ? "warning"
+                             : "info",
                 fac, buf);
 }
 
@@ -209,7 +211,7 @@ static rd_kafka_t *host_new(const dev_broker_opts_t *o) {
                 rd_kafka_conf_set(conf, "log_level", "3", NULL, 0);
         }
         rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+                rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
         if (!rk)
                 fprintf(stderr, PROG ": %s\n", errstr);
         return rk;
@@ -220,7 +222,7 @@ static int topics_create(rd_kafka_mock_cluster_t *mc,
         int rf = o->brokers < 3 ? o->brokers : 3;
         for (int i = 0; i < o->topic_cnt; i++) {
                 rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(
-                    mc, o->topics[i].name, o->topics[i].partitions, rf);
+                        mc, o->topics[i].name, o->topics[i].partitions, rf);
                 if (err) {
                         fprintf(stderr, PROG ": cannot create topic %s: %s\n",
                                 o->topics[i].name, rd_kafka_err2str(err));
@@ -238,15 +240,16 @@ static void announce(rd_kafka_mock_cluster_t *mc, const dev_broker_opts_t *o) {
                 o->brokers == 1 ? "" : "s",
                 rd_kafka_mock_cluster_bootstraps(mc));
         for (int i = 0; i < o->topic_cnt; i++)
-                fprintf(stderr, "%s %s (%d)", i ? "," : "; topics:",
-                        o->topics[i].name, o->topics[i].partitions);
+                fprintf(stderr, "%s %s (%d)",
+                        i ? "," : "; topics:", o->topics[i].name,
+                        o->topics[i].partitions);
         fprintf(stderr, "; stop with Ctrl-C\n");
 }
 
 static int serve(const dev_broker_opts_t *o, const sigset_t *stop_set) {
         rd_kafka_mock_cluster_t *mc = NULL;
-        int rc = 1, sig;
-        rd_kafka_t *rk = host_new(o);
+        int rc                      = 1, sig;
+        rd_kafka_t *rk              = host_new(o);
         if (!rk)
                 return 1;
         if (!(mc = rd_kafka_mock_cluster_new(rk, o->brokers))) {

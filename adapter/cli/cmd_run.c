@@ -116,7 +116,7 @@ static int prop_add(run_opts_t *o, const char *arg) {
         if (!strchr(arg, '=') || arg[0] == '=')
                 return usage_error("-X %s: expected PROPERTY=VALUE", arg);
         const char **p =
-            realloc(o->props, sizeof(*p) * (size_t)(o->prop_cnt + 1));
+                realloc(o->props, sizeof(*p) * (size_t)(o->prop_cnt + 1));
         if (!p)
                 return 1;
         o->props                = p;
@@ -126,16 +126,35 @@ static int prop_add(run_opts_t *o, const char *arg) {
 
 static int opt_set(run_opts_t *o, int c, const char *arg) {
         switch (c) {
-        case 'b': o->bootstrap = arg; return 0;
-        case 's': o->source = arg; return 0;
-        case 'g': o->group = arg; return 0;
-        case 'e': o->exec = arg; return 0;
-        case 't': o->tiers = arg; return 0;
-        case 'n': o->max_attempts = arg; return 0;
-        case 'j': o->jitter = arg; return 0;
-        case 'd': o->dlq = arg; return 0;
-        case 'X': return prop_add(o, arg);
-        case 'v': o->verbose = 1; return 0;
+        case 'b':
+                o->bootstrap = arg;
+                return 0;
+        case 's':
+                o->source = arg;
+                return 0;
+        case 'g':
+                o->group = arg;
+                return 0;
+        case 'e':
+                o->exec = arg;
+                return 0;
+        case 't':
+                o->tiers = arg;
+                return 0;
+        case 'n':
+                o->max_attempts = arg;
+                return 0;
+        case 'j':
+                o->jitter = arg;
+                return 0;
+        case 'd':
+                o->dlq = arg;
+                return 0;
+        case 'X':
+                return prop_add(o, arg);
+        case 'v':
+                o->verbose = 1;
+                return 0;
         }
         return -2;
 }
@@ -164,17 +183,17 @@ static int check_required(const run_opts_t *o) {
 /* @returns 0, -1 after --help, or an exit status. */
 static int parse_args(run_opts_t *o, int argc, char **argv) {
         static const struct option longopts[] = {
-            {"bootstrap", required_argument, NULL, 'b'},
-            {"source", required_argument, NULL, 's'},
-            {"group", required_argument, NULL, 'g'},
-            {"exec", required_argument, NULL, 'e'},
-            {"tiers", required_argument, NULL, 't'},
-            {"max-attempts", required_argument, NULL, 'n'},
-            {"jitter", required_argument, NULL, 'j'},
-            {"dlq", required_argument, NULL, 'd'},
-            {"verbose", no_argument, NULL, 'v'},
-            {"help", no_argument, NULL, 'h'},
-            {NULL, 0, NULL, 0}};
+                {"bootstrap", required_argument, NULL, 'b'},
+                {"source", required_argument, NULL, 's'},
+                {"group", required_argument, NULL, 'g'},
+                {"exec", required_argument, NULL, 'e'},
+                {"tiers", required_argument, NULL, 't'},
+                {"max-attempts", required_argument, NULL, 'n'},
+                {"jitter", required_argument, NULL, 'j'},
+                {"dlq", required_argument, NULL, 'd'},
+                {"verbose", no_argument, NULL, 'v'},
+                {"help", no_argument, NULL, 'h'},
+                {NULL, 0, NULL, 0}};
         int c, rc;
 
         opterr = 0; /* our own messages, with the command's name */
@@ -241,22 +260,21 @@ static int conf_apply(kretry_conf_t *conf, const run_opts_t *o) {
         const struct {
                 const char *flag, *name, *value;
         } f[] = {
-            {"--bootstrap", "bootstrap.servers", o->bootstrap},
-            {"--source", "source.topic", o->source},
-            /* consumer only: the producer would warn that it ignores it */
-            {"--group", "consumer.group.id", o->group},
-            {"--tiers", "retry.tiers", o->tiers},
-            {"--max-attempts", "retry.max.attempts", o->max_attempts},
-            {"--dlq", "dlq.topic", o->dlq},
+                {"--bootstrap", "bootstrap.servers", o->bootstrap},
+                {"--source", "source.topic", o->source},
+                /* consumer only: the producer would warn that it ignores it */
+                {"--group", "consumer.group.id", o->group},
+                {"--tiers", "retry.tiers", o->tiers},
+                {"--max-attempts", "retry.max.attempts", o->max_attempts},
+                {"--dlq", "dlq.topic", o->dlq},
         };
         int rc;
         for (int i = 0; i < o->prop_cnt; i++)
                 if ((rc = conf_put_x(conf, o->props[i])))
                         return rc;
         for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-                if (f[i].value &&
-                    (rc = conf_put(conf, f[i].flag, f[i].value, f[i].name,
-                                   f[i].value)))
+                if (f[i].value && (rc = conf_put(conf, f[i].flag, f[i].value,
+                                                 f[i].name, f[i].value)))
                         return rc;
         if (o->jitter)
                 return conf_put_jitter(conf, o->jitter);
@@ -317,7 +335,7 @@ static int env_add_key(env_list_t *e, const unsigned char *key, size_t len) {
 
 static int env_for_msg(env_list_t *e, const kretry_msg_t *msg) {
         size_t klen;
-        const void *key = kretry_msg_key(msg, &klen);
+        const void *key    = kretry_msg_key(msg, &klen);
         const char *otopic = kretry_msg_original_topic(msg);
         if (env_add(e, "KRETRY_TOPIC", kretry_msg_topic(msg)) ||
             env_add_i64(e, "KRETRY_PARTITION", kretry_msg_partition(msg)) ||
@@ -355,14 +373,14 @@ static kretry_action_t outcome(kretry_msg_t *msg,
         }
         kretry_msg_set_error(msg, code, *what ? what : text);
         return res->how == KRETRY_EXEC_EXITED && res->status == EX_TEMPFAIL
-                   ? KRETRY_RETRY
-                   : KRETRY_FAIL;
+                       ? KRETRY_RETRY
+                       : KRETRY_FAIL;
 }
 
 /* A command that could not start says nothing about the message, so it is
  * retried, except when the message itself made the environment too big. */
-static kretry_action_t spawn_failed(kretry_msg_t *msg, int err,
-                                    const char *errstr) {
+static kretry_action_t
+spawn_failed(kretry_msg_t *msg, int err, const char *errstr) {
         fprintf(stderr, PROG ": %s\n", errstr);
         if (err == E2BIG) {
                 kretry_msg_set_error(msg, "SPAWN_E2BIG", errstr);
@@ -375,8 +393,8 @@ static kretry_action_t spawn_failed(kretry_msg_t *msg, int err,
 static kretry_action_t handle(kretry_msg_t *msg, void *opaque) {
         static const char *const unset[] = {"KRETRY_KEY", "KRETRY_KEY_HEX",
                                             "KRETRY_VALUE_NULL", NULL};
-        const run_ctx_t *ctx = opaque;
-        env_list_t env       = {.cnt = 0};
+        const run_ctx_t *ctx             = opaque;
+        env_list_t env                   = {.cnt = 0};
         kretry_exec_opts_t o;
         kretry_exec_result_t *res = malloc(sizeof(*res));
         char errstr[256];
@@ -392,8 +410,7 @@ static kretry_action_t handle(kretry_msg_t *msg, void *opaque) {
         snprintf(errstr, sizeof(errstr), "cannot prepare the handler: %s",
                  strerror(ENOMEM));
         if (res && env_for_msg(&env, msg) == 0)
-                rc = kretry_exec_run(ctx->cmd, &o, res, errstr,
-                                     sizeof(errstr));
+                rc = kretry_exec_run(ctx->cmd, &o, res, errstr, sizeof(errstr));
         act = rc ? spawn_failed(msg, rc, errstr) : outcome(msg, res);
         env_clear(&env);
         free(res);
@@ -409,14 +426,15 @@ static void on_route(const char *topic,
                      int attempt,
                      void *opaque) {
         const run_ctx_t *ctx = opaque;
-        char where[32] = "ok";
+        char where[32]       = "ok";
         if (!ctx->verbose)
                 return;
         if (route == KRETRY_ROUTE_RETRY)
                 snprintf(where, sizeof(where), "retry tier %d", tier);
         else if (route == KRETRY_ROUTE_DLQ || route == KRETRY_ROUTE_INVALID)
                 snprintf(where, sizeof(where), "dlq");
-        fprintf(stderr, PROG ": %s[%" PRId32 "]@%" PRId64 " attempt %d -> %s%s%s%s\n",
+        fprintf(stderr,
+                PROG ": %s[%" PRId32 "]@%" PRId64 " attempt %d -> %s%s%s%s\n",
                 topic, partition, offset, attempt, where,
                 error_class ? " (" : "", error_class ? error_class : "",
                 error_class ? ")" : "");
@@ -426,10 +444,10 @@ static void on_log(kretry_log_level_t level,
                    const char *facility,
                    const char *message,
                    void *opaque) {
-        static const char *const names[] = {"EMERG", "ALERT",  "CRIT",
+        static const char *const names[] = {"EMERG", "ALERT",   "CRIT",
                                             "ERROR", "WARNING", "NOTICE",
                                             "INFO",  "DEBUG"};
-        const run_ctx_t *ctx = opaque;
+        const run_ctx_t *ctx             = opaque;
         int lv = (int)level < 0 ? 0 : (int)level > 7 ? 7 : (int)level;
         if (lv > (ctx->verbose ? KRETRY_LOG_DEBUG : KRETRY_LOG_NOTICE))
                 return;
@@ -480,7 +498,7 @@ static int serve(kretry_conf_t *conf, const run_ctx_t *ctx) {
         sigaddset(&set, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &set, &old);
         kretry_adapter_t *adapter =
-            kretry_adapter_new(conf, errstr, sizeof(errstr));
+                kretry_adapter_new(conf, errstr, sizeof(errstr));
         if (!adapter) {
                 pthread_sigmask(SIG_SETMASK, &old, NULL);
                 fprintf(stderr, PROG ": %s\n", errstr);
@@ -500,9 +518,9 @@ static int serve(kretry_conf_t *conf, const run_ctx_t *ctx) {
 }
 
 int cmd_run(int argc, char **argv) {
-        run_opts_t o = {0};
+        run_opts_t o        = {0};
         kretry_conf_t *conf = NULL;
-        int rc = parse_args(&o, argc, argv);
+        int rc              = parse_args(&o, argc, argv);
         if (rc)
                 goto done;
         static run_ctx_t ctx; /* outlives the adapter, which keeps it */

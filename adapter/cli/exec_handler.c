@@ -125,11 +125,8 @@ static int pipe_make(int fds[2]) {
         return 0;
 }
 
-static int spawn_child(const char *cmd,
-                       char **envp,
-                       int in_rd,
-                       int err_wr,
-                       pid_t *pidp) {
+static int
+spawn_child(const char *cmd, char **envp, int in_rd, int err_wr, pid_t *pidp) {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t at;
         sigset_t dfl;
@@ -143,8 +140,8 @@ static int spawn_child(const char *cmd,
          * lets the command finish the message. SIGPIPE back to default in
          * case kretry's caller ignored it: an ignored disposition survives
          * exec and would change how the command's own pipelines behave. */
-        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-                                          POSIX_SPAWN_SETSIGDEF);
+        posix_spawnattr_setflags(&at,
+                                 POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
         posix_spawnattr_setpgroup(&at, 0);
         sigemptyset(&dfl);
         sigaddset(&dfl, SIGPIPE);
@@ -191,9 +188,8 @@ static void echo_all(int fd, const char *buf, size_t len) {
         }
 }
 
-static void stderr_drain(int *fdp,
-                         const kretry_exec_opts_t *opts,
-                         line_acc_t *acc) {
+static void
+stderr_drain(int *fdp, const kretry_exec_opts_t *opts, line_acc_t *acc) {
         char buf[IO_CHUNK];
         ssize_t n = read(*fdp, buf, sizeof(buf));
         if (n == -1 && (errno == EAGAIN || errno == EINTR))
@@ -234,8 +230,7 @@ static void io_loop(int in_fd,
         }
         while (in_fd != -1 || err_fd != -1) {
                 /* poll() skips negative fds: a closed side drops out. */
-                struct pollfd p[2] = {{in_fd, POLLOUT, 0},
-                                      {err_fd, POLLIN, 0}};
+                struct pollfd p[2] = {{in_fd, POLLOUT, 0}, {err_fd, POLLIN, 0}};
                 if (poll(p, 2, -1) == -1)
                         continue; /* EINTR: a signal for kretry, go on */
                 if (p[0].revents)
