@@ -1,0 +1,3 @@
+# Topology files: loading, validation (golden files under topology/),
+# planning, the library call, and apply against KRETRY_TEST_BOOTSTRAP.
+kretry_add_suite(test_topology TIMEOUT 60)
