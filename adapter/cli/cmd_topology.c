@@ -1,11 +1,262 @@
-/* Placeholder until the command lands; replaced by its implementation. */
+/*
+ * kretry topology validate|describe|plan|apply FILE: the operator's side of
+ * a topology file. Loading, validation and planning are library code; this
+ * file parses options, prints, and asks before it changes a cluster.
+ */
+#include "admin.h"
 #include "cli.h"
+#include "plan.h"
+#include "topology.h"
+#include "topology_render.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_TIMEOUT_MS 5000
+
+typedef struct {
+        const char *file;
+        const char *name;
+        const char *bootstrap;
+        int json;
+        int yes;
+        int timeout_ms;
+} opts_t;
+
+static void usage(FILE *out) {
+        fprintf(out,
+                "usage: kretry topology validate FILE\n"
+                "       kretry topology describe FILE [--name N] "
+                "[--output text|json]\n"
+                "       kretry topology plan FILE [--output text|json] "
+                "[--bootstrap HOSTS] [--timeout MS]\n"
+                "       kretry topology apply FILE [--yes] "
+                "[--bootstrap HOSTS] [--timeout MS]\n\n"
+                "validate  check the file; errors and warnings on stderr as "
+                "FILE:LINE:COL: text\n"
+                "describe  the retry chain as a person reads it\n"
+                "plan      what the cluster needs: topics to create, "
+                "partitions to add, retention to alter\n"
+                "apply     perform the plan (asks first unless --yes); never "
+                "shrinks or deletes\n\n"
+                "--bootstrap overrides the file's kafka: bootstrap.servers; "
+                "--timeout bounds each\n"
+                "cluster request (default %d ms). The file format: "
+                "topology/README.md.\n",
+                DEFAULT_TIMEOUT_MS);
+}
+
+static int parse_opts(int argc, char **argv, opts_t *o) {
+        *o = (opts_t){.timeout_ms = DEFAULT_TIMEOUT_MS};
+        for (int i = 2; i < argc; i++) {
+                const char *a = argv[i];
+                const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+                if (!strcmp(a, "--yes") || !strcmp(a, "-y"))
+                        o->yes = 1;
+                else if (!strcmp(a, "--name") && v)
+                        o->name = argv[++i];
+                else if (!strcmp(a, "--bootstrap") && v)
+                        o->bootstrap = argv[++i];
+                else if (!strcmp(a, "--timeout") && v)
+                        o->timeout_ms = atoi(argv[++i]);
+                else if (!strcmp(a, "--output") && v &&
+                         (!strcmp(v, "json") || !strcmp(v, "text")))
+                        o->json = !strcmp(argv[++i], "json");
+                else if (a[0] != '-' && !o->file)
+                        o->file = a;
+                else {
+                        fprintf(stderr, "kretry topology: bad argument "
+                                        "\"%s\"\n", a);
+                        return -1;
+                }
+        }
+        if (!o->file || o->timeout_ms <= 0) {
+                fprintf(stderr, "kretry topology: %s\n",
+                        o->file ? "--timeout must be positive"
+                                : "a topology FILE is required");
+                return -1;
+        }
+        return 0;
+}
+
+/* Load FILE, printing every diagnostic; NULL when it has errors. */
+static kretry_topology_file_t *load(const char *path) {
+        kretry_diags_t d;
+        char line[1500];
+        kretry_diags_init(&d);
+        kretry_topology_file_t *f = kretry_topology_file_load(path, &d);
+        for (size_t i = 0; i < d.cnt; i++) {
+                kretry_diag_format(&d, i, path, line, sizeof(line));
+                fprintf(stderr, "%s\n", line);
+        }
+        if (!f)
+                fprintf(stderr, "%s: %d error(s)\n", path, d.errors);
+        kretry_diags_clear(&d);
+        return f;
+}
+
+static int do_validate(const opts_t *o) {
+        kretry_topology_file_t *f = load(o->file);
+        if (!f)
+                return 1;
+        printf("%s: valid, %zu topolog%s\n", o->file,
+               kretry_topology_count(f),
+               kretry_topology_count(f) == 1 ? "y" : "ies");
+        kretry_topology_file_destroy(f);
+        return 0;
+}
+
+static int do_describe(const opts_t *o) {
+        kretry_topology_file_t *f = load(o->file);
+        if (!f)
+                return 1;
+        size_t n = kretry_topology_count(f), cnt = 0;
+        const kretry_topology_t **sel = calloc(n, sizeof(*sel));
+        for (size_t i = 0; sel && i < n; i++) {
+                const kretry_topology_t *t = kretry_topology_at(f, i);
+                if (!o->name || !strcmp(o->name, t->name))
+                        sel[cnt++] = t;
+        }
+        int rc = 0;
+        if (!sel || !cnt) {
+                fprintf(stderr, "%s: no topology named \"%s\"\n", o->file,
+                        o->name ? o->name : "");
+                rc = 1;
+        } else if (o->json) {
+                rc = topology_describe_json(stdout, sel, cnt) ? 1 : 0;
+        } else {
+                for (size_t i = 0; i < cnt; i++) {
+                        if (i)
+                                fputc('\n', stdout);
+                        topology_describe_text(stdout, sel[i]);
+                }
+        }
+        free(sel);
+        kretry_topology_file_destroy(f);
+        return rc;
+}
+
+/* Connect, snapshot and compute the plan; NULL client on failure. */
+static rd_kafka_t *make_plan(const opts_t *o, kretry_topology_file_t *f,
+                             kretry_plan_t *plan) {
+        char err[512];
+        kretry_meta_t meta = {0};
+        rd_kafka_t *rk = kretry_admin_new(f, o->bootstrap, err, sizeof(err));
+        if (!rk) {
+                fprintf(stderr, "kretry topology: %s\n", err);
+                return NULL;
+        }
+        int r = kretry_admin_snapshot(rk, kretry_topology_at(f, 0),
+                                      kretry_topology_count(f), o->timeout_ms,
+                                      &meta, err, sizeof(err));
+        if (r != 0)
+                fprintf(stderr, "kretry topology: %s\n", err);
+        if (r < 0 || kretry_plan_compute(kretry_topology_at(f, 0),
+                                         kretry_topology_count(f), &meta,
+                                         plan)) {
+                kretry_meta_clear(&meta);
+                rd_kafka_destroy(rk);
+                return NULL;
+        }
+        kretry_meta_clear(&meta);
+        return rk;
+}
+
+static int do_plan(const opts_t *o) {
+        kretry_plan_t plan = {0};
+        kretry_topology_file_t *f = load(o->file);
+        rd_kafka_t *rk = f ? make_plan(o, f, &plan) : NULL;
+        int rc = 1;
+        if (rk) {
+                if (o->json)
+                        topology_plan_json(stdout, &plan);
+                else
+                        topology_plan_text(stdout, &plan);
+                rc = plan.conflicts ? 1 : 0;
+                rd_kafka_destroy(rk);
+        }
+        kretry_plan_clear(&plan);
+        kretry_topology_file_destroy(f);
+        return rc;
+}
+
+static int confirm(const opts_t *o, const kretry_plan_t *plan) {
+        char answer[16];
+        if (o->yes)
+                return 1;
+        if (!isatty(STDIN_FILENO)) {
+                fprintf(stderr, "kretry topology: not a terminal: pass --yes "
+                                "to apply %d change(s)\n",
+                        plan->changes);
+                return 0;
+        }
+        fprintf(stderr, "apply %d change(s)? [y/N] ", plan->changes);
+        return fgets(answer, sizeof(answer), stdin) &&
+               (answer[0] == 'y' || answer[0] == 'Y');
+}
+
+static int run_apply(const opts_t *o, rd_kafka_t *rk, kretry_plan_t *plan) {
+        topology_plan_text(stdout, plan);
+        if (plan->conflicts) {
+                fprintf(stderr, "kretry topology: conflicts: nothing "
+                                "applied\n");
+                return 1;
+        }
+        if (!plan->changes)
+                return 0;
+        if (!confirm(o, plan))
+                return 1;
+        int failed = kretry_admin_apply(rk, plan, o->timeout_ms);
+        for (size_t i = 0; i < plan->cnt; i++)
+                if (plan->actions[i].done)
+                        printf("%s %s: %s\n",
+                               kretry_plan_op_name(plan->actions[i].op),
+                               plan->actions[i].topic,
+                               plan->actions[i].result);
+        if (failed)
+                fprintf(stderr, "kretry topology: %d action(s) failed\n",
+                        failed);
+        return failed ? 1 : 0;
+}
+
+static int do_apply(const opts_t *o) {
+        kretry_plan_t plan = {0};
+        kretry_topology_file_t *f = load(o->file);
+        rd_kafka_t *rk = f ? make_plan(o, f, &plan) : NULL;
+        int rc = rk ? run_apply(o, rk, &plan) : 1;
+        if (rk)
+                rd_kafka_destroy(rk);
+        kretry_plan_clear(&plan);
+        kretry_topology_file_destroy(f);
+        return rc;
+}
 
 int cmd_topology(int argc, char **argv) {
-        (void)argc;
-        (void)argv;
-        fprintf(stderr, "kretry: this command is not built yet\n");
-        return 1;
+        static const struct {
+                const char *name;
+                int (*fn)(const opts_t *o);
+        } subs[] = {{"validate", do_validate},
+                    {"describe", do_describe},
+                    {"plan", do_plan},
+                    {"apply", do_apply}};
+        opts_t o;
+        if (argc >= 2 && (!strcmp(argv[1], "--help") ||
+                          !strcmp(argv[1], "-h"))) {
+                usage(stdout);
+                return 0;
+        }
+        for (size_t i = 0; argc >= 2 && i < sizeof(subs) / sizeof(subs[0]);
+             i++) {
+                if (strcmp(argv[1], subs[i].name))
+                        continue;
+                if (parse_opts(argc, argv, &o)) {
+                        usage(stderr);
+                        return KRETRY_EX_USAGE;
+                }
+                return subs[i].fn(&o);
+        }
+        usage(stderr);
+        return KRETRY_EX_USAGE;
 }

@@ -1,0 +1,185 @@
+/*
+ * The plan as a pure function: declared topologies against hand-built
+ * metadata snapshots (empty, partial, complete, conflicting clusters).
+ */
+#include "plan.h"
+#include "testutil.h"
+#include "topology.h"
+
+#include <string.h>
+
+#define DAY_MS (86400000LL)
+
+/* orders: 3 tiers, DLQ, retention 7d; partitions from the source unless
+ * @p partitions is given. */
+static kretry_topology_file_t *load(const char *partitions) {
+        char yaml[512];
+        kretry_diags_t d;
+        snprintf(yaml, sizeof(yaml),
+                 "topologies:\n  - source: orders\n    group: g\n"
+                 "    retry: { tiers: [1s, 10s, 1m] }\n"
+                 "    topics: { retention: 7d%s%s }\n",
+                 partitions ? ", partitions: " : "",
+                 partitions ? partitions : "");
+        kretry_diags_init(&d);
+        kretry_topology_file_t *f =
+            kretry_topology_file_parse(yaml, strlen(yaml), "t.yaml", &d);
+        kretry_diags_clear(&d);
+        return f;
+}
+
+static void plan(const kretry_topology_file_t *f, const kretry_meta_t *m,
+                 kretry_plan_t *p) {
+        memset(p, 0, sizeof(*p));
+        KT_REQUIRE(kretry_plan_compute(kretry_topology_at(f, 0),
+                                       kretry_topology_count(f), m, p) == 0);
+}
+
+static void assert_action(const kretry_plan_t *p, size_t i,
+                          kretry_plan_op_t op, const char *topic,
+                          int partitions) {
+        KT_REQUIRE(i < p->cnt);
+        KT_ASSERT_STR_EQ(kretry_plan_op_name(p->actions[i].op),
+                         kretry_plan_op_name(op));
+        KT_ASSERT_STR_EQ(p->actions[i].topic, topic);
+        KT_ASSERT_INT_EQ(p->actions[i].partitions, partitions);
+}
+
+static void test_empty_cluster(void) {
+        kretry_topology_file_t *f = load("6");
+        kretry_meta_t m           = {0};
+        kretry_plan_t p;
+        KT_REQUIRE(f != NULL);
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 5);
+        KT_ASSERT_INT_EQ(p.changes, 5);
+        KT_ASSERT_INT_EQ(p.conflicts, 0);
+        assert_action(&p, 0, KRETRY_PLAN_CREATE, "orders", 6);
+        KT_ASSERT_INT_EQ(p.actions[0].retention_ms, 0); /* not kretry's */
+        assert_action(&p, 1, KRETRY_PLAN_CREATE, "orders.retry.1", 6);
+        assert_action(&p, 3, KRETRY_PLAN_CREATE, "orders.retry.3", 6);
+        assert_action(&p, 4, KRETRY_PLAN_CREATE, "orders.dlq", 6);
+        KT_ASSERT_INT_EQ(p.actions[4].retention_ms, 7 * DAY_MS);
+        KT_ASSERT_STR_EQ(p.actions[4].role, "dlq");
+        kretry_plan_clear(&p);
+        kretry_topology_file_destroy(f);
+}
+
+static void test_empty_cluster_unsized(void) {
+        kretry_topology_file_t *f = load(NULL);
+        kretry_meta_t m           = {0};
+        kretry_plan_t p;
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 1);
+        KT_ASSERT_INT_EQ(p.conflicts, 1);
+        KT_ASSERT_INT_EQ(p.actions[0].op, KRETRY_PLAN_CONFLICT);
+        KT_ASSERT(strstr(p.actions[0].reason, "does not exist") != NULL);
+        kretry_plan_clear(&p);
+        kretry_topology_file_destroy(f);
+}
+
+static void test_partial_cluster(void) {
+        kretry_topology_file_t *f = load(NULL);
+        kretry_meta_t m           = {0};
+        kretry_plan_t p;
+        kretry_meta_add(&m, "orders", 8, -1);
+        kretry_meta_add(&m, "orders.retry.1", 8, 7 * DAY_MS);
+        kretry_meta_add(&m, "orders.retry.2", 4, 1 * DAY_MS);
+        kretry_meta_add(&m, "unrelated", 1, DAY_MS);
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.conflicts, 0);
+        KT_ASSERT_INT_EQ(p.cnt, 4);
+        assert_action(&p, 0, KRETRY_PLAN_ADD_PARTITIONS, "orders.retry.2", 8);
+        KT_ASSERT_INT_EQ(p.actions[0].current_partitions, 4);
+        KT_ASSERT_INT_EQ(p.actions[1].op, KRETRY_PLAN_ALTER_RETENTION);
+        KT_ASSERT_STR_EQ(p.actions[1].topic, "orders.retry.2");
+        KT_ASSERT_INT_EQ(p.actions[1].current_retention_ms, DAY_MS);
+        KT_ASSERT_INT_EQ(p.actions[1].retention_ms, 7 * DAY_MS);
+        assert_action(&p, 2, KRETRY_PLAN_CREATE, "orders.retry.3", 8);
+        assert_action(&p, 3, KRETRY_PLAN_CREATE, "orders.dlq", 8);
+        kretry_plan_clear(&p);
+        kretry_meta_clear(&m);
+        kretry_topology_file_destroy(f);
+}
+
+static void test_complete_cluster(void) {
+        kretry_topology_file_t *f = load(NULL);
+        kretry_meta_t m           = {0};
+        kretry_plan_t p;
+        kretry_meta_add(&m, "orders", 8, DAY_MS); /* source: left alone */
+        kretry_meta_add(&m, "orders.retry.1", 8, 7 * DAY_MS);
+        kretry_meta_add(&m, "orders.retry.2", 8, 7 * DAY_MS);
+        /* more partitions than needed: never shrunk */
+        kretry_meta_add(&m, "orders.retry.3", 16, 7 * DAY_MS);
+        kretry_meta_add(&m, "orders.dlq", 8, 7 * DAY_MS);
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 0);
+        KT_ASSERT_INT_EQ(p.changes, 0);
+        kretry_plan_clear(&p);
+        kretry_meta_clear(&m);
+        kretry_topology_file_destroy(f);
+}
+
+static void test_conflicting_cluster(void) {
+        kretry_topology_file_t *f = load("6");
+        kretry_meta_t m           = {0};
+        kretry_plan_t p;
+        kretry_meta_add(&m, "orders", 12, -1);
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.conflicts, 1);
+        KT_ASSERT_INT_EQ(p.changes, 0);
+        KT_ASSERT_INT_EQ(p.cnt, 1);
+        KT_ASSERT(strstr(p.actions[0].reason, "the source has 12") != NULL);
+        kretry_plan_clear(&p);
+        kretry_meta_clear(&m);
+        kretry_topology_file_destroy(f);
+}
+
+static void test_unknown_retention(void) {
+        kretry_topology_file_t *f = load(NULL);
+        kretry_meta_t m           = {0};
+        kretry_plan_t p;
+        kretry_meta_add(&m, "orders", 4, -1);
+        kretry_meta_add(&m, "orders.retry.1", 4, -1);
+        kretry_meta_add(&m, "orders.retry.2", 4, 7 * DAY_MS);
+        kretry_meta_add(&m, "orders.retry.3", 4, 7 * DAY_MS);
+        kretry_meta_add(&m, "orders.dlq", 4, 7 * DAY_MS);
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 1);
+        KT_ASSERT_INT_EQ(p.changes, 0);
+        KT_ASSERT_INT_EQ(p.actions[0].op, KRETRY_PLAN_UNKNOWN);
+        KT_ASSERT_STR_EQ(p.actions[0].topic, "orders.retry.1");
+        kretry_plan_clear(&p);
+        kretry_meta_clear(&m);
+        kretry_topology_file_destroy(f);
+}
+
+/* Two topologies on one source: the source is sized once, each chain
+ * planned. */
+static void test_shared_source(void) {
+        kretry_diags_t d;
+        kretry_meta_t m = {0};
+        kretry_plan_t p;
+        kretry_diags_init(&d);
+        kretry_topology_file_t *f = kretry_topology_file_load(
+            KRETRY_SOURCE_DIR "/tests/topology/valid/shared-topics.yaml", &d);
+        KT_REQUIRE(f != NULL);
+        kretry_meta_add(&m, "orders", 3, -1);
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 5);
+        assert_action(&p, 0, KRETRY_PLAN_CREATE, "orders.billing.retry.1", 3);
+        assert_action(&p, 4, KRETRY_PLAN_CREATE, "orders.shipping.dlq", 3);
+        kretry_plan_clear(&p);
+        kretry_meta_clear(&m);
+        kretry_topology_file_destroy(f);
+        kretry_diags_clear(&d);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+            KT_TEST(test_empty_cluster),      KT_TEST(test_empty_cluster_unsized),
+            KT_TEST(test_partial_cluster),    KT_TEST(test_complete_cluster),
+            KT_TEST(test_conflicting_cluster), KT_TEST(test_unknown_retention),
+            KT_TEST(test_shared_source),      KT_END};
+        return kt_main("topology_plan", tests, argc, argv);
+}

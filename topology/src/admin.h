@@ -1,0 +1,41 @@
+/*
+ * The thin admin layer between a plan and a cluster: a metadata snapshot
+ * (Metadata + DescribeConfigs) and the execution of a plan (CreateTopics,
+ * CreatePartitions, AlterConfigs). Every call has a short timeout and says
+ * what the cluster did not answer: librdkafka's mock cluster, for one, has
+ * no admin APIs and would otherwise make each call wait for its full
+ * request timeout.
+ */
+#ifndef KRETRY_TOPO_ADMIN_H
+#define KRETRY_TOPO_ADMIN_H
+
+#include "plan.h"
+#include "topology.h"
+
+#include <librdkafka/rdkafka.h>
+
+/* A client for admin requests, configured from the file's kafka:
+ * properties (prefixed consumer./producer. ones are skipped);
+ * @p bootstrap (may be NULL) overrides bootstrap.servers. Returns NULL with
+ * @p errstr filled. Free with rd_kafka_destroy(). */
+rd_kafka_t *kretry_admin_new(const kretry_topology_file_t *f,
+                             const char *bootstrap,
+                             char *errstr,
+                             size_t errstr_size);
+
+/* Snapshot the topics @p topos need into @p meta (zeroed by the caller).
+ * Returns 0; 1 when the topics are known but their retention is not (a
+ * note is in @p errstr); -1 when the metadata could not be read. */
+int kretry_admin_snapshot(rd_kafka_t *rk,
+                          const kretry_topology_t *topos,
+                          size_t cnt,
+                          int timeout_ms,
+                          kretry_meta_t *meta,
+                          char *errstr,
+                          size_t errstr_size);
+
+/* Perform every change of @p plan (which must have no conflict), filling
+ * each action's done/result. Returns the number of failed actions. */
+int kretry_admin_apply(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms);
+
+#endif

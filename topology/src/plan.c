@@ -1,0 +1,198 @@
+#include "plan.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kretry_meta_add(kretry_meta_t *m, const char *name, int partitions,
+                    int64_t retention_ms) {
+        kretry_meta_topic_t *t =
+            realloc(m->topics, (m->cnt + 1) * sizeof(*m->topics));
+        if (!t)
+                return -1;
+        m->topics = t;
+        if (!(t[m->cnt].name = strdup(name)))
+                return -1;
+        t[m->cnt].partitions   = partitions;
+        t[m->cnt].retention_ms = retention_ms;
+        m->cnt++;
+        return 0;
+}
+
+const kretry_meta_topic_t *kretry_meta_find(const kretry_meta_t *m,
+                                            const char *name) {
+        for (size_t i = 0; i < m->cnt; i++)
+                if (!strcmp(m->topics[i].name, name))
+                        return &m->topics[i];
+        return NULL;
+}
+
+void kretry_meta_clear(kretry_meta_t *m) {
+        for (size_t i = 0; i < m->cnt; i++)
+                free(m->topics[i].name);
+        free(m->topics);
+        m->topics = NULL;
+        m->cnt    = 0;
+}
+
+const char *kretry_plan_op_name(kretry_plan_op_t op) {
+        static const char *names[] = {"create", "add partitions",
+                                      "alter retention", "unknown",
+                                      "conflict"};
+        return names[op];
+}
+
+void kretry_plan_clear(kretry_plan_t *plan) {
+        free(plan->actions);
+        memset(plan, 0, sizeof(*plan));
+}
+
+static int planned(const kretry_plan_t *plan, const char *topic) {
+        for (size_t i = 0; i < plan->cnt; i++)
+                if (!strcmp(plan->actions[i].topic, topic) &&
+                    plan->actions[i].op != KRETRY_PLAN_CONFLICT)
+                        return 1;
+        return 0;
+}
+
+static kretry_plan_action_t *push(kretry_plan_t *plan,
+                                  kretry_plan_op_t op,
+                                  const kretry_topology_t *t,
+                                  const char *topic,
+                                  const char *role) {
+        if (plan->cnt == plan->size) {
+                size_t size = plan->size ? plan->size * 2 : 16;
+                void *p     = realloc(plan->actions, size * sizeof(*plan->actions));
+                if (!p)
+                        return NULL;
+                plan->actions = p;
+                plan->size    = size;
+        }
+        kretry_plan_action_t *a = &plan->actions[plan->cnt++];
+        memset(a, 0, sizeof(*a));
+        a->op       = op;
+        a->topology = t->name;
+        snprintf(a->topic, sizeof(a->topic), "%s", topic);
+        snprintf(a->role, sizeof(a->role), "%s", role);
+        if (op == KRETRY_PLAN_CONFLICT)
+                plan->conflicts++;
+        else if (op != KRETRY_PLAN_UNKNOWN)
+                plan->changes++;
+        return a;
+}
+
+static int note(kretry_plan_t *plan, kretry_plan_op_t op,
+                const kretry_topology_t *t, const char *topic,
+                const char *role, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static int note(kretry_plan_t *plan, kretry_plan_op_t op,
+                const kretry_topology_t *t, const char *topic,
+                const char *role, const char *fmt, ...) {
+        kretry_plan_action_t *a = push(plan, op, t, topic, role);
+        if (!a)
+                return -1;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(a->reason, sizeof(a->reason), fmt, ap);
+        va_end(ap);
+        return 0;
+}
+
+/* A tier or the DLQ: create it, grow it, or bring its retention in line. */
+static int plan_chain_topic(kretry_plan_t *plan, const kretry_topology_t *t,
+                            const kretry_meta_t *meta, const char *topic,
+                            const char *role, int partitions) {
+        if (planned(plan, topic))
+                return 0; /* shared with an earlier topology */
+        const kretry_meta_topic_t *m = kretry_meta_find(meta, topic);
+        kretry_plan_action_t *a;
+        if (!m) {
+                if (!(a = push(plan, KRETRY_PLAN_CREATE, t, topic, role)))
+                        return -1;
+                a->partitions   = partitions;
+                a->replication  = t->replication;
+                a->retention_ms = t->retention_ms;
+                return 0;
+        }
+        if (m->partitions < partitions) {
+                if (!(a = push(plan, KRETRY_PLAN_ADD_PARTITIONS, t, topic,
+                               role)))
+                        return -1;
+                a->partitions         = partitions;
+                a->current_partitions = m->partitions;
+        }
+        if (!t->retention_ms || m->retention_ms == t->retention_ms)
+                return 0;
+        if (m->retention_ms < 0)
+                return note(plan, KRETRY_PLAN_UNKNOWN, t, topic, role,
+                            "its retention.ms is unknown (the cluster did "
+                            "not answer DescribeConfigs)");
+        if (!(a = push(plan, KRETRY_PLAN_ALTER_RETENTION, t, topic, role)))
+                return -1;
+        a->retention_ms         = t->retention_ms;
+        a->current_retention_ms = m->retention_ms;
+        return 0;
+}
+
+/* The partition count of the chain, or 0 after recording a conflict. */
+static int chain_partitions(kretry_plan_t *plan, const kretry_topology_t *t,
+                            const kretry_meta_t *meta, int *rc) {
+        const kretry_meta_topic_t *src = kretry_meta_find(meta, t->source);
+        if (src && t->partitions && t->partitions < src->partitions) {
+                *rc = note(plan, KRETRY_PLAN_CONFLICT, t, t->source, "source",
+                           "topics.partitions is %d but the source has %d "
+                           "partitions: every tier and the DLQ need at least "
+                           "the source's count (tier partitions follow their "
+                           "source partition)",
+                           t->partitions, src->partitions);
+                return 0;
+        }
+        if (src)
+                return t->partitions ? t->partitions : src->partitions;
+        if (!t->partitions) {
+                *rc = note(plan, KRETRY_PLAN_CONFLICT, t, t->source, "source",
+                           "the source topic does not exist and "
+                           "topics.partitions is not declared: nothing "
+                           "tells how many partitions the chain needs");
+                return 0;
+        }
+        if (planned(plan, t->source))
+                return t->partitions;
+        kretry_plan_action_t *a =
+            push(plan, KRETRY_PLAN_CREATE, t, t->source, "source");
+        if (!a) {
+                *rc = -1;
+                return 0;
+        }
+        /* The source keeps the cluster's retention: it is not kretry's. */
+        a->partitions  = t->partitions;
+        a->replication = t->replication;
+        return t->partitions;
+}
+
+static int plan_topology(kretry_plan_t *plan, const kretry_topology_t *t,
+                         const kretry_meta_t *meta) {
+        int rc         = 0;
+        int partitions = chain_partitions(plan, t, meta, &rc);
+        if (!partitions)
+                return rc;
+        for (int n = 0; n < t->tier_cnt; n++) {
+                char role[32];
+                snprintf(role, sizeof(role), "tier %d", n + 1);
+                if (plan_chain_topic(plan, t, meta, t->tier_topics[n], role,
+                                     partitions))
+                        return -1;
+        }
+        return plan_chain_topic(plan, t, meta, t->dlq, "dlq", partitions);
+}
+
+int kretry_plan_compute(const kretry_topology_t *topos,
+                        size_t cnt,
+                        const kretry_meta_t *meta,
+                        kretry_plan_t *plan) {
+        for (size_t i = 0; i < cnt; i++)
+                if (plan_topology(plan, &topos[i], meta))
+                        return -1;
+        return 0;
+}
