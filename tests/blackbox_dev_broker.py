@@ -199,6 +199,27 @@ def step_sigint_and_usage(cli):
           "a bad --topic is a usage error (64) that says why")
 
 
+def step_topology(cli):
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.path.join(src, "topology", "examples", "minimal.yaml")
+    broker = Broker(cli, ["--topology", path, "--topic", "orders:2"])
+    try:
+        meta = kcat(broker.bootstrap, ["-L"])
+        want = ['topic "orders" with 2 partitions'] + [
+            'topic "%s" with 4 partitions' % t for t in
+            ("orders.retry.1", "orders.retry.2", "orders.retry.3",
+             "orders.dlq")]
+        check(all(w in meta for w in want), "--topology creates the source, "
+              "every tier and the DLQ; --topic overrides a partition count")
+        check(broker.stop() == 0, "and stops with exit 0")
+    finally:
+        broker.kill()
+    r = subprocess.run([cli, "dev-broker", "--topology", path + ".missing"],
+                       capture_output=True, timeout=10)
+    check(r.returncode == 1 and b"cannot open" in r.stderr,
+          "an unreadable topology file fails with exit 1 and says why")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -219,6 +240,7 @@ def main():
         rc = broker.stop(signal.SIGTERM)
         check(rc == 0, "SIGTERM stops dev-broker with exit 0 (got %d)" % rc)
         step_sigint_and_usage(sys.argv[1])
+        step_topology(sys.argv[1])
     except Exception as e:  # report, with the broker's own words
         print("FAIL:", e)
         print("--- dev-broker stderr ---\n" + broker.stderr_text())

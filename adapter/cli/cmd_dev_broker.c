@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 #include "parse.h"
+#include "topology.h"
 
 #include <getopt.h>
 #include <librdkafka/rdkafka.h>
@@ -52,7 +53,9 @@ static void usage(FILE *out) {
                 "                           partitions the first time a "
                 "client asks for them\n"
                 "  --topology FILE          create every topic a topology file "
-                "declares\n"
+                "declares, with its\n"
+                "                           partition count (a --topic of the "
+                "same name wins)\n"
                 "  -v, --verbose            log the cluster's requests to "
                 "stderr\n"
                 "  -h, --help               show this help\n\n"
@@ -116,18 +119,37 @@ static int topic_parse(dev_broker_opts_t *o, const char *arg) {
         return topic_add(o, name, (int)parts);
 }
 
+static int topic_known(const dev_broker_opts_t *o, const char *name) {
+        for (int i = 0; i < o->topic_cnt; i++)
+                if (!strcmp(o->topics[i].name, name))
+                        return 1;
+        return 0;
+}
+
 /*
- * The topics a topology file declares (source, every tier, DLQ, changelog),
- * each with its partition count, go into @p o. The topology loader is being
- * added separately; until it lands this reports that it is not available.
+ * Every topic a topology file declares (sources, tiers, DLQs), with its
+ * topology's partition count, 4 when it declares none (as the mock's
+ * auto-creation). A --topic of the same name wins: it is the more explicit.
+ * An invalid file is a failure the command reports (exit 1), as in
+ * `kretry topology validate`.
  */
 static int topology_topics(dev_broker_opts_t *o, const char *path) {
-        (void)o;
-        fprintf(stderr,
-                PROG ": --topology %s: this build has no topology loader yet; "
-                     "use --topic NAME:PARTITIONS\n",
-                path);
-        return KRETRY_EX_USAGE;
+        kretry_topology_topic_t *t = NULL;
+        size_t cnt                 = 0;
+        char errstr[4096];
+        int rc = 0;
+        if (kretry_topology_topics(path, 4, &t, &cnt, errstr, sizeof(errstr)) ==
+            -1) {
+                size_t n = strlen(errstr);
+                fprintf(stderr, PROG ": --topology %s:\n%s%s", path, errstr,
+                        n && errstr[n - 1] == '\n' ? "" : "\n");
+                return 1;
+        }
+        for (size_t i = 0; i < cnt && !rc; i++)
+                if (!topic_known(o, t[i].name))
+                        rc = topic_add(o, t[i].name, t[i].partitions);
+        free(t);
+        return rc;
 }
 
 static void opts_clear(dev_broker_opts_t *o) {
