@@ -322,6 +322,39 @@ KRETRY_EXPORT void kretry_conf_set_log_cb(kretry_conf_t *conf,
                                           void *opaque);
 /**@}*/
 
+/** @name Topology files */
+/**@{*/
+
+/**
+ * @brief Load the topology named @p name from the YAML file @p path into
+ *        @p conf (the file format: topology/README.md).
+ *
+ * Sets source.topic, group.id, retry.tiers, retry.max.attempts,
+ * retry.jitter, retry.max.age, retry.topic.pattern, dlq.topic and every
+ * `kafka:` property through kretry_conf_set(); ${VAR} and ${VAR:-default}
+ * are read from the environment now. The file is validated as
+ * `kretry topology validate` does, with the same messages
+ * ("FILE:LINE:COL: text"), all of them, one per line, in @p errstr.
+ * Declarations this version of the engine cannot honour yet (ordering: key,
+ * versioning, value format avro, permanent_errors, breaker) are refused
+ * with their position rather than silently ignored. On failure @p conf is
+ * left unchanged.
+ *
+ * @param name the topology's name; NULL when the file holds exactly one.
+ * @param errstr receives the messages on failure (may be NULL).
+ * @returns KRETRY_ERR_OK; KRETRY_ERR_INVALID_ARG (NULL @p conf or
+ *          @p path); KRETRY_ERR_IO (the file cannot be read);
+ *          KRETRY_ERR_PARSE (the file is invalid); KRETRY_ERR_INVALID_VALUE
+ *          (no such topology, or it declares what the engine refuses);
+ *          KRETRY_ERR_NO_MEM.
+ */
+KRETRY_EXPORT kretry_err_t kretry_conf_load_topology(kretry_conf_t *conf,
+                                                     const char *path,
+                                                     const char *name,
+                                                     char *errstr,
+                                                     size_t errstr_size);
+/**@}*/
+
 /** @name Adapter */
 /**@{*/
 

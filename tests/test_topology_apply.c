@@ -1,0 +1,135 @@
+/*
+ * The admin layer against a cluster. On librdkafka's mock cluster (no admin
+ * APIs) the snapshot and plan work from Metadata alone and apply fails fast
+ * with a clear message; against real Kafka (KRETRY_TEST_BOOTSTRAP) apply
+ * creates, grows and re-configures the chain, and a second apply finds
+ * nothing to do.
+ */
+#include "admin.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+        kretry_topology_file_t *f;
+        rd_kafka_t *rk;
+        kretry_plan_t plan;
+} env_t;
+
+static void env_open(env_t *e, const kt_cluster_t *c, const char *source,
+                     const char *topics) {
+        char yaml[1024], err[512];
+        kretry_diags_t d;
+        snprintf(yaml, sizeof(yaml),
+                 "kafka:\n  bootstrap.servers: \"%s\"\n"
+                 "topologies:\n  - source: %s\n    group: g\n"
+                 "    retry: { tiers: [1s, 10s] }\n    topics: { %s }\n",
+                 kt_cluster_bootstrap(c), source, topics);
+        kretry_diags_init(&d);
+        memset(e, 0, sizeof(*e));
+        e->f = kretry_topology_file_parse(yaml, strlen(yaml), "t.yaml", &d);
+        KT_REQUIRE(e->f != NULL);
+        kretry_diags_clear(&d);
+        e->rk = kretry_admin_new(e->f, NULL, err, sizeof(err));
+        KT_REQUIRE(e->rk != NULL);
+}
+
+/* Snapshot and plan; returns the snapshot's result. */
+static int env_plan(env_t *e, int timeout_ms) {
+        char err[512];
+        kretry_meta_t meta = {0};
+        kretry_plan_clear(&e->plan);
+        int r = kretry_admin_snapshot(e->rk, kretry_topology_at(e->f, 0), 1,
+                                      timeout_ms, &meta, err, sizeof(err));
+        KT_CHECK_MSG(r >= 0, CU_TRUE, "snapshot: %.500s", err);
+        KT_REQUIRE(kretry_plan_compute(kretry_topology_at(e->f, 0), 1, &meta,
+                                       &e->plan) == 0);
+        kretry_meta_clear(&meta);
+        return r;
+}
+
+static void env_close(env_t *e) {
+        kretry_plan_clear(&e->plan);
+        rd_kafka_destroy(e->rk);
+        kretry_topology_file_destroy(e->f);
+}
+
+static void test_mock_fails_fast(void) {
+        char source[128];
+        kt_cluster_t *c = kt_cluster_new(1);
+        KT_REQUIRE(c != NULL);
+        if (!kt_cluster_mock(c)) {
+                kt_cluster_destroy(c);
+                return; /* real cluster: test_real_apply covers it */
+        }
+        KT_REQUIRE(kt_cluster_topic(c, "topo", 3, source, sizeof(source)) ==
+                   0);
+        env_t e;
+        env_open(&e, c, source, "retention: 1d");
+        /* Nothing exists with a retention to describe: metadata suffices. */
+        KT_ASSERT_INT_EQ(env_plan(&e, 500), 0);
+        KT_ASSERT_INT_EQ(e.plan.changes, 3);
+        KT_ASSERT_INT_EQ(e.plan.actions[0].partitions, 3);
+        int64_t t0 = kt_now_ms();
+        KT_ASSERT_INT_EQ(kretry_admin_apply(e.rk, &e.plan, 300), 3);
+        KT_CHECK_MSG(kt_now_ms() - t0 < 3000, CU_FALSE,
+                     "apply took %lld ms", (long long)(kt_now_ms() - t0));
+        KT_CHECK_MSG(strstr(e.plan.actions[0].result,
+                            "did not answer CreateTopics") != NULL,
+                     CU_FALSE, "result: %s", e.plan.actions[0].result);
+        env_close(&e);
+        kt_cluster_destroy(c);
+}
+
+static void apply_ok(env_t *e) {
+        KT_ASSERT_INT_EQ(kretry_admin_apply(e->rk, &e->plan, 10000), 0);
+        for (size_t i = 0; i < e->plan.cnt; i++)
+                KT_CHECK_MSG(e->plan.actions[i].done == 1, CU_FALSE,
+                             "%s %s: %s",
+                             kretry_plan_op_name(e->plan.actions[i].op),
+                             e->plan.actions[i].topic,
+                             e->plan.actions[i].result);
+}
+
+static void test_real_apply(void) {
+        char source[128];
+        env_t e;
+        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
+                fprintf(stderr, "(skipped: KRETRY_TEST_BOOTSTRAP not set) ");
+                return;
+        }
+        kt_cluster_t *c = kt_cluster_new(1);
+        KT_REQUIRE(kt_cluster_topic(c, "topo", 3, source, sizeof(source)) ==
+                   0);
+        env_open(&e, c, source, "retention: 1d");
+        KT_ASSERT_INT_EQ(env_plan(&e, 10000), 0);
+        KT_ASSERT_INT_EQ(e.plan.changes, 3);
+        apply_ok(&e);
+        env_plan(&e, 10000);
+        KT_ASSERT_INT_EQ(e.plan.cnt, 0); /* idempotent */
+        env_close(&e);
+
+        /* More partitions and another retention: grow and alter. */
+        env_open(&e, c, source, "retention: 2d, partitions: 5");
+        env_plan(&e, 10000);
+        KT_ASSERT_INT_EQ(e.plan.changes, 6);
+        apply_ok(&e);
+        env_plan(&e, 10000);
+        KT_ASSERT_INT_EQ(e.plan.cnt, 0);
+        env_close(&e);
+
+        /* Fewer partitions than the source: refused. */
+        env_open(&e, c, source, "partitions: 2");
+        env_plan(&e, 10000);
+        KT_ASSERT_INT_EQ(e.plan.conflicts, 1);
+        KT_ASSERT_INT_EQ(kretry_admin_apply(e.rk, &e.plan, 1000), -1);
+        env_close(&e);
+        kt_cluster_destroy(c);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {KT_TEST(test_mock_fails_fast),
+                                          KT_TEST(test_real_apply), KT_END};
+        return kt_main("topology_apply", tests, argc, argv);
+}

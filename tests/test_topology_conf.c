@@ -1,0 +1,105 @@
+/* kretry_conf_load_topology(): a topology file into a configuration. */
+#include "kretry/kretry.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define EXAMPLES KRETRY_SOURCE_DIR "/topology/examples/"
+#define INVALID KRETRY_SOURCE_DIR "/tests/topology/invalid/"
+
+static const char *get(const kretry_conf_t *conf, const char *name) {
+        static char buf[512];
+        if (kretry_conf_get(conf, name, buf, sizeof(buf)))
+                return "(unknown)";
+        return buf;
+}
+
+static void test_minimal(void) {
+        char err[1024] = "";
+        kretry_conf_t *conf = kretry_conf_new();
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, EXAMPLES "minimal.yaml",
+                                                   NULL, err, sizeof(err)),
+                         KRETRY_ERR_OK);
+        KT_ASSERT_STR_EQ(err, "");
+        KT_ASSERT_STR_EQ(get(conf, "source.topic"), "orders");
+        KT_ASSERT_STR_EQ(get(conf, "group.id"), "orders-service");
+        KT_ASSERT_STR_EQ(get(conf, "retry.tiers"), "1s,10s,1m");
+        KT_ASSERT_STR_EQ(get(conf, "retry.max.attempts"), "4");
+        KT_ASSERT_STR_EQ(get(conf, "retry.jitter"), "10%");
+        KT_ASSERT_STR_EQ(get(conf, "retry.max.age"), "0ms");
+        KT_ASSERT_STR_EQ(get(conf, "dlq.topic"), "orders.dlq");
+        KT_ASSERT_STR_EQ(get(conf, "retry.topic.pattern"),
+                         "{source}.retry.{n}");
+        kretry_conf_destroy(conf);
+}
+
+static void test_named_with_kafka_props(void) {
+        char err[1024];
+        kretry_conf_t *conf = kretry_conf_new();
+        unsetenv("KAFKA_BOOTSTRAP");
+        setenv("KAFKA_SECURITY", "ssl", 1);
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, EXAMPLES "orders.yaml",
+                                                   "payments", err,
+                                                   sizeof(err)),
+                         KRETRY_ERR_OK);
+        KT_ASSERT_STR_EQ(get(conf, "source.topic"), "payments");
+        KT_ASSERT_STR_EQ(get(conf, "retry.tiers"), "5s,30s,5m");
+        KT_ASSERT_STR_EQ(get(conf, "bootstrap.servers"), "localhost:9092");
+        KT_ASSERT_STR_EQ(get(conf, "security.protocol"), "ssl");
+        KT_ASSERT_STR_EQ(get(conf, "consumer.session.timeout.ms"), "30000");
+        unsetenv("KAFKA_SECURITY");
+        kretry_conf_destroy(conf);
+}
+
+/* The orders topology declares what the engine refuses: every refusal has
+ * its position, and the configuration is left as it was. */
+static void test_unsupported_refused(void) {
+        char err[900];
+        kretry_conf_t *conf = kretry_conf_new();
+        kretry_conf_set(conf, "source.topic", "keep", NULL, 0);
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, EXAMPLES "orders.yaml",
+                                                   "orders", err, sizeof(err)),
+                         KRETRY_ERR_INVALID_VALUE);
+        KT_CHECK_MSG(strstr(err, "orders.yaml:24:15: ordering: key is not "
+                                 "supported by this version of the engine "
+                                 "yet") != NULL,
+                     CU_FALSE, "got: %.800s", err);
+        KT_ASSERT(strstr(err, ": versioning is not supported") != NULL);
+        KT_ASSERT(strstr(err, ": permanent_errors is not supported") != NULL);
+        KT_ASSERT(strstr(err, ": breaker is not supported") != NULL);
+        KT_ASSERT_STR_EQ(get(conf, "source.topic"), "keep");
+        kretry_conf_destroy(conf);
+}
+
+static void test_errors(void) {
+        char err[900];
+        kretry_conf_t *conf = kretry_conf_new();
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, EXAMPLES "orders.yaml",
+                                                   NULL, err, sizeof(err)),
+                         KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT(strstr(err, "holds 2 topologies (orders, payments)") != NULL);
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, EXAMPLES "orders.yaml",
+                                                   "nope", err, sizeof(err)),
+                         KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, INVALID
+                                                   "jitter-range.yaml",
+                                                   NULL, err, sizeof(err)),
+                         KRETRY_ERR_PARSE);
+        KT_ASSERT_STR_EQ(err, INVALID "jitter-range.yaml:7:15: jitter: 150% "
+                              "is out of range 0%..100%");
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, INVALID "nope.yaml",
+                                                   NULL, err, sizeof(err)),
+                         KRETRY_ERR_IO);
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(NULL, "x", NULL, err,
+                                                   sizeof(err)),
+                         KRETRY_ERR_INVALID_ARG);
+        kretry_conf_destroy(conf);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+            KT_TEST(test_minimal), KT_TEST(test_named_with_kafka_props),
+            KT_TEST(test_unsupported_refused), KT_TEST(test_errors), KT_END};
+        return kt_main("topology_conf", tests, argc, argv);
+}

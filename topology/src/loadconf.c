@@ -1,0 +1,183 @@
+/*
+ * kretry_conf_load_topology(): a validated topology becomes configuration
+ * properties, set through kretry_conf_set() so that one property table keeps
+ * deciding what is valid.
+ */
+#include "conf.h"
+#include "topology.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void fail(char *errstr, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(char *errstr, size_t size, const char *fmt, ...) {
+        if (!errstr || !size)
+                return;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(errstr, size, fmt, ap);
+        va_end(ap);
+}
+
+/* Append one "FILE:LINE:COL: text" line to @p errstr. */
+static void refuse(char *errstr, size_t size, const char *path,
+                   kretry_pos_t pos, const char *what) {
+        size_t len = errstr ? strlen(errstr) : 0;
+        if (!errstr || len + 1 >= size)
+                return;
+        snprintf(errstr + len, size - len,
+                 "%s%s:%d:%d: %s is not supported by this version of the "
+                 "engine yet (kretry topology validate accepts it; remove "
+                 "it to run this topology)",
+                 len ? "\n" : "", path, pos.line, pos.col, what);
+}
+
+/* Every declaration the engine cannot honour yet; returns how many. */
+static int unsupported(const kretry_topology_t *t, const char *path,
+                       char *errstr, size_t size) {
+        int n = 0;
+        if (errstr && size)
+                errstr[0] = '\0';
+        if (t->ordering == KRETRY_ORDERING_KEY && ++n)
+                refuse(errstr, size, path, t->ordering_pos, "ordering: key");
+        if (t->versioning != KRETRY_VERSIONING_NONE && ++n)
+                refuse(errstr, size, path, t->versioning_pos, "versioning");
+        if (t->format == KRETRY_FORMAT_AVRO && ++n)
+                refuse(errstr, size, path, t->value_pos,
+                       "value: { format: avro }");
+        if (t->permanent_error_cnt && ++n)
+                refuse(errstr, size, path, t->permanent_errors_pos,
+                       "permanent_errors");
+        if (t->breaker && ++n)
+                refuse(errstr, size, path, t->breaker_pos, "breaker");
+        return n;
+}
+
+static const kretry_topology_t *pick(const kretry_topology_file_t *f,
+                                     const char *path, const char *name,
+                                     char *errstr, size_t size) {
+        char names[512];
+        size_t len = 0, n = kretry_topology_count(f);
+        if (name ? !!kretry_topology_find(f, name) : n == 1)
+                return name ? kretry_topology_find(f, name)
+                            : kretry_topology_at(f, 0);
+        names[0] = '\0';
+        for (size_t i = 0; i < n && len < sizeof(names); i++)
+                len += (size_t)snprintf(names + len, sizeof(names) - len,
+                                        "%s%s", i ? ", " : "",
+                                        kretry_topology_at(f, i)->name);
+        if (name)
+                fail(errstr, size, "%s: no topology named \"%s\" (the file "
+                                   "has: %s)", path, name, names);
+        else
+                fail(errstr, size, "%s: holds %zu topologies (%s): name the "
+                                   "one to load", path, n, names);
+        return NULL;
+}
+
+static kretry_err_t set(kretry_conf_t *conf, const char *path,
+                        const char *name, const char *value, char *errstr,
+                        size_t size) {
+        char reason[512];
+        kretry_err_t err =
+            kretry_conf_set(conf, name, value, reason, sizeof(reason));
+        if (err)
+                fail(errstr, size, "%s: %s", path, reason);
+        return err;
+}
+
+static kretry_err_t apply(kretry_conf_t *conf,
+                          const kretry_topology_file_t *f,
+                          const kretry_topology_t *t, const char *path,
+                          char *errstr, size_t size) {
+        char tiers[KRETRY_TOPO_MAX_TIERS * 24], v[64];
+        size_t len = 0;
+        kretry_err_t err = KRETRY_ERR_OK;
+        for (size_t i = 0; !err && i < kretry_topology_prop_count(f); i++) {
+                const kretry_topo_prop_t *p = kretry_topology_prop_at(f, i);
+                err = set(conf, path, p->name, p->value, errstr, size);
+        }
+        for (int i = 0; i < t->tier_cnt; i++)
+                len += (size_t)snprintf(tiers + len, sizeof(tiers) - len,
+                                        "%s%lldms", i ? "," : "",
+                                        (long long)t->tiers_ms[i]);
+        const char *pairs[][2] = {
+            {"source.topic", t->source},
+            {"group.id", t->group},
+            {"retry.tiers", tiers},
+            {"retry.topic.pattern", t->retry_pattern},
+            {"dlq.topic", t->dlq},
+        };
+        for (size_t i = 0; !err && i < sizeof(pairs) / sizeof(pairs[0]); i++)
+                err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
+        snprintf(v, sizeof(v), "%d", t->max_attempts);
+        if (!err)
+                err = set(conf, path, "retry.max.attempts", v, errstr, size);
+        snprintf(v, sizeof(v), "%.6g%%", t->jitter * 100.0);
+        if (!err)
+                err = set(conf, path, "retry.jitter", v, errstr, size);
+        snprintf(v, sizeof(v), "%lldms", (long long)t->max_age_ms);
+        if (!err)
+                err = set(conf, path, "retry.max.age",
+                          t->max_age_ms ? v : "0", errstr, size);
+        return err;
+}
+
+/* Set everything on a copy and swap it in: @p conf changes only when all
+ * of it was accepted. */
+static kretry_err_t load_into(kretry_conf_t *conf,
+                              const kretry_topology_file_t *f,
+                              const kretry_topology_t *t, const char *path,
+                              char *errstr, size_t size) {
+        kretry_conf_t *copy = kretry_conf_dup(conf);
+        if (!copy) {
+                fail(errstr, size, "out of memory");
+                return KRETRY_ERR_NO_MEM;
+        }
+        kretry_err_t err = apply(copy, f, t, path, errstr, size);
+        if (!err) {
+                kretry_conf_t tmp = *conf;
+                *conf             = *copy;
+                *copy             = tmp;
+        }
+        kretry_conf_destroy(copy);
+        return err;
+}
+
+kretry_err_t kretry_conf_load_topology(kretry_conf_t *conf,
+                                       const char *path,
+                                       const char *name,
+                                       char *errstr,
+                                       size_t errstr_size) {
+        kretry_diags_t d;
+        if (!conf || !path) {
+                fail(errstr, errstr_size, "conf and path are required");
+                return KRETRY_ERR_INVALID_ARG;
+        }
+        if (access(path, R_OK)) {
+                fail(errstr, errstr_size, "%s: cannot open: %s", path,
+                     strerror(errno));
+                return KRETRY_ERR_IO;
+        }
+        kretry_diags_init(&d);
+        kretry_topology_file_t *f = kretry_topology_file_load(path, &d);
+        kretry_err_t err          = KRETRY_ERR_PARSE;
+        const kretry_topology_t *t;
+        if (!f) {
+                kretry_diags_render(&d, path, 1, errstr, errstr_size);
+                if (d.oom)
+                        err = KRETRY_ERR_NO_MEM;
+        } else if (!(t = pick(f, path, name, errstr, errstr_size)) ||
+                   unsupported(t, path, errstr, errstr_size)) {
+                err = KRETRY_ERR_INVALID_VALUE;
+        } else {
+                err = load_into(conf, f, t, path, errstr, errstr_size);
+        }
+        kretry_topology_file_destroy(f);
+        kretry_diags_clear(&d);
+        return err;
+}
