@@ -281,7 +281,8 @@ static int conf_apply(kretry_conf_t *conf, const run_opts_t *o) {
         return 0;
 }
 
-/* Growing list of "NAME=VALUE" strings for one handler call. */
+/* The "NAME=VALUE" strings for one handler call: env_for_msg() adds at most
+ * 11, and v[cnt] stays NULL as the exec module expects. */
 typedef struct {
         char *v[16];
         int cnt;
