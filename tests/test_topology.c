@@ -74,7 +74,8 @@ static void run_case(const char *dir, const char *name, int valid) {
                      "%s: no .expected; got:\n%.1500s", name, got);
         if (exp)
                 KT_CHECK_MSG(!strcmp(exp, got), CU_FALSE,
-                             "%s:\nexpected:\n%.900s\ngot:\n%.900s", name, exp, got);
+                             "%s:\nexpected:\n%.900s\ngot:\n%.900s", name, exp,
+                             got);
         /* An invalid case must point at a line and column. */
         for (size_t i = 0; !valid && i < d.cnt; i++)
                 KT_CHECK_MSG(d.items[i].line > 0 && d.items[i].col > 0,
@@ -119,8 +120,8 @@ static void test_examples_validate(void) {
                 kretry_diags_init(&d);
                 kretry_topology_file_t *f = kretry_topology_file_load(path, &d);
                 kretry_diags_render(&d, names[i], 0, got, sizeof(got));
-                KT_CHECK_MSG(f && d.cnt == 0, CU_FALSE, "%s:\n%.1500s", names[i],
-                             got);
+                KT_CHECK_MSG(f && d.cnt == 0, CU_FALSE, "%s:\n%.1500s",
+                             names[i], got);
                 kretry_topology_file_destroy(f);
                 kretry_diags_clear(&d);
                 free(names[i]);
@@ -149,24 +150,25 @@ static kretry_topology_file_t *parse(const char *yaml, kretry_diags_t *d) {
 static void test_worst_case(void) {
         kretry_diags_t d;
         kretry_topology_file_t *f = parse(
-            "topologies:\n"
-            "  - source: o\n    group: g\n"
-            "    retry: { tiers: [1s, 10s, 1m, 10m], max_attempts: 6, "
-            "jitter: 20% }\n"
-            "  - source: p\n    group: g\n"
-            "    retry: { tiers: [1s, 10s], max_attempts: 1 }\n"
-            "  - source: q\n    group: g\n"
-            "    retry: { tiers: [1s, 10s, 1m] }\n",
-            &d);
+                "topologies:\n"
+                "  - source: o\n    group: g\n"
+                "    retry: { tiers: [1s, 10s, 1m, 10m], max_attempts: 6, "
+                "jitter: 20% }\n"
+                "  - source: p\n    group: g\n"
+                "    retry: { tiers: [1s, 10s], max_attempts: 1 }\n"
+                "  - source: q\n    group: g\n"
+                "    retry: { tiers: [1s, 10s, 1m] }\n",
+                &d);
         KT_REQUIRE(f != NULL);
         /* 1s + 10s + 1m + 10m + 10m = 1271s, +20% */
         KT_ASSERT_INT_EQ(
-            kretry_topology_worst_case_ms(kretry_topology_at(f, 0)), 1525200);
+                kretry_topology_worst_case_ms(kretry_topology_at(f, 0)),
+                1525200);
         KT_ASSERT_INT_EQ(
-            kretry_topology_worst_case_ms(kretry_topology_at(f, 1)), 0);
+                kretry_topology_worst_case_ms(kretry_topology_at(f, 1)), 0);
         /* default max_attempts = tiers + 1: 1s + 10s + 1m, +10% */
         KT_ASSERT_INT_EQ(
-            kretry_topology_worst_case_ms(kretry_topology_at(f, 2)), 78100);
+                kretry_topology_worst_case_ms(kretry_topology_at(f, 2)), 78100);
         KT_ASSERT_INT_EQ(kretry_topology_at(f, 2)->max_attempts, 4);
         kretry_topology_file_destroy(f);
         kretry_diags_clear(&d);
@@ -182,8 +184,7 @@ static void test_retention_boundary(void) {
         const struct {
                 const char *retention;
                 int valid;
-        } cases[] = {{"75000ms", 0}, {"75001ms", 1}, {"74999ms", 0},
-                     {"1d", 1}};
+        } cases[] = {{"75000ms", 0}, {"75001ms", 1}, {"74999ms", 0}, {"1d", 1}};
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 char yaml[512];
                 kretry_diags_t d;
@@ -201,11 +202,11 @@ static void test_env_expansion(void) {
         kretry_diags_t d;
         setenv("KRETRY_TEST_SRC", "events", 1);
         setenv("KRETRY_TEST_EMPTY", "", 1);
-        kretry_topology_file_t *f = parse(
-            "kafka:\n  bootstrap.servers: ${KRETRY_TEST_EMPTY:-h:1}\n"
-            "topologies:\n  - source: ${KRETRY_TEST_SRC}\n"
-            "    group: g$$1\n    retry: { tiers: [1s] }\n",
-            &d);
+        kretry_topology_file_t *f =
+                parse("kafka:\n  bootstrap.servers: ${KRETRY_TEST_EMPTY:-h:1}\n"
+                      "topologies:\n  - source: ${KRETRY_TEST_SRC}\n"
+                      "    group: g$$1\n    retry: { tiers: [1s] }\n",
+                      &d);
         KT_REQUIRE(f != NULL);
         const kretry_topology_t *t = kretry_topology_at(f, 0);
         KT_ASSERT_STR_EQ(t->source, "events");
@@ -243,11 +244,14 @@ static void test_topics_list(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-            KT_TEST(test_invalid_files),   KT_TEST(test_valid_files),
-            KT_TEST(test_examples_validate), KT_TEST(test_missing_file),
-            KT_TEST(test_worst_case),      KT_TEST(test_retention_boundary),
-            KT_TEST(test_env_expansion),   KT_TEST(test_topics_list),
-            KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_invalid_files),
+                                          KT_TEST(test_valid_files),
+                                          KT_TEST(test_examples_validate),
+                                          KT_TEST(test_missing_file),
+                                          KT_TEST(test_worst_case),
+                                          KT_TEST(test_retention_boundary),
+                                          KT_TEST(test_env_expansion),
+                                          KT_TEST(test_topics_list),
+                                          KT_END};
         return kt_main("topology", tests, argc, argv);
 }

@@ -17,7 +17,9 @@ typedef struct {
         kretry_plan_t plan;
 } env_t;
 
-static void env_open(env_t *e, const kt_cluster_t *c, const char *source,
+static void env_open(env_t *e,
+                     const kt_cluster_t *c,
+                     const char *source,
                      const char *topics) {
         char yaml[1024], err[512];
         kretry_diags_t d;
@@ -63,8 +65,7 @@ static void test_mock_fails_fast(void) {
                 kt_cluster_destroy(c);
                 return; /* real cluster: test_real_apply covers it */
         }
-        KT_REQUIRE(kt_cluster_topic(c, "topo", 3, source, sizeof(source)) ==
-                   0);
+        KT_REQUIRE(kt_cluster_topic(c, "topo", 3, source, sizeof(source)) == 0);
         env_t e;
         env_open(&e, c, source, "retention: 1d");
         /* Nothing exists with a retention to describe: metadata suffices. */
@@ -73,8 +74,8 @@ static void test_mock_fails_fast(void) {
         KT_ASSERT_INT_EQ(e.plan.actions[0].partitions, 3);
         int64_t t0 = kt_now_ms();
         KT_ASSERT_INT_EQ(kretry_admin_apply(e.rk, &e.plan, 300), 3);
-        KT_CHECK_MSG(kt_now_ms() - t0 < 3000, CU_FALSE,
-                     "apply took %lld ms", (long long)(kt_now_ms() - t0));
+        KT_CHECK_MSG(kt_now_ms() - t0 < 3000, CU_FALSE, "apply took %lld ms",
+                     (long long)(kt_now_ms() - t0));
         KT_CHECK_MSG(strstr(e.plan.actions[0].result,
                             "did not answer CreateTopics") != NULL,
                      CU_FALSE, "result: %s", e.plan.actions[0].result);
@@ -85,11 +86,10 @@ static void test_mock_fails_fast(void) {
 static void apply_ok(env_t *e) {
         KT_ASSERT_INT_EQ(kretry_admin_apply(e->rk, &e->plan, 10000), 0);
         for (size_t i = 0; i < e->plan.cnt; i++)
-                KT_CHECK_MSG(e->plan.actions[i].done == 1, CU_FALSE,
-                             "%s %s: %s",
-                             kretry_plan_op_name(e->plan.actions[i].op),
-                             e->plan.actions[i].topic,
-                             e->plan.actions[i].result);
+                KT_CHECK_MSG(
+                        e->plan.actions[i].done == 1, CU_FALSE, "%s %s: %s",
+                        kretry_plan_op_name(e->plan.actions[i].op),
+                        e->plan.actions[i].topic, e->plan.actions[i].result);
 }
 
 static void test_real_apply(void) {
@@ -100,8 +100,7 @@ static void test_real_apply(void) {
                 return;
         }
         kt_cluster_t *c = kt_cluster_new(1);
-        KT_REQUIRE(kt_cluster_topic(c, "topo", 3, source, sizeof(source)) ==
-                   0);
+        KT_REQUIRE(kt_cluster_topic(c, "topo", 3, source, sizeof(source)) == 0);
         env_open(&e, c, source, "retention: 1d");
         KT_ASSERT_INT_EQ(env_plan(&e, 10000), 0);
         KT_ASSERT_INT_EQ(e.plan.changes, 3);

@@ -16,9 +16,10 @@ static const char *get(const kretry_conf_t *conf, const char *name) {
 }
 
 static void test_minimal(void) {
-        char err[1024] = "";
+        char err[1024]      = "";
         kretry_conf_t *conf = kretry_conf_new();
-        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, EXAMPLES "minimal.yaml",
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf,
+                                                   EXAMPLES "minimal.yaml",
                                                    NULL, err, sizeof(err)),
                          KRETRY_ERR_OK);
         KT_ASSERT_STR_EQ(err, "");
@@ -82,24 +83,25 @@ static void test_errors(void) {
         KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, EXAMPLES "orders.yaml",
                                                    "nope", err, sizeof(err)),
                          KRETRY_ERR_INVALID_VALUE);
-        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, INVALID
-                                                   "jitter-range.yaml",
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf,
+                                                   INVALID "jitter-range.yaml",
                                                    NULL, err, sizeof(err)),
                          KRETRY_ERR_PARSE);
         KT_ASSERT_STR_EQ(err, INVALID "jitter-range.yaml:7:15: jitter: 150% "
-                              "is out of range 0%..100%");
+                                      "is out of range 0%..100%");
         KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, INVALID "nope.yaml",
                                                    NULL, err, sizeof(err)),
                          KRETRY_ERR_IO);
-        KT_ASSERT_INT_EQ(kretry_conf_load_topology(NULL, "x", NULL, err,
-                                                   sizeof(err)),
-                         KRETRY_ERR_INVALID_ARG);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_load_topology(NULL, "x", NULL, err, sizeof(err)),
+                KRETRY_ERR_INVALID_ARG);
         kretry_conf_destroy(conf);
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-            KT_TEST(test_minimal), KT_TEST(test_named_with_kafka_props),
-            KT_TEST(test_unsupported_refused), KT_TEST(test_errors), KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_minimal),
+                                          KT_TEST(test_named_with_kafka_props),
+                                          KT_TEST(test_unsupported_refused),
+                                          KT_TEST(test_errors), KT_END};
         return kt_main("topology_conf", tests, argc, argv);
 }

@@ -23,20 +23,23 @@ static kretry_topology_file_t *load(const char *partitions) {
                  partitions ? partitions : "");
         kretry_diags_init(&d);
         kretry_topology_file_t *f =
-            kretry_topology_file_parse(yaml, strlen(yaml), "t.yaml", &d);
+                kretry_topology_file_parse(yaml, strlen(yaml), "t.yaml", &d);
         kretry_diags_clear(&d);
         return f;
 }
 
-static void plan(const kretry_topology_file_t *f, const kretry_meta_t *m,
+static void plan(const kretry_topology_file_t *f,
+                 const kretry_meta_t *m,
                  kretry_plan_t *p) {
         memset(p, 0, sizeof(*p));
         KT_REQUIRE(kretry_plan_compute(kretry_topology_at(f, 0),
                                        kretry_topology_count(f), m, p) == 0);
 }
 
-static void assert_action(const kretry_plan_t *p, size_t i,
-                          kretry_plan_op_t op, const char *topic,
+static void assert_action(const kretry_plan_t *p,
+                          size_t i,
+                          kretry_plan_op_t op,
+                          const char *topic,
                           int partitions) {
         KT_REQUIRE(i < p->cnt);
         KT_ASSERT_STR_EQ(kretry_plan_op_name(p->actions[i].op),
@@ -162,7 +165,8 @@ static void test_shared_source(void) {
         kretry_plan_t p;
         kretry_diags_init(&d);
         kretry_topology_file_t *f = kretry_topology_file_load(
-            KRETRY_SOURCE_DIR "/tests/topology/valid/shared-topics.yaml", &d);
+                KRETRY_SOURCE_DIR "/tests/topology/valid/shared-topics.yaml",
+                &d);
         KT_REQUIRE(f != NULL);
         kretry_meta_add(&m, "orders", 3, -1);
         plan(f, &m, &p);
@@ -176,10 +180,13 @@ static void test_shared_source(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-            KT_TEST(test_empty_cluster),      KT_TEST(test_empty_cluster_unsized),
-            KT_TEST(test_partial_cluster),    KT_TEST(test_complete_cluster),
-            KT_TEST(test_conflicting_cluster), KT_TEST(test_unknown_retention),
-            KT_TEST(test_shared_source),      KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_empty_cluster),
+                                          KT_TEST(test_empty_cluster_unsized),
+                                          KT_TEST(test_partial_cluster),
+                                          KT_TEST(test_complete_cluster),
+                                          KT_TEST(test_conflicting_cluster),
+                                          KT_TEST(test_unknown_retention),
+                                          KT_TEST(test_shared_source),
+                                          KT_END};
         return kt_main("topology_plan", tests, argc, argv);
 }

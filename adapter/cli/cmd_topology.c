@@ -67,8 +67,10 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                 else if (a[0] != '-' && !o->file)
                         o->file = a;
                 else {
-                        fprintf(stderr, "kretry topology: bad argument "
-                                        "\"%s\"\n", a);
+                        fprintf(stderr,
+                                "kretry topology: bad argument "
+                                "\"%s\"\n",
+                                a);
                         return -1;
                 }
         }
@@ -101,8 +103,7 @@ static int do_validate(const opts_t *o) {
         kretry_topology_file_t *f = load(o->file);
         if (!f)
                 return 1;
-        printf("%s: valid, %zu topolog%s\n", o->file,
-               kretry_topology_count(f),
+        printf("%s: valid, %zu topolog%s\n", o->file, kretry_topology_count(f),
                kretry_topology_count(f) == 1 ? "y" : "ies");
         kretry_topology_file_destroy(f);
         return 0;
@@ -139,8 +140,8 @@ static int do_describe(const opts_t *o) {
 }
 
 /* Connect, snapshot and compute the plan; NULL client on failure. */
-static rd_kafka_t *make_plan(const opts_t *o, kretry_topology_file_t *f,
-                             kretry_plan_t *plan) {
+static rd_kafka_t *
+make_plan(const opts_t *o, kretry_topology_file_t *f, kretry_plan_t *plan) {
         char err[512];
         kretry_meta_t meta = {0};
         rd_kafka_t *rk = kretry_admin_new(f, o->bootstrap, err, sizeof(err));
@@ -153,9 +154,9 @@ static rd_kafka_t *make_plan(const opts_t *o, kretry_topology_file_t *f,
                                       &meta, err, sizeof(err));
         if (r != 0)
                 fprintf(stderr, "kretry topology: %s\n", err);
-        if (r < 0 || kretry_plan_compute(kretry_topology_at(f, 0),
-                                         kretry_topology_count(f), &meta,
-                                         plan)) {
+        if (r < 0 ||
+            kretry_plan_compute(kretry_topology_at(f, 0),
+                                kretry_topology_count(f), &meta, plan)) {
                 kretry_meta_clear(&meta);
                 rd_kafka_destroy(rk);
                 return NULL;
@@ -165,10 +166,10 @@ static rd_kafka_t *make_plan(const opts_t *o, kretry_topology_file_t *f,
 }
 
 static int do_plan(const opts_t *o) {
-        kretry_plan_t plan = {0};
+        kretry_plan_t plan        = {0};
         kretry_topology_file_t *f = load(o->file);
-        rd_kafka_t *rk = f ? make_plan(o, f, &plan) : NULL;
-        int rc = 1;
+        rd_kafka_t *rk            = f ? make_plan(o, f, &plan) : NULL;
+        int rc                    = 1;
         if (rk) {
                 if (o->json)
                         topology_plan_json(stdout, &plan);
@@ -187,8 +188,9 @@ static int confirm(const opts_t *o, const kretry_plan_t *plan) {
         if (o->yes)
                 return 1;
         if (!isatty(STDIN_FILENO)) {
-                fprintf(stderr, "kretry topology: not a terminal: pass --yes "
-                                "to apply %d change(s)\n",
+                fprintf(stderr,
+                        "kretry topology: not a terminal: pass --yes "
+                        "to apply %d change(s)\n",
                         plan->changes);
                 return 0;
         }
@@ -213,8 +215,7 @@ static int run_apply(const opts_t *o, rd_kafka_t *rk, kretry_plan_t *plan) {
                 if (plan->actions[i].done)
                         printf("%s %s: %s\n",
                                kretry_plan_op_name(plan->actions[i].op),
-                               plan->actions[i].topic,
-                               plan->actions[i].result);
+                               plan->actions[i].topic, plan->actions[i].result);
         if (failed)
                 fprintf(stderr, "kretry topology: %d action(s) failed\n",
                         failed);
@@ -222,10 +223,10 @@ static int run_apply(const opts_t *o, rd_kafka_t *rk, kretry_plan_t *plan) {
 }
 
 static int do_apply(const opts_t *o) {
-        kretry_plan_t plan = {0};
+        kretry_plan_t plan        = {0};
         kretry_topology_file_t *f = load(o->file);
-        rd_kafka_t *rk = f ? make_plan(o, f, &plan) : NULL;
-        int rc = rk ? run_apply(o, rk, &plan) : 1;
+        rd_kafka_t *rk            = f ? make_plan(o, f, &plan) : NULL;
+        int rc                    = rk ? run_apply(o, rk, &plan) : 1;
         if (rk)
                 rd_kafka_destroy(rk);
         kretry_plan_clear(&plan);
@@ -242,8 +243,8 @@ int cmd_topology(int argc, char **argv) {
                     {"plan", do_plan},
                     {"apply", do_apply}};
         opts_t o;
-        if (argc >= 2 && (!strcmp(argv[1], "--help") ||
-                          !strcmp(argv[1], "-h"))) {
+        if (argc >= 2 &&
+            (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
                 usage(stdout);
                 return 0;
         }

@@ -30,12 +30,13 @@ static void describe_chain(FILE *out, const kretry_topology_t *t) {
 static void describe_retention(FILE *out, const kretry_topology_t *t) {
         char a[64], b[64];
         int64_t worst = kretry_topology_worst_case_ms(t);
-        fprintf(out, "  worst case  %s from first failure to the DLQ (every "
-                     "delay at +%g%% jitter)\n",
+        fprintf(out,
+                "  worst case  %s from first failure to the DLQ (every "
+                "delay at +%g%% jitter)\n",
                 dur(worst, a, sizeof(a)), t->jitter * 100.0);
         if (t->max_age_ms)
-                fprintf(out, "  max age     %s\n", dur(t->max_age_ms, a,
-                                                      sizeof(a)));
+                fprintf(out, "  max age     %s\n",
+                        dur(t->max_age_ms, a, sizeof(a)));
         if (!t->retention_ms) {
                 fprintf(out, "  retention   cluster default (not declared: "
                              "the worst case is not checked against it)\n");
@@ -52,17 +53,19 @@ static void describe_retention(FILE *out, const kretry_topology_t *t) {
 static void describe_modes(FILE *out, const kretry_topology_t *t) {
         char a[64];
         fprintf(out, "  partitions  %s%.0d, replication %s%.0d\n",
-                t->partitions ? "" : "the source's count",
-                t->partitions,
+                t->partitions ? "" : "the source's count", t->partitions,
                 t->replication ? "" : "cluster default", t->replication);
         fprintf(out, "  ordering    %s\n",
                 t->ordering == KRETRY_ORDERING_KEY
-                    ? (t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY
-                           ? "key: same-key messages wait behind a retried "
-                             "one; a dead-lettered head parks its key"
-                           : "key: same-key messages wait behind a retried "
-                             "one; the key continues after a dead letter")
-                    : "none: tiers are independent");
+                        ? (t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY
+                                   ? "key: same-key messages wait behind a "
+                                     "retried "
+                                     "one; a dead-lettered head parks its key"
+                                   : "key: same-key messages wait behind a "
+                                     "retried "
+                                     "one; the key continues after a dead "
+                                     "letter")
+                        : "none: tiers are independent");
         if (t->versioning != KRETRY_VERSIONING_NONE)
                 fprintf(out, "  versioning  %s \"%s\", discard %s\n",
                         t->versioning == KRETRY_VERSIONING_HEADER ? "header"
@@ -76,24 +79,27 @@ static void describe_modes(FILE *out, const kretry_topology_t *t) {
                 t->format == KRETRY_FORMAT_AVRO ? t->schema_path : "",
                 t->format == KRETRY_FORMAT_AVRO ? ", wire " : "",
                 t->format == KRETRY_FORMAT_AVRO
-                    ? (t->wire == KRETRY_WIRE_CONFLUENT ? "confluent" : "raw")
-                    : "");
+                        ? (t->wire == KRETRY_WIRE_CONFLUENT ? "confluent"
+                                                            : "raw")
+                        : "");
         for (size_t i = 0; i < t->permanent_error_cnt; i++)
                 fprintf(out, "%s%s%s", i ? ", " : "  permanent   ",
                         t->permanent_errors[i],
                         i + 1 == t->permanent_error_cnt ? " (always FAIL)\n"
                                                         : "");
         if (t->breaker)
-                fprintf(out, "  breaker     open after %d transient failures "
-                             "over %d keys, cooldown %s\n",
+                fprintf(out,
+                        "  breaker     open after %d transient failures "
+                        "over %d keys, cooldown %s\n",
                         t->breaker_failures, t->breaker_distinct_keys,
                         dur(t->breaker_cooldown_ms, a, sizeof(a)));
         if (t->alert_dlq_messages > 0)
                 fprintf(out, "  alert       %lld or more messages in the DLQ\n",
                         (long long)t->alert_dlq_messages);
         if (t->alert_oldest_age_ms)
-                fprintf(out, "  alert       oldest waiting message older than "
-                             "%s\n",
+                fprintf(out,
+                        "  alert       oldest waiting message older than "
+                        "%s\n",
                         dur(t->alert_oldest_age_ms, a, sizeof(a)));
 }
 
@@ -118,35 +124,39 @@ static json_t *topology_json(const kretry_topology_t *t) {
         json_t *tiers = json_array();
         for (int i = 0; tiers && i < t->tier_cnt; i++)
                 json_array_append_new(
-                    tiers, json_pack("{s:i,s:s,s:I}", "tier", i + 1, "topic",
-                                     t->tier_topics[i], "delay_ms",
-                                     (json_int_t)t->tiers_ms[i]));
+                        tiers, json_pack("{s:i,s:s,s:I}", "tier", i + 1,
+                                         "topic", t->tier_topics[i], "delay_ms",
+                                         (json_int_t)t->tiers_ms[i]));
         json_t *perm = json_array();
         for (size_t i = 0; perm && i < t->permanent_error_cnt; i++)
                 json_array_append_new(perm,
                                       json_string(t->permanent_errors[i]));
         int64_t worst = kretry_topology_worst_case_ms(t);
         return json_pack(
-            "{s:s,s:s,s:s,s:o,s:o,s:i,s:f,s:I,s:s,s:I,s:I,s:I,s:I,s:s,s:s,"
-            "s:s?,s:s?,s:s,s:o}",
-            "name", t->name, "source", t->source, "group", t->group, "tiers",
-            tiers, "delays_ms", durs_json(t->tiers_ms, t->tier_cnt),
-            "max_attempts", t->max_attempts, "jitter", t->jitter,
-            "max_age_ms", (json_int_t)t->max_age_ms, "dlq", t->dlq,
-            "partitions", (json_int_t)t->partitions, "replication",
-            (json_int_t)t->replication, "retention_ms",
-            (json_int_t)t->retention_ms, "worst_case_to_dlq_ms",
-            (json_int_t)worst, "ordering",
-            t->ordering == KRETRY_ORDERING_KEY ? "key" : "none",
-            "on_dead_letter",
-            t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY ? "park_key"
-                                                        : "continue",
-            "versioning_header",
-            t->versioning == KRETRY_VERSIONING_HEADER ? t->version_name : NULL,
-            "versioning_field",
-            t->versioning == KRETRY_VERSIONING_FIELD ? t->version_name : NULL,
-            "value_format", t->format == KRETRY_FORMAT_AVRO ? "avro" : "bytes",
-            "permanent_errors", perm);
+                "{s:s,s:s,s:s,s:o,s:o,s:i,s:f,s:I,s:s,s:I,s:I,s:I,s:I,s:s,s:s,"
+                "s:s?,s:s?,s:s,s:o}",
+                "name", t->name, "source", t->source, "group", t->group,
+                "tiers", tiers, "delays_ms",
+                durs_json(t->tiers_ms, t->tier_cnt), "max_attempts",
+                t->max_attempts, "jitter", t->jitter, "max_age_ms",
+                (json_int_t)t->max_age_ms, "dlq", t->dlq, "partitions",
+                (json_int_t)t->partitions, "replication",
+                (json_int_t)t->replication, "retention_ms",
+                (json_int_t)t->retention_ms, "worst_case_to_dlq_ms",
+                (json_int_t)worst, "ordering",
+                t->ordering == KRETRY_ORDERING_KEY ? "key" : "none",
+                "on_dead_letter",
+                t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY ? "park_key"
+                                                            : "continue",
+                "versioning_header",
+                t->versioning == KRETRY_VERSIONING_HEADER ? t->version_name
+                                                          : NULL,
+                "versioning_field",
+                t->versioning == KRETRY_VERSIONING_FIELD ? t->version_name
+                                                         : NULL,
+                "value_format",
+                t->format == KRETRY_FORMAT_AVRO ? "avro" : "bytes",
+                "permanent_errors", perm);
 }
 
 int topology_describe_json(FILE *out,
@@ -160,7 +170,7 @@ int topology_describe_json(FILE *out,
                         return -1;
                 }
         }
-        if (!arr || json_dumpf(arr, out, JSON_INDENT(2)) ) {
+        if (!arr || json_dumpf(arr, out, JSON_INDENT(2))) {
                 json_decref(arr);
                 return -1;
         }
@@ -215,15 +225,16 @@ int topology_plan_json(FILE *out, const kretry_plan_t *plan) {
         json_t *arr = json_array();
         for (size_t i = 0; arr && i < plan->cnt; i++) {
                 const kretry_plan_action_t *a = &plan->actions[i];
-                json_t *o = json_pack(
-                    "{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:I,s:I,s:s}", "action",
-                    kretry_plan_op_name(a->op), "topology", a->topology,
-                    "topic", a->topic, "role", a->role, "partitions",
-                    a->partitions, "current_partitions",
-                    a->current_partitions, "replication", a->replication,
-                    "retention_ms", (json_int_t)a->retention_ms,
-                    "current_retention_ms",
-                    (json_int_t)a->current_retention_ms, "reason", a->reason);
+                json_t *o                     = json_pack(
+                                            "{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:I,s:I,s:s}", "action",
+                                            kretry_plan_op_name(a->op), "topology", a->topology,
+                                            "topic", a->topic, "role", a->role, "partitions",
+                                            a->partitions, "current_partitions",
+                                            a->current_partitions, "replication", a->replication,
+                                            "retention_ms", (json_int_t)a->retention_ms,
+                                            "current_retention_ms",
+                                            (json_int_t)a->current_retention_ms, "reason",
+                                            a->reason);
                 if (!o || json_array_append_new(arr, o)) {
                         json_decref(arr);
                         return -1;

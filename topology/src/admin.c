@@ -27,12 +27,12 @@ rd_kafka_t *kretry_admin_new(const kretry_topology_file_t *f,
                                       errstr_size) != RD_KAFKA_CONF_OK)
                         goto err;
         }
-        if (bootstrap && rd_kafka_conf_set(conf, "bootstrap.servers",
-                                           bootstrap, errstr,
-                                           errstr_size) != RD_KAFKA_CONF_OK)
+        if (bootstrap &&
+            rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr,
+                              errstr_size) != RD_KAFKA_CONF_OK)
                 goto err;
         rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, errstr_size);
+                rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, errstr_size);
         if (rk)
                 return rk;
 err:
@@ -45,9 +45,8 @@ static rd_kafka_event_t *wait_result(rd_kafka_queue_t *q, int timeout_ms) {
         return rd_kafka_queue_poll(q, timeout_ms + WAIT_SLACK_MS);
 }
 
-static rd_kafka_AdminOptions_t *options(rd_kafka_t *rk,
-                                        rd_kafka_admin_op_t op,
-                                        int timeout_ms) {
+static rd_kafka_AdminOptions_t *
+options(rd_kafka_t *rk, rd_kafka_admin_op_t op, int timeout_ms) {
         rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, op);
         rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, NULL, 0);
         rd_kafka_AdminOptions_set_operation_timeout(o, timeout_ms, NULL, 0);
@@ -55,8 +54,10 @@ static rd_kafka_AdminOptions_t *options(rd_kafka_t *rk,
 }
 
 /* Does some topology need @p name? Sets *retention when it declares one. */
-static int needed(const kretry_topology_t *topos, size_t cnt,
-                  const char *name, int *retention) {
+static int needed(const kretry_topology_t *topos,
+                  size_t cnt,
+                  const char *name,
+                  int *retention) {
         int found  = 0;
         *retention = 0;
         for (size_t i = 0; i < cnt; i++) {
@@ -74,7 +75,7 @@ static void retention_from(const rd_kafka_ConfigResource_t *res,
                            kretry_meta_t *meta) {
         size_t n;
         const rd_kafka_ConfigEntry_t **e =
-            rd_kafka_ConfigResource_configs(res, &n);
+                rd_kafka_ConfigResource_configs(res, &n);
         for (size_t i = 0; i < meta->cnt; i++) {
                 if (strcmp(meta->topics[i].name,
                            rd_kafka_ConfigResource_name(res)))
@@ -82,28 +83,33 @@ static void retention_from(const rd_kafka_ConfigResource_t *res,
                 for (size_t j = 0; j < n; j++) {
                         const char *v = rd_kafka_ConfigEntry_value(e[j]);
                         if (!strcmp(rd_kafka_ConfigEntry_name(e[j]),
-                                    "retention.ms") && v)
-                                meta->topics[i].retention_ms = strtoll(v, NULL,
-                                                                       10);
+                                    "retention.ms") &&
+                            v)
+                                meta->topics[i].retention_ms =
+                                        strtoll(v, NULL, 10);
                 }
         }
 }
 
 /* DescribeConfigs for @p names; 0, or -1 with @p errstr filled. */
-static int describe_configs(rd_kafka_t *rk, char **names, size_t cnt,
-                            int timeout_ms, kretry_meta_t *meta,
-                            char *errstr, size_t errstr_size) {
+static int describe_configs(rd_kafka_t *rk,
+                            char **names,
+                            size_t cnt,
+                            int timeout_ms,
+                            kretry_meta_t *meta,
+                            char *errstr,
+                            size_t errstr_size) {
         rd_kafka_ConfigResource_t **res = calloc(cnt, sizeof(*res));
         rd_kafka_queue_t *q             = rd_kafka_queue_new(rk);
         for (size_t i = 0; res && i < cnt; i++)
                 res[i] = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC,
                                                      names[i]);
         rd_kafka_AdminOptions_t *o =
-            options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
+                options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
         rd_kafka_DescribeConfigs(rk, res, res ? cnt : 0, o, q);
         rd_kafka_event_t *ev = wait_result(q, timeout_ms);
         const rd_kafka_DescribeConfigs_result_t *r =
-            ev ? rd_kafka_event_DescribeConfigs_result(ev) : NULL;
+                ev ? rd_kafka_event_DescribeConfigs_result(ev) : NULL;
         int rc = -1;
         if (!r || rd_kafka_event_error(ev)) {
                 snprintf(errstr, errstr_size,
@@ -115,7 +121,7 @@ static int describe_configs(rd_kafka_t *rk, char **names, size_t cnt,
         } else {
                 size_t n;
                 const rd_kafka_ConfigResource_t **rs =
-                    rd_kafka_DescribeConfigs_result_resources(r, &n);
+                        rd_kafka_DescribeConfigs_result_resources(r, &n);
                 for (size_t i = 0; i < n; i++)
                         retention_from(rs[i], meta);
                 rc = 0;
@@ -140,8 +146,8 @@ int kretry_admin_snapshot(rd_kafka_t *rk,
         const struct rd_kafka_metadata *md = NULL;
         /* all_topics=1: asking for named topics would auto-create them on
          * clusters that allow it (the mock cluster always does). */
-        rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, NULL, &md,
-                                                    timeout_ms);
+        rd_kafka_resp_err_t err =
+                rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
         if (err) {
                 snprintf(errstr, errstr_size,
                          "cannot read the cluster's metadata within %d ms: %s",
@@ -163,17 +169,16 @@ int kretry_admin_snapshot(rd_kafka_t *rk,
         }
         if (rc)
                 snprintf(errstr, errstr_size, "out of memory");
-        else if (dcnt && describe_configs(rk, describe, dcnt, timeout_ms,
-                                          meta, errstr, errstr_size))
+        else if (dcnt && describe_configs(rk, describe, dcnt, timeout_ms, meta,
+                                          errstr, errstr_size))
                 rc = 1;
         free(describe);
         rd_kafka_metadata_destroy(md);
         return rc;
 }
 
-static kretry_plan_action_t *action_for(kretry_plan_t *plan,
-                                        kretry_plan_op_t op,
-                                        const char *topic) {
+static kretry_plan_action_t *
+action_for(kretry_plan_t *plan, kretry_plan_op_t op, const char *topic) {
         for (size_t i = 0; i < plan->cnt; i++)
                 if (plan->actions[i].op == op &&
                     !strcmp(plan->actions[i].topic, topic))
@@ -181,8 +186,8 @@ static kretry_plan_action_t *action_for(kretry_plan_t *plan,
         return NULL;
 }
 
-static void set_result(kretry_plan_action_t *a, rd_kafka_resp_err_t err,
-                       const char *msg) {
+static void
+set_result(kretry_plan_action_t *a, rd_kafka_resp_err_t err, const char *msg) {
         int ok  = !err || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS;
         a->done = ok ? 1 : -1;
         snprintf(a->result, sizeof(a->result), "%s%s%s",
@@ -192,8 +197,10 @@ static void set_result(kretry_plan_action_t *a, rd_kafka_resp_err_t err,
 }
 
 /* Mark every action of @p op that got no answer. */
-static void set_unanswered(kretry_plan_t *plan, kretry_plan_op_t op,
-                           const char *request, int timeout_ms) {
+static void set_unanswered(kretry_plan_t *plan,
+                           kretry_plan_op_t op,
+                           const char *request,
+                           int timeout_ms) {
         for (size_t i = 0; i < plan->cnt; i++) {
                 kretry_plan_action_t *a = &plan->actions[i];
                 if (a->op != op || a->done)
@@ -205,19 +212,20 @@ static void set_unanswered(kretry_plan_t *plan, kretry_plan_op_t op,
         }
 }
 
-static void topic_results(kretry_plan_t *plan, kretry_plan_op_t op,
-                          const rd_kafka_topic_result_t **tr, size_t n) {
+static void topic_results(kretry_plan_t *plan,
+                          kretry_plan_op_t op,
+                          const rd_kafka_topic_result_t **tr,
+                          size_t n) {
         for (size_t i = 0; i < n; i++) {
                 kretry_plan_action_t *a =
-                    action_for(plan, op, rd_kafka_topic_result_name(tr[i]));
+                        action_for(plan, op, rd_kafka_topic_result_name(tr[i]));
                 if (a)
                         set_result(a, rd_kafka_topic_result_error(tr[i]),
                                    rd_kafka_topic_result_error_string(tr[i]));
         }
 }
 
-static void create_topics(rd_kafka_t *rk, kretry_plan_t *plan,
-                          int timeout_ms) {
+static void create_topics(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
         rd_kafka_NewTopic_t **nt = calloc(plan->cnt, sizeof(*nt));
         size_t n                 = 0;
         char err[256], ret[32];
@@ -226,8 +234,8 @@ static void create_topics(rd_kafka_t *rk, kretry_plan_t *plan,
                 if (a->op != KRETRY_PLAN_CREATE)
                         continue;
                 nt[n] = rd_kafka_NewTopic_new(
-                    a->topic, a->partitions,
-                    a->replication ? a->replication : -1, err, sizeof(err));
+                        a->topic, a->partitions,
+                        a->replication ? a->replication : -1, err, sizeof(err));
                 snprintf(ret, sizeof(ret), "%" PRId64, a->retention_ms);
                 if (nt[n] && a->retention_ms)
                         rd_kafka_NewTopic_set_config(nt[n], "retention.ms",
@@ -238,17 +246,17 @@ static void create_topics(rd_kafka_t *rk, kretry_plan_t *plan,
         if (n) {
                 rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
                 rd_kafka_AdminOptions_t *o =
-                    options(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms);
+                        options(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms);
                 rd_kafka_CreateTopics(rk, nt, n, o, q);
                 rd_kafka_event_t *ev = wait_result(q, timeout_ms);
                 const rd_kafka_CreateTopics_result_t *r =
-                    ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
+                        ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
                 size_t rn = 0;
                 if (r)
-                        topic_results(plan, KRETRY_PLAN_CREATE,
-                                      rd_kafka_CreateTopics_result_topics(
-                                          r, &rn),
-                                      rn);
+                        topic_results(
+                                plan, KRETRY_PLAN_CREATE,
+                                rd_kafka_CreateTopics_result_topics(r, &rn),
+                                rn);
                 if (ev)
                         rd_kafka_event_destroy(ev);
                 rd_kafka_AdminOptions_destroy(o);
@@ -259,32 +267,33 @@ static void create_topics(rd_kafka_t *rk, kretry_plan_t *plan,
         set_unanswered(plan, KRETRY_PLAN_CREATE, "CreateTopics", timeout_ms);
 }
 
-static void add_partitions(rd_kafka_t *rk, kretry_plan_t *plan,
-                           int timeout_ms) {
+static void
+add_partitions(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
         rd_kafka_NewPartitions_t **np = calloc(plan->cnt, sizeof(*np));
         size_t n                      = 0;
         char err[256];
         for (size_t i = 0; np && i < plan->cnt; i++) {
                 kretry_plan_action_t *a = &plan->actions[i];
                 if (a->op == KRETRY_PLAN_ADD_PARTITIONS &&
-                    (np[n] = rd_kafka_NewPartitions_new(
-                         a->topic, (size_t)a->partitions, err, sizeof(err))))
+                    (np[n] = rd_kafka_NewPartitions_new(a->topic,
+                                                        (size_t)a->partitions,
+                                                        err, sizeof(err))))
                         n++;
         }
         if (n) {
-                rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-                rd_kafka_AdminOptions_t *o =
-                    options(rk, RD_KAFKA_ADMIN_OP_CREATEPARTITIONS, timeout_ms);
+                rd_kafka_queue_t *q        = rd_kafka_queue_new(rk);
+                rd_kafka_AdminOptions_t *o = options(
+                        rk, RD_KAFKA_ADMIN_OP_CREATEPARTITIONS, timeout_ms);
                 rd_kafka_CreatePartitions(rk, np, n, o, q);
                 rd_kafka_event_t *ev = wait_result(q, timeout_ms);
                 const rd_kafka_CreatePartitions_result_t *r =
-                    ev ? rd_kafka_event_CreatePartitions_result(ev) : NULL;
+                        ev ? rd_kafka_event_CreatePartitions_result(ev) : NULL;
                 size_t rn = 0;
                 if (r)
-                        topic_results(plan, KRETRY_PLAN_ADD_PARTITIONS,
-                                      rd_kafka_CreatePartitions_result_topics(
-                                          r, &rn),
-                                      rn);
+                        topic_results(
+                                plan, KRETRY_PLAN_ADD_PARTITIONS,
+                                rd_kafka_CreatePartitions_result_topics(r, &rn),
+                                rn);
                 if (ev)
                         rd_kafka_event_destroy(ev);
                 rd_kafka_AdminOptions_destroy(o);
@@ -299,35 +308,34 @@ static void add_partitions(rd_kafka_t *rk, kretry_plan_t *plan,
 /* AlterConfigs replaces a topic's whole dynamic configuration (librdkafka
  * 2.0.2 has no IncrementalAlterConfigs): read the current dynamic entries
  * first and send them back with the new retention.ms. */
-static rd_kafka_ConfigResource_t *current_config(rd_kafka_t *rk,
-                                                 const char *topic,
-                                                 int timeout_ms) {
+static rd_kafka_ConfigResource_t *
+current_config(rd_kafka_t *rk, const char *topic, int timeout_ms) {
         rd_kafka_ConfigResource_t *req =
-            rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+                rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
         rd_kafka_ConfigResource_t *out = NULL;
         rd_kafka_queue_t *q            = rd_kafka_queue_new(rk);
         rd_kafka_AdminOptions_t *o =
-            options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
+                options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
         rd_kafka_DescribeConfigs(rk, &req, 1, o, q);
         rd_kafka_event_t *ev = wait_result(q, timeout_ms);
         const rd_kafka_DescribeConfigs_result_t *r =
-            ev ? rd_kafka_event_DescribeConfigs_result(ev) : NULL;
+                ev ? rd_kafka_event_DescribeConfigs_result(ev) : NULL;
         size_t n = 0;
         const rd_kafka_ConfigResource_t **rs =
-            r ? rd_kafka_DescribeConfigs_result_resources(r, &n) : NULL;
+                r ? rd_kafka_DescribeConfigs_result_resources(r, &n) : NULL;
         if (n == 1 && !rd_kafka_ConfigResource_error(rs[0])) {
                 out = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC,
                                                   topic);
                 size_t cn;
                 const rd_kafka_ConfigEntry_t **e =
-                    rd_kafka_ConfigResource_configs(rs[0], &cn);
+                        rd_kafka_ConfigResource_configs(rs[0], &cn);
                 for (size_t i = 0; i < cn; i++)
                         if (rd_kafka_ConfigEntry_source(e[i]) ==
-                                RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG &&
+                                    RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG &&
                             rd_kafka_ConfigEntry_value(e[i]))
                                 rd_kafka_ConfigResource_set_config(
-                                    out, rd_kafka_ConfigEntry_name(e[i]),
-                                    rd_kafka_ConfigEntry_value(e[i]));
+                                        out, rd_kafka_ConfigEntry_name(e[i]),
+                                        rd_kafka_ConfigEntry_value(e[i]));
         }
         if (ev)
                 rd_kafka_event_destroy(ev);
@@ -337,25 +345,25 @@ static rd_kafka_ConfigResource_t *current_config(rd_kafka_t *rk,
         return out;
 }
 
-static void alter_retention(rd_kafka_t *rk, kretry_plan_action_t *a,
-                            int timeout_ms) {
+static void
+alter_retention(rd_kafka_t *rk, kretry_plan_action_t *a, int timeout_ms) {
         char ret[32];
-        rd_kafka_ConfigResource_t *res = current_config(rk, a->topic,
-                                                        timeout_ms);
+        rd_kafka_ConfigResource_t *res =
+                current_config(rk, a->topic, timeout_ms);
         if (!res)
                 return; /* set_unanswered() reports it */
         snprintf(ret, sizeof(ret), "%" PRId64, a->retention_ms);
         rd_kafka_ConfigResource_set_config(res, "retention.ms", ret);
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_AdminOptions_t *o =
-            options(rk, RD_KAFKA_ADMIN_OP_ALTERCONFIGS, timeout_ms);
+                options(rk, RD_KAFKA_ADMIN_OP_ALTERCONFIGS, timeout_ms);
         rd_kafka_AlterConfigs(rk, &res, 1, o, q);
         rd_kafka_event_t *ev = wait_result(q, timeout_ms);
         const rd_kafka_AlterConfigs_result_t *r =
-            ev ? rd_kafka_event_AlterConfigs_result(ev) : NULL;
+                ev ? rd_kafka_event_AlterConfigs_result(ev) : NULL;
         size_t n = 0;
         const rd_kafka_ConfigResource_t **rs =
-            r ? rd_kafka_AlterConfigs_result_resources(r, &n) : NULL;
+                r ? rd_kafka_AlterConfigs_result_resources(r, &n) : NULL;
         if (n == 1)
                 set_result(a, rd_kafka_ConfigResource_error(rs[0]),
                            rd_kafka_ConfigResource_error_string(rs[0]));

@@ -35,13 +35,12 @@ static int next(walk_t *w) {
         w->have_ev = 0;
         if (!yaml_parser_parse(&w->parser, &w->ev)) {
                 const char *ctx = w->parser.context;
-                kretry_diag_add(w->d, KRETRY_DIAG_ERROR,
-                                LINE(w->parser.problem_mark),
-                                COL(w->parser.problem_mark),
-                                "YAML syntax error: %s%s%s",
-                                w->parser.problem ? w->parser.problem
-                                                  : "invalid YAML",
-                                ctx ? " " : "", ctx ? ctx : "");
+                kretry_diag_add(
+                        w->d, KRETRY_DIAG_ERROR, LINE(w->parser.problem_mark),
+                        COL(w->parser.problem_mark),
+                        "YAML syntax error: %s%s%s",
+                        w->parser.problem ? w->parser.problem : "invalid YAML",
+                        ctx ? " " : "", ctx ? ctx : "");
                 w->fatal = 1;
                 return -1;
         }
@@ -70,8 +69,8 @@ static int loc_add(walk_t *w, const char *path, yaml_mark_t m) {
         return 0;
 }
 
-static int kv_add(walk_t *w, const char *key, const char *value,
-                  yaml_mark_t m) {
+static int
+kv_add(walk_t *w, const char *key, const char *value, yaml_mark_t m) {
         kretry_yaml_map_t *map = w->map;
         if (map->kv_cnt == map->kv_size) {
                 size_t size = map->kv_size ? map->kv_size * 2 : 16;
@@ -125,14 +124,13 @@ static const char *node_kind(const walk_t *w) {
 }
 
 static void type_error(walk_t *w, const char *label, const char *expected) {
-        err_at(w, w->ev.start_mark, "%s: expected %s, got %s", label,
-               expected, node_kind(w));
+        err_at(w, w->ev.start_mark, "%s: expected %s, got %s", label, expected,
+               node_kind(w));
         skip_node(w);
 }
 
-static const cyaml_schema_field_t *field_find(const cyaml_schema_value_t *s,
-                                              const char *key,
-                                              size_t *idxp) {
+static const cyaml_schema_field_t *
+field_find(const cyaml_schema_value_t *s, const char *key, size_t *idxp) {
         const cyaml_schema_field_t *f = s->mapping.fields;
         for (size_t i = 0; f[i].key; i++) {
                 if (!strcmp(f[i].key, key)) {
@@ -143,8 +141,7 @@ static const cyaml_schema_field_t *field_find(const cyaml_schema_value_t *s,
         return NULL;
 }
 
-static void field_list(const cyaml_schema_value_t *s, char *dest,
-                       size_t size) {
+static void field_list(const cyaml_schema_value_t *s, char *dest, size_t size) {
         size_t len = 0;
         dest[0]    = '\0';
         for (const cyaml_schema_field_t *f = s->mapping.fields;
@@ -153,16 +150,20 @@ static void field_list(const cyaml_schema_value_t *s, char *dest,
                                         len ? ", " : "", f->key);
 }
 
-static void unknown_key(walk_t *w, const cyaml_schema_value_t *s,
-                        const char *path, const char *key) {
+static void unknown_key(walk_t *w,
+                        const cyaml_schema_value_t *s,
+                        const char *path,
+                        const char *key) {
         char allowed[512];
         field_list(s, allowed, sizeof(allowed));
         err_at(w, w->ev.start_mark, "unknown key \"%s\" %s%s (allowed: %s)",
                key, *path ? "in " : "at the top level", path, allowed);
 }
 
-static void missing_keys(walk_t *w, const cyaml_schema_value_t *s,
-                         const char *path, const unsigned char *seen,
+static void missing_keys(walk_t *w,
+                         const cyaml_schema_value_t *s,
+                         const char *path,
+                         const unsigned char *seen,
                          yaml_mark_t m) {
         const cyaml_schema_field_t *f = s->mapping.fields;
         for (size_t i = 0; f[i].key; i++) {
@@ -173,8 +174,8 @@ static void missing_keys(walk_t *w, const cyaml_schema_value_t *s,
         }
 }
 
-static void walk_mapping(walk_t *w, const cyaml_schema_value_t *s,
-                         const char *path) {
+static void
+walk_mapping(walk_t *w, const cyaml_schema_value_t *s, const char *path) {
         unsigned char seen[64] = {0};
         yaml_mark_t start      = w->ev.start_mark;
         while (next(w) == 0 && cur(w) != YAML_MAPPING_END_EVENT) {
@@ -195,9 +196,8 @@ static void walk_mapping(walk_t *w, const cyaml_schema_value_t *s,
                 if (!f)
                         unknown_key(w, s, path, key);
                 else if (seen[idx])
-                        err_at(w, w->ev.start_mark,
-                               "duplicate key \"%s\"%s%s", key,
-                               *path ? " in " : "", path);
+                        err_at(w, w->ev.start_mark, "duplicate key \"%s\"%s%s",
+                               key, *path ? " in " : "", path);
                 if (next(w))
                         return;
                 if (!f || seen[idx]) {
@@ -205,16 +205,18 @@ static void walk_mapping(walk_t *w, const cyaml_schema_value_t *s,
                         continue;
                 }
                 seen[idx] = 1;
-                snprintf(child, sizeof(child), "%s%s%s", path,
-                         *path ? "." : "", key);
+                snprintf(child, sizeof(child), "%s%s%s", path, *path ? "." : "",
+                         key);
                 walk_node(w, &f->value, child, key);
         }
         if (!w->fatal)
                 missing_keys(w, s, path, seen, start);
 }
 
-static void walk_sequence(walk_t *w, const cyaml_schema_value_t *s,
-                          const char *path, const char *label) {
+static void walk_sequence(walk_t *w,
+                          const cyaml_schema_value_t *s,
+                          const char *path,
+                          const char *label) {
         for (unsigned i = 0; next(w) == 0 && cur(w) != YAML_SEQUENCE_END_EVENT;
              i++) {
                 char child[PATH_MAX_LEN];
@@ -250,16 +252,16 @@ static void walk_free_map(walk_t *w, const char *label) {
                 for (size_t i = 0; i < w->map->kv_cnt; i++)
                         if (!strcmp(w->map->kvs[i].key, key))
                                 err_at(w, w->ev.start_mark,
-                                       "%s: duplicate property \"%s\"",
-                                       label, key);
+                                       "%s: duplicate property \"%s\"", label,
+                                       key);
                 if (kv_add(w, key, (const char *)w->ev.data.scalar.value,
                            w->ev.start_mark))
                         w->d->oom = 1;
         }
 }
 
-static void walk_enum(walk_t *w, const cyaml_schema_value_t *s,
-                      const char *label) {
+static void
+walk_enum(walk_t *w, const cyaml_schema_value_t *s, const char *label) {
         const char *v = (const char *)w->ev.data.scalar.value;
         char allowed[256];
         size_t len = 0;
@@ -291,18 +293,17 @@ static void walk_node(walk_t *w,
                 walk_free_map(w, label);
         else if (s->type == CYAML_MAPPING)
                 cur(w) == YAML_MAPPING_START_EVENT
-                    ? walk_mapping(w, s, path)
-                    : type_error(w, label, "a mapping");
+                        ? walk_mapping(w, s, path)
+                        : type_error(w, label, "a mapping");
         else if (s->type == CYAML_SEQUENCE)
                 cur(w) == YAML_SEQUENCE_START_EVENT
-                    ? walk_sequence(w, s, path, label)
-                    : type_error(w, label, "a list");
+                        ? walk_sequence(w, s, path, label)
+                        : type_error(w, label, "a list");
         else if (cur(w) != YAML_SCALAR_EVENT)
                 type_error(w, label, "a single value");
         else if (!w->ev.data.scalar.length &&
                  w->ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
-                err_at(w, w->ev.start_mark, "%s: a value is required",
-                       label);
+                err_at(w, w->ev.start_mark, "%s: a value is required", label);
         else if (s->type == CYAML_ENUM)
                 walk_enum(w, s, label);
 }

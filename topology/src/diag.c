@@ -39,9 +39,8 @@ void kretry_diag_vadd(kretry_diags_t *d,
         if (level == KRETRY_DIAG_ERROR)
                 d->errors++;
         if (d->cnt == d->size) {
-                size_t size = d->size ? d->size * 2 : 8;
-                kretry_diag_t *items =
-                    realloc(d->items, size * sizeof(*items));
+                size_t size          = d->size ? d->size * 2 : 8;
+                kretry_diag_t *items = realloc(d->items, size * sizeof(*items));
                 if (!items) {
                         d->oom = 1;
                         return;

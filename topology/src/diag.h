@@ -21,8 +21,8 @@ typedef struct {
 typedef struct {
         kretry_diag_t *items;
         size_t cnt, size;
-        int errors;    /* number of KRETRY_DIAG_ERROR items */
-        int oom;       /* an item could not be recorded */
+        int errors; /* number of KRETRY_DIAG_ERROR items */
+        int oom;    /* an item could not be recorded */
 } kretry_diags_t;
 
 void kretry_diags_init(kretry_diags_t *d);

@@ -35,13 +35,14 @@ static int valid_name(const char *s, size_t n) {
 }
 
 /* Expand the reference starting at "${"; returns its length, or -1. */
-static int expand_ref(sbuf_t *b, const char *s, char *errstr,
-                      size_t errstr_size) {
+static int
+expand_ref(sbuf_t *b, const char *s, char *errstr, size_t errstr_size) {
         const char *end = strchr(s + 2, '}');
         if (!end) {
                 snprintf(errstr, errstr_size,
                          "unterminated ${ in \"%s\": write ${VAR} or "
-                         "${VAR:-default}", s);
+                         "${VAR:-default}",
+                         s);
                 return -1;
         }
         const char *body = s + 2;
@@ -53,7 +54,8 @@ static int expand_ref(sbuf_t *b, const char *s, char *errstr,
         if (!valid_name(body, nlen) || nlen >= sizeof(name)) {
                 snprintf(errstr, errstr_size,
                          "\"%.*s\" is not a variable name (letters, digits, "
-                         "_)", (int)nlen, body);
+                         "_)",
+                         (int)nlen, body);
                 return -1;
         }
         memcpy(name, body, nlen);
@@ -69,7 +71,8 @@ static int expand_ref(sbuf_t *b, const char *s, char *errstr,
         else {
                 snprintf(errstr, errstr_size,
                          "environment variable %s is not set and has no "
-                         "default (write ${%s:-default})", name, name);
+                         "default (write ${%s:-default})",
+                         name, name);
                 return -1;
         }
         if (rc) {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 static void fail(char *errstr, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 static void fail(char *errstr, size_t size, const char *fmt, ...) {
         if (!errstr || !size)
                 return;
@@ -24,8 +24,11 @@ static void fail(char *errstr, size_t size, const char *fmt, ...) {
 }
 
 /* Append one "FILE:LINE:COL: text" line to @p errstr. */
-static void refuse(char *errstr, size_t size, const char *path,
-                   kretry_pos_t pos, const char *what) {
+static void refuse(char *errstr,
+                   size_t size,
+                   const char *path,
+                   kretry_pos_t pos,
+                   const char *what) {
         size_t len = errstr ? strlen(errstr) : 0;
         if (!errstr || len + 1 >= size)
                 return;
@@ -37,8 +40,10 @@ static void refuse(char *errstr, size_t size, const char *path,
 }
 
 /* Every declaration the engine cannot honour yet; returns how many. */
-static int unsupported(const kretry_topology_t *t, const char *path,
-                       char *errstr, size_t size) {
+static int unsupported(const kretry_topology_t *t,
+                       const char *path,
+                       char *errstr,
+                       size_t size) {
         int n = 0;
         if (errstr && size)
                 errstr[0] = '\0';
@@ -58,8 +63,10 @@ static int unsupported(const kretry_topology_t *t, const char *path,
 }
 
 static const kretry_topology_t *pick(const kretry_topology_file_t *f,
-                                     const char *path, const char *name,
-                                     char *errstr, size_t size) {
+                                     const char *path,
+                                     const char *name,
+                                     char *errstr,
+                                     size_t size) {
         char names[512];
         size_t len = 0, n = kretry_topology_count(f);
         if (name ? !!kretry_topology_find(f, name) : n == 1)
@@ -71,20 +78,27 @@ static const kretry_topology_t *pick(const kretry_topology_file_t *f,
                                         "%s%s", i ? ", " : "",
                                         kretry_topology_at(f, i)->name);
         if (name)
-                fail(errstr, size, "%s: no topology named \"%s\" (the file "
-                                   "has: %s)", path, name, names);
+                fail(errstr, size,
+                     "%s: no topology named \"%s\" (the file "
+                     "has: %s)",
+                     path, name, names);
         else
-                fail(errstr, size, "%s: holds %zu topologies (%s): name the "
-                                   "one to load", path, n, names);
+                fail(errstr, size,
+                     "%s: holds %zu topologies (%s): name the "
+                     "one to load",
+                     path, n, names);
         return NULL;
 }
 
-static kretry_err_t set(kretry_conf_t *conf, const char *path,
-                        const char *name, const char *value, char *errstr,
+static kretry_err_t set(kretry_conf_t *conf,
+                        const char *path,
+                        const char *name,
+                        const char *value,
+                        char *errstr,
                         size_t size) {
         char reason[512];
         kretry_err_t err =
-            kretry_conf_set(conf, name, value, reason, sizeof(reason));
+                kretry_conf_set(conf, name, value, reason, sizeof(reason));
         if (err)
                 fail(errstr, size, "%s: %s", path, reason);
         return err;
@@ -92,10 +106,12 @@ static kretry_err_t set(kretry_conf_t *conf, const char *path,
 
 static kretry_err_t apply(kretry_conf_t *conf,
                           const kretry_topology_file_t *f,
-                          const kretry_topology_t *t, const char *path,
-                          char *errstr, size_t size) {
+                          const kretry_topology_t *t,
+                          const char *path,
+                          char *errstr,
+                          size_t size) {
         char tiers[KRETRY_TOPO_MAX_TIERS * 24], v[64];
-        size_t len = 0;
+        size_t len       = 0;
         kretry_err_t err = KRETRY_ERR_OK;
         for (size_t i = 0; !err && i < kretry_topology_prop_count(f); i++) {
                 const kretry_topo_prop_t *p = kretry_topology_prop_at(f, i);
@@ -106,11 +122,11 @@ static kretry_err_t apply(kretry_conf_t *conf,
                                         "%s%lldms", i ? "," : "",
                                         (long long)t->tiers_ms[i]);
         const char *pairs[][2] = {
-            {"source.topic", t->source},
-            {"group.id", t->group},
-            {"retry.tiers", tiers},
-            {"retry.topic.pattern", t->retry_pattern},
-            {"dlq.topic", t->dlq},
+                {"source.topic", t->source},
+                {"group.id", t->group},
+                {"retry.tiers", tiers},
+                {"retry.topic.pattern", t->retry_pattern},
+                {"dlq.topic", t->dlq},
         };
         for (size_t i = 0; !err && i < sizeof(pairs) / sizeof(pairs[0]); i++)
                 err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
@@ -122,8 +138,8 @@ static kretry_err_t apply(kretry_conf_t *conf,
                 err = set(conf, path, "retry.jitter", v, errstr, size);
         snprintf(v, sizeof(v), "%lldms", (long long)t->max_age_ms);
         if (!err)
-                err = set(conf, path, "retry.max.age",
-                          t->max_age_ms ? v : "0", errstr, size);
+                err = set(conf, path, "retry.max.age", t->max_age_ms ? v : "0",
+                          errstr, size);
         return err;
 }
 
@@ -131,8 +147,10 @@ static kretry_err_t apply(kretry_conf_t *conf,
  * of it was accepted. */
 static kretry_err_t load_into(kretry_conf_t *conf,
                               const kretry_topology_file_t *f,
-                              const kretry_topology_t *t, const char *path,
-                              char *errstr, size_t size) {
+                              const kretry_topology_t *t,
+                              const char *path,
+                              char *errstr,
+                              size_t size) {
         kretry_conf_t *copy = kretry_conf_dup(conf);
         if (!copy) {
                 fail(errstr, size, "out of memory");

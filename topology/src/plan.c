@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-int kretry_meta_add(kretry_meta_t *m, const char *name, int partitions,
+int kretry_meta_add(kretry_meta_t *m,
+                    const char *name,
+                    int partitions,
                     int64_t retention_ms) {
         kretry_meta_topic_t *t =
-            realloc(m->topics, (m->cnt + 1) * sizeof(*m->topics));
+                realloc(m->topics, (m->cnt + 1) * sizeof(*m->topics));
         if (!t)
                 return -1;
         m->topics = t;
@@ -38,8 +40,7 @@ void kretry_meta_clear(kretry_meta_t *m) {
 
 const char *kretry_plan_op_name(kretry_plan_op_t op) {
         static const char *names[] = {"create", "add partitions",
-                                      "alter retention", "unknown",
-                                      "conflict"};
+                                      "alter retention", "unknown", "conflict"};
         return names[op];
 }
 
@@ -63,7 +64,7 @@ static kretry_plan_action_t *push(kretry_plan_t *plan,
                                   const char *role) {
         if (plan->cnt == plan->size) {
                 size_t size = plan->size ? plan->size * 2 : 16;
-                void *p     = realloc(plan->actions, size * sizeof(*plan->actions));
+                void *p = realloc(plan->actions, size * sizeof(*plan->actions));
                 if (!p)
                         return NULL;
                 plan->actions = p;
@@ -82,13 +83,20 @@ static kretry_plan_action_t *push(kretry_plan_t *plan,
         return a;
 }
 
-static int note(kretry_plan_t *plan, kretry_plan_op_t op,
-                const kretry_topology_t *t, const char *topic,
-                const char *role, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-static int note(kretry_plan_t *plan, kretry_plan_op_t op,
-                const kretry_topology_t *t, const char *topic,
-                const char *role, const char *fmt, ...) {
+static int note(kretry_plan_t *plan,
+                kretry_plan_op_t op,
+                const kretry_topology_t *t,
+                const char *topic,
+                const char *role,
+                const char *fmt,
+                ...) __attribute__((format(printf, 6, 7)));
+static int note(kretry_plan_t *plan,
+                kretry_plan_op_t op,
+                const kretry_topology_t *t,
+                const char *topic,
+                const char *role,
+                const char *fmt,
+                ...) {
         kretry_plan_action_t *a = push(plan, op, t, topic, role);
         if (!a)
                 return -1;
@@ -100,9 +108,12 @@ static int note(kretry_plan_t *plan, kretry_plan_op_t op,
 }
 
 /* A tier or the DLQ: create it, grow it, or bring its retention in line. */
-static int plan_chain_topic(kretry_plan_t *plan, const kretry_topology_t *t,
-                            const kretry_meta_t *meta, const char *topic,
-                            const char *role, int partitions) {
+static int plan_chain_topic(kretry_plan_t *plan,
+                            const kretry_topology_t *t,
+                            const kretry_meta_t *meta,
+                            const char *topic,
+                            const char *role,
+                            int partitions) {
         if (planned(plan, topic))
                 return 0; /* shared with an earlier topology */
         const kretry_meta_topic_t *m = kretry_meta_find(meta, topic);
@@ -136,8 +147,10 @@ static int plan_chain_topic(kretry_plan_t *plan, const kretry_topology_t *t,
 }
 
 /* The partition count of the chain, or 0 after recording a conflict. */
-static int chain_partitions(kretry_plan_t *plan, const kretry_topology_t *t,
-                            const kretry_meta_t *meta, int *rc) {
+static int chain_partitions(kretry_plan_t *plan,
+                            const kretry_topology_t *t,
+                            const kretry_meta_t *meta,
+                            int *rc) {
         const kretry_meta_topic_t *src = kretry_meta_find(meta, t->source);
         if (src && t->partitions && t->partitions < src->partitions) {
                 *rc = note(plan, KRETRY_PLAN_CONFLICT, t, t->source, "source",
@@ -160,7 +173,7 @@ static int chain_partitions(kretry_plan_t *plan, const kretry_topology_t *t,
         if (planned(plan, t->source))
                 return t->partitions;
         kretry_plan_action_t *a =
-            push(plan, KRETRY_PLAN_CREATE, t, t->source, "source");
+                push(plan, KRETRY_PLAN_CREATE, t, t->source, "source");
         if (!a) {
                 *rc = -1;
                 return 0;
@@ -171,7 +184,8 @@ static int chain_partitions(kretry_plan_t *plan, const kretry_topology_t *t,
         return t->partitions;
 }
 
-static int plan_topology(kretry_plan_t *plan, const kretry_topology_t *t,
+static int plan_topology(kretry_plan_t *plan,
+                         const kretry_topology_t *t,
                          const kretry_meta_t *meta) {
         int rc         = 0;
         int partitions = chain_partitions(plan, t, meta, &rc);

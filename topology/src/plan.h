@@ -27,7 +27,9 @@ typedef struct {
 } kretry_meta_t;
 
 /* Add a topic to a snapshot (tests build snapshots with it). 0 or -1. */
-int kretry_meta_add(kretry_meta_t *m, const char *name, int partitions,
+int kretry_meta_add(kretry_meta_t *m,
+                    const char *name,
+                    int partitions,
                     int64_t retention_ms);
 const kretry_meta_topic_t *kretry_meta_find(const kretry_meta_t *m,
                                             const char *name);
@@ -37,8 +39,8 @@ typedef enum {
         KRETRY_PLAN_CREATE,          /* create with partitions, config */
         KRETRY_PLAN_ADD_PARTITIONS,  /* grow to `partitions` */
         KRETRY_PLAN_ALTER_RETENTION, /* set retention.ms */
-        KRETRY_PLAN_UNKNOWN,   /* could not be decided: see `reason` */
-        KRETRY_PLAN_CONFLICT   /* refused: see `reason`; nothing is applied */
+        KRETRY_PLAN_UNKNOWN,         /* could not be decided: see `reason` */
+        KRETRY_PLAN_CONFLICT /* refused: see `reason`; nothing is applied */
 } kretry_plan_op_t;
 
 typedef struct {
@@ -51,9 +53,9 @@ typedef struct {
         int replication;        /* CREATE: 0 = the cluster's default */
         int64_t retention_ms;   /* CREATE (0: default), ALTER_RETENTION */
         int64_t current_retention_ms; /* ALTER_RETENTION */
-        char reason[512];       /* CONFLICT, UNKNOWN */
+        char reason[512];             /* CONFLICT, UNKNOWN */
         /* Filled by the admin layer when applied: */
-        int done;        /* 1 applied, -1 failed */
+        int done; /* 1 applied, -1 failed */
         char result[512];
 } kretry_plan_action_t;
 

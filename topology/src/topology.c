@@ -59,17 +59,16 @@ kretry_topology_file_t *kretry_topology_file_parse(const char *data,
         kretry_topology_file_t *f = calloc(1, sizeof(*f));
         if (!f || !(f->dir = dir_of(path)))
                 goto oom;
-        if (kretry_yaml_check(data, len, &kretry_topology_file_schema,
-                              &f->map, d))
+        if (kretry_yaml_check(data, len, &kretry_topology_file_schema, &f->map,
+                              d))
                 goto err;
         cyaml_err_t e = cyaml_load_data(
-            (const uint8_t *)data, len, &kretry_topology_cyaml_config,
-            &kretry_topology_file_schema, (cyaml_data_t **)&f->raw, NULL);
+                (const uint8_t *)data, len, &kretry_topology_cyaml_config,
+                &kretry_topology_file_schema, (cyaml_data_t **)&f->raw, NULL);
         if (e != CYAML_OK) {
                 /* check.c should have caught it: say what libcyaml says. */
                 kretry_diag_add(d, KRETRY_DIAG_ERROR, 0, 0,
-                                "cannot load the file: %s",
-                                cyaml_strerror(e));
+                                "cannot load the file: %s", cyaml_strerror(e));
                 goto err;
         }
         kretry_topology_validate(f, d);
@@ -88,14 +87,14 @@ err:
 }
 
 static char *read_file(const char *path, size_t *lenp, kretry_diags_t *d) {
-        FILE *fp = fopen(path, "rb");
+        FILE *fp  = fopen(path, "rb");
         char *buf = NULL;
         if (!fp) {
                 kretry_diag_add(d, KRETRY_DIAG_ERROR, 0, 0, "cannot open: %s",
                                 strerror(errno));
                 return NULL;
         }
-        buf = malloc(MAX_FILE_SIZE + 1);
+        buf      = malloc(MAX_FILE_SIZE + 1);
         size_t n = buf ? fread(buf, 1, MAX_FILE_SIZE + 1, fp) : 0;
         if (!buf || ferror(fp))
                 kretry_diag_add(d, KRETRY_DIAG_ERROR, 0, 0, "cannot read: %s",
@@ -121,8 +120,8 @@ kretry_topology_file_t *kretry_topology_file_load(const char *path,
         char *data = read_file(path, &len, d);
         if (!data)
                 return NULL;
-        kretry_topology_file_t *f = kretry_topology_file_parse(data, len, path,
-                                                               d);
+        kretry_topology_file_t *f =
+                kretry_topology_file_parse(data, len, path, d);
         free(data);
         return f;
 }
@@ -148,9 +147,8 @@ size_t kretry_topology_prop_count(const kretry_topology_file_t *f) {
         return f->prop_cnt;
 }
 
-const kretry_topo_prop_t *kretry_topology_prop_at(
-    const kretry_topology_file_t *f,
-    size_t i) {
+const kretry_topo_prop_t *
+kretry_topology_prop_at(const kretry_topology_file_t *f, size_t i) {
         return i < f->prop_cnt ? &f->props[i] : NULL;
 }
 
@@ -175,8 +173,11 @@ void kretry_topology_format_duration(int64_t ms, char *dest, size_t size) {
         static const struct {
                 const char *unit;
                 int64_t ms;
-        } units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000},
-                     {"s", 1000},     {"ms", 1}};
+        } units[]  = {{"d", 86400000},
+                      {"h", 3600000},
+                      {"m", 60000},
+                      {"s", 1000},
+                      {"ms", 1}};
         size_t len = 0;
         dest[0]    = '\0';
         if (ms == 0) {
@@ -193,8 +194,10 @@ void kretry_topology_format_duration(int64_t ms, char *dest, size_t size) {
         }
 }
 
-static int topic_add(kretry_topology_topic_t **v, size_t *cnt,
-                     const char *name, int partitions) {
+static int topic_add(kretry_topology_topic_t **v,
+                     size_t *cnt,
+                     const char *name,
+                     int partitions) {
         for (size_t i = 0; i < *cnt; i++)
                 if (!strcmp((*v)[i].name, name))
                         return 0;
@@ -216,7 +219,7 @@ int kretry_topology_topics(const char *path,
                            size_t errstr_size) {
         kretry_diags_t d;
         kretry_diags_init(&d);
-        kretry_topology_file_t *f = kretry_topology_file_load(path, &d);
+        kretry_topology_file_t *f  = kretry_topology_file_load(path, &d);
         kretry_topology_topic_t *v = NULL;
         size_t cnt                 = 0;
         int rc                     = -1;
@@ -226,7 +229,7 @@ int kretry_topology_topics(const char *path,
         }
         for (size_t i = 0; i < f->cnt; i++) {
                 const kretry_topology_t *t = &f->topos[i];
-                int p = t->partitions ? t->partitions : default_partitions;
+                int p   = t->partitions ? t->partitions : default_partitions;
                 int bad = topic_add(&v, &cnt, t->source, p);
                 for (int n = 0; n < t->tier_cnt && !bad; n++)
                         bad = topic_add(&v, &cnt, t->tier_topics[n], p);

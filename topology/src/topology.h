@@ -14,10 +14,7 @@
 #define KRETRY_TOPO_MAX_TIERS 32
 
 typedef enum { KRETRY_ORDERING_NONE, KRETRY_ORDERING_KEY } kretry_ordering_t;
-typedef enum {
-        KRETRY_ON_DLQ_CONTINUE,
-        KRETRY_ON_DLQ_PARK_KEY
-} kretry_on_dlq_t;
+typedef enum { KRETRY_ON_DLQ_CONTINUE, KRETRY_ON_DLQ_PARK_KEY } kretry_on_dlq_t;
 typedef enum {
         KRETRY_VERSIONING_NONE,
         KRETRY_VERSIONING_HEADER,
@@ -37,15 +34,15 @@ typedef struct {
         const char *group;
         int64_t tiers_ms[KRETRY_TOPO_MAX_TIERS];
         int tier_cnt;
-        int max_attempts; /* default applied: tiers + 1 */
-        double jitter;    /* fraction 0..1 */
+        int max_attempts;   /* default applied: tiers + 1 */
+        double jitter;      /* fraction 0..1 */
         int64_t max_age_ms; /* 0: none */
         const char *dlq;    /* expanded name */
         const char *retry_pattern;
         char *tier_topics[KRETRY_TOPO_MAX_TIERS]; /* expanded names */
-        int partitions;       /* 0: the source's count */
-        int replication;      /* 0: the cluster's default */
-        int64_t retention_ms; /* 0: not declared */
+        int partitions;                           /* 0: the source's count */
+        int replication;                          /* 0: the cluster's default */
+        int64_t retention_ms;                     /* 0: not declared */
         kretry_ordering_t ordering;
         kretry_on_dlq_t on_dead_letter;
         kretry_versioning_t versioning;
@@ -59,13 +56,13 @@ typedef struct {
         int breaker; /* declared */
         int breaker_failures, breaker_distinct_keys;
         int64_t breaker_cooldown_ms;
-        int alerts; /* declared */
-        int64_t alert_dlq_messages; /* -1: none */
+        int alerts;                  /* declared */
+        int64_t alert_dlq_messages;  /* -1: none */
         int64_t alert_oldest_age_ms; /* 0: none */
 
         /* Positions of what the engine may refuse, for its messages. */
         kretry_pos_t pos, ordering_pos, versioning_pos, value_pos,
-            permanent_errors_pos, breaker_pos;
+                permanent_errors_pos, breaker_pos;
 } kretry_topology_t;
 
 typedef struct {
@@ -100,9 +97,8 @@ const kretry_topology_t *kretry_topology_find(const kretry_topology_file_t *f,
 
 /* The `kafka:` properties, ${VAR} expanded. */
 size_t kretry_topology_prop_count(const kretry_topology_file_t *f);
-const kretry_topo_prop_t *kretry_topology_prop_at(
-    const kretry_topology_file_t *f,
-    size_t i);
+const kretry_topo_prop_t *
+kretry_topology_prop_at(const kretry_topology_file_t *f, size_t i);
 
 /* Worst-case time from the first failure to the DLQ: every delay at
  * +jitter, tiers reused up to max_attempts (rounded up to whole ms). */

@@ -4,9 +4,9 @@
  * position of the value it concerns.
  */
 #include "conf.h"
+#include "expand.h"
 #include "parse.h"
 #include "topology_int.h"
-#include "expand.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,8 +23,11 @@ typedef struct {
         char base[64]; /* "topologies[i]" */
 } vctx_t;
 
-static void vdiag(vctx_t *c, kretry_diag_level_t level, const char *path,
-                  const char *fmt, va_list ap) {
+static void vdiag(vctx_t *c,
+                  kretry_diag_level_t level,
+                  const char *path,
+                  const char *fmt,
+                  va_list ap) {
         int line, col;
         kretry_yaml_map_pos(&c->f->map, path, &line, &col);
         kretry_diag_vadd(c->d, level, line, col, fmt, ap);
@@ -32,7 +35,7 @@ static void vdiag(vctx_t *c, kretry_diag_level_t level, const char *path,
 
 /* Report at the value found at base + "." + @p rel (or at base). */
 static void verr(vctx_t *c, const char *rel, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 static void verr(vctx_t *c, const char *rel, const char *fmt, ...) {
         char path[256];
         snprintf(path, sizeof(path), "%s%s%s", c->base, *rel ? "." : "", rel);
@@ -43,7 +46,7 @@ static void verr(vctx_t *c, const char *rel, const char *fmt, ...) {
 }
 
 static void vwarn(vctx_t *c, const char *rel, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 static void vwarn(vctx_t *c, const char *rel, const char *fmt, ...) {
         char path[256];
         snprintf(path, sizeof(path), "%s.%s", c->base, rel);
@@ -62,22 +65,26 @@ static kretry_pos_t vpos(vctx_t *c, const char *rel) {
 }
 
 /* The last component of a path, for messages: "retry.jitter" -> "jitter". */
-static const char *label_of(const char *rel) {
-        static _Thread_local char buf[64];
+typedef struct {
+        char s[64];
+} label_t;
+
+static const char *label_of(const char *rel, label_t *buf) {
         const char *dot = strrchr(rel, '.');
-        snprintf(buf, sizeof(buf), "%s", dot ? dot + 1 : rel);
-        buf[strcspn(buf, "[")] = '\0'; /* "tiers[2]" -> "tiers" */
-        return buf;
+        snprintf(buf->s, sizeof(buf->s), "%s", dot ? dot + 1 : rel);
+        buf->s[strcspn(buf->s, "[")] = '\0'; /* "tiers[2]" -> "tiers" */
+        return buf->s;
 }
 
 /* ${VAR}-expand a raw value; NULL (reported) on error or when absent. */
 static const char *text(vctx_t *c, const char *raw, const char *rel) {
+        label_t lb;
         char reason[256];
         if (!raw)
                 return NULL;
         char *s = kretry_expand_env(raw, reason, sizeof(reason));
         if (!s) {
-                verr(c, rel, "%s: %s", label_of(rel), reason);
+                verr(c, rel, "%s: %s", label_of(rel, &lb), reason);
                 return NULL;
         }
         if (!(s = kretry_topology_pool(c->f, s)))
@@ -85,39 +92,44 @@ static const char *text(vctx_t *c, const char *raw, const char *rel) {
         return s;
 }
 
-static int duration(vctx_t *c, const char *raw, const char *rel,
-                    int64_t *msp) {
+static int duration(vctx_t *c, const char *raw, const char *rel, int64_t *msp) {
+        label_t lb;
         char reason[256];
         const char *s = text(c, raw, rel);
         if (!s)
                 return -1;
         if (kretry_parse_duration_ms(s, msp, reason, sizeof(reason))) {
-                verr(c, rel, "%s: %s", label_of(rel), reason);
+                verr(c, rel, "%s: %s", label_of(rel, &lb), reason);
                 return -1;
         }
         if (*msp <= 0) {
                 verr(c, rel, "%s: %s is not a positive duration",
-                     label_of(rel), s);
+                     label_of(rel, &lb), s);
                 return -1;
         }
         return 0;
 }
 
-static int integer(vctx_t *c, const char *raw, const char *rel, int64_t min,
-                   int64_t max, int64_t *out) {
+static int integer(vctx_t *c,
+                   const char *raw,
+                   const char *rel,
+                   int64_t min,
+                   int64_t max,
+                   int64_t *out) {
+        label_t lb;
         char reason[256];
         const char *s = text(c, raw, rel);
         if (!s)
                 return -1;
         if (kretry_parse_int64(s, min, max, out, reason, sizeof(reason))) {
-                verr(c, rel, "%s: %s", label_of(rel), reason);
+                verr(c, rel, "%s: %s", label_of(rel, &lb), reason);
                 return -1;
         }
         return 0;
 }
 
-static void check_tiers(vctx_t *c, const kretry_raw_retry_t *r,
-                        kretry_topology_t *t) {
+static void
+check_tiers(vctx_t *c, const kretry_raw_retry_t *r, kretry_topology_t *t) {
         if (r->tiers_count == 0 || r->tiers_count > KRETRY_TOPO_MAX_TIERS) {
                 verr(c, "retry.tiers",
                      "tiers: %u delays given; between 1 and %d are allowed",
@@ -138,16 +150,15 @@ static void check_tiers(vctx_t *c, const kretry_raw_retry_t *r,
         t->tier_cnt = (int)r->tiers_count;
 }
 
-static void check_retry(vctx_t *c, const kretry_raw_retry_t *r,
-                        kretry_topology_t *t) {
+static void
+check_retry(vctx_t *c, const kretry_raw_retry_t *r, kretry_topology_t *t) {
         int64_t v;
         check_tiers(c, r, t);
         t->max_attempts = t->tier_cnt + 1;
-        if (r->max_attempts &&
-            integer(c, r->max_attempts, "retry.max_attempts", 1, 1000000,
-                    &v) == 0)
+        if (r->max_attempts && integer(c, r->max_attempts, "retry.max_attempts",
+                                       1, 1000000, &v) == 0)
                 t->max_attempts = (int)v;
-        t->jitter = 0.10;
+        t->jitter     = 0.10;
         const char *j = text(c, r->jitter, "retry.jitter");
         char reason[256];
         if (j && kretry_parse_percent(j, &t->jitter, reason, sizeof(reason)))
@@ -156,8 +167,8 @@ static void check_retry(vctx_t *c, const kretry_raw_retry_t *r,
                 duration(c, r->max_age, "retry.max_age", &t->max_age_ms);
 }
 
-static void check_topics(vctx_t *c, const kretry_raw_topics_t *r,
-                         kretry_topology_t *t) {
+static void
+check_topics(vctx_t *c, const kretry_raw_topics_t *r, kretry_topology_t *t) {
         int64_t v;
         t->retry_pattern = "{source}.retry.{n}";
         if (!r)
@@ -177,11 +188,11 @@ static void check_topics(vctx_t *c, const kretry_raw_topics_t *r,
                                       1, MAX_REPLICATION, &v) == 0)
                 t->replication = (int)v;
         if (r->retention)
-                duration(c, r->retention, "topics.retention",
-                         &t->retention_ms);
+                duration(c, r->retention, "topics.retention", &t->retention_ms);
 }
 
 static int topic_name_ok(vctx_t *c, const char *rel, const char *name) {
+        label_t lb;
         size_t n = strlen(name);
         if (n == 0 || n > 249 || !strcmp(name, ".") || !strcmp(name, "..") ||
             strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -189,14 +200,14 @@ static int topic_name_ok(vctx_t *c, const char *rel, const char *name) {
                 verr(c, rel,
                      "%s: \"%s\" is not a valid Kafka topic name (1..249 "
                      "of a-z A-Z 0-9 . _ -)",
-                     label_of(rel), name);
+                     label_of(rel, &lb), name);
                 return 0;
         }
         return 1;
 }
 
-static const char *topic_name(vctx_t *c, const char *pattern, int n,
-                              const char *source) {
+static const char *
+topic_name(vctx_t *c, const char *pattern, int n, const char *source) {
         char buf[512];
         if (kretry_conf_topic_name(pattern, source, n, buf, sizeof(buf)))
                 snprintf(buf, sizeof(buf), "%s", "");
@@ -206,29 +217,32 @@ static const char *topic_name(vctx_t *c, const char *pattern, int n,
         return s;
 }
 
-static void check_names(vctx_t *c, const kretry_raw_topology_t *r,
-                        kretry_topology_t *t) {
+static void
+check_names(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
+        label_t lb;
         const char *dlq = text(c, r->dlq, "dlq");
         t->dlq = topic_name(c, dlq ? dlq : "{source}.dlq", 0, t->source);
         if (!t->dlq || !topic_name_ok(c, r->dlq ? "dlq" : "source", t->dlq))
                 return;
         if (!strcmp(t->dlq, t->source))
-                verr(c, "dlq", "dlq: \"%s\" is the source topic; the DLQ "
-                               "must be a topic of its own",
+                verr(c, "dlq",
+                     "dlq: \"%s\" is the source topic; the DLQ "
+                     "must be a topic of its own",
                      t->dlq);
         for (int i = 0; i < t->tier_cnt; i++) {
                 const char *tn =
-                    topic_name(c, t->retry_pattern, i + 1, t->source);
+                        topic_name(c, t->retry_pattern, i + 1, t->source);
                 t->tier_topics[i] = (char *)tn;
                 const char *rel   = r->topics && r->topics->retry_pattern
-                                        ? "topics.retry_pattern"
-                                        : "source";
+                                            ? "topics.retry_pattern"
+                                            : "source";
                 if (!tn || !topic_name_ok(c, rel, tn))
                         return;
                 if (!strcmp(tn, t->source))
-                        verr(c, rel, "%s: tier %d's topic \"%s\" is the "
-                                     "source topic",
-                             label_of(rel), i + 1, tn);
+                        verr(c, rel,
+                             "%s: tier %d's topic \"%s\" is the "
+                             "source topic",
+                             label_of(rel, &lb), i + 1, tn);
                 if (!strcmp(tn, t->dlq))
                         verr(c, r->dlq ? "dlq" : rel,
                              "dlq: \"%s\" is also the topic of tier %d; the "
@@ -237,15 +251,15 @@ static void check_names(vctx_t *c, const kretry_raw_topology_t *r,
         }
 }
 
-static void check_modes(vctx_t *c, const kretry_raw_topology_t *r,
-                        kretry_topology_t *t) {
-        t->ordering     = r->ordering == KRETRY_RAW_ORDERING_KEY
-                              ? KRETRY_ORDERING_KEY
-                              : KRETRY_ORDERING_NONE;
-        t->ordering_pos = vpos(c, r->ordering ? "ordering" : "");
+static void
+check_modes(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
+        t->ordering       = r->ordering == KRETRY_RAW_ORDERING_KEY
+                                    ? KRETRY_ORDERING_KEY
+                                    : KRETRY_ORDERING_NONE;
+        t->ordering_pos   = vpos(c, r->ordering ? "ordering" : "");
         t->on_dead_letter = r->on_dead_letter == KRETRY_RAW_DLQ_PARK_KEY
-                                ? KRETRY_ON_DLQ_PARK_KEY
-                                : KRETRY_ON_DLQ_CONTINUE;
+                                    ? KRETRY_ON_DLQ_PARK_KEY
+                                    : KRETRY_ON_DLQ_CONTINUE;
         if (t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY &&
             t->ordering != KRETRY_ORDERING_KEY)
                 verr(c, "on_dead_letter",
@@ -253,7 +267,8 @@ static void check_modes(vctx_t *c, const kretry_raw_topology_t *r,
                      "ordering: none, keys have no chain to park)");
 }
 
-static void check_versioning(vctx_t *c, const kretry_raw_versioning_t *r,
+static void check_versioning(vctx_t *c,
+                             const kretry_raw_versioning_t *r,
                              kretry_topology_t *t) {
         if (!r)
                 return;
@@ -266,14 +281,13 @@ static void check_versioning(vctx_t *c, const kretry_raw_versioning_t *r,
         }
         const char *h = text(c, r->header, "versioning.header");
         const char *f = text(c, r->field, "versioning.field");
-        t->versioning   = h ? KRETRY_VERSIONING_HEADER
-                            : KRETRY_VERSIONING_FIELD;
-        t->version_name = h ? h : f;
+        t->versioning = h ? KRETRY_VERSIONING_HEADER : KRETRY_VERSIONING_FIELD;
+        t->version_name  = h ? h : f;
         t->discard_equal = r->discard == KRETRY_RAW_DISCARD_OLDER_OR_EQUAL;
 }
 
-static void check_value(vctx_t *c, const kretry_raw_value_t *r,
-                        kretry_topology_t *t) {
+static void
+check_value(vctx_t *c, const kretry_raw_value_t *r, kretry_topology_t *t) {
         if (!r)
                 return;
         t->value_pos = vpos(c, "value");
@@ -284,23 +298,24 @@ static void check_value(vctx_t *c, const kretry_raw_value_t *r,
         t->schema_path = text(c, r->schema, "value.schema");
         if (t->format != KRETRY_FORMAT_AVRO) {
                 if (r->schema)
-                        verr(c, "value.schema", "schema: only with format: "
-                                                "avro");
+                        verr(c, "value.schema",
+                             "schema: only with format: "
+                             "avro");
                 if (r->wire)
                         verr(c, "value.wire", "wire: only with format: avro");
                 return;
         }
         if (!r->schema) {
-                verr(c, "value", "value: format: avro needs schema: PATH (an "
-                                 ".avsc file)");
+                verr(c, "value",
+                     "value: format: avro needs schema: PATH (an "
+                     ".avsc file)");
                 return;
         }
         if (!t->schema_path)
                 return;
         char full[1024];
-        snprintf(full, sizeof(full), "%s%s", t->schema_path[0] == '/' ? ""
-                                                 : c->f->dir,
-                 t->schema_path);
+        snprintf(full, sizeof(full), "%s%s",
+                 t->schema_path[0] == '/' ? "" : c->f->dir, t->schema_path);
         if (access(full, R_OK))
                 verr(c, "value.schema",
                      "schema: cannot read \"%s\" (a relative path is "
@@ -308,8 +323,8 @@ static void check_value(vctx_t *c, const kretry_raw_value_t *r,
                      t->schema_path);
 }
 
-static void check_extras(vctx_t *c, const kretry_raw_topology_t *r,
-                         kretry_topology_t *t) {
+static void
+check_extras(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
         int64_t v;
         if (r->versioning && r->versioning->field && !r->versioning->header &&
             t->format != KRETRY_FORMAT_AVRO)
@@ -320,7 +335,7 @@ static void check_extras(vctx_t *c, const kretry_raw_topology_t *r,
         t->permanent_error_cnt  = r->permanent_errors_count;
         if (r->permanent_errors_count) {
                 t->permanent_errors =
-                    calloc(r->permanent_errors_count, sizeof(char *));
+                        calloc(r->permanent_errors_count, sizeof(char *));
                 if (!t->permanent_errors ||
                     !kretry_topology_pool(c->f, (char *)t->permanent_errors))
                         c->d->oom = 1;
@@ -381,7 +396,8 @@ static void check_retention(vctx_t *c, const kretry_topology_t *t) {
              r, w, t->max_attempts, t->jitter * 100.0, lim);
 }
 
-static void check_topology(vctx_t *c, const kretry_raw_topology_t *r,
+static void check_topology(vctx_t *c,
+                           const kretry_raw_topology_t *r,
                            kretry_topology_t *t) {
         t->pos    = vpos(c, "");
         t->source = text(c, r->source, "source");
