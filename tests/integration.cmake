@@ -1,2 +1,7 @@
 kretry_add_suite(it_core TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_faults TIMEOUT 240 LABELS integration SOURCES it_harness.c)
+add_executable(it_worker it_worker.c)
+target_link_libraries(it_worker PRIVATE kretry_static)
+kretry_add_suite(it_kill TIMEOUT 240 LABELS integration)
+add_dependencies(it_kill it_worker)
+target_compile_definitions(it_kill PRIVATE IT_WORKER_PATH="$<TARGET_FILE:it_worker>")

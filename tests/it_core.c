@@ -26,6 +26,12 @@ static void test_all_ok(void) {
         }
         kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
         KT_ASSERT(it_run_until(a, done_20, env, 20000));
+        /* Committed while running (auto-commit of stored offsets), not only
+         * at close. */
+        int64_t end = kt_now_ms() + 400;
+        while (kt_now_ms() < end)
+                kretry_adapter_poll(a, 50);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 10);
         KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
         KT_ASSERT_INT_EQ(env->call_cnt, 20);
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_CONSUMED), 20);

@@ -159,7 +159,8 @@ static kretry_err_t setup_topics(kretry_adapter_t *a,
         a->parts     = calloc((size_t)a->topic_cnt, sizeof(kretry_part_t **));
         a->part_cap  = calloc((size_t)a->topic_cnt, sizeof(int));
         a->rkts      = calloc((size_t)a->topic_cnt, sizeof(rd_kafka_topic_t *));
-        if (!a->topics || !a->parts || !a->part_cap || !a->rkts)
+        a->prkts = calloc((size_t)a->topic_cnt + 1, sizeof(rd_kafka_topic_t *));
+        if (!a->topics || !a->parts || !a->part_cap || !a->rkts || !a->prkts)
                 return KRETRY_ERR_NO_MEM;
         a->topics[0] = strdup(c->source_topic);
         for (int t = 1; t < a->topic_cnt; t++)
@@ -229,6 +230,13 @@ static kretry_err_t setup_clients(kretry_adapter_t *a,
                                  rd_kafka_err2str(rd_kafka_last_error()));
                         return KRETRY_ERR_KAFKA;
                 }
+        }
+        /* Producer handles for every destination make librdkafka look up
+         * their leaders now, not on the first failure. */
+        for (int t = 0; t <= a->topic_cnt; t++) {
+                const char *name = t < a->topic_cnt ? a->topics[t] : a->dlq;
+                a->prkts[t]      = t ? rd_kafka_topic_new(a->producer, name, NULL)
+                                     : NULL;
         }
         a->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (a->efd < 0) {
@@ -371,9 +379,21 @@ static void refetch_later(kretry_adapter_t *a,
         rd_kafka_message_destroy(rkm);
 }
 
+/* Delivery reports and due messages are served every this many consumed
+ * messages, so a slow handler delays neither commits nor due tiers by a
+ * whole batch. */
+#define KRETRY_SERVE_EVERY 16
+
+static int dispatch_due(kretry_adapter_t *a, int64_t now);
+
 static int consume(kretry_adapter_t *a) {
         int n;
         for (n = 0; n < KRETRY_POLL_BATCH && !atomic_load(&a->stop); n++) {
+                if (n > 0 && n % KRETRY_SERVE_EVERY == 0) {
+                        rd_kafka_poll(a->producer, 0);
+                        if (a->held_list)
+                                dispatch_due(a, kretry_now_ms());
+                }
                 rd_kafka_message_t *rkm = rd_kafka_consumer_poll(a->consumer, 0);
                 if (!rkm)
                         return n;
@@ -568,6 +588,10 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
         if (a->consumer && !a->closed)
                 kretry_adapter_close(a);
         purge_producer(a);
+        for (int t = 0; a->prkts && t <= a->topic_cnt; t++)
+                if (a->prkts[t])
+                        rd_kafka_topic_destroy(a->prkts[t]);
+        free(a->prkts);
         if (a->pq)
                 rd_kafka_queue_destroy(a->pq);
         if (a->producer)

@@ -92,6 +92,7 @@ struct kretry_adapter_s {
         char *dlq;
         rd_kafka_t *consumer, *producer;
         rd_kafka_topic_t **rkts; /* consumer topic handles, per topic */
+        rd_kafka_topic_t **prkts; /* producer handles: [1..T] tiers, [T+1] DLQ */
         rd_kafka_queue_t *cq, *pq;
         int efd;
         kretry_part_t ***parts; /* [topic][partition] */

@@ -1,0 +1,87 @@
+/*
+ * A kretry consumer process for the kill test: values "n-<i>"; i % 7 == 0
+ * fails transiently once, i % 11 == 0 fails permanently, the rest succeed.
+ * Every OK appends "<i>\n" to OUTFILE with one write(2), so a SIGKILL never
+ * leaves half a line. Runs until SIGTERM.
+ *   it_worker BOOTSTRAP SOURCE GROUP OUTFILE
+ */
+#include "kretry/kretry.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static kretry_adapter_t *adapter;
+static int out_fd;
+
+static void on_term(int sig) {
+        (void)sig;
+        kretry_adapter_stop(adapter);
+}
+
+static void log_cb(kretry_log_level_t level, const char *fac, const char *msg,
+                   void *opaque) {
+        (void)opaque;
+        if (level <= KRETRY_LOG_WARNING || getenv("KRETRY_TEST_DEBUG"))
+                fprintf(stderr, "  [it_worker %d %s] %s\n", (int)level, fac,
+                        msg);
+}
+
+static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
+        (void)opaque;
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        char buf[32];
+        if (!v || len < 3 || len > 20)
+                return KRETRY_FAIL;
+        int i = atoi(v + 2);
+        /* Slow enough that a kill lands mid-stream. */
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (i % 11 == 0)
+                return KRETRY_FAIL;
+        if (i % 7 == 0 && kretry_msg_attempt(msg) == 1)
+                return KRETRY_RETRY;
+        int n = snprintf(buf, sizeof(buf), "%d\n", i);
+        if (write(out_fd, buf, (size_t)n) != n)
+                return KRETRY_RETRY;
+        return KRETRY_OK;
+}
+
+int main(int argc, char **argv) {
+        char err[512];
+        if (argc != 5) {
+                fprintf(stderr, "usage: it_worker BOOTSTRAP SOURCE GROUP OUT\n");
+                return 64;
+        }
+        out_fd = open(argv[4], O_WRONLY | O_CREAT | O_APPEND, 0644);
+        kretry_conf_t *conf = kretry_conf_new();
+        const char *kv[][2] = {
+            {"bootstrap.servers", argv[1]}, {"source.topic", argv[2]},
+            {"group.id", argv[3]}, {"retry.tiers", "30ms"},
+            {"socket.nagle.disable", "true"}, {"fetch.wait.max.ms", "10"},
+            {"session.timeout.ms", "6000"}, {"heartbeat.interval.ms", "500"},
+            {"auto.commit.interval.ms", "100"}, {"linger.ms", "1"},
+            {"log_level", "3"}};
+        for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+                if (kretry_conf_set(conf, kv[i][0], kv[i][1], err, sizeof(err))) {
+                        fprintf(stderr, "%s\n", err);
+                        return 1;
+                }
+        kretry_conf_set_handler(conf, handler, NULL);
+        kretry_conf_set_log_cb(conf, log_cb, NULL);
+        adapter = kretry_adapter_new(conf, err, sizeof(err));
+        if (!adapter) {
+                fprintf(stderr, "it_worker: %s\n", err);
+                return 1;
+        }
+        signal(SIGTERM, on_term);
+        kretry_err_t e = kretry_adapter_run(adapter);
+        kretry_adapter_destroy(adapter);
+        close(out_fd);
+        return e == KRETRY_ERR_OK ? 0 : 1;
+}
