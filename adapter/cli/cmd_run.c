@@ -28,7 +28,7 @@
 
 typedef struct {
         const char *bootstrap, *source, *group, *tiers, *max_attempts;
-        const char *jitter, *dlq, *exec;
+        const char *jitter, *dlq, *exec, *topology, *name;
         const char **props; /* -X name=value, in order */
         int prop_cnt;
         int verbose;
@@ -50,6 +50,7 @@ static void usage(FILE *out) {
         fprintf(out,
                 "usage: kretry run --bootstrap BROKERS --source TOPIC --group "
                 "GROUP --exec CMD\n"
+                "       kretry run --topology FILE --name NAME --exec CMD\n"
                 "                  [--tiers LIST] [--max-attempts N] "
                 "[--jitter P] [--dlq TOPIC]\n"
                 "                  [-X PROPERTY=VALUE]... [--verbose]\n\n"
@@ -61,6 +62,14 @@ static void usage(FILE *out) {
                 "  -s, --source TOPIC       topic to consume\n"
                 "  -g, --group GROUP        consumer group\n"
                 "  -e, --exec CMD           handler command\n"
+                "  -f, --topology FILE      take source, group, tiers, DLQ "
+                "and Kafka\n"
+                "                           properties from a topology "
+                "file; flags and -X\n"
+                "                           given too override it\n"
+                "  -N, --name NAME          the topology in FILE to run "
+                "(optional when\n"
+                "                           FILE declares only one)\n"
                 "  -t, --tiers LIST         retry delays, e.g. 1s,10s,1m "
                 "(default 1s,10s,1m)\n"
                 "  -n, --max-attempts N     handler attempts in all, the "
@@ -150,6 +159,12 @@ static int opt_set(run_opts_t *o, int c, const char *arg) {
         case 'd':
                 o->dlq = arg;
                 return 0;
+        case 'f':
+                o->topology = arg;
+                return 0;
+        case 'N':
+                o->name = arg;
+                return 0;
         case 'X':
                 return prop_add(o, arg);
         case 'v':
@@ -168,6 +183,12 @@ static int has_prop(const run_opts_t *o, const char *name) {
 }
 
 static int check_required(const run_opts_t *o) {
+        if (o->name && !o->topology)
+                return usage_error("%s needs --topology", "--name");
+        if (o->topology)
+                return !o->exec || !*o->exec
+                           ? usage_error("%s is required", "--exec")
+                           : 0;
         if (!o->bootstrap && !has_prop(o, "bootstrap.servers"))
                 return usage_error("%s is required", "--bootstrap");
         if (!o->source && !has_prop(o, "source.topic"))
@@ -191,6 +212,8 @@ static int parse_args(run_opts_t *o, int argc, char **argv) {
                 {"max-attempts", required_argument, NULL, 'n'},
                 {"jitter", required_argument, NULL, 'j'},
                 {"dlq", required_argument, NULL, 'd'},
+                {"topology", required_argument, NULL, 'f'},
+                {"name", required_argument, NULL, 'N'},
                 {"verbose", no_argument, NULL, 'v'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0}};
@@ -198,7 +221,7 @@ static int parse_args(run_opts_t *o, int argc, char **argv) {
 
         opterr = 0; /* our own messages, with the command's name */
         optind = 1;
-        while ((c = getopt_long(argc, argv, ":b:s:g:e:t:n:j:d:X:vh", longopts,
+        while ((c = getopt_long(argc, argv, ":b:s:g:e:t:n:j:d:f:N:X:vh", longopts,
                                 NULL)) != -1) {
                 if (c == 'h') {
                         usage(stdout);
@@ -269,6 +292,14 @@ static int conf_apply(kretry_conf_t *conf, const run_opts_t *o) {
                 {"--dlq", "dlq.topic", o->dlq},
         };
         int rc;
+        if (o->topology) {
+                char errstr[4096];
+                if (kretry_conf_load_topology(conf, o->topology, o->name,
+                                              errstr, sizeof(errstr))) {
+                        fprintf(stderr, "%s\n", errstr);
+                        return 1;
+                }
+        }
         for (int i = 0; i < o->prop_cnt; i++)
                 if ((rc = conf_put_x(conf, o->props[i])))
                         return rc;
