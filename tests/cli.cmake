@@ -30,3 +30,13 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(blackbox_run PROPERTIES TIMEOUT 90
                        SKIP_RETURN_CODE 77 LABELS blackbox)
 endif()
+
+# kretry demo runs the whole story on its embedded cluster: every order must
+# reach an end (OK or the DLQ) and the table must show each route taken.
+add_test(NAME cli_demo COMMAND kretry_cli demo --quiet)
+set_tests_properties(cli_demo PROPERTIES TIMEOUT 90 LABELS cli
+  PASS_REGULAR_EXPRESSION "done: 14 of 14 orders.*"
+  FAIL_REGULAR_EXPRESSION "incomplete|ERROR")
+add_test(NAME cli_version COMMAND kretry_cli --version)
+set_tests_properties(cli_version PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "^kretry [0-9]+\\.[0-9]+\\.[0-9]+")
