@@ -1,0 +1,8 @@
+#!/bin/sh
+# Installs what kretry needs (Debian 12), builds it and runs `kretry demo`.
+set -eu
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)" --target kretry_cli
+./build/kretry demo
