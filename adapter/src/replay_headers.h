@@ -1,0 +1,32 @@
+/*
+ * The headers of a DLQ message replayed by kretry dlq replay (DESIGN §3):
+ * the retry chain is reset — every chain header (attempt, tier, due time,
+ * original position, failure times, error class/code/message, group) is
+ * dropped, so the target handles it as a first delivery — while the
+ * correlation id and every other header pass through byte for byte and in
+ * order. kretry-replay-count goes up by one (a missing or malformed count
+ * counts as 0) and kretry-replayed-at is set.
+ */
+#ifndef KRETRY_REPLAY_HEADERS_H
+#define KRETRY_REPLAY_HEADERS_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdint.h>
+
+/* Largest replay count a header may carry; beyond it the value is absurd
+ * and restarts at 1. */
+#define KRETRY_REPLAY_COUNT_MAX 1000000
+
+/* 1 for the headers a replay drops or rewrites. */
+int kretry_replay_header_dropped(const char *name);
+
+/*
+ * The headers of the replayed copy of a message with headers @p src (may
+ * be NULL), replayed at @p now_ms. Returns a new list (free with
+ * rd_kafka_headers_destroy unless handed to the producer), or NULL when
+ * out of memory.
+ */
+rd_kafka_headers_t *kretry_replay_headers(const rd_kafka_headers_t *src,
+                                          int64_t now_ms);
+
+#endif

@@ -1,0 +1,5 @@
+# kretry dlq inspect/replay: the plain-data parts as unit suites, the
+# commands on the mock cluster.
+kretry_add_suite(test_dlq_filter LABELS unit)
+kretry_add_suite(test_ratelimit LABELS unit)
+kretry_add_suite(test_replay_headers LABELS unit)

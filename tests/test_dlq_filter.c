@@ -1,0 +1,170 @@
+#include "dlq_filter.h"
+#include "testutil.h"
+
+#include <string.h>
+
+static rd_kafka_headers_t *dlq_headers(const char *cls, const char *code) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+        rd_kafka_header_add(h, "trace", -1, "t1", 2);
+        rd_kafka_header_add(h, "kretry-attempt", -1, "4", 1);
+        rd_kafka_header_add(h, "kretry-original-topic", -1, "orders", 6);
+        rd_kafka_header_add(h, "kretry-first-failure-ts", -1, "1000", 4);
+        rd_kafka_header_add(h, "kretry-last-failure-ts", -1, "5000", 4);
+        if (cls)
+                rd_kafka_header_add(h, "kretry-error-class", -1, cls, -1);
+        if (code)
+                rd_kafka_header_add(h, "kretry-error-code", -1, code, -1);
+        rd_kafka_header_add(h, "kretry-error", -1, "bad order", 9);
+        rd_kafka_header_add(h, "kretry-replay-count", -1, "2", 1);
+        return h;
+}
+
+static void test_decode(void) {
+        rd_kafka_headers_t *h = dlq_headers("permanent", "VALIDATION");
+        kretry_dlq_info_t i;
+        kretry_dlq_info_decode(h, &i);
+        KT_ASSERT(i.chain.attempt_ok && i.chain.attempt == 4);
+        KT_ASSERT(i.chain.first_failure_ok && i.chain.first_failure_ts == 1000);
+        KT_ASSERT_INT_EQ(i.last_failure_ts, 5000);
+        KT_ASSERT_INT_EQ(i.replay_count, 2);
+        KT_ASSERT(i.error_class.len == 9 &&
+                  !memcmp(i.error_class.ptr, "permanent", 9));
+        KT_ASSERT(i.error.len == 9 && !memcmp(i.error.ptr, "bad order", 9));
+        KT_ASSERT(i.group.ptr == NULL);
+        KT_ASSERT_INT_EQ(kretry_dlq_dead_lettered_at(&i, 7000), 7000);
+        KT_ASSERT_INT_EQ(kretry_dlq_dead_lettered_at(&i, -1), 5000);
+        rd_kafka_headers_destroy(h);
+
+        kretry_dlq_info_decode(NULL, &i);
+        KT_ASSERT(!i.chain.attempt_ok && i.error_class.ptr == NULL);
+        KT_ASSERT_INT_EQ(i.last_failure_ts, -1);
+        KT_ASSERT_INT_EQ(kretry_dlq_dead_lettered_at(&i, -1), -1);
+}
+
+static void test_malformed(void) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+        rd_kafka_header_add(h, "kretry-attempt", -1, "x", 1);
+        rd_kafka_header_add(h, "kretry-last-failure-ts", -1, "-5", 2);
+        rd_kafka_header_add(h, "kretry-replay-count", -1, "", 0);
+        rd_kafka_header_add(h, "kretry-error-class", -1, NULL, 0);
+        kretry_dlq_info_t i;
+        kretry_dlq_info_decode(h, &i);
+        KT_ASSERT(!i.chain.attempt_ok);
+        KT_ASSERT_INT_EQ(i.last_failure_ts, -1);
+        KT_ASSERT_INT_EQ(i.replay_count, 0);
+        KT_ASSERT(i.error_class.ptr == NULL);
+        rd_kafka_headers_destroy(h);
+}
+
+static int match(const kretry_dlq_filter_t *f,
+                 const char *cls,
+                 const char *code,
+                 const char *key,
+                 int64_t at) {
+        rd_kafka_headers_t *h = dlq_headers(cls, code);
+        kretry_dlq_info_t i;
+        kretry_dlq_info_decode(h, &i);
+        int r = kretry_dlq_filter_match(f, &i, key, key ? strlen(key) : 0, at);
+        rd_kafka_headers_destroy(h);
+        return r;
+}
+
+static void test_filters(void) {
+        kretry_dlq_filter_t f;
+        kretry_dlq_filter_init(&f);
+        KT_ASSERT(match(&f, "permanent", "VALIDATION", "k1", 100));
+        KT_ASSERT(match(&f, NULL, NULL, NULL, -1));
+
+        f.error_class = "permanent";
+        KT_ASSERT(match(&f, "permanent", "X", "k1", 100));
+        KT_ASSERT(!match(&f, "exhausted", "X", "k1", 100));
+        KT_ASSERT(!match(&f, "permanentx", "X", "k1", 100));
+        KT_ASSERT(!match(&f, NULL, "X", "k1", 100));
+
+        kretry_dlq_filter_init(&f);
+        f.error_code = "HTTP_503";
+        KT_ASSERT(match(&f, "exhausted", "HTTP_503", "k1", 100));
+        KT_ASSERT(!match(&f, "exhausted", "HTTP_50", "k1", 100));
+        KT_ASSERT(!match(&f, "exhausted", NULL, "k1", 100));
+
+        kretry_dlq_filter_init(&f);
+        f.key     = "k1";
+        f.key_len = 2;
+        KT_ASSERT(match(&f, "permanent", NULL, "k1", 100));
+        KT_ASSERT(!match(&f, "permanent", NULL, "k12", 100));
+        KT_ASSERT(!match(&f, "permanent", NULL, NULL, 100));
+        f.key     = "";
+        f.key_len = 0;
+        KT_ASSERT(match(&f, "permanent", NULL, "", 100));
+        KT_ASSERT(!match(&f, "permanent", NULL, NULL, 100));
+
+        /* since inclusive, until exclusive; unknown times match no bound */
+        kretry_dlq_filter_init(&f);
+        f.since_ms = 100;
+        f.until_ms = 200;
+        KT_ASSERT(!match(&f, NULL, NULL, NULL, 99));
+        KT_ASSERT(match(&f, NULL, NULL, NULL, 100));
+        KT_ASSERT(match(&f, NULL, NULL, NULL, 199));
+        KT_ASSERT(!match(&f, NULL, NULL, NULL, 200));
+        KT_ASSERT(!match(&f, NULL, NULL, NULL, -1));
+
+        /* all at once */
+        kretry_dlq_filter_init(&f);
+        f.error_class = "permanent";
+        f.error_code  = "VALIDATION";
+        f.key         = "k1";
+        f.key_len     = 2;
+        f.since_ms    = 50;
+        KT_ASSERT(match(&f, "permanent", "VALIDATION", "k1", 60));
+        KT_ASSERT(!match(&f, "permanent", "VALIDATION", "k2", 60));
+        KT_ASSERT(!match(&f, "permanent", "VALIDATION", "k1", 40));
+}
+
+static void test_binary_key(void) {
+        kretry_dlq_filter_t f;
+        kretry_dlq_info_t i;
+        kretry_dlq_info_decode(NULL, &i);
+        kretry_dlq_filter_init(&f);
+        f.key     = "a\0b";
+        f.key_len = 3;
+        KT_ASSERT(kretry_dlq_filter_match(&f, &i, "a\0b", 3, -1));
+        KT_ASSERT(!kretry_dlq_filter_match(&f, &i, "a\0c", 3, -1));
+        KT_ASSERT(!kretry_dlq_filter_match(&f, &i, "a", 1, -1));
+}
+
+static void test_parse_time(void) {
+        int64_t v;
+        char err[256];
+        KT_ASSERT_INT_EQ(
+                kretry_dlq_parse_time("1h", 10000000, &v, err, sizeof(err)), 0);
+        KT_ASSERT_INT_EQ(v, 10000000 - 3600000);
+        KT_ASSERT_INT_EQ(
+                kretry_dlq_parse_time("90s", 100000, &v, err, sizeof(err)), 0);
+        KT_ASSERT_INT_EQ(v, 10000);
+        KT_ASSERT_INT_EQ(
+                kretry_dlq_parse_time("1700000000000", 5, &v, err, sizeof(err)),
+                0);
+        KT_ASSERT_INT_EQ(v, 1700000000000LL);
+        /* a duration longer than the clock reaches back stops at 0 */
+        KT_ASSERT_INT_EQ(
+                kretry_dlq_parse_time("2d", 1000, &v, err, sizeof(err)), 0);
+        KT_ASSERT_INT_EQ(v, 0);
+        KT_ASSERT_INT_EQ(kretry_dlq_parse_time("1x", 5, &v, err, sizeof(err)),
+                         -1);
+        KT_ASSERT(strstr(err, "\"1x\"") != NULL);
+        KT_ASSERT_INT_EQ(kretry_dlq_parse_time("", 5, &v, err, sizeof(err)),
+                         -1);
+        KT_ASSERT_INT_EQ(kretry_dlq_parse_time("-5", 5, &v, err, sizeof(err)),
+                         -1);
+        KT_ASSERT_INT_EQ(kretry_dlq_parse_time("99999999999999999999", 5, &v,
+                                               err, sizeof(err)),
+                         -1);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+                KT_TEST(test_decode),     KT_TEST(test_malformed),
+                KT_TEST(test_filters),    KT_TEST(test_binary_key),
+                KT_TEST(test_parse_time), KT_END};
+        return kt_main("dlq_filter", tests, argc, argv);
+}
