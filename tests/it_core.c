@@ -11,11 +11,6 @@ static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {
         return kretry_adapter_counter(a, c, 0);
 }
 
-static int done_20(kretry_adapter_t *a, it_env_t *env) {
-        (void)env;
-        return counter(a, KRETRY_COUNTER_OK) >= 20;
-}
-
 /* (a) all OK: every message handled once, offsets committed to the end. */
 static void test_all_ok(void) {
         it_env_t *env = it_env_new("50ms,100ms", 2);
@@ -25,7 +20,7 @@ static void test_all_ok(void) {
                 it_produce(env, i % 2, "k", v, NULL);
         }
         kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
-        KT_ASSERT(it_run_until(a, done_20, env, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 20, 20000));
         /* Committed while running (auto-commit of stored offsets), not only
          * at close. */
         int64_t end = kt_now_ms() + 400;
@@ -47,17 +42,12 @@ static void test_all_ok(void) {
         it_env_destroy(env);
 }
 
-static int retried_ok(kretry_adapter_t *a, it_env_t *env) {
-        (void)env;
-        return counter(a, KRETRY_COUNTER_OK) >= 1;
-}
-
 /* (b) RETRY twice then OK: tier 1 then tier 2, never before due. */
 static void test_retry_twice(void) {
         it_env_t *env = it_env_new("60ms,120ms", 1);
         it_produce(env, 0, "key-b", "retry2", NULL);
         kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
-        KT_ASSERT(it_run_until(a, retried_ok, env, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
         const it_call_t *c[4];
         KT_REQUIRE(it_calls_for(env, "retry2", c, 4) == 3);
         KT_ASSERT_INT_EQ(c[0]->attempt, 1);
@@ -92,11 +82,6 @@ static void test_retry_twice(void) {
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 1);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[1], 0), 1);
         it_env_destroy(env);
-}
-
-static int one_dlq(kretry_adapter_t *a, it_env_t *env) {
-        (void)env;
-        return counter(a, KRETRY_COUNTER_DLQ) >= 1;
 }
 
 typedef struct {
@@ -147,7 +132,7 @@ static void test_fail_to_dlq(void) {
         rd_kafka_header_add(h, "trace", -1, "second", 6);
         it_produce(env, 0, "key-c", "fail-c", h);
         kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
-        KT_ASSERT(it_run_until(a, one_dlq, env, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
         KT_ASSERT_INT_EQ(env->call_cnt, 1);
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PERMANENT, 0), 1);
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_RETRIED), 0);
@@ -193,7 +178,7 @@ static void test_exhausted(void) {
         it_produce(env, 0, "key-d", "always-d", NULL);
         kretry_adapter_t *a =
             it_adapter(it_conf(env, "retry.max.attempts", "4", NULL));
-        KT_ASSERT(it_run_until(a, one_dlq, env, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
         const it_call_t *c[8];
         KT_ASSERT_INT_EQ(it_calls_for(env, "always-d", c, 8), 4);
         KT_ASSERT_INT_EQ(c[1]->tier, 1);

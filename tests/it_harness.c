@@ -186,6 +186,19 @@ int it_run_until(kretry_adapter_t *a,
         return 1;
 }
 
+int it_wait_counter(kretry_adapter_t *a,
+                    kretry_counter_t c,
+                    int64_t n,
+                    int timeout_ms) {
+        int64_t deadline = kt_now_ms() + timeout_ms;
+        while (kretry_adapter_counter(a, c, 0) < n) {
+                if (kt_now_ms() > deadline ||
+                    kretry_adapter_poll(a, 100) != KRETRY_ERR_OK)
+                        return kretry_adapter_counter(a, c, 0) >= n;
+        }
+        return 1;
+}
+
 void it_produce(it_env_t *env,
                 int32_t partition,
                 const char *key,

@@ -58,6 +58,13 @@ int it_run_until(kretry_adapter_t *a,
                  it_env_t *env,
                  int timeout_ms);
 
+/* Poll until counter @p c (all tiers) reaches @p n or @p timeout_ms passes;
+ * returns whether it did. */
+int it_wait_counter(kretry_adapter_t *a,
+                    kretry_counter_t c,
+                    int64_t n,
+                    int timeout_ms);
+
 void it_produce(it_env_t *env,
                 int32_t partition,
                 const char *key,
