@@ -3,3 +3,6 @@
 kretry_add_suite(test_dlq_filter LABELS unit)
 kretry_add_suite(test_ratelimit LABELS unit)
 kretry_add_suite(test_replay_headers LABELS unit)
+kretry_add_suite(it_dlq TIMEOUT 240 LABELS integration)
+target_link_libraries(it_dlq PRIVATE PkgConfig::JANSSON)
+add_dependencies(it_dlq kretry_cli)

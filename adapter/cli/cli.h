@@ -13,5 +13,6 @@ int cmd_dev_broker(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_topology(int argc, char **argv);
+int cmd_dlq(int argc, char **argv);
 
 #endif

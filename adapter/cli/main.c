@@ -16,6 +16,7 @@ static const struct {
      "run librdkafka's mock cluster as a standalone broker"},
     {"topology", cmd_topology,
      "validate, describe, plan and apply a YAML topology"},
+    {"dlq", cmd_dlq, "inspect a topology's dead-letter topic and replay it"},
 };
 
 #define COMMAND_CNT (sizeof(commands) / sizeof(commands[0]))
