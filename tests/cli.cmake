@@ -40,3 +40,11 @@ set_tests_properties(cli_demo PROPERTIES TIMEOUT 90 LABELS cli
 add_test(NAME cli_version COMMAND kretry_cli --version)
 set_tests_properties(cli_version PROPERTIES LABELS cli
   PASS_REGULAR_EXPRESSION "^kretry [0-9]+\\.[0-9]+\\.[0-9]+")
+
+# `cmake --install` yields a header, libraries and a kretry.pc a program
+# builds against; only the public API is exported.
+add_test(NAME install_check
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/install_check.sh ${CMAKE_BINARY_DIR}
+                 "${KRETRY_SANITIZER}")
+set_tests_properties(install_check PROPERTIES TIMEOUT 60 LABELS cli
+  PASS_REGULAR_EXPRESSION "retry.jitter: 150% is out of range")

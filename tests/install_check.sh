@@ -1,0 +1,33 @@
+#!/bin/sh
+# Installs the build into a scratch prefix, builds a program against it with
+# pkg-config, runs it, and checks the shared library exports only kretry_*.
+#   install_check.sh BUILD_DIR [SANITIZERS]
+set -eu
+build="$1"
+san="${2:+-fsanitize=$2}"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cmake --install "$build" --prefix "$dir/prefix" >/dev/null
+pc=$(find "$dir/prefix" -name kretry.pc)
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+cat >"$dir/app.c" <<'C'
+#include <kretry/kretry.h>
+#include <stdio.h>
+int main(void) {
+        kretry_conf_t *conf = kretry_conf_new();
+        char err[256];
+        int bad = kretry_conf_set(conf, "retry.jitter", "150%", err, sizeof(err));
+        kretry_conf_destroy(conf);
+        printf("%s %s\n", kretry_version_str(), bad ? err : "accepted");
+        return bad == KRETRY_ERR_INVALID_VALUE ? 0 : 1;
+}
+C
+cc -Wall -Wextra -Werror $san "$dir/app.c" -o "$dir/app" $(pkg-config --cflags --libs kretry)
+libdir=$(pkg-config --variable=libdir kretry)
+LD_LIBRARY_PATH="$libdir" "$dir/app"
+others=$(nm -D --defined-only "$libdir/libkretry.so" | awk '{print $3}' | grep -v '^kretry_' || true)
+if [ -n "$others" ]; then
+        echo "exported symbols outside the public API:" $others >&2
+        exit 1
+fi
+echo "install: header, libraries and kretry.pc work from $dir/prefix"
