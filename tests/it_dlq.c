@@ -6,6 +6,7 @@
  */
 #include "testutil.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -295,9 +296,387 @@ static void test_inspect_empty_and_errors(void) {
         env_destroy(e);
 }
 
+/* Sum of the high watermarks of @p topic's partitions. */
+static int64_t hwm_sum(env_t *e, const char *topic, int parts) {
+        int64_t sum = 0, lo, hi;
+        for (int p = 0; p < parts; p++) {
+                KT_REQUIRE(rd_kafka_query_watermark_offsets(
+                                   e->producer, topic, p, &lo, &hi, 5000) == 0);
+                sum += hi;
+        }
+        return sum;
+}
+
+static int64_t committed_sum(env_t *e, int parts) {
+        char g[200];
+        int64_t sum = 0;
+        snprintf(g, sizeof(g), "%s.kretry-replay", e->group);
+        for (int p = 0; p < parts; p++) {
+                int64_t o = kt_committed(e->c, g, e->dlq, p);
+                sum += o > 0 ? o : 0;
+        }
+        return sum;
+}
+
+#define MAX_SEEN 4096
+
+typedef struct {
+        int cnt;
+        rd_kafka_message_t *m[MAX_SEEN];
+} seen_t;
+
+/* Keep a copy of what kt_consume() shows: the key, value, headers and
+ * partition are what the tests look at. */
+static void keep(const rd_kafka_message_t *m, void *opaque) {
+        seen_t *s = opaque;
+        if (s->cnt >= MAX_SEEN)
+                return;
+        rd_kafka_message_t *c = calloc(1, sizeof(*c));
+        c->partition          = m->partition;
+        c->offset             = m->offset;
+        if (m->key) {
+                c->key     = malloc(m->key_len + 1);
+                c->key_len = m->key_len;
+                memcpy(c->key, m->key, m->key_len);
+        }
+        if (m->payload) {
+                c->payload = malloc(m->len + 1);
+                c->len     = m->len;
+                memcpy(c->payload, m->payload, m->len);
+        }
+        rd_kafka_headers_t *h = NULL;
+        rd_kafka_message_headers(m, &h);
+        c->_private    = h ? rd_kafka_headers_copy(h) : NULL;
+        s->m[s->cnt++] = c;
+}
+
+static void seen_clear(seen_t *s) {
+        for (int i = 0; i < s->cnt; i++) {
+                free(s->m[i]->key);
+                free(s->m[i]->payload);
+                if (s->m[i]->_private)
+                        rd_kafka_headers_destroy(s->m[i]->_private);
+                free(s->m[i]);
+        }
+        s->cnt = 0;
+}
+
+static rd_kafka_message_t *by_value(seen_t *s, const char *v, size_t n) {
+        for (int i = 0; i < s->cnt; i++)
+                if (s->m[i]->payload && s->m[i]->len == n &&
+                    !memcmp(s->m[i]->payload, v, n))
+                        return s->m[i];
+        return NULL;
+}
+
+/* Header @p i of a kept message as "name=value". */
+static const char *hdr_at(rd_kafka_message_t *m, size_t i, char *buf) {
+        const char *name;
+        const void *v;
+        size_t n;
+        if (!m->_private ||
+            rd_kafka_header_get_all(m->_private, i, &name, &v, &n))
+                return NULL;
+        snprintf(buf, 128, "%s=%.*s", name, (int)n, v ? (const char *)v : "");
+        return buf;
+}
+
+/* Messages with everything byte identity can break: binary and null keys
+ * and values, repeated and null-valued user headers, a replay count. */
+static void fill_binary(env_t *e) {
+        static const char bin[] = {'b', 0, (char)0xff, '\n'};
+        struct {
+                const void *key;
+                size_t key_len;
+                const void *val;
+                size_t val_len;
+                int part, orig_part;
+        } msgs[] = {
+                {"k1", 2, "plain", 5, 0, 1},
+                {bin, sizeof(bin), "binkey", 6, 1, 1},
+                {NULL, 0, "nullkey", 7, 1, 0},
+                {"k4", 2, bin, sizeof(bin), 0, 0},
+                {"k5", 2, NULL, 0, 1, 1},
+        };
+        for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
+                char op[8];
+                snprintf(op, sizeof(op), "%d", msgs[i].orig_part);
+                rd_kafka_headers_t *h = rd_kafka_headers_new(16);
+                rd_kafka_header_add(h, "trace", -1, "a\0b", 3);
+                rd_kafka_header_add(h, "kretry-attempt", -1, "4", -1);
+                rd_kafka_header_add(h, "kretry-tier", -1, "2", -1);
+                rd_kafka_header_add(h, "kretry-due-ts", -1, "5", -1);
+                rd_kafka_header_add(h, "kretry-original-topic", -1, e->source,
+                                    -1);
+                rd_kafka_header_add(h, "kretry-original-partition", -1, op, -1);
+                rd_kafka_header_add(h, "kretry-original-offset", -1, "9", -1);
+                rd_kafka_header_add(h, "kretry-first-failure-ts", -1, "1", -1);
+                rd_kafka_header_add(h, "kretry-last-failure-ts", -1, "2", -1);
+                rd_kafka_header_add(h, "kretry-error-class", -1, "permanent",
+                                    -1);
+                rd_kafka_header_add(h, "kretry-error-code", -1, "BAD", -1);
+                rd_kafka_header_add(h, "kretry-error", -1, "bad", -1);
+                rd_kafka_header_add(h, "kretry-group", -1, e->group, -1);
+                rd_kafka_header_add(h, "kretry-correlation-id", -1, "cid", -1);
+                rd_kafka_header_add(h, "empty", -1, NULL, 0);
+                rd_kafka_header_add(h, "trace", -1, "second", -1);
+                if (i == 0)
+                        rd_kafka_header_add(h, "kretry-replay-count", -1, "2",
+                                            -1);
+                KT_REQUIRE(rd_kafka_producev(
+                                   e->producer, RD_KAFKA_V_TOPIC(e->dlq),
+                                   RD_KAFKA_V_PARTITION(msgs[i].part),
+                                   RD_KAFKA_V_KEY(msgs[i].key, msgs[i].key_len),
+                                   RD_KAFKA_V_VALUE((void *)msgs[i].val,
+                                                    msgs[i].val_len),
+                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                   RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END) == 0);
+        }
+        flush(e);
+}
+
+static void check_identity(env_t *e, seen_t *s, int64_t t0) {
+        static const char bin[] = {'b', 0, (char)0xff, '\n'};
+        char b[128];
+        KT_ASSERT_INT_EQ(s->cnt, 5);
+        rd_kafka_message_t *m = by_value(s, "plain", 5);
+        KT_REQUIRE(m != NULL);
+        KT_ASSERT(m->key_len == 2 && !memcmp(m->key, "k1", 2));
+        KT_ASSERT_INT_EQ(m->partition, 1); /* the original partition */
+        /* user headers and the correlation id in order, then the replay's */
+        KT_ASSERT_INT_EQ(rd_kafka_header_cnt(m->_private), 6);
+        const void *v;
+        size_t n;
+        const char *name;
+        KT_ASSERT(rd_kafka_header_get_all(m->_private, 0, &name, &v, &n) == 0 &&
+                  !strcmp(name, "trace") && n == 3 && !memcmp(v, "a\0b", 3));
+        KT_ASSERT_STR_EQ(hdr_at(m, 1, b), "kretry-correlation-id=cid");
+        KT_ASSERT_STR_EQ(hdr_at(m, 2, b), "empty=");
+        KT_ASSERT_STR_EQ(hdr_at(m, 3, b), "trace=second");
+        KT_ASSERT_STR_EQ(hdr_at(m, 4, b), "kretry-replay-count=3");
+        KT_ASSERT(rd_kafka_header_get_last(m->_private, "empty", &v, &n) == 0 &&
+                  v == NULL);
+        KT_REQUIRE(rd_kafka_header_get_last(m->_private, "kretry-replayed-at",
+                                            &v, &n) == 0);
+        snprintf(b, sizeof(b), "%.*s", (int)n, (const char *)v);
+        KT_CHECK_MSG(atoll(b) >= t0 && atoll(b) <= kt_now_ms(), CU_FALSE,
+                     "replayed-at %s, test started %lld", b, (long long)t0);
+
+        m = by_value(s, "binkey", 6);
+        KT_REQUIRE(m != NULL);
+        KT_ASSERT(m->key_len == sizeof(bin) && !memcmp(m->key, bin, 4));
+        KT_ASSERT_STR_EQ(hdr_at(m, 4, b), "kretry-replay-count=1");
+        m = by_value(s, "nullkey", 7);
+        KT_REQUIRE(m != NULL);
+        KT_ASSERT(m->key == NULL);
+        KT_ASSERT_INT_EQ(m->partition, 0);
+        m = by_value(s, bin, sizeof(bin));
+        KT_REQUIRE(m != NULL);
+        KT_ASSERT(m->key_len == 2 && !memcmp(m->key, "k4", 2));
+        m = NULL;
+        for (int i = 0; i < s->cnt; i++)
+                if (!s->m[i]->payload)
+                        m = s->m[i];
+        KT_REQUIRE(m != NULL);
+        KT_ASSERT(m->key_len == 2 && !memcmp(m->key, "k5", 2));
+        (void)e;
+}
+
+static void test_replay_identity(void) {
+        static char out[8192];
+        env_t *e   = env_new(2);
+        seen_t *s  = calloc(1, sizeof(*s));
+        int64_t t0 = kt_now_ms();
+        fill_binary(e);
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out), NULL), 0);
+        KT_CHECK_MSG(strstr(out, "replayed 5 messages"), CU_FALSE, "%.1500s",
+                     out);
+        KT_ASSERT_INT_EQ(kt_consume(e->c, e->source, 5, 10000, keep, s), 5);
+        check_identity(e, s, t0);
+        KT_ASSERT_INT_EQ(committed_sum(e, 2), 5);
+        /* done: a second replay finds nothing new */
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out), NULL), 0);
+        KT_CHECK_MSG(strstr(out, "replayed 0 messages"), CU_FALSE, "%.1500s",
+                     out);
+        KT_ASSERT_INT_EQ(hwm_sum(e, e->source, 2), 5);
+        seen_clear(s);
+
+        /* to a tier of the topology, from the beginning again */
+        KT_ASSERT_INT_EQ(
+                run_cli(e, "replay", out, sizeof(out),
+                        (const char *[]){"--to", "tier:2", "--restart", NULL}),
+                0);
+        KT_ASSERT_INT_EQ(kt_consume(e->c, e->tier2, 5, 10000, keep, s), 5);
+        check_identity(e, s, t0);
+        seen_clear(s);
+        free(s);
+        env_destroy(e);
+}
+
+static void test_replay_refuses_outside(void) {
+        static char out[4096];
+        env_t *e = env_new(2);
+        fill_binary(e);
+        static const char *const bad[] = {"tier:3", "tier:0", "tier:x",
+                                          "other-topic", NULL};
+        for (int i = 0; bad[i]; i++)
+                KT_ASSERT_INT_EQ(
+                        run_cli(e, "replay", out, sizeof(out),
+                                (const char *[]){"--to", bad[i], NULL}),
+                        64);
+        const char *dlq_to[] = {"--to", e->dlq, NULL};
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out), dlq_to), 64);
+        KT_ASSERT_INT_EQ(hwm_sum(e, e->source, 2), 0);
+        KT_ASSERT_INT_EQ(hwm_sum(e, e->dlq, 2), 5);
+        KT_ASSERT_INT_EQ(committed_sum(e, 2), 0);
+        env_destroy(e);
+}
+
+static void test_replay_dry_run_and_filters(void) {
+        static char out[1 << 16];
+        env_t *e = env_new(2);
+        fill_filters(e);
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out),
+                                 (const char *[]){"--dry-run", "--class",
+                                                  "permanent", NULL}),
+                         0);
+        KT_CHECK_MSG(strstr(out, "3 messages would be replayed") &&
+                             strstr(out, "VALIDATION") &&
+                             strstr(out, "NOT_FOUND"),
+                     CU_FALSE, "%.1500s", out);
+        /* nothing written, nothing committed */
+        KT_ASSERT_INT_EQ(hwm_sum(e, e->source, 2), 0);
+        KT_ASSERT_INT_EQ(committed_sum(e, 2), 0);
+
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out),
+                                 (const char *[]){"--class", "permanent",
+                                                  "--since", "1h", NULL}),
+                         0);
+        KT_ASSERT_INT_EQ(hwm_sum(e, e->source, 2), 2);
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out),
+                                 (const char *[]){"--restart", "--key", "k1",
+                                                  "--max", "1", NULL}),
+                         0);
+        KT_CHECK_MSG(strstr(out, "(--max reached)"), CU_FALSE, "%.1500s", out);
+        KT_ASSERT_INT_EQ(hwm_sum(e, e->source, 2), 3);
+        env_destroy(e);
+}
+
+/* Many small messages for the rate and resume tests: value "m<i>". */
+static void fill_many(env_t *e, int n, int parts) {
+        for (int i = 0; i < n; i++) {
+                char v[16];
+                snprintf(v, sizeof(v), "m%d", i);
+                dlq_put(e, i % parts, v, v, "exhausted", "HTTP_503",
+                        kt_now_ms());
+        }
+        flush(e);
+}
+
+static void test_replay_rate(void) {
+        static char out[4096];
+        env_t *e = env_new(4);
+        fill_many(e, 2000, 4);
+        int64_t t0 = kt_now_ms();
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out),
+                                 (const char *[]){"--rate", "500", NULL}),
+                         0);
+        int64_t took = kt_now_ms() - t0;
+        KT_CHECK_MSG(took >= 3600 && took <= 4400, CU_FALSE,
+                     "2000 messages at 500/s took %lld ms: %.500s",
+                     (long long)took, out);
+        KT_ASSERT_INT_EQ(hwm_sum(e, e->source, 4), 2000);
+        fprintf(stderr, "\n    2000 messages at --rate 500: %lld ms\n",
+                (long long)took);
+        env_destroy(e);
+}
+
+#define RESUME_N 800
+#define RESUME_BATCH 50
+
+static void count_values(const rd_kafka_message_t *m, void *opaque) {
+        int *seen = opaque;
+        char v[16];
+        snprintf(v, sizeof(v), "%.*s", (int)(m->len < 15 ? m->len : 15),
+                 (const char *)m->payload);
+        int i = atoi(v + 1);
+        if (i >= 0 && i < RESUME_N)
+                seen[i]++;
+}
+
+static void nap_ms(int ms) {
+        struct timespec ts = {0, ms * 1000000L};
+        nanosleep(&ts, NULL);
+}
+
+static void test_replay_kill_resume(void) {
+        static char out[4096];
+        char batch[16];
+        env_t *e = env_new(4);
+        fill_many(e, RESUME_N, 4);
+        snprintf(batch, sizeof(batch), "%d", RESUME_BATCH);
+        const char *argv[] = {"kretry", "dlq", "replay",  "--topology", e->yaml,
+                              "--rate", "400", "--batch", batch,        NULL};
+        pid_t pid          = fork();
+        if (pid == 0) {
+                int null = open("/dev/null", 1);
+                dup2(null, 1);
+                execv(KRETRY_CLI_PATH, (char *const *)argv);
+                _exit(127);
+        }
+        /* Kill it once a few batches were committed: progress lives in
+         * another process, so this polls. */
+        int64_t deadline = kt_now_ms() + 20000;
+        while (committed_sum(e, 4) < 3 * RESUME_BATCH && kt_now_ms() < deadline)
+                nap_ms(20);
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        KT_ASSERT(WIFSIGNALED(st));
+        int64_t done_before = committed_sum(e, 4);
+        int64_t produced    = hwm_sum(e, e->source, 4);
+        KT_CHECK_MSG(done_before >= 3 * RESUME_BATCH && done_before < RESUME_N,
+                     CU_FALSE, "killed with %lld committed",
+                     (long long)done_before);
+
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out),
+                                 (const char *[]){"--rate", "100000", "--batch",
+                                                  batch, NULL}),
+                         0);
+        KT_ASSERT_INT_EQ(committed_sum(e, 4), RESUME_N);
+        int64_t total = hwm_sum(e, e->source, 4);
+        int *seen     = calloc(RESUME_N, sizeof(int));
+        KT_ASSERT_INT_EQ(kt_consume(e->c, e->source, (int)total, 20000,
+                                    count_values, seen),
+                         total);
+        int missing = 0, dups = 0;
+        for (int i = 0; i < RESUME_N; i++) {
+                missing += seen[i] == 0;
+                dups += seen[i] > 1 ? seen[i] - 1 : 0;
+        }
+        KT_ASSERT_INT_EQ(missing, 0);
+        KT_CHECK_MSG(dups <= RESUME_BATCH, CU_FALSE,
+                     "%d duplicates (%lld produced before the kill, %lld "
+                     "committed)",
+                     dups, (long long)produced, (long long)done_before);
+        fprintf(stderr,
+                "\n    killed after %lld committed, %lld produced: "
+                "%d duplicates\n",
+                (long long)done_before, (long long)produced, dups);
+        free(seen);
+        env_destroy(e);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-                KT_TEST(test_inspect_filters), KT_TEST(test_inspect_table),
-                KT_TEST(test_inspect_empty_and_errors), KT_END};
+                KT_TEST(test_inspect_filters),
+                KT_TEST(test_inspect_table),
+                KT_TEST(test_inspect_empty_and_errors),
+                KT_TEST(test_replay_identity),
+                KT_TEST(test_replay_refuses_outside),
+                KT_TEST(test_replay_dry_run_and_filters),
+                KT_TEST(test_replay_rate),
+                KT_TEST(test_replay_kill_resume),
+                KT_END};
         return kt_main("it_dlq", tests, argc, argv);
 }

@@ -60,7 +60,10 @@ err:
 }
 
 /* What the reader needs whatever the file says: explicit positions, no
- * automatic commits, and an end-of-partition event. */
+ * automatic commits, an end-of-partition event, and short fetch waits: the
+ * next partition's fetch queues behind the finished one's, which a broker
+ * holds for fetch.wait.max.ms when it has nothing more (500 ms by default,
+ * per partition read). A reader stops at the end, so it seldom idles. */
 static int reader_conf(rd_kafka_conf_t *conf,
                        const char *group,
                        char *errstr,
@@ -70,6 +73,7 @@ static int reader_conf(rd_kafka_conf_t *conf,
                 {"enable.auto.offset.store", "false"},
                 {"enable.partition.eof", "true"},
                 {"auto.offset.reset", "earliest"},
+                {"fetch.wait.max.ms", "10"},
                 {"group.id", group ? group : "kretry-dlq-reader"},
         };
         for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)

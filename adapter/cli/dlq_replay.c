@@ -1,10 +1,364 @@
 /*
- * kretry dlq replay (lands in the next change).
+ * kretry dlq replay: republish what the filters select from a topology's
+ * DLQ to its source (or one of its tiers), rate-limited and in batches.
+ *
+ * Resumability: positions in the DLQ are committed under the group
+ * "<group>.kretry-replay" only after every produce of the batch was
+ * acknowledged (idempotent producer, acks=all). A replay killed at any
+ * instant therefore resumes at the last committed batch and repeats at most
+ * the batch that was in flight. Messages the filters skip are marked done
+ * with their batch; --restart reads from the beginning again.
  */
+#include "cli.h"
 #include "dlq_cli.h"
+#include "dlq_reader.h"
+#include "ratelimit.h"
+#include "replay_headers.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG "kretry dlq replay"
+
+static volatile sig_atomic_t replay_stop;
+
+static void on_signal(int sig) {
+        (void)sig;
+        replay_stop = 1;
+}
+
+typedef struct {
+        const dlq_opts_t *o;
+        const kretry_topology_t *t;
+        const char *target;
+        int target_parts;
+        char group[512];
+        dlq_reader_t *r;
+        rd_kafka_t *producer;
+        kretry_bucket_t bucket;
+        int64_t read, replayed, in_batch, total;
+        int64_t acked, failed; /* delivery reports */
+        char dr_err[256];
+        int64_t start_us, last_progress_us;
+        int tty;
+} replay_t;
+
+static int64_t mono_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void nap_us(int64_t us) {
+        struct timespec ts = {(time_t)(us / 1000000),
+                              (long)(us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+}
+
+/* --to: the source, "tier:N", or the name of one of them. */
+static const char *resolve_to(const char *to, const kretry_topology_t *t) {
+        char *end;
+        if (!to || !strcmp(to, "source") || !strcmp(to, t->source))
+                return t->source;
+        if (!strncmp(to, "tier:", 5)) {
+                long n = strtol(to + 5, &end, 10);
+                if (to[5] && !*end && n >= 1 && n <= t->tier_cnt)
+                        return t->tier_topics[n - 1];
+                return NULL;
+        }
+        for (int i = 0; i < t->tier_cnt; i++)
+                if (!strcmp(to, t->tier_topics[i]))
+                        return t->tier_topics[i];
+        return NULL;
+}
+
+static void refuse_target(const char *to, const kretry_topology_t *t) {
+        fprintf(stderr,
+                PROG ": --to %s is not a target of topology \"%s\": use "
+                     "source (%s) or tier:1..%d (",
+                to, t->name, t->source, t->tier_cnt);
+        for (int i = 0; i < t->tier_cnt; i++)
+                fprintf(stderr, "%s%s", i ? ", " : "", t->tier_topics[i]);
+        fprintf(stderr, ")\n");
+}
+
+static void
+on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+        replay_t *rp = opaque;
+        (void)rk;
+        if (!m->err) {
+                rp->acked++;
+                return;
+        }
+        if (!rp->failed++)
+                snprintf(rp->dr_err, sizeof(rp->dr_err), "%s [%d]: %s",
+                         rd_kafka_topic_name(m->rkt), (int)m->partition,
+                         rd_kafka_err2str(m->err));
+}
+
+static int producer_new(replay_t *rp, const dlq_target_t *tg) {
+        char errstr[1024];
+        rd_kafka_conf_t *conf = dlq_client_conf(tg->f, rp->o->bootstrap, 0,
+                                                errstr, sizeof(errstr));
+        if (conf &&
+            (rd_kafka_conf_set(conf, "enable.idempotence", "true", errstr,
+                               sizeof(errstr)) ||
+             rd_kafka_conf_set(conf, "acks", "all", errstr, sizeof(errstr)))) {
+                rd_kafka_conf_destroy(conf);
+                conf = NULL;
+        }
+        if (conf) {
+                rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+                rd_kafka_conf_set_opaque(conf, rp);
+                rp->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr,
+                                            sizeof(errstr));
+                if (!rp->producer)
+                        rd_kafka_conf_destroy(conf);
+        }
+        if (!rp->producer)
+                fprintf(stderr, PROG ": producer: %s\n", errstr);
+        return rp->producer ? 0 : -1;
+}
+
+/* The target's partition count, from the cluster. */
+static int target_partitions(replay_t *rp) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t *rkt =
+                rd_kafka_topic_new(rp->producer, rp->target, NULL);
+        rd_kafka_resp_err_t err =
+                rd_kafka_metadata(rp->producer, 0, rkt, &md, rp->o->timeout_ms);
+        if (!err && (md->topic_cnt != 1 || md->topics[0].err))
+                err = md->topic_cnt == 1 ? md->topics[0].err
+                                         : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+        if (!err)
+                rp->target_parts = md->topics[0].partition_cnt;
+        if (err)
+                fprintf(stderr, PROG ": %s: %s\n", rp->target,
+                        rd_kafka_err2str(err));
+        if (md)
+                rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+        return err || rp->target_parts <= 0 ? -1 : 0;
+}
+
+/* Where a replayed message goes: the partition it first entered (tier
+ * partitions follow their source partition, and the original producer's
+ * partitioner chose it), else the DLQ partition's number, else the
+ * partitioner. */
+static int32_t target_partition(const replay_t *rp,
+                                const rd_kafka_message_t *m,
+                                const rd_kafka_headers_t *h) {
+        kretry_chain_t c;
+        kretry_chain_decode(h, &c);
+        if (c.orig_partition_ok && c.orig_partition < rp->target_parts)
+                return c.orig_partition;
+        if (m->partition < rp->target_parts)
+                return m->partition;
+        return RD_KAFKA_PARTITION_UA;
+}
+
+static void progress(replay_t *rp, int final) {
+        int64_t now = mono_us();
+        if (!rp->tty || (!final && now - rp->last_progress_us < 100000))
+                return;
+        rp->last_progress_us = now;
+        int64_t total        = rp->total > 0 ? rp->total : 1;
+        int width = 30, fill = (int)(rp->read * width / total);
+        char bar[31];
+        for (int i = 0; i < width; i++)
+                bar[i] = i < fill ? '#' : '.';
+        bar[width]  = '\0';
+        double secs = (double)(now - rp->start_us) / 1e6;
+        fprintf(stderr, "\r[%s] %lld/%lld read, %lld replayed, %.0f/s ", bar,
+                (long long)rp->read, (long long)rp->total,
+                (long long)rp->replayed,
+                secs > 0 ? (double)rp->replayed / secs : 0.0);
+        if (final)
+                fputc('\n', stderr);
+}
+
+/* Wait for a token; serves delivery reports meanwhile. */
+static void take_token(replay_t *rp) {
+        int64_t wait;
+        while (!replay_stop &&
+               (wait = kretry_bucket_take(&rp->bucket, mono_us())) > 0) {
+                rd_kafka_poll(rp->producer, 0);
+                nap_us(wait < 50000 ? wait : 50000);
+        }
+}
+
+static int produce(replay_t *rp, const rd_kafka_message_t *m) {
+        rd_kafka_headers_t *src = NULL;
+        rd_kafka_message_headers(m, &src);
+        rd_kafka_headers_t *h = kretry_replay_headers(src, dlq_now_ms());
+        if (!h)
+                return -1;
+        int32_t part = target_partition(rp, m, src);
+        rd_kafka_resp_err_t err;
+        while ((err = rd_kafka_producev(
+                        rp->producer, RD_KAFKA_V_TOPIC(rp->target),
+                        RD_KAFKA_V_PARTITION(part),
+                        RD_KAFKA_V_KEY(m->key, m->key_len),
+                        RD_KAFKA_V_VALUE(m->payload, m->len),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                        RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END)) ==
+               RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                rd_kafka_poll(rp->producer, 100);
+        if (err) {
+                rd_kafka_headers_destroy(h);
+                fprintf(stderr, PROG ": produce to %s: %s\n", rp->target,
+                        rd_kafka_err2str(err));
+                return -1;
+        }
+        return 0;
+}
+
+/* Every produce of the batch acknowledged, then its positions committed:
+ * the order that bounds a resumed replay's repeats to one batch. */
+static int end_batch(replay_t *rp) {
+        char errstr[512];
+        rd_kafka_resp_err_t err =
+                rd_kafka_flush(rp->producer, rp->o->timeout_ms * 6);
+        if (err || rp->failed) {
+                fprintf(stderr,
+                        PROG ": not acknowledged: %s; progress not "
+                             "committed for this batch\n",
+                        rp->failed ? rp->dr_err : rd_kafka_err2str(err));
+                return -1;
+        }
+        if (dlq_reader_commit(rp->r, errstr, sizeof(errstr))) {
+                fprintf(stderr, PROG ": %s\n", errstr);
+                return -1;
+        }
+        rp->in_batch = 0;
+        return 0;
+}
+
+static void pause_between(replay_t *rp) {
+        int64_t until = mono_us() + rp->o->pause_ms * 1000;
+        int64_t now;
+        while (!replay_stop && (now = mono_us()) < until) {
+                rd_kafka_poll(rp->producer, 0);
+                progress(rp, 0);
+                nap_us(until - now < 50000 ? until - now : 50000);
+        }
+}
+
+/* One message read: replayed (or listed, dry run) when selected; marked
+ * done either way. Returns 0, 1 when --max is reached, or -1. */
+static int handle(replay_t *rp, const rd_kafka_message_t *m) {
+        const dlq_opts_t *o = rp->o;
+        rp->read++;
+        if (dlq_selected(o, m)) {
+                if (o->dry_run) {
+                        dlq_print_message(stdout, m, o, dlq_now_ms());
+                } else {
+                        take_token(rp);
+                        if (replay_stop)
+                                return 1; /* not produced: not marked */
+                        if (produce(rp, m))
+                                return -1;
+                        rp->in_batch++;
+                }
+                rp->replayed++;
+        }
+        dlq_reader_mark(rp->r, m->partition, m->offset);
+        if (!o->dry_run && rp->in_batch >= o->batch) {
+                if (end_batch(rp))
+                        return -1;
+                progress(rp, 0);
+                pause_between(rp);
+        }
+        progress(rp, 0);
+        return o->max && rp->replayed >= o->max ? 1 : 0;
+}
+
+static int run(replay_t *rp) {
+        char errstr[1024];
+        rd_kafka_message_t *m;
+        int rc = 0, got;
+        while (!replay_stop && rc == 0 &&
+               (got = dlq_reader_next(rp->r, &m, errstr, sizeof(errstr))) !=
+                       0) {
+                if (got < 0) {
+                        fprintf(stderr, PROG ": %s\n", errstr);
+                        rc = -1;
+                        break;
+                }
+                rc = handle(rp, m);
+                rd_kafka_message_destroy(m);
+        }
+        if (!rp->o->dry_run && rc >= 0 && end_batch(rp))
+                rc = -1;
+        progress(rp, 1);
+        return rc < 0 ? -1 : 0;
+}
+
+static void summary(const replay_t *rp, int ok) {
+        double secs = (double)(mono_us() - rp->start_us) / 1e6;
+        if (rp->o->dry_run) {
+                printf("dry run: %lld message%s would be replayed to %s "
+                       "(%lld read from %s); nothing was written\n",
+                       (long long)rp->replayed, rp->replayed == 1 ? "" : "s",
+                       rp->target, (long long)rp->read, rp->t->dlq);
+                return;
+        }
+        printf("%s %lld message%s to %s in %.1fs (%lld read from %s)%s; "
+               "progress committed under group %s\n",
+               ok ? (replay_stop ? "stopped after replaying" : "replayed")
+                  : "failed after replaying",
+               (long long)rp->replayed, rp->replayed == 1 ? "" : "s",
+               rp->target, secs, (long long)rp->read, rp->t->dlq,
+               rp->o->max && rp->replayed >= rp->o->max ? " (--max reached)"
+                                                        : "",
+               rp->group);
+}
+
+static int open_reader(replay_t *rp, const dlq_target_t *tg) {
+        char errstr[1024];
+        rd_kafka_conf_t *conf = dlq_client_conf(tg->f, rp->o->bootstrap, 1,
+                                                errstr, sizeof(errstr));
+        if (conf)
+                rp->r = dlq_reader_new(conf, rp->t->dlq, rp->group,
+                                       rp->o->timeout_ms, errstr,
+                                       sizeof(errstr));
+        if (!rp->r || dlq_reader_snapshot(rp->r, !rp->o->restart, errstr,
+                                          sizeof(errstr))) {
+                fprintf(stderr, PROG ": %s\n", errstr);
+                return -1;
+        }
+        rp->total = dlq_reader_total(rp->r);
+        return 0;
+}
 
 int dlq_replay(const dlq_opts_t *o, const dlq_target_t *tg) {
-        (void)o, (void)tg;
-        fprintf(stderr, "kretry dlq replay: not available in this build\n");
-        return 1;
+        replay_t rp = {.o = o, .t = tg->t, .tty = !o->dry_run && isatty(2)};
+        int rc      = 1;
+        if (!(rp.target = resolve_to(o->to, tg->t))) {
+                refuse_target(o->to, tg->t);
+                return KRETRY_EX_USAGE;
+        }
+        snprintf(rp.group, sizeof(rp.group), "%s.kretry-replay", tg->t->group);
+        struct sigaction sa = {.sa_handler = on_signal,
+                               .sa_flags   = (int)SA_RESETHAND};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        if ((o->dry_run || !producer_new(&rp, tg)) &&
+            (o->dry_run || !target_partitions(&rp)) && !open_reader(&rp, tg)) {
+                if (o->dry_run)
+                        dlq_print_heading(stdout, o->show_value);
+                rp.start_us = mono_us();
+                kretry_bucket_init(&rp.bucket, o->rate, o->rate / 20,
+                                   rp.start_us);
+                rc = run(&rp) ? 1 : 0;
+                summary(&rp, rc == 0);
+        }
+        dlq_reader_destroy(rp.r);
+        if (rp.producer)
+                rd_kafka_destroy(rp.producer);
+        return rc;
 }
