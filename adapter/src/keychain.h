@@ -1,0 +1,82 @@
+/*
+ * Per-key ordering across retries (`ordering: key`), for one source
+ * partition. For each key with messages in the retry chain, the original
+ * source offsets still pending, in order, with the tier and due time where
+ * each waits. The lowest pending offset is the head: the only message of the
+ * key that may reach the handler. A later message of the key is parked —
+ * forwarded behind the head — until everything before it is resolved.
+ * Ordering is decided by original offset, so it survives any physical
+ * interleaving of tiers. Plain data: no I/O, unit-tested on its own. Memory
+ * grows with the retry backlog only, never with the source topic.
+ */
+#ifndef KRETRY_KEYCHAIN_H
+#define KRETRY_KEYCHAIN_H
+
+#include "keymap.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+        int64_t orig_offset;
+        int64_t due_ts;
+        int tier;
+} kretry_pending_t;
+
+typedef struct {
+        int cnt, cap;
+        kretry_pending_t one; /* inline storage while cap <= 1 */
+        kretry_pending_t *many;
+        int parked;           /* park_key: the key's head was dead-lettered */
+        int64_t dead_lettered; /* messages of the key sent after it */
+} kretry_chain_key_t;
+
+typedef struct {
+        kretry_keymap_t map;
+        size_t pending; /* messages in all chains */
+} kretry_chains_t;
+
+typedef enum {
+        KRETRY_CHAIN_HANDLE = 0, /* no chain, or this is the head */
+        KRETRY_CHAIN_PARK   = 1, /* forward behind the head */
+        KRETRY_CHAIN_DEAD   = 2  /* park_key: the key is dead-lettered */
+} kretry_chain_decision_t;
+
+void kretry_chains_init(kretry_chains_t *c);
+void kretry_chains_clear(kretry_chains_t *c);
+void kretry_chains_free(kretry_chains_t *c);
+
+/* What to do with a message of @p key at @p orig_offset; @p headp (may be
+ * NULL) receives the head when the answer is PARK. */
+kretry_chain_decision_t kretry_chains_decide(kretry_chains_t *c,
+                                             const void *key,
+                                             size_t len,
+                                             int64_t orig_offset,
+                                             kretry_pending_t *headp);
+
+/* The message at @p orig_offset is (still) in the chain, waiting in @p tier
+ * until @p due_ts. Returns 0, or -1 when out of memory. */
+int kretry_chains_add(kretry_chains_t *c,
+                      const void *key,
+                      size_t len,
+                      int64_t orig_offset,
+                      int tier,
+                      int64_t due_ts);
+
+/* The message at @p orig_offset reached its end (OK, DLQ, stale). */
+void kretry_chains_remove(kretry_chains_t *c,
+                          const void *key,
+                          size_t len,
+                          int64_t orig_offset);
+
+/* park_key: mark the key dead-lettered (followers go to the DLQ), or, with
+ * @p on = 0, lift it (the key was replayed). Returns the number of followers
+ * pending when it was marked. */
+size_t kretry_chains_park(kretry_chains_t *c,
+                          const void *key,
+                          size_t len,
+                          int on);
+
+size_t kretry_chains_keys(const kretry_chains_t *c);
+
+#endif
