@@ -14,5 +14,6 @@ int cmd_run(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_topology(int argc, char **argv);
 int cmd_dlq(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 
 #endif

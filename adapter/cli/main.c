@@ -17,6 +17,8 @@ static const struct {
     {"topology", cmd_topology,
      "validate, describe, plan and apply a YAML topology"},
     {"dlq", cmd_dlq, "inspect a topology's dead-letter topic and replay it"},
+    {"stats", cmd_stats,
+     "per-topic backlog, oldest age, rates and drain time; --check alerts"},
 };
 
 #define COMMAND_CNT (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,373 @@
+/*
+ * kretry stats: a topology's backlog read from the cluster alone — per
+ * topic (source, tiers, DLQ) the messages waiting for the group, the age of
+ * the oldest, arrival and consume rates over a window and the drain
+ * estimate — with the topology's alerts: evaluated, and --check turning a
+ * firing one into exit status 2 for cron jobs and monitoring scripts. The
+ * group is never joined, so running it beside the consumers changes
+ * nothing. Figures: stats_calc.c; Kafka requests: stats_kafka.c.
+ */
+#include "cli.h"
+#include "dlq_reader.h" /* dlq_client_conf(): clients from a topology file */
+#include "parse.h"
+#include "stats_calc.h"
+#include "stats_kafka.h"
+#include "topology.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG "kretry stats"
+#define STATS_DEFAULT_WINDOW_MS 2000
+#define STATS_DEFAULT_TIMEOUT_MS 5000
+
+typedef enum { OUT_TABLE, OUT_JSON, OUT_PROMETHEUS } output_t;
+
+typedef struct {
+        const char *file, *name, *bootstrap;
+        output_t output;
+        int check;
+        int64_t window_ms;
+        int timeout_ms;
+} stats_opts_t;
+
+static void usage(FILE *out) {
+        fprintf(out,
+                "usage: kretry stats --topology FILE [--name N] [--output "
+                "table|json|prometheus]\n"
+                "                    [--check] [--window D] [--bootstrap "
+                "HOSTS] [--timeout MS]\n\n"
+                "Per topic of the topology (source, each tier, DLQ): the "
+                "messages waiting for\n"
+                "the group, the age of the oldest waiting message, arrival "
+                "and consume rates\n"
+                "over a window, and the time to drain at those rates. Reads "
+                "offsets and one\n"
+                "message per partition; never joins the group, never "
+                "commits.\n\n"
+                "options:\n"
+                "  -f, --topology FILE  the topology file\n"
+                "  -N, --name NAME      the topology in FILE (optional when "
+                "it declares one)\n"
+                "  -o, --output FORMAT  table (default), json, or prometheus "
+                "(text exposition\n"
+                "                       format, for a textfile collector)\n"
+                "  -c, --check          exit 2 when an alerts: threshold of "
+                "the topology holds\n"
+                "  -w, --window D       rates over D, e.g. 10s (default "
+                "2s); 0: no rates\n"
+                "  -b, --bootstrap HOSTS  override the file's "
+                "bootstrap.servers\n"
+                "  -t, --timeout MS     bound on each cluster request "
+                "(default %d)\n"
+                "  -h, --help           show this help\n\n"
+                "Waiting: messages after the group's committed offset, or "
+                "from the start of\n"
+                "the partition where the group has none (the DLQ, which "
+                "nobody consumes).\n"
+                "Alerts: dlq_messages holds when the DLQ has at least that "
+                "many; oldest_age\n"
+                "when the source's oldest waiting message is older, or a "
+                "tier's is older than\n"
+                "its delay at +jitter plus the limit. See docs/stats.md.\n\n"
+                "Exit status: 0 done (with --check: no alert), 1 failure "
+                "(with --check: an\n"
+                "alert could not be evaluated), 2 an alert holds (--check), "
+                "64 usage error.\n",
+                STATS_DEFAULT_TIMEOUT_MS);
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+        fprintf(stderr, PROG ": ");
+        fprintf(stderr, fmt, arg);
+        fprintf(stderr, "\n(see 'kretry stats --help')\n");
+        return KRETRY_EX_USAGE;
+}
+
+static int opt_set(stats_opts_t *o, int c, const char *arg) {
+        char err[256];
+        int64_t n;
+        switch (c) {
+        case 'f':
+                o->file = arg;
+                return 0;
+        case 'N':
+                o->name = arg;
+                return 0;
+        case 'b':
+                o->bootstrap = arg;
+                return 0;
+        case 'c':
+                o->check = 1;
+                return 0;
+        case 'o':
+                if (!strcmp(arg, "table"))
+                        o->output = OUT_TABLE;
+                else if (!strcmp(arg, "json"))
+                        o->output = OUT_JSON;
+                else if (!strcmp(arg, "prometheus"))
+                        o->output = OUT_PROMETHEUS;
+                else
+                        return usage_error("--output %s: expected table, json "
+                                           "or prometheus",
+                                           arg);
+                return 0;
+        case 'w':
+                if (kretry_parse_duration_ms(arg, &o->window_ms, err,
+                                             sizeof(err)) ||
+                    o->window_ms > 3600000)
+                        return usage_error("--window %s: expected a duration "
+                                           "up to 1h (e.g. 10s, 0 for none)",
+                                           arg);
+                return 0;
+        case 't':
+                if (kretry_parse_int64(arg, 1, 3600000, &n, err, sizeof(err)))
+                        return usage_error("--timeout %s: expected "
+                                           "milliseconds (1..3600000)",
+                                           arg);
+                o->timeout_ms = (int)n;
+                return 0;
+        }
+        return -2;
+}
+
+/* @returns 0, -1 after --help, or an exit status. */
+static int parse_args(stats_opts_t *o, int argc, char **argv) {
+        static const struct option longopts[] = {
+                {"topology", required_argument, NULL, 'f'},
+                {"name", required_argument, NULL, 'N'},
+                {"bootstrap", required_argument, NULL, 'b'},
+                {"output", required_argument, NULL, 'o'},
+                {"check", no_argument, NULL, 'c'},
+                {"window", required_argument, NULL, 'w'},
+                {"timeout", required_argument, NULL, 't'},
+                {"help", no_argument, NULL, 'h'},
+                {NULL, 0, NULL, 0}};
+        int c, rc;
+        *o     = (stats_opts_t){.window_ms  = STATS_DEFAULT_WINDOW_MS,
+                                .timeout_ms = STATS_DEFAULT_TIMEOUT_MS};
+        opterr = 0; /* our own messages, with the command's name */
+        optind = 1;
+        while ((c = getopt_long(argc, argv, ":f:N:b:o:cw:t:h", longopts,
+                                NULL)) != -1) {
+                if (c == 'h') {
+                        usage(stdout);
+                        return -1;
+                }
+                if (c == ':')
+                        return usage_error("%s needs a value",
+                                           argv[optind - 1]);
+                if ((rc = opt_set(o, c, optarg)) == -2)
+                        return usage_error("unknown option \"%s\"",
+                                           argv[optind - 1]);
+                if (rc)
+                        return rc;
+        }
+        if (optind < argc)
+                return usage_error("unexpected argument \"%s\"", argv[optind]);
+        if (!o->file)
+                return usage_error("%s is required", "--topology");
+        return 0;
+}
+
+/* Load the file (errors on stderr) and pick the topology. */
+static const kretry_topology_t *load(const stats_opts_t *o,
+                                     kretry_topology_file_t **fp) {
+        kretry_diags_t d;
+        char line[1500];
+        kretry_diags_init(&d);
+        *fp = kretry_topology_file_load(o->file, &d);
+        for (size_t i = 0; i < d.cnt; i++)
+                if (d.items[i].level == KRETRY_DIAG_ERROR) {
+                        kretry_diag_format(&d, i, o->file, line, sizeof(line));
+                        fprintf(stderr, "%s\n", line);
+                }
+        kretry_diags_clear(&d);
+        if (!*fp)
+                return NULL;
+        size_t n = kretry_topology_count(*fp);
+        const kretry_topology_t *t =
+                o->name  ? kretry_topology_find(*fp, o->name)
+                : n == 1 ? kretry_topology_at(*fp, 0)
+                         : NULL;
+        if (t)
+                return t;
+        fprintf(stderr, PROG ": %s: ", o->file);
+        if (o->name)
+                fprintf(stderr,
+                        "no topology named \"%s\" (the file has:", o->name);
+        else
+                fprintf(stderr, "holds %zu topologies: name one with --name (",
+                        n);
+        for (size_t i = 0; i < n; i++)
+                fprintf(stderr, "%s%s", i ? ", " : " ",
+                        kretry_topology_at(*fp, i)->name);
+        fprintf(stderr, ")\n");
+        return NULL;
+}
+
+static void
+topic_init(stats_topic_t *s, const char *name, stats_role_t role, int tier) {
+        memset(s, 0, sizeof(*s));
+        snprintf(s->topic, sizeof(s->topic), "%s", name);
+        s->role       = role;
+        s->tier       = tier;
+        s->partitions = -1;
+        s->waiting    = -1;
+        s->oldest_ts  = -1;
+}
+
+/* Source, tiers, DLQ, in that order; the limits from alerts:. */
+static stats_topic_t *topics_of(const kretry_topology_t *t, stats_report_t *r) {
+        stats_topic_t *v = calloc((size_t)t->tier_cnt + 2, sizeof(*v));
+        if (!v)
+                return NULL;
+        topic_init(&v[0], t->source, STATS_ROLE_SOURCE, 0);
+        for (int i = 0; i < t->tier_cnt; i++) {
+                topic_init(&v[i + 1], t->tier_topics[i], STATS_ROLE_TIER,
+                           i + 1);
+                v[i + 1].allowance_ms =
+                        t->tiers_ms[i] +
+                        (int64_t)ceil((double)t->tiers_ms[i] * t->jitter);
+        }
+        topic_init(&v[t->tier_cnt + 1], t->dlq, STATS_ROLE_DLQ, 0);
+        r->topology             = t->name;
+        r->group                = t->group;
+        r->topics               = v;
+        r->topic_cnt            = (size_t)t->tier_cnt + 2;
+        r->limits.dlq_messages  = t->alerts ? t->alert_dlq_messages : -1;
+        r->limits.oldest_age_ms = t->alerts ? t->alert_oldest_age_ms : 0;
+        return v;
+}
+
+static int64_t wall_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms) {
+        struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+        while (nanosleep(&ts, &ts) == -1)
+                ;
+}
+
+/* Everything the cluster is asked, into @p r's topics. */
+static int gather(stats_io_t *io, stats_report_t *r, int64_t window_ms) {
+        char errstr[512];
+        stats_part_t **before = NULL, **after = NULL;
+        int rc = 1;
+        if (stats_io_metadata(io, errstr, sizeof(errstr))) {
+                fprintf(stderr, PROG ": %s\n", errstr);
+                return 1;
+        }
+        if (!(before = stats_io_parts_new(io)) ||
+            !(after = stats_io_parts_new(io)))
+                goto out;
+        if (window_ms > 0) {
+                stats_io_snapshot(io, before);
+                sleep_ms(window_ms);
+        }
+        stats_io_snapshot(io, after);
+        r->at_ms     = wall_ms();
+        r->window_ms = window_ms;
+        for (size_t i = 0; i < io->topic_cnt; i++)
+                stats_topic_depth(&r->topics[i], after[i], io->topics[i].cnt);
+        stats_io_oldest(io, after, r->at_ms);
+        for (size_t i = 0; i < io->topic_cnt; i++)
+                stats_topic_rates(&r->topics[i], before[i], after[i],
+                                  io->topics[i].cnt, window_ms);
+        rc = 0;
+out:
+        stats_io_parts_free(io, before);
+        stats_io_parts_free(io, after);
+        return rc;
+}
+
+static void render(const stats_opts_t *o, const stats_report_t *r) {
+        if (o->output == OUT_TABLE) {
+                stats_render_table(stdout, r);
+        } else if (o->output == OUT_PROMETHEUS) {
+                stats_render_prometheus(stdout, r);
+        } else {
+                json_t *j = stats_report_json(r);
+                char *s   = json_dumps(j, JSON_PRESERVE_ORDER | JSON_INDENT(2));
+                if (s)
+                        printf("%s\n", s);
+                free(s);
+                json_decref(j);
+        }
+        fflush(stdout);
+}
+
+/* What the command ends with: alerts and what was not answered go to
+ * stderr as well unless the table already shows them. */
+static int conclude(const stats_opts_t *o, const stats_report_t *r) {
+        int firing  = stats_alert_count(r, STATS_ALERT_FIRING);
+        int unknown = stats_alert_count(r, STATS_ALERT_UNKNOWN);
+        if (o->output != OUT_TABLE) {
+                for (size_t i = 0; i < r->topic_cnt; i++)
+                        if (r->topics[i].error[0])
+                                fprintf(stderr, PROG ": %s: not answered: %s\n",
+                                        r->topics[i].topic, r->topics[i].error);
+                for (size_t i = 0; i < r->alert_cnt; i++)
+                        if (r->alerts[i].state != STATS_ALERT_OK)
+                                fprintf(stderr, PROG ": %s%s\n",
+                                        r->alerts[i].state == STATS_ALERT_FIRING
+                                                ? "ALERT "
+                                                : "UNKNOWN ",
+                                        r->alerts[i].text);
+        }
+        if (!o->check)
+                return 0;
+        if (!r->alert_cnt)
+                fprintf(stderr,
+                        PROG ": --check: topology %s declares no "
+                             "alerts: nothing to check\n",
+                        r->topology);
+        return firing ? 2 : unknown ? 1 : 0;
+}
+
+int cmd_stats(int argc, char **argv) {
+        stats_opts_t o;
+        stats_report_t *r         = NULL;
+        stats_io_t io             = {0};
+        kretry_topology_file_t *f = NULL;
+        rd_kafka_conf_t *conf     = NULL;
+        char errstr[1024];
+        int rc = parse_args(&o, argc, argv);
+        if (rc)
+                return rc < 0 ? 0 : rc;
+        const kretry_topology_t *t = load(&o, &f);
+        rc                         = 1;
+        if (!t || !(r = calloc(1, sizeof(*r))) || !topics_of(t, r))
+                goto out;
+        if (!(io.topics = calloc(r->topic_cnt, sizeof(*io.topics))))
+                goto out;
+        io.topic_cnt = r->topic_cnt;
+        for (size_t i = 0; i < r->topic_cnt; i++)
+                io.topics[i].fig = &r->topics[i];
+        conf = dlq_client_conf(f, o.bootstrap, 1, errstr, sizeof(errstr));
+        if (!conf || stats_io_open(&io, conf, t->group, o.timeout_ms, errstr,
+                                   sizeof(errstr))) {
+                fprintf(stderr, PROG ": %s\n", errstr);
+                goto out;
+        }
+        if (gather(&io, r, o.window_ms))
+                goto out;
+        stats_evaluate(r);
+        render(&o, r);
+        rc = conclude(&o, r);
+out:
+        stats_io_close(&io);
+        free(io.topics);
+        if (r)
+                free(r->topics);
+        free(r);
+        kretry_topology_file_destroy(f);
+        return rc;
+}
