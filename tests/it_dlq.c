@@ -435,7 +435,18 @@ static void fill_binary(env_t *e) {
         flush(e);
 }
 
-static void check_identity(env_t *e, seen_t *s, int64_t t0) {
+static const char *
+hdr_last(rd_kafka_message_t *m, const char *name, char *buf) {
+        const void *v;
+        size_t n;
+        if (!m->_private || rd_kafka_header_get_last(m->_private, name, &v, &n))
+                return NULL;
+        snprintf(buf, 128, "%.*s", (int)n, v ? (const char *)v : "");
+        return buf;
+}
+
+/* @p tier: replayed into that tier, 0: into the source. */
+static void check_identity(env_t *e, seen_t *s, int64_t t0, int tier) {
         static const char bin[] = {'b', 0, (char)0xff, '\n'};
         char b[128];
         KT_ASSERT_INT_EQ(s->cnt, 5);
@@ -444,7 +455,7 @@ static void check_identity(env_t *e, seen_t *s, int64_t t0) {
         KT_ASSERT(m->key_len == 2 && !memcmp(m->key, "k1", 2));
         KT_ASSERT_INT_EQ(m->partition, 1); /* the original partition */
         /* user headers and the correlation id in order, then the replay's */
-        KT_ASSERT_INT_EQ(rd_kafka_header_cnt(m->_private), 6);
+        KT_ASSERT_INT_EQ(rd_kafka_header_cnt(m->_private), tier ? 12 : 6);
         const void *v;
         size_t n;
         const char *name;
@@ -453,7 +464,18 @@ static void check_identity(env_t *e, seen_t *s, int64_t t0) {
         KT_ASSERT_STR_EQ(hdr_at(m, 1, b), "kretry-correlation-id=cid");
         KT_ASSERT_STR_EQ(hdr_at(m, 2, b), "empty=");
         KT_ASSERT_STR_EQ(hdr_at(m, 3, b), "trace=second");
-        KT_ASSERT_STR_EQ(hdr_at(m, 4, b), "kretry-replay-count=3");
+        KT_ASSERT_STR_EQ(hdr_last(m, "kretry-replay-count", b), "3");
+        if (tier) {
+                /* a fresh chain in the tier, where it first entered kept */
+                KT_ASSERT_STR_EQ(hdr_at(m, 4, b), "kretry-attempt=1");
+                KT_ASSERT_STR_EQ(hdr_last(m, "kretry-tier", b), "2");
+                KT_ASSERT_STR_EQ(hdr_last(m, "kretry-original-partition", b),
+                                 "1");
+                KT_ASSERT(hdr_last(m, "kretry-error-class", b) == NULL);
+        } else {
+                KT_ASSERT(hdr_last(m, "kretry-attempt", b) == NULL);
+                KT_ASSERT(hdr_last(m, "kretry-original-topic", b) == NULL);
+        }
         KT_ASSERT(rd_kafka_header_get_last(m->_private, "empty", &v, &n) == 0 &&
                   v == NULL);
         KT_REQUIRE(rd_kafka_header_get_last(m->_private, "kretry-replayed-at",
@@ -465,7 +487,7 @@ static void check_identity(env_t *e, seen_t *s, int64_t t0) {
         m = by_value(s, "binkey", 6);
         KT_REQUIRE(m != NULL);
         KT_ASSERT(m->key_len == sizeof(bin) && !memcmp(m->key, bin, 4));
-        KT_ASSERT_STR_EQ(hdr_at(m, 4, b), "kretry-replay-count=1");
+        KT_ASSERT_STR_EQ(hdr_last(m, "kretry-replay-count", b), "1");
         m = by_value(s, "nullkey", 7);
         KT_REQUIRE(m != NULL);
         KT_ASSERT(m->key == NULL);
@@ -492,7 +514,7 @@ static void test_replay_identity(void) {
         KT_CHECK_MSG(strstr(out, "replayed 5 messages"), CU_FALSE, "%.1500s",
                      out);
         KT_ASSERT_INT_EQ(kt_consume(e->c, e->source, 5, 10000, keep, s), 5);
-        check_identity(e, s, t0);
+        check_identity(e, s, t0, 0);
         KT_ASSERT_INT_EQ(committed_sum(e, 2), 5);
         /* done: a second replay finds nothing new */
         KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out), NULL), 0);
@@ -507,7 +529,7 @@ static void test_replay_identity(void) {
                         (const char *[]){"--to", "tier:2", "--restart", NULL}),
                 0);
         KT_ASSERT_INT_EQ(kt_consume(e->c, e->tier2, 5, 10000, keep, s), 5);
-        check_identity(e, s, t0);
+        check_identity(e, s, t0, 2);
         seen_clear(s);
         free(s);
         env_destroy(e);
@@ -619,7 +641,7 @@ static void test_replay_kill_resume(void) {
                               "--rate", "400", "--batch", batch,        NULL};
         pid_t pid          = fork();
         if (pid == 0) {
-                int null = open("/dev/null", 1);
+                int null = open("/dev/null", O_WRONLY);
                 dup2(null, 1);
                 execv(KRETRY_CLI_PATH, (char *const *)argv);
                 _exit(127);
@@ -667,6 +689,59 @@ static void test_replay_kill_resume(void) {
         env_destroy(e);
 }
 
+static void test_replay_batches_pause(void) {
+        static char out[4096];
+        env_t *e = env_new(2);
+        fill_many(e, 30, 2);
+        int64_t t0 = kt_now_ms();
+        KT_ASSERT_INT_EQ(
+                run_cli(e, "replay", out, sizeof(out),
+                        (const char *[]){"--rate", "100000", "--batch", "10",
+                                         "--pause", "300ms", NULL}),
+                0);
+        int64_t took = kt_now_ms() - t0;
+        /* three batches, a pause between them, none after the last */
+        KT_CHECK_MSG(took >= 600 && took < 900, CU_FALSE,
+                     "30 messages in batches of 10, 300ms pauses: %lld ms",
+                     (long long)took);
+        KT_ASSERT_INT_EQ(hwm_sum(e, e->source, 2), 30);
+        KT_ASSERT_INT_EQ(committed_sum(e, 2), 30);
+        env_destroy(e);
+}
+
+/* SIGTERM: the replay finishes its batch, commits and exits 0; resuming
+ * then repeats nothing. */
+static void test_replay_sigterm(void) {
+        static char out[4096];
+        env_t *e = env_new(4);
+        fill_many(e, 400, 4);
+        const char *argv[] = {"kretry", "dlq", "replay",  "--topology", e->yaml,
+                              "--rate", "200", "--batch", "20",         NULL};
+        pid_t pid          = fork();
+        if (pid == 0) {
+                int null = open("/dev/null", O_WRONLY);
+                dup2(null, 1);
+                execv(KRETRY_CLI_PATH, (char *const *)argv);
+                _exit(127);
+        }
+        int64_t deadline = kt_now_ms() + 20000;
+        while (committed_sum(e, 4) < 40 && kt_now_ms() < deadline)
+                nap_ms(20);
+        kill(pid, SIGTERM);
+        int st;
+        waitpid(pid, &st, 0);
+        KT_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        int64_t produced = hwm_sum(e, e->source, 4);
+        KT_ASSERT_INT_EQ(committed_sum(e, 4), produced);
+        KT_CHECK_MSG(produced < 400, CU_FALSE, "stopped after %lld",
+                     (long long)produced);
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out),
+                                 (const char *[]){"--rate", "100000", NULL}),
+                         0);
+        KT_ASSERT_INT_EQ(hwm_sum(e, e->source, 4), 400);
+        env_destroy(e);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_inspect_filters),
@@ -677,6 +752,8 @@ int main(int argc, char **argv) {
                 KT_TEST(test_replay_dry_run_and_filters),
                 KT_TEST(test_replay_rate),
                 KT_TEST(test_replay_kill_resume),
+                KT_TEST(test_replay_batches_pause),
+                KT_TEST(test_replay_sigterm),
                 KT_END};
         return kt_main("it_dlq", tests, argc, argv);
 }

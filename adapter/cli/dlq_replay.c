@@ -34,6 +34,7 @@ typedef struct {
         const dlq_opts_t *o;
         const kretry_topology_t *t;
         const char *target;
+        int tier; /* of the target, 0: the source */
         int target_parts;
         char group[512];
         dlq_reader_t *r;
@@ -42,6 +43,7 @@ typedef struct {
         int64_t read, replayed, in_batch, total;
         int64_t acked, failed; /* delivery reports */
         char dr_err[256];
+        int pause_due; /* a batch ended: pause before the next one */
         int64_t start_us, last_progress_us;
         int tty;
 } replay_t;
@@ -58,21 +60,21 @@ static void nap_us(int64_t us) {
         nanosleep(&ts, NULL);
 }
 
-/* --to: the source, "tier:N", or the name of one of them. */
-static const char *resolve_to(const char *to, const kretry_topology_t *t) {
+/* --to: the source (0), "tier:N" or a tier's name (N); -1 for anything
+ * else. */
+static int resolve_to(const char *to, const kretry_topology_t *t) {
         char *end;
         if (!to || !strcmp(to, "source") || !strcmp(to, t->source))
-                return t->source;
+                return 0;
         if (!strncmp(to, "tier:", 5)) {
                 long n = strtol(to + 5, &end, 10);
-                if (to[5] && !*end && n >= 1 && n <= t->tier_cnt)
-                        return t->tier_topics[n - 1];
-                return NULL;
+                return to[5] && !*end && n >= 1 && n <= t->tier_cnt ? (int)n
+                                                                    : -1;
         }
         for (int i = 0; i < t->tier_cnt; i++)
                 if (!strcmp(to, t->tier_topics[i]))
-                        return t->tier_topics[i];
-        return NULL;
+                        return i + 1;
+        return -1;
 }
 
 static void refuse_target(const char *to, const kretry_topology_t *t) {
@@ -193,7 +195,8 @@ static void take_token(replay_t *rp) {
 static int produce(replay_t *rp, const rd_kafka_message_t *m) {
         rd_kafka_headers_t *src = NULL;
         rd_kafka_message_headers(m, &src);
-        rd_kafka_headers_t *h = kretry_replay_headers(src, dlq_now_ms());
+        rd_kafka_headers_t *h = kretry_replay_headers(src, dlq_now_ms(),
+                                                      rp->tier, rp->t->source);
         if (!h)
                 return -1;
         int32_t part = target_partition(rp, m, src);
@@ -256,6 +259,10 @@ static int handle(replay_t *rp, const rd_kafka_message_t *m) {
                 if (o->dry_run) {
                         dlq_print_message(stdout, m, o, dlq_now_ms());
                 } else {
+                        if (rp->pause_due) { /* not after the last batch */
+                                pause_between(rp);
+                                rp->pause_due = 0;
+                        }
                         take_token(rp);
                         if (replay_stop)
                                 return 1; /* not produced: not marked */
@@ -269,8 +276,7 @@ static int handle(replay_t *rp, const rd_kafka_message_t *m) {
         if (!o->dry_run && rp->in_batch >= o->batch) {
                 if (end_batch(rp))
                         return -1;
-                progress(rp, 0);
-                pause_between(rp);
+                rp->pause_due = o->pause_ms > 0;
         }
         progress(rp, 0);
         return o->max && rp->replayed >= o->max ? 1 : 0;
@@ -337,10 +343,11 @@ static int open_reader(replay_t *rp, const dlq_target_t *tg) {
 int dlq_replay(const dlq_opts_t *o, const dlq_target_t *tg) {
         replay_t rp = {.o = o, .t = tg->t, .tty = !o->dry_run && isatty(2)};
         int rc      = 1;
-        if (!(rp.target = resolve_to(o->to, tg->t))) {
+        if ((rp.tier = resolve_to(o->to, tg->t)) < 0) {
                 refuse_target(o->to, tg->t);
                 return KRETRY_EX_USAGE;
         }
+        rp.target = rp.tier ? tg->t->tier_topics[rp.tier - 1] : tg->t->source;
         snprintf(rp.group, sizeof(rp.group), "%s.kretry-replay", tg->t->group);
         struct sigaction sa = {.sa_handler = on_signal,
                                .sa_flags   = (int)SA_RESETHAND};

@@ -30,10 +30,32 @@ static void add_num(rd_kafka_headers_t *h, const char *name, int64_t v) {
         rd_kafka_header_add(h, name, -1, buf, n);
 }
 
+/* A fresh chain's first retry, waiting in @p tier and due at once. */
+static void add_tier_chain(rd_kafka_headers_t *h,
+                           const rd_kafka_headers_t *src,
+                           int64_t now_ms,
+                           int tier,
+                           const char *source) {
+        kretry_chain_t c;
+        kretry_chain_decode(src, &c);
+        add_num(h, KRETRY_H_ATTEMPT, 1);
+        add_num(h, KRETRY_H_TIER, tier);
+        add_num(h, KRETRY_H_DUE_TS, now_ms);
+        const char *topic = c.orig_topic_ok ? c.orig_topic : source;
+        if (topic)
+                rd_kafka_header_add(h, KRETRY_H_ORIG_TOPIC, -1, topic, -1);
+        if (c.orig_partition_ok)
+                add_num(h, KRETRY_H_ORIG_PARTITION, c.orig_partition);
+        if (c.orig_offset_ok)
+                add_num(h, KRETRY_H_ORIG_OFFSET, c.orig_offset);
+}
+
 rd_kafka_headers_t *kretry_replay_headers(const rd_kafka_headers_t *src,
-                                          int64_t now_ms) {
+                                          int64_t now_ms,
+                                          int tier,
+                                          const char *source) {
         size_t cnt            = src ? rd_kafka_header_cnt(src) : 0;
-        rd_kafka_headers_t *h = rd_kafka_headers_new(cnt + 2);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(cnt + 8);
         if (!h)
                 return NULL;
         for (size_t i = 0; i < cnt; i++) {
@@ -45,6 +67,8 @@ rd_kafka_headers_t *kretry_replay_headers(const rd_kafka_headers_t *src,
                 if (!kretry_replay_header_dropped(name))
                         rd_kafka_header_add(h, name, -1, val, (ssize_t)n);
         }
+        if (tier > 0)
+                add_tier_chain(h, src, now_ms, tier, source);
         add_num(h, KRETRY_H_REPLAY_COUNT, replay_count(src) + 1);
         add_num(h, KRETRY_H_REPLAYED_AT, now_ms);
         return h;
