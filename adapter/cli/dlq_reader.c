@@ -176,6 +176,36 @@ static int from_group(dlq_reader_t *r, char *errstr, size_t errstr_size) {
         return err ? -1 : 0;
 }
 
+/* Every partition's first (@p which RD_KAFKA_OFFSET_BEGINNING) or next
+ * (RD_KAFKA_OFFSET_END) offset in one ListOffsets request per leader, where
+ * rd_kafka_query_watermark_offsets() would make two per partition. */
+static int watermarks(dlq_reader_t *r,
+                      int64_t which,
+                      int64_t *out,
+                      char *errstr,
+                      size_t errstr_size) {
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(r->part_cnt);
+        for (int p = 0; p < r->part_cnt; p++)
+                rd_kafka_topic_partition_list_add(l, r->topic, p)->offset =
+                        which;
+        rd_kafka_resp_err_t err =
+                rd_kafka_offsets_for_times(r->rk, l, r->timeout_ms);
+        for (int i = 0; !err && i < l->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &l->elems[i];
+                if ((err = tp->err) == 0 && tp->offset < 0)
+                        err = RD_KAFKA_RESP_ERR__NO_OFFSET;
+                if (!err && tp->partition >= 0 && tp->partition < r->part_cnt)
+                        out[tp->partition] = tp->offset;
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        if (err)
+                snprintf(errstr, errstr_size, "%s: %s offsets: %s", r->topic,
+                         which == RD_KAFKA_OFFSET_END ? "end" : "start",
+                         rd_kafka_err2str(err));
+        return err ? -1 : 0;
+}
+
 int dlq_reader_snapshot(dlq_reader_t *r,
                         int from_committed,
                         char *errstr,
@@ -191,16 +221,10 @@ int dlq_reader_snapshot(dlq_reader_t *r,
                 snprintf(errstr, errstr_size, "out of memory");
                 return -1;
         }
-        for (int p = 0; p < r->part_cnt; p++) {
-                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
-                        r->rk, r->topic, p, &r->start[p], &r->end[p],
-                        r->timeout_ms);
-                if (err) {
-                        snprintf(errstr, errstr_size, "%s [%d]: watermarks: %s",
-                                 r->topic, p, rd_kafka_err2str(err));
-                        return -1;
-                }
-        }
+        if (watermarks(r, RD_KAFKA_OFFSET_BEGINNING, r->start, errstr,
+                       errstr_size) ||
+            watermarks(r, RD_KAFKA_OFFSET_END, r->end, errstr, errstr_size))
+                return -1;
         if (from_committed && r->has_group &&
             from_group(r, errstr, errstr_size))
                 return -1;
