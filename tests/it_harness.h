@@ -27,7 +27,7 @@ typedef struct {
         int tier_cnt, parts;
         it_call_t calls[IT_MAX_CALLS];
         int call_cnt;
-        int routes[4]; /* per kretry_route_t */
+        int routes[8]; /* per kretry_route_t */
 } it_env_t;
 
 /* Create the cluster (or use KRETRY_TEST_BOOTSTRAP) and the topics:

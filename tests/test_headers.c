@@ -48,7 +48,7 @@ static void test_decode_valid(void) {
 }
 
 static void test_decode_malformed(void) {
-        const char *bad[] = {"abc", "-1", "0", "99999999999999999999",
+        const char *bad[] = {"abc", "-1", "99999999999999999999",
                              "1000001", "", "1.5"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 rd_kafka_headers_t *h = rd_kafka_headers_new(2);
@@ -63,6 +63,12 @@ static void test_decode_malformed(void) {
                 rd_kafka_headers_destroy(h);
         }
         kretry_chain_t c;
+        /* Zero is valid: parked behind its key before any attempt. */
+        rd_kafka_headers_t *z = rd_kafka_headers_new(1);
+        rd_kafka_header_add(z, "kretry-attempt", -1, "0", 1);
+        kretry_chain_decode(z, &c);
+        KT_ASSERT(c.attempt_ok && c.attempt == 0);
+        rd_kafka_headers_destroy(z);
         kretry_chain_decode(NULL, &c);
         KT_ASSERT(!c.attempt_ok && !c.due_ok);
         /* A header without a value. */
@@ -95,7 +101,7 @@ static void test_build(void) {
             .orig_partition = 3, .orig_offset = 77, .orig_ts = 5,
             .first_failure_ts = 10, .last_failure_ts = 20,
             .error_class = "transient", .error_code = "HTTP_503",
-            .error = NULL, .group = "g"};
+            .error = NULL, .group = "g", .followers = -1};
         rd_kafka_headers_t *h = kretry_headers_build(src, &info);
         char b[64];
         const char *n;
@@ -115,6 +121,7 @@ static void test_build(void) {
         KT_ASSERT_STR_EQ(get(h, "kretry-original-offset", b), "77");
         KT_ASSERT_STR_EQ(get(h, "kretry-error-code", b), "HTTP_503");
         KT_ASSERT(get(h, "kretry-error", b) == NULL);
+        KT_ASSERT(get(h, "kretry-parked-followers", b) == NULL);
         KT_ASSERT_STR_EQ(get(h, "kretry-correlation-id", b), "orders/3/77");
         /* Round trip through the decoder. */
         kretry_chain_t c;
@@ -125,12 +132,16 @@ static void test_build(void) {
 
         /* DLQ copies carry no tier or due time; a kept correlation id. */
         info.tier           = 0;
+        info.followers      = 3;
+        info.first_failure_ts = -1;
         info.correlation_id = "cid";
         info.correlation_id_len = 3;
         h = kretry_headers_build(NULL, &info);
         KT_ASSERT(get(h, "kretry-tier", b) == NULL);
         KT_ASSERT(get(h, "kretry-due-ts", b) == NULL);
         KT_ASSERT_STR_EQ(get(h, "kretry-correlation-id", b), "cid");
+        KT_ASSERT_STR_EQ(get(h, "kretry-parked-followers", b), "3");
+        KT_ASSERT(get(h, "kretry-first-failure-ts", b) == NULL);
         rd_kafka_headers_destroy(h);
         rd_kafka_headers_destroy(src);
 }

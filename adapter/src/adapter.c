@@ -92,6 +92,8 @@ kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p) {
         part->partition = p;
         part->stored    = -1;
         kretry_offsets_init(&part->offsets);
+        kretry_chains_init(&part->chains);
+        kretry_versions_init(&part->versions);
         a->parts[tier][p] = part;
         return part;
 }
@@ -171,6 +173,20 @@ static kretry_err_t setup_topics(kretry_adapter_t *a,
                         return KRETRY_ERR_NO_MEM;
         if (!a->dlq)
                 return KRETRY_ERR_NO_MEM;
+        if (c->version_header && *c->version_header) {
+                char buf[512];
+                if (kretry_conf_topic_name_group(c->versions_topic,
+                                                 c->source_topic, a->group, 0,
+                                                 buf, sizeof(buf))) {
+                        snprintf(errstr, errstr_size,
+                                 "versioning.topic \"%s\" makes no valid "
+                                 "topic name",
+                                 c->versions_topic);
+                        return KRETRY_ERR_INVALID_VALUE;
+                }
+                if (!(a->versions_topic = strdup(buf)))
+                        return KRETRY_ERR_NO_MEM;
+        }
         for (int t = 0; t < a->topic_cnt; t++) {
                 if (!strcmp(a->topics[t], a->dlq) ||
                     kretry_topic_index(a, a->topics[t]) != t) {
@@ -238,6 +254,9 @@ static kretry_err_t setup_clients(kretry_adapter_t *a,
                 a->prkts[t]      = t ? rd_kafka_topic_new(a->producer, name, NULL)
                                      : NULL;
         }
+        if (a->versions_topic)
+                a->vrkt = rd_kafka_topic_new(a->producer, a->versions_topic,
+                                             NULL);
         a->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (a->efd < 0) {
                 snprintf(errstr, errstr_size, "eventfd: %s", strerror(errno));
@@ -422,6 +441,8 @@ static int step(kretry_adapter_t *a) {
         kretry_retry_failed(a, now);
         n += dispatch_due(a, now);
         n += consume(a);
+        if (n && (a->versions_topic || a->conf->ordering))
+                kretry_stats_gauges(a);
         return n;
 }
 
@@ -574,6 +595,8 @@ static void free_parts(kretry_adapter_t *a) {
                                 continue;
                         kretry_part_drop_held(a, part);
                         kretry_offsets_free(&part->offsets);
+                        kretry_chains_free(&part->chains);
+                        kretry_versions_free(&part->versions);
                         free(part);
                 }
                 free(a->parts[t]);
@@ -592,10 +615,13 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
                 if (a->prkts[t])
                         rd_kafka_topic_destroy(a->prkts[t]);
         free(a->prkts);
+        if (a->vrkt)
+                rd_kafka_topic_destroy(a->vrkt);
         if (a->pq)
                 rd_kafka_queue_destroy(a->pq);
         if (a->producer)
                 rd_kafka_destroy(a->producer);
+        kretry_restore_destroy(a);
         /* Consumed messages hold references into the consumer: release
          * them before it is destroyed. */
         free_parts(a);
@@ -614,6 +640,7 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
         free(a->topics);
         free(a->rkts);
         free(a->dlq);
+        free(a->versions_topic);
         if (!a->conf_borrowed)
                 kretry_conf_destroy(a->conf);
         free(a);

@@ -12,7 +12,9 @@
 #include "conf.h"
 #include "delay.h"
 #include "headers.h"
+#include "keychain.h"
 #include "offsets.h"
+#include "versions.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stdatomic.h>
@@ -32,6 +34,10 @@ typedef struct kretry_part_s {
         int produce_failures; /* copies from here waiting to be re-produced */
         int paused;           /* what we last asked librdkafka */
         struct kretry_part_s *next_held; /* list of parts with a held message */
+        /* Source partitions only: per-key state shared with the tier
+         * partitions of the same number (ordering key, versioning). */
+        kretry_chains_t chains;
+        kretry_versions_t versions;
 } kretry_part_t;
 
 /* One copy on its way to a tier or the DLQ. It borrows the consumed message's
@@ -41,7 +47,7 @@ typedef struct kretry_inflight_s {
         kretry_part_t *part;
         uint64_t gen;
         rd_kafka_message_t *rkm;
-        int dest; /* destination tier, 0 = DLQ */
+        int dest; /* destination tier, 0 = DLQ, KRETRY_DEST_VERSIONS */
         kretry_route_t route;
         kretry_copy_info_t info; /* strings below are owned by the record */
         char *orig_topic, *error_code, *error, *correlation_id;
@@ -49,6 +55,8 @@ typedef struct kretry_inflight_s {
         int64_t retry_at; /* failed delivery: when to produce again */
         int backoff_ms;
         int failed; /* counted in its partition's produce_failures */
+        unsigned char vbuf[10]; /* KRETRY_DEST_VERSIONS: the encoded version */
+        size_t vlen;
         struct kretry_inflight_s *next_failed;
 } kretry_inflight_t;
 
@@ -72,16 +80,25 @@ struct kretry_msg_s {
         int has_error;
         size_t error_cap;
         int64_t retry_after_ms;
+        int64_t version; /* versioning: parsed from the header */
+        int has_version;
 };
+
+/* A copy's destination that is the version changelog, not a tier or DLQ. */
+#define KRETRY_DEST_VERSIONS (-1)
+
+#define KRETRY_CLASS_CNT 5
 
 typedef struct {
         atomic_llong consumed, ok, handler_calls, dlq, produce_errors, held;
-        atomic_llong dlq_by_class[4]; /* permanent, exhausted, expired, schema */
+        atomic_llong stale, forwarded, chain_keys, version_keys, version_bytes;
+        /* permanent, exhausted, expired, schema, parked */
+        atomic_llong dlq_by_class[KRETRY_CLASS_CNT];
         atomic_llong retried[KRETRY_MAX_TIERS + 1]; /* [0] unused */
 } kretry_stats_t;
 
 enum { KRETRY_CLASS_PERMANENT, KRETRY_CLASS_EXHAUSTED, KRETRY_CLASS_EXPIRED,
-       KRETRY_CLASS_SCHEMA };
+       KRETRY_CLASS_SCHEMA, KRETRY_CLASS_PARKED };
 
 struct kretry_adapter_s {
         kretry_conf_t *conf;
@@ -90,9 +107,12 @@ struct kretry_adapter_s {
         int topic_cnt; /* 1 + tiers */
         char **topics; /* [0] source, [1..T] tiers */
         char *dlq;
+        char *versions_topic; /* NULL when versioning is off */
         rd_kafka_t *consumer, *producer;
+        rd_kafka_t *restorer; /* reads tiers and changelog on assignment */
         rd_kafka_topic_t **rkts; /* consumer topic handles, per topic */
         rd_kafka_topic_t **prkts; /* producer handles: [1..T] tiers, [T+1] DLQ */
+        rd_kafka_topic_t *vrkt;   /* producer handle of the version changelog */
         rd_kafka_queue_t *cq, *pq;
         int efd;
         kretry_part_t ***parts; /* [topic][partition] */
@@ -136,7 +156,45 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
 /* Finish in-flight copies (bounded), commit synchronously. */
 void kretry_drain_and_commit(kretry_adapter_t *a);
 
+/* What kretry_route_copy() sends where. */
+typedef struct {
+        int dest; /* tier, 0 = DLQ, KRETRY_DEST_VERSIONS */
+        const char *cls;
+        int64_t due_ts;
+        kretry_route_t route;
+        int parked;        /* forwarded without a new failure */
+        int64_t followers; /* park_key: followers of a dead-lettered head */
+        int64_t version;   /* KRETRY_DEST_VERSIONS */
+} kretry_copy_t;
+
 /* route.c */
+void kretry_route_copy(kretry_adapter_t *a,
+                       kretry_part_t *part,
+                       const kretry_copy_t *cp);
+void kretry_route_cb(kretry_adapter_t *a,
+                     kretry_part_t *part,
+                     const rd_kafka_message_t *rkm,
+                     kretry_route_t route,
+                     int tier,
+                     const char *cls,
+                     int attempt);
+void kretry_complete(kretry_adapter_t *a,
+                     kretry_part_t *part,
+                     uint64_t gen,
+                     int64_t offset);
+
+/* keyed.c: ordering key and versioning around the handler. */
+/* Before the handler: 1 when the message was parked, dead-lettered after its
+ * key, or skipped as stale (it must not reach the handler). */
+int kretry_keyed_before(kretry_adapter_t *a, kretry_part_t *part);
+/* After OK: 1 when completion waits for the version changelog record. */
+int kretry_keyed_ok(kretry_adapter_t *a, kretry_part_t *part);
+/* On RETRY (dest tier, due) or DLQ (dest 0): update the key's chain;
+ * returns the followers to report on a dead-lettered head, or -1. */
+int64_t kretry_keyed_failed(kretry_adapter_t *a,
+                            kretry_part_t *part,
+                            int dest,
+                            int64_t due_ts);
 void kretry_process(kretry_adapter_t *a, kretry_part_t *part,
                     rd_kafka_message_t *rkm);
 void kretry_dispatch(kretry_adapter_t *a, kretry_part_t *part,
@@ -156,5 +214,13 @@ void kretry_msg_bind(kretry_msg_t *msg, rd_kafka_message_t *rkm,
 
 /* stats.c */
 const char *kretry_class_name(int cls);
+/* Refresh the per-key gauges (keys in chains and in the version store). */
+void kretry_stats_gauges(kretry_adapter_t *a);
+
+/* restore.c: rebuild ordering chains and the version store of the source
+ * partitions in @p l before any of their messages is handled. */
+void kretry_restore(kretry_adapter_t *a,
+                    const rd_kafka_topic_partition_list_t *l);
+void kretry_restore_destroy(kretry_adapter_t *a);
 
 #endif

@@ -13,6 +13,7 @@ typedef enum {
         PROP_DURATION,
         PROP_PERCENT,
         PROP_TIERS,
+        PROP_CHOICE, /* one of `choices` ("a|b"), stored as its index */
 } prop_type_t;
 
 /* The declarative property table: it drives kretry_conf_set(), defaults,
@@ -24,6 +25,7 @@ static const struct prop {
         int64_t min, max; /* PROP_INT and PROP_DURATION */
         const char *defval;
         const char *desc;
+        const char *choices; /* PROP_CHOICE */
 } props[] = {
     {"source.topic", PROP_STR, offsetof(kretry_conf_t, source_topic), 0, 0,
      NULL, "topic consumed and retried (required)"},
@@ -49,6 +51,33 @@ static const struct prop {
     {"revoke.timeout.ms", PROP_INT, offsetof(kretry_conf_t, revoke_timeout_ms),
      0, 3600000, "30000",
      "bounded wait for in-flight copies on revoke and close"},
+    {"ordering", PROP_CHOICE, offsetof(kretry_conf_t, ordering), 0, 0, "none",
+     "none: tiers are independent; key: messages of one key reach the "
+     "handler in their original order, across retries",
+     "none|key"},
+    {"ordering.on.dead.letter", PROP_CHOICE,
+     offsetof(kretry_conf_t, park_key), 0, 0, "continue",
+     "ordering key: when a key's head is dead-lettered, continue with its "
+     "next message, or park_key: send the key's following messages to the "
+     "DLQ until it is replayed",
+     "continue|park_key"},
+    {"versioning.header", PROP_STR, offsetof(kretry_conf_t, version_header),
+     0, 0, "",
+     "header carrying a decimal version; messages older than the highest "
+     "version handled OK for their key are skipped (empty: off)"},
+    {"versioning.discard", PROP_CHOICE,
+     offsetof(kretry_conf_t, discard_equal), 0, 0, "older",
+     "older: skip lower versions; older_or_equal: also equal ones "
+     "(duplicate suppression)",
+     "older|older_or_equal"},
+    {"versioning.topic", PROP_STR, offsetof(kretry_conf_t, versions_topic), 0,
+     0, "{group}.{source}.versions",
+     "compacted changelog of the version store, co-partitioned with the "
+     "source"},
+    {"restore.timeout.ms", PROP_INT, offsetof(kretry_conf_t, restore_timeout_ms),
+     100, 3600000, "60000",
+     "bounded wait, on assignment, for rebuilding key chains and versions "
+     "from the tier partitions and the changelog"},
     {"produce.retry.backoff.ms", PROP_INT,
      offsetof(kretry_conf_t, produce_backoff_ms), 1, 60000, "100",
      "first wait before a failed copy is produced again (doubles up to 10 s)"},
@@ -141,6 +170,20 @@ static kretry_err_t prop_set(kretry_conf_t *conf,
                                          sizeof(reason)))
                         break;
                 return KRETRY_ERR_OK;
+        case PROP_CHOICE: {
+                int idx = 0;
+                for (const char *c = p->choices; c; idx++) {
+                        size_t n = strcspn(c, "|");
+                        if (strlen(value) == n && !strncmp(c, value, n)) {
+                                *(int *)field = idx;
+                                return KRETRY_ERR_OK;
+                        }
+                        c = c[n] ? c + n + 1 : NULL;
+                }
+                snprintf(reason, sizeof(reason),
+                         "\"%s\" is not one of %s", value, p->choices);
+                break;
+        }
         case PROP_TIERS: {
                 int64_t tiers[KRETRY_MAX_TIERS];
                 int n = kretry_parse_duration_list(
@@ -342,6 +385,14 @@ static void prop_render(const kretry_conf_t *conf,
         case PROP_PERCENT:
                 snprintf(dest, dest_size, "%g%%", conf->jitter * 100.0);
                 break;
+        case PROP_CHOICE: {
+                const char *c = p->choices;
+                for (int i = *(const int *)field; i > 0 && c; i--)
+                        c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL;
+                snprintf(dest, dest_size, "%.*s", c ? (int)strcspn(c, "|") : 0,
+                         c ? c : "");
+                break;
+        }
         case PROP_TIERS:
                 dest[0] = '\0';
                 for (int i = 0; i < conf->tier_cnt && len < dest_size; i++) {
@@ -425,12 +476,25 @@ int kretry_conf_topic_name(const char *pattern,
                            int n,
                            char *dest,
                            size_t dest_size) {
+        return kretry_conf_topic_name_group(pattern, source, NULL, n, dest,
+                                            dest_size);
+}
+
+int kretry_conf_topic_name_group(const char *pattern,
+                                 const char *source,
+                                 const char *group,
+                                 int n,
+                                 char *dest,
+                                 size_t dest_size) {
         size_t len = 0;
         for (const char *s = pattern; *s; s++) {
                 int w;
                 if (!strncmp(s, "{source}", 8)) {
                         w = snprintf(dest + len, dest_size - len, "%s", source);
                         s += 7;
+                } else if (group && !strncmp(s, "{group}", 7)) {
+                        w = snprintf(dest + len, dest_size - len, "%s", group);
+                        s += 6;
                 } else if (!strncmp(s, "{n}", 3) && n > 0) {
                         w = snprintf(dest + len, dest_size - len, "%d", n);
                         s += 2;

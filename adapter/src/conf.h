@@ -24,6 +24,12 @@ struct kretry_conf_s {
         int error_max_length;
         int revoke_timeout_ms;
         int produce_backoff_ms;
+        int restore_timeout_ms;
+        int ordering;      /* 0 none, 1 key */
+        int park_key;      /* ordering.on.dead.letter: 0 continue, 1 park_key */
+        char *version_header; /* "" = versioning off */
+        int discard_equal; /* versioning.discard: 0 older, 1 older_or_equal */
+        char *versions_topic;
 
         rd_kafka_conf_t *consumer; /* pass-through properties */
         rd_kafka_conf_t *producer;
@@ -44,6 +50,14 @@ int kretry_conf_topic_name(const char *pattern,
                            int n,
                            char *dest,
                            size_t dest_size);
+
+/* The same, also replacing {group} when @p group is not NULL. */
+int kretry_conf_topic_name_group(const char *pattern,
+                                 const char *source,
+                                 const char *group,
+                                 int n,
+                                 char *dest,
+                                 size_t dest_size);
 
 /* Check that everything an adapter needs is set; fills errstr. */
 kretry_err_t kretry_conf_check(const kretry_conf_t *conf,

@@ -33,11 +33,15 @@ static int get_num(const rd_kafka_headers_t *hdrs,
 void kretry_chain_decode(const rd_kafka_headers_t *hdrs, kretry_chain_t *c) {
         int64_t v;
         memset(c, 0, sizeof(*c));
+        c->last_failure_ts = -1;
         if (!hdrs)
                 return;
-        if ((c->attempt_ok = get_num(hdrs, KRETRY_H_ATTEMPT, KRETRY_ATTEMPT_MAX,
-                                     &v) && v >= 1))
+        if ((c->attempt_ok =
+                 get_num(hdrs, KRETRY_H_ATTEMPT, KRETRY_ATTEMPT_MAX, &v)))
                 c->attempt = (int)v;
+        if (!get_num(hdrs, KRETRY_H_LAST_FAILURE, INT64_MAX,
+                     &c->last_failure_ts))
+                c->last_failure_ts = -1;
         if ((c->tier_ok = get_num(hdrs, KRETRY_H_TIER, 1000, &v)))
                 c->tier = (int)v;
         c->due_ok = get_num(hdrs, KRETRY_H_DUE_TS, INT64_MAX, &c->due_ts);
@@ -72,6 +76,7 @@ static const char *const chain_names[] = {
     KRETRY_H_ORIG_TS,        KRETRY_H_FIRST_FAILURE,  KRETRY_H_LAST_FAILURE,
     KRETRY_H_ERROR_CLASS,    KRETRY_H_ERROR_CODE,     KRETRY_H_ERROR,
     KRETRY_H_GROUP,          KRETRY_H_CORRELATION_ID,
+    KRETRY_H_PARKED_FOLLOWERS,
 };
 
 #define CHAIN_NAME_CNT (sizeof(chain_names) / sizeof(chain_names[0]))
@@ -121,8 +126,12 @@ rd_kafka_headers_t *kretry_headers_build(const rd_kafka_headers_t *src,
         add_num(h, KRETRY_H_ORIG_OFFSET, info->orig_offset);
         if (info->orig_ts >= 0)
                 add_num(h, KRETRY_H_ORIG_TS, info->orig_ts);
-        add_num(h, KRETRY_H_FIRST_FAILURE, info->first_failure_ts);
-        add_num(h, KRETRY_H_LAST_FAILURE, info->last_failure_ts);
+        if (info->first_failure_ts >= 0)
+                add_num(h, KRETRY_H_FIRST_FAILURE, info->first_failure_ts);
+        if (info->last_failure_ts >= 0)
+                add_num(h, KRETRY_H_LAST_FAILURE, info->last_failure_ts);
+        if (info->followers >= 0)
+                add_num(h, KRETRY_H_PARKED_FOLLOWERS, info->followers);
         add_str(h, KRETRY_H_ERROR_CLASS, info->error_class);
         add_str(h, KRETRY_H_ERROR_CODE, info->error_code);
         add_str(h, KRETRY_H_ERROR, info->error);

@@ -28,8 +28,11 @@
 #define KRETRY_H_CORRELATION_ID "kretry-correlation-id"
 #define KRETRY_H_REPLAY_COUNT "kretry-replay-count"
 #define KRETRY_H_REPLAYED_AT "kretry-replayed-at"
+#define KRETRY_H_PARKED_FOLLOWERS "kretry-parked-followers"
 
-/* Largest attempt count a header may carry; beyond it the value is absurd. */
+/* Largest attempt count a header may carry; beyond it the value is absurd.
+ * Zero is valid on a tier: a message parked behind its key before it was
+ * ever handled. */
 #define KRETRY_ATTEMPT_MAX 1000000
 #define KRETRY_TOPIC_MAX 249
 
@@ -49,6 +52,7 @@ typedef struct {
         int orig_ts_ok;
         int64_t first_failure_ts;
         int first_failure_ok;
+        int64_t last_failure_ts; /* -1 when absent or malformed */
         const void *correlation_id; /* borrowed from the message */
         size_t correlation_id_len;
 } kretry_chain_t;
@@ -69,8 +73,9 @@ typedef struct {
         int32_t orig_partition;
         int64_t orig_offset;
         int64_t orig_ts; /* -1: unknown, header omitted */
-        int64_t first_failure_ts;
-        int64_t last_failure_ts;
+        int64_t first_failure_ts; /* -1: omitted (parked before a failure) */
+        int64_t last_failure_ts;  /* -1: omitted */
+        int64_t followers;        /* >= 0: kretry-parked-followers */
         const char *error_class;
         const char *error_code; /* may be NULL */
         const char *error;      /* may be NULL */

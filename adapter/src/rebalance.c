@@ -40,6 +40,8 @@ static void assign_parts(kretry_adapter_t *a,
                         continue;
                 kretry_part_drop_held(a, part);
                 kretry_offsets_clear(&part->offsets);
+                kretry_chains_clear(&part->chains);
+                kretry_versions_clear(&part->versions);
                 part->assigned         = 1;
                 part->gen++;
                 part->stored           = -1;
@@ -64,6 +66,8 @@ static void revoke_parts(kretry_adapter_t *a,
                 part->assigned = 0;
                 part->gen++;
                 kretry_offsets_clear(&part->offsets);
+                kretry_chains_clear(&part->chains);
+                kretry_versions_clear(&part->versions);
         }
 }
 
@@ -94,6 +98,10 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
                 log_parts(a, "assigned", l);
                 assign_parts(a, l);
+                /* Per-key state first: no message of these partitions may
+                 * be handled before it is rebuilt. */
+                if (a->conf->ordering || a->versions_topic)
+                        kretry_restore(a, parts);
                 if (cooperative)
                         error = rd_kafka_incremental_assign(rk, l);
                 else

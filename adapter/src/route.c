@@ -13,7 +13,7 @@
 
 #define KRETRY_BACKOFF_MAX_MS 10000
 
-static void route_cb(kretry_adapter_t *a,
+void kretry_route_cb(kretry_adapter_t *a,
                      kretry_part_t *part,
                      const rd_kafka_message_t *rkm,
                      kretry_route_t route,
@@ -26,7 +26,7 @@ static void route_cb(kretry_adapter_t *a,
                                   a->conf->opaque);
 }
 
-static void complete(kretry_adapter_t *a,
+void kretry_complete(kretry_adapter_t *a,
                      kretry_part_t *part,
                      uint64_t gen,
                      int64_t offset) {
@@ -77,7 +77,25 @@ static void fail_record(kretry_adapter_t *a,
         a->failed      = r;
 }
 
+/* The version changelog record that raised a key's version. */
+static void send_version(kretry_adapter_t *a, kretry_inflight_t *r) {
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            a->producer, RD_KAFKA_V_TOPIC(a->versions_topic),
+            RD_KAFKA_V_PARTITION(r->part->partition),
+            RD_KAFKA_V_KEY(r->rkm->key, r->rkm->key_len),
+            RD_KAFKA_V_VALUE(r->vbuf, r->vlen), RD_KAFKA_V_MSGFLAGS(0),
+            RD_KAFKA_V_OPAQUE(r), RD_KAFKA_V_END);
+        if (err)
+                fail_record(a, r, err);
+        else
+                a->inflight++;
+}
+
 static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
+        if (r->dest == KRETRY_DEST_VERSIONS) {
+                send_version(a, r);
+                return;
+        }
         rd_kafka_headers_t *src = NULL;
         if (rd_kafka_message_headers(r->rkm, &src))
                 src = NULL;
@@ -104,10 +122,9 @@ static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
 /* Build the copy record of the message bound to a->msg. */
 static kretry_inflight_t *record_new(kretry_adapter_t *a,
                                      kretry_part_t *part,
-                                     int dest,
-                                     const char *cls,
-                                     int64_t due_ts,
+                                     const kretry_copy_t *cp,
                                      int64_t now) {
+        int dest             = cp->dest;
         kretry_msg_t *m      = &a->msg;
         kretry_inflight_t *r = calloc(1, sizeof(*r));
         if (!r)
@@ -116,7 +133,7 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
         r->gen             = part->gen;
         r->rkm             = m->rkm;
         r->dest            = dest;
-        r->route           = dest ? KRETRY_ROUTE_RETRY : KRETRY_ROUTE_DLQ;
+        r->route           = cp->route;
         r->handler_attempt = m->attempt;
         r->orig_topic      = strdup(m->orig_topic);
         r->error_code      = m->has_code ? strdup(m->code) : NULL;
@@ -128,17 +145,21 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
                                m->chain.correlation_id_len);
         }
         kretry_copy_info_t *i = &r->info;
-        i->attempt            = m->attempt;
+        i->attempt            = cp->parked ? m->attempt - 1 : m->attempt;
         i->tier               = dest;
-        i->due_ts             = due_ts;
+        i->due_ts             = cp->due_ts;
+        i->followers          = cp->followers;
         i->orig_topic         = r->orig_topic;
         i->orig_partition     = m->orig_partition;
         i->orig_offset        = m->orig_offset;
         i->orig_ts            = m->orig_ts;
-        i->first_failure_ts =
-            m->first_failure_ts >= 0 ? m->first_failure_ts : now;
-        i->last_failure_ts    = now;
-        i->error_class        = cls;
+        /* A parked message did not fail: its failure times stay as they
+         * were (absent before its first failure). */
+        i->first_failure_ts = m->first_failure_ts >= 0 ? m->first_failure_ts
+                              : cp->parked             ? -1
+                                                       : now;
+        i->last_failure_ts  = cp->parked ? m->chain.last_failure_ts : now;
+        i->error_class      = cp->cls;
         i->error_code         = r->error_code;
         i->error              = r->error;
         i->group              = a->group;
@@ -147,13 +168,10 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
         return r;
 }
 
-static void route_copy(kretry_adapter_t *a,
+void kretry_route_copy(kretry_adapter_t *a,
                        kretry_part_t *part,
-                       int dest,
-                       const char *cls,
-                       int64_t due_ts,
-                       int64_t now) {
-        kretry_inflight_t *r = record_new(a, part, dest, cls, due_ts, now);
+                       const kretry_copy_t *cp) {
+        kretry_inflight_t *r = record_new(a, part, cp, kretry_now_ms());
         if (!r || !r->orig_topic) {
                 /* Out of memory: leave the offset in flight; the message is
                  * consumed again after a restart or rebalance. */
@@ -166,7 +184,23 @@ static void route_copy(kretry_adapter_t *a,
                 kretry_inflight_free(a, r);
                 return;
         }
+        if (cp->dest == KRETRY_DEST_VERSIONS)
+                r->vlen = kretry_version_encode(cp->version, r->vbuf);
         send_copy(a, r);
+}
+
+static void route_copy(kretry_adapter_t *a,
+                       kretry_part_t *part,
+                       int dest,
+                       const char *cls,
+                       int64_t due_ts) {
+        kretry_copy_t cp = {.dest      = dest,
+                            .cls       = cls,
+                            .due_ts    = due_ts,
+                            .route     = dest ? KRETRY_ROUTE_RETRY
+                                              : KRETRY_ROUTE_DLQ,
+                            .followers = -1};
+        kretry_route_copy(a, part, &cp);
 }
 
 static void route_failure(kretry_adapter_t *a,
@@ -184,14 +218,19 @@ static void route_failure(kretry_adapter_t *a,
                  now - m->orig_ts > c->max_age_ms)
                 cls = "expired";
         if (cls) {
-                route_copy(a, part, 0, cls, 0, now);
+                kretry_copy_t cp = {.cls       = cls,
+                                    .route     = KRETRY_ROUTE_DLQ,
+                                    .followers = kretry_keyed_failed(a, part,
+                                                                     0, 0)};
+                kretry_route_copy(a, part, &cp);
                 return;
         }
         int tier   = kretry_tier_for(c->tiers_ms, c->tier_cnt, m->attempt,
                                      m->retry_after_ms);
         int64_t due = kretry_due_ts(c->tiers_ms, tier, c->jitter,
                                     m->retry_after_ms, now, &a->rng);
-        route_copy(a, part, tier, "transient", due, now);
+        kretry_keyed_failed(a, part, tier, due);
+        route_copy(a, part, tier, "transient", due);
 }
 
 void kretry_dispatch(kretry_adapter_t *a,
@@ -205,18 +244,23 @@ void kretry_dispatch(kretry_adapter_t *a,
                  * risk retrying it forever. */
                 kretry_msg_set_error(m, "MALFORMED_HEADER",
                                      "kretry-attempt header missing or not "
-                                     "a number in 1..1000000");
-                route_copy(a, part, 0, "schema", 0, kretry_now_ms());
+                                     "a number in 0..1000000");
+                route_copy(a, part, 0, "schema", 0);
                 return;
         }
+        if (kretry_keyed_before(a, part))
+                return; /* parked behind its key, or a stale version */
         atomic_fetch_add_explicit(&a->stats.handler_calls, 1,
                                   memory_order_relaxed);
         kretry_action_t action = a->conf->handler(m, a->conf->opaque);
         if (action == KRETRY_OK) {
                 atomic_fetch_add_explicit(&a->stats.ok, 1,
                                           memory_order_relaxed);
-                route_cb(a, part, rkm, KRETRY_ROUTE_OK, 0, NULL, m->attempt);
-                complete(a, part, part->gen, rkm->offset);
+                if (kretry_keyed_ok(a, part))
+                        return; /* done once its new version is durable */
+                kretry_route_cb(a, part, rkm, KRETRY_ROUTE_OK, 0, NULL,
+                                m->attempt);
+                kretry_complete(a, part, part->gen, rkm->offset);
                 rd_kafka_message_destroy(rkm);
                 return;
         }
@@ -270,6 +314,31 @@ void kretry_process(kretry_adapter_t *a,
         kretry_dispatch(a, part, rkm);
 }
 
+static void count_route(kretry_adapter_t *a, const kretry_inflight_t *r) {
+        switch (r->route) {
+        case KRETRY_ROUTE_RETRY:
+                atomic_fetch_add_explicit(&a->stats.retried[r->dest], 1,
+                                          memory_order_relaxed);
+                break;
+        case KRETRY_ROUTE_PARKED:
+                atomic_fetch_add_explicit(&a->stats.forwarded, 1,
+                                          memory_order_relaxed);
+                break;
+        case KRETRY_ROUTE_DLQ:
+        case KRETRY_ROUTE_INVALID:
+                atomic_fetch_add_explicit(&a->stats.dlq, 1,
+                                          memory_order_relaxed);
+                for (int c = 0; c < KRETRY_CLASS_CNT; c++)
+                        if (!strcmp(r->info.error_class, kretry_class_name(c)))
+                                atomic_fetch_add_explicit(
+                                    &a->stats.dlq_by_class[c], 1,
+                                    memory_order_relaxed);
+                break;
+        default: /* OK once its version is durable: counted when handled */
+                break;
+        }
+}
+
 void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         (void)rk;
         kretry_adapter_t *a  = opaque;
@@ -284,21 +353,11 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                 part->produce_failures--;
                 kretry_part_update_pause(a, part);
         }
-        if (r->dest)
-                atomic_fetch_add_explicit(&a->stats.retried[r->dest], 1,
-                                          memory_order_relaxed);
-        else {
-                atomic_fetch_add_explicit(&a->stats.dlq, 1,
-                                          memory_order_relaxed);
-                for (int c = 0; c < 4; c++)
-                        if (!strcmp(r->info.error_class, kretry_class_name(c)))
-                                atomic_fetch_add_explicit(
-                                    &a->stats.dlq_by_class[c], 1,
-                                    memory_order_relaxed);
-        }
-        route_cb(a, part, r->rkm, r->route, r->dest, r->info.error_class,
-                 r->handler_attempt);
-        complete(a, part, r->gen, r->rkm->offset);
+        count_route(a, r);
+        kretry_route_cb(a, part, r->rkm, r->route,
+                        r->dest > 0 ? r->dest : 0, r->info.error_class,
+                        r->handler_attempt);
+        kretry_complete(a, part, r->gen, r->rkm->offset);
         kretry_inflight_free(a, r);
 }
 

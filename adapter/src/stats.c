@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const class_names[] = {"permanent", "exhausted", "expired",
-                                          "schema"};
+static const char *const class_names[KRETRY_CLASS_CNT] = {
+    "permanent", "exhausted", "expired", "schema", "parked"};
 
 const char *kretry_class_name(int cls) {
-        return cls >= 0 && cls < 4 ? class_names[cls] : "unknown";
+        return cls >= 0 && cls < KRETRY_CLASS_CNT ? class_names[cls] : "unknown";
 }
 
 static int64_t get(const atomic_llong *v) {
@@ -48,6 +48,18 @@ int64_t kretry_adapter_counter(const kretry_adapter_t *a,
                 return get(&s->produce_errors);
         case KRETRY_COUNTER_HELD:
                 return get(&s->held);
+        case KRETRY_COUNTER_STALE:
+                return get(&s->stale);
+        case KRETRY_COUNTER_FORWARDED:
+                return get(&s->forwarded);
+        case KRETRY_COUNTER_DLQ_PARKED:
+                return get(&s->dlq_by_class[KRETRY_CLASS_PARKED]);
+        case KRETRY_COUNTER_CHAIN_KEYS:
+                return get(&s->chain_keys);
+        case KRETRY_COUNTER_VERSION_KEYS:
+                return get(&s->version_keys);
+        case KRETRY_COUNTER_VERSION_BYTES:
+                return get(&s->version_bytes);
         }
         return -1;
 }
@@ -63,16 +75,20 @@ size_t kretry_adapter_stats_json(const kretry_adapter_t *a,
                 json_array_append_new(retried,
                                       json_integer(get(&s->retried[t])));
         json_t *dlq = json_object();
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < KRETRY_CLASS_CNT; c++)
                 json_object_set_new(dlq, class_names[c],
                                     json_integer(get(&s->dlq_by_class[c])));
         json_t *o = json_pack(
-            "{s:I,s:I,s:I,s:o,s:o,s:I,s:I}", "consumed",
+            "{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "consumed",
             (json_int_t)get(&s->consumed), "ok", (json_int_t)get(&s->ok),
             "handler_calls", (json_int_t)get(&s->handler_calls), "retried",
             retried, "dead_lettered", dlq, "produce_errors",
             (json_int_t)get(&s->produce_errors), "held",
-            (json_int_t)get(&s->held));
+            (json_int_t)get(&s->held), "stale", (json_int_t)get(&s->stale),
+            "forwarded", (json_int_t)get(&s->forwarded), "chain_keys",
+            (json_int_t)get(&s->chain_keys), "version_keys",
+            (json_int_t)get(&s->version_keys), "version_bytes",
+            (json_int_t)get(&s->version_bytes));
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         size_t len = text ? strlen(text) : 0;
         if (dest && dest_size) {
@@ -84,4 +100,22 @@ size_t kretry_adapter_stats_json(const kretry_adapter_t *a,
         free(text);
         json_decref(o);
         return len;
+}
+
+void kretry_stats_gauges(kretry_adapter_t *a) {
+        long long chains = 0, versions = 0, bytes = 0;
+        for (int p = 0; a->parts && p < a->part_cap[0]; p++) {
+                const kretry_part_t *part = a->parts[0][p];
+                if (!part || !part->assigned)
+                        continue;
+                chains += (long long)kretry_chains_keys(&part->chains);
+                versions += (long long)part->versions.map.cnt;
+                bytes += (long long)kretry_keymap_memory(&part->versions.map);
+        }
+        atomic_store_explicit(&a->stats.chain_keys, chains,
+                              memory_order_relaxed);
+        atomic_store_explicit(&a->stats.version_keys, versions,
+                              memory_order_relaxed);
+        atomic_store_explicit(&a->stats.version_bytes, bytes,
+                              memory_order_relaxed);
 }

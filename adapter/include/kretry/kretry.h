@@ -265,8 +265,12 @@ typedef enum {
         KRETRY_ROUTE_OK      = 0, /**< handled OK */
         KRETRY_ROUTE_RETRY   = 1, /**< copied to a retry tier */
         KRETRY_ROUTE_DLQ     = 2, /**< copied to the dead-letter topic */
-        KRETRY_ROUTE_INVALID = 3  /**< a malformed message on a tier, dead-
+        KRETRY_ROUTE_INVALID = 3, /**< a malformed message on a tier, dead-
                                         lettered without calling the handler */
+        KRETRY_ROUTE_STALE = 4,  /**< skipped: an older version of its key
+                                       (versioning); not handled */
+        KRETRY_ROUTE_PARKED = 5  /**< forwarded behind its key's head
+                                       (ordering key); not handled yet */
 } kretry_route_t;
 
 /**
@@ -437,7 +441,17 @@ typedef enum {
         KRETRY_COUNTER_DLQ_SCHEMA    = 7,
         KRETRY_COUNTER_HANDLER_CALLS = 8, /**< handler invocations */
         KRETRY_COUNTER_PRODUCE_ERRORS = 9, /**< failed deliveries re-produced */
-        KRETRY_COUNTER_HELD = 10 /**< messages held now, waiting to be due */
+        KRETRY_COUNTER_HELD = 10, /**< messages held now, waiting to be due */
+        KRETRY_COUNTER_STALE = 11, /**< skipped: older version (versioning) */
+        KRETRY_COUNTER_FORWARDED = 12, /**< parked behind their key's head
+                                             (ordering key) */
+        KRETRY_COUNTER_DLQ_PARKED = 13, /**< dead-lettered after their key
+                                              (park_key) */
+        KRETRY_COUNTER_CHAIN_KEYS = 14, /**< keys with messages in the retry
+                                              chain now (ordering key) */
+        KRETRY_COUNTER_VERSION_KEYS = 15, /**< keys in the version store now */
+        KRETRY_COUNTER_VERSION_BYTES = 16 /**< memory the version store
+                                                holds, bytes */
 } kretry_counter_t;
 
 /**

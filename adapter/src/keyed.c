@@ -1,0 +1,170 @@
+/*
+ * Ordering by key and version discarding, around the handler (DESIGN §5).
+ * Both keep their state per source partition (kretry_part_t of tier 0),
+ * shared with the tier partitions of the same number, which follow it on
+ * every assignment. Null keys are unordered and unversioned.
+ *
+ * Ordering: a message of key K is handled only when it is the lowest
+ * original offset of K still in the retry chain; a later one is parked —
+ * copied behind the head into the tier where the head waits, due when the
+ * head is — and comes back to be decided again. Versioning: a message whose
+ * version is not above the highest handled OK for its key is skipped; a
+ * higher version is written to the changelog before the offset of the
+ * message that raised it is committed.
+ */
+#include "adapter_int.h"
+
+#include <string.h>
+
+static kretry_part_t *source_part(kretry_adapter_t *a, const kretry_part_t *p) {
+        return kretry_part_find(a, 0, p->partition);
+}
+
+static int has_header(const kretry_msg_t *m, const char *name) {
+        const void *v;
+        size_t n;
+        return m->hdrs && !rd_kafka_header_get_last(m->hdrs, name, &v, &n);
+}
+
+static void park(kretry_adapter_t *a,
+                 kretry_part_t *part,
+                 kretry_part_t *src,
+                 const kretry_pending_t *head) {
+        const kretry_msg_t *m = &a->msg;
+        int64_t now           = kretry_now_ms();
+        /* Due with the head, so it is consumed right behind it; a head whose
+         * due time passed (or is unknown) gives the tier's own delay. */
+        int64_t due = head->due_ts > now
+                          ? head->due_ts
+                          : now + a->conf->tiers_ms[head->tier - 1];
+        kretry_chains_add(&src->chains, m->rkm->key, m->rkm->key_len,
+                          m->orig_offset, head->tier, due);
+        kretry_copy_t cp = {.dest      = head->tier,
+                            .cls       = "parked",
+                            .due_ts    = due,
+                            .route     = KRETRY_ROUTE_PARKED,
+                            .parked    = 1,
+                            .followers = -1};
+        kretry_route_copy(a, part, &cp);
+}
+
+static void dead_letter_after_key(kretry_adapter_t *a,
+                                  kretry_part_t *part,
+                                  kretry_part_t *src) {
+        kretry_msg_t *m = &a->msg;
+        kretry_chains_remove(&src->chains, m->rkm->key, m->rkm->key_len,
+                             m->orig_offset);
+        kretry_msg_set_error(m, "KEY_PARKED",
+                             "an earlier message of this key was "
+                             "dead-lettered (ordering.on.dead.letter "
+                             "park_key); replay the key to resume it");
+        kretry_copy_t cp = {.dest      = 0,
+                            .cls       = "parked",
+                            .route     = KRETRY_ROUTE_DLQ,
+                            .parked    = 1,
+                            .followers = -1};
+        kretry_route_copy(a, part, &cp);
+}
+
+static int ordered_before(kretry_adapter_t *a,
+                          kretry_part_t *part,
+                          kretry_part_t *src) {
+        kretry_msg_t *m = &a->msg;
+        const void *key = m->rkm->key;
+        size_t len      = m->rkm->key_len;
+        /* A replayed message of a parked key lifts the park. */
+        if (part->tier == 0 && a->conf->park_key &&
+            has_header(m, KRETRY_H_REPLAY_COUNT))
+                kretry_chains_park(&src->chains, key, len, 0);
+        kretry_pending_t head;
+        switch (kretry_chains_decide(&src->chains, key, len, m->orig_offset,
+                                     &head)) {
+        case KRETRY_CHAIN_PARK:
+                park(a, part, src, &head);
+                return 1;
+        case KRETRY_CHAIN_DEAD:
+                dead_letter_after_key(a, part, src);
+                return 1;
+        case KRETRY_CHAIN_HANDLE:
+                break;
+        }
+        return 0;
+}
+
+static int stale(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
+        kretry_msg_t *m = &a->msg;
+        const void *v;
+        size_t n;
+        m->has_version = m->hdrs &&
+                         !rd_kafka_header_get_last(
+                             m->hdrs, a->conf->version_header, &v, &n) &&
+                         !kretry_version_parse(v, n, &m->version);
+        if (!m->has_version ||
+            !kretry_versions_stale(&src->versions, m->rkm->key,
+                                   m->rkm->key_len, m->version,
+                                   a->conf->discard_equal))
+                return 0;
+        atomic_fetch_add_explicit(&a->stats.stale, 1, memory_order_relaxed);
+        if (a->conf->ordering)
+                kretry_chains_remove(&src->chains, m->rkm->key,
+                                     m->rkm->key_len, m->orig_offset);
+        kretry_route_cb(a, part, m->rkm, KRETRY_ROUTE_STALE, 0, NULL,
+                        m->attempt);
+        kretry_complete(a, part, part->gen, m->rkm->offset);
+        rd_kafka_message_destroy(m->rkm);
+        return 1;
+}
+
+int kretry_keyed_before(kretry_adapter_t *a, kretry_part_t *part) {
+        kretry_msg_t *m   = &a->msg;
+        m->has_version    = 0;
+        kretry_part_t *src = source_part(a, part);
+        if (!m->rkm->key || !src)
+                return 0;
+        if (a->conf->ordering && ordered_before(a, part, src))
+                return 1;
+        return a->versions_topic && stale(a, part, src);
+}
+
+int kretry_keyed_ok(kretry_adapter_t *a, kretry_part_t *part) {
+        kretry_msg_t *m    = &a->msg;
+        kretry_part_t *src = source_part(a, part);
+        if (!m->rkm->key || !src)
+                return 0;
+        if (a->conf->ordering)
+                kretry_chains_remove(&src->chains, m->rkm->key,
+                                     m->rkm->key_len, m->orig_offset);
+        if (!m->has_version ||
+            kretry_versions_raise(&src->versions, m->rkm->key,
+                                  m->rkm->key_len, m->version) != 1)
+                return 0;
+        kretry_copy_t cp = {.dest      = KRETRY_DEST_VERSIONS,
+                            .route     = KRETRY_ROUTE_OK,
+                            .followers = -1,
+                            .version   = m->version};
+        kretry_route_copy(a, part, &cp);
+        return 1;
+}
+
+int64_t kretry_keyed_failed(kretry_adapter_t *a,
+                            kretry_part_t *part,
+                            int dest,
+                            int64_t due_ts) {
+        kretry_msg_t *m    = &a->msg;
+        kretry_part_t *src = source_part(a, part);
+        if (!a->conf->ordering || !m->rkm->key || !src)
+                return -1;
+        const void *key = m->rkm->key;
+        size_t len      = m->rkm->key_len;
+        if (dest > 0) {
+                kretry_chains_add(&src->chains, key, len, m->orig_offset, dest,
+                                  due_ts);
+                return -1;
+        }
+        int64_t followers = -1;
+        if (a->conf->park_key)
+                followers =
+                    (int64_t)kretry_chains_park(&src->chains, key, len, 1);
+        kretry_chains_remove(&src->chains, key, len, m->orig_offset);
+        return followers;
+}
