@@ -1,0 +1,230 @@
+/*
+ * The supporting processes of a run: the mock broker and the input
+ * producer (all at once, or paced at a steady rate for the delay scenario).
+ */
+#include "bench.h"
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+double bench_mono(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double bench_cpu(void) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static int write_all(int fd, const void *buf, size_t len) {
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t w = write(fd, p, len);
+                if (w <= 0)
+                        return -1;
+                p += w;
+                len -= (size_t)w;
+        }
+        return 0;
+}
+
+static const char *const *job_topics(const bench_job_t *job, int *cnt) {
+        static const char *t[4];
+        t[0] = job->source;
+        t[1] = job->tier;
+        t[2] = job->dlq;
+        t[3] = job->copy;
+        *cnt = 4;
+        return t;
+}
+
+int bench_broker(const bench_job_t *job, int out_fd, int ctl_fd) {
+        char errstr[256], line[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        rd_kafka_conf_set(conf, "log_level", "0", NULL, 0);
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+        if (!rk) {
+                fprintf(stderr, "bench broker: %s\n", errstr);
+                return 1;
+        }
+        rd_kafka_mock_cluster_t *mock = rd_kafka_mock_cluster_new(rk, 1);
+        if (!mock) {
+                fprintf(stderr, "bench broker: mock cluster failed\n");
+                rd_kafka_destroy(rk);
+                return 1;
+        }
+        int cnt;
+        const char *const *topics = job_topics(job, &cnt);
+        for (int i = 0; i < cnt; i++)
+                if (rd_kafka_mock_topic_create(mock, topics[i],
+                                               BENCH_PARTITIONS, 1)) {
+                        fprintf(stderr, "bench broker: topic %s\n", topics[i]);
+                        return 1;
+                }
+        memset(line, 0, sizeof(line));
+        snprintf(line, sizeof(line), "%s",
+                 rd_kafka_mock_cluster_bootstraps(mock));
+        if (write_all(out_fd, line, sizeof(line)))
+                return 1;
+        /* Serve until the orchestrator closes its end. */
+        char c;
+        while (read(ctl_fd, &c, 1) > 0)
+                ;
+        rd_kafka_mock_cluster_destroy(mock);
+        rd_kafka_destroy(rk);
+        return 0;
+}
+
+static rd_kafka_conf_t *client_conf(const bench_job_t *job) {
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        rd_kafka_conf_set(conf, "bootstrap.servers", job->bootstrap, NULL, 0);
+        rd_kafka_conf_set(conf, "socket.nagle.disable", "true", NULL, 0);
+        rd_kafka_conf_set(conf, "log_level", "4", NULL, 0);
+        return conf;
+}
+
+/* A real cluster: create the run's topics (a mock broker made them). */
+static int create_real_topics(const bench_job_t *job) {
+        char errstr[256];
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, client_conf(job),
+                                      errstr, sizeof(errstr));
+        if (!rk)
+                return -1;
+        int cnt, rc = 0;
+        const char *const *topics = job_topics(job, &cnt);
+        rd_kafka_NewTopic_t *nt[4];
+        for (int i = 0; i < cnt; i++)
+                nt[i] = rd_kafka_NewTopic_new(topics[i], BENCH_PARTITIONS, -1,
+                                              errstr, sizeof(errstr));
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_CreateTopics(rk, nt, (size_t)cnt, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        const rd_kafka_CreateTopics_result_t *res =
+            ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
+        size_t n = 0;
+        const rd_kafka_topic_result_t **tr =
+            res ? rd_kafka_CreateTopics_result_topics(res, &n) : NULL;
+        if (n != (size_t)cnt)
+                rc = -1;
+        for (size_t i = 0; i < n; i++)
+                if (rd_kafka_topic_result_error(tr[i])) {
+                        fprintf(stderr, "bench: create %s: %s\n",
+                                rd_kafka_topic_result_name(tr[i]),
+                                rd_kafka_topic_result_error_string(tr[i]));
+                        rc = -1;
+                }
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_NewTopic_destroy_array(nt, (size_t)cnt);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
+static void produce_dr(rd_kafka_t *rk,
+                       const rd_kafka_message_t *m,
+                       void *opaque) {
+        (void)opaque;
+        long *failed = rd_kafka_opaque(rk);
+        if (m->err)
+                (*failed)++;
+}
+
+/* Message @p i: key "key-<i mod 10000>", a 100-byte value, two headers. */
+static rd_kafka_resp_err_t produce_one(rd_kafka_t *rk,
+                                       const char *topic,
+                                       long i) {
+        char key[16], value[BENCH_VALUE_SIZE], trace[17];
+        int kl = snprintf(key, sizeof(key), "key-%05ld", i % BENCH_KEYS);
+        memset(value, 'v', sizeof(value));
+        snprintf(value, 16, "%015ld", i); /* NUL at 15 is overwritten next */
+        value[15] = '-';
+        snprintf(trace, sizeof(trace), "%016lx", (unsigned long)i * 2654435761u);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(2);
+        rd_kafka_header_add(h, "trace-id", -1, trace, 16);
+        rd_kafka_header_add(h, "content-type", -1, "application/octet-stream",
+                            -1);
+        for (;;) {
+                rd_kafka_resp_err_t err = rd_kafka_producev(
+                    rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, (size_t)kl),
+                    RD_KAFKA_V_VALUE(value, sizeof(value)),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                        if (err)
+                                rd_kafka_headers_destroy(h);
+                        return err;
+                }
+                rd_kafka_poll(rk, 10); /* wait for deliveries to make room */
+        }
+}
+
+/* Paced: every 10 ms tick, the arrivals due by then. */
+static int produce_paced(rd_kafka_t *rk, const bench_job_t *job) {
+        struct timespec t0, tick;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        tick = t0;
+        long sent = 0;
+        while (sent < job->n) {
+                tick.tv_nsec += 10 * 1000 * 1000;
+                if (tick.tv_nsec >= 1000000000) {
+                        tick.tv_nsec -= 1000000000;
+                        tick.tv_sec++;
+                }
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &tick, NULL);
+                double el = (double)(tick.tv_sec - t0.tv_sec) +
+                            (double)(tick.tv_nsec - t0.tv_nsec) / 1e9;
+                long due = (long)(el * job->rate);
+                for (; sent < due && sent < job->n; sent++)
+                        if (produce_one(rk, job->source, sent))
+                                return -1;
+                rd_kafka_poll(rk, 0);
+        }
+        return 0;
+}
+
+int bench_produce(const bench_job_t *job) {
+        char errstr[256];
+        long failed = 0;
+        if (job->real && create_real_topics(job))
+                return 1;
+        rd_kafka_conf_t *conf = client_conf(job);
+        rd_kafka_conf_set(conf, "queue.buffering.max.messages", "1000000", NULL,
+                          0);
+        rd_kafka_conf_set_dr_msg_cb(conf, produce_dr);
+        rd_kafka_conf_set_opaque(conf, &failed);
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+        if (!rk) {
+                fprintf(stderr, "bench producer: %s\n", errstr);
+                return 1;
+        }
+        int rc = 0;
+        double t0 = bench_mono();
+        if (job->rate > 0)
+                rc = produce_paced(rk, job);
+        else
+                for (long i = 0; i < job->n && !rc; i++)
+                        rc = produce_one(rk, job->source, i) ? -1 : 0;
+        if (rd_kafka_flush(rk, 60000) || failed)
+                rc = -1;
+        if (getenv("KRETRY_BENCH_DEBUG"))
+                fprintf(stderr, "  [producer] %ld in %.3f s\n", job->n,
+                        bench_mono() - t0);
+        if (rc)
+                fprintf(stderr, "bench producer: %ld deliveries failed\n",
+                        failed);
+        rd_kafka_destroy(rk);
+        return rc ? 1 : 0;
+}

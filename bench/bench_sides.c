@@ -1,0 +1,474 @@
+/*
+ * The two sides measured, each in its own process: kretry (an adapter with
+ * a trivial handler) and the raw librdkafka loop doing the same work
+ * without kretry. Both time from the first message they see to the last
+ * one completed; group joins and closes are outside the window.
+ */
+#include "bench.h"
+#include "kretry/kretry.h"
+
+#include <librdkafka/rdkafka.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Properties both sides use (kretry passes them through to librdkafka). */
+static const char *const common_props[][2] = {
+    {"socket.nagle.disable", "true"},
+    {"consumer.queued.min.messages", "1000000"},
+    {"consumer.fetch.wait.max.ms", "10"},
+    {"consumer.auto.offset.reset", "earliest"},
+    {"log_level", "4"},
+};
+#define COMMON_PROPS (sizeof(common_props) / sizeof(common_props[0]))
+
+static int write_all(int fd, const void *buf, size_t len) {
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t w = write(fd, p, len);
+                if (w <= 0)
+                        return -1;
+                p += w;
+                len -= (size_t)w;
+        }
+        return 0;
+}
+
+static int wait_go(int go_fd, int out_fd) {
+        char c = 'R';
+        if (write_all(out_fd, &c, 1) || read(go_fd, &c, 1) != 1)
+                return -1;
+        return 0;
+}
+
+static double realtime_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
+}
+
+/* ---- kretry ---- */
+
+typedef struct {
+        const bench_job_t *job;
+        long done;
+        double t_first, t_last, c_first, c_last;
+        int started;
+        double *late; /* BENCH_DELAY: lateness per message, ms */
+        long early;
+        atomic_int assigned;
+} kside_t;
+
+static void k_complete(kside_t *k) {
+        if (++k->done == k->job->n) {
+                k->t_last = bench_mono();
+                k->c_last = bench_cpu();
+        }
+}
+
+static void k_lateness(kside_t *k, kretry_msg_t *msg) {
+        const void *v;
+        size_t n;
+        char buf[32];
+        double now = realtime_ms();
+        if (kretry_msg_header(msg, "kretry-due-ts", &v, &n) || n >= sizeof(buf))
+                return;
+        memcpy(buf, v, n);
+        buf[n]      = '\0';
+        double late = now - (double)strtoll(buf, NULL, 10);
+        if (late < 0)
+                k->early++;
+        if (k->done < k->job->n)
+                k->late[k->done] = late;
+}
+
+static kretry_action_t k_handler(kretry_msg_t *msg, void *opaque) {
+        kside_t *k = opaque;
+        if (!k->started) {
+                k->started = 1;
+                k->t_first = bench_mono();
+                k->c_first = bench_cpu();
+        }
+        switch (k->job->kind) {
+        case BENCH_HAPPY:
+                break;
+        case BENCH_DEAD_LETTER:
+                return KRETRY_FAIL; /* completes in k_route, once durable */
+        case BENCH_RETRY_HOP:
+                if (kretry_msg_attempt(msg) == 1)
+                        return KRETRY_RETRY;
+                break;
+        case BENCH_DELAY:
+                if (kretry_msg_attempt(msg) == 1)
+                        return KRETRY_RETRY;
+                k_lateness(k, msg);
+                break;
+        }
+        k_complete(k);
+        return KRETRY_OK;
+}
+
+static void k_route(const char *topic,
+                    int32_t partition,
+                    int64_t offset,
+                    kretry_route_t route,
+                    int tier,
+                    const char *cls,
+                    int attempt,
+                    void *opaque) {
+        (void)topic, (void)partition, (void)offset, (void)tier, (void)cls;
+        (void)attempt;
+        kside_t *k = opaque;
+        if (route == KRETRY_ROUTE_DLQ && k->job->kind == BENCH_DEAD_LETTER)
+                k_complete(k);
+}
+
+static void k_log(kretry_log_level_t level,
+                  const char *fac,
+                  const char *msg,
+                  void *opaque) {
+        kside_t *k = opaque;
+        if (!strcmp(fac, "REBALANCE") && !strncmp(msg, "assigned", 8))
+                atomic_store(&k->assigned, 1);
+        if (level <= KRETRY_LOG_WARNING || getenv("KRETRY_BENCH_DEBUG"))
+                fprintf(stderr, "  [kretry %d %s] %s\n", (int)level, fac, msg);
+}
+
+static kretry_adapter_t *k_adapter(const bench_job_t *job,
+                                   kside_t *k,
+                                   char *err,
+                                   size_t err_size) {
+        char group[128];
+        snprintf(group, sizeof(group), "%s-k", job->group);
+        kretry_conf_t *conf = kretry_conf_new();
+        const char *props[][2] = {
+            {"bootstrap.servers", job->bootstrap},
+            {"group.id", group},
+            {"source.topic", job->source},
+            /* retry.tiers refuses 0: 1ms is the smallest delay. */
+            {"retry.tiers", job->kind == BENCH_DELAY ? "1s" : "1ms"},
+            {"retry.jitter", "0%"},
+        };
+        for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++)
+                if (kretry_conf_set(conf, props[i][0], props[i][1], err,
+                                    err_size))
+                        goto fail;
+        for (size_t i = 0; i < COMMON_PROPS; i++)
+                if (kretry_conf_set(conf, common_props[i][0],
+                                    common_props[i][1], err, err_size))
+                        goto fail;
+        kretry_conf_set_handler(conf, k_handler, k);
+        kretry_conf_set_route_cb(conf, k_route);
+        kretry_conf_set_log_cb(conf, k_log, k);
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, err_size);
+        if (a)
+                return a;
+fail:
+        kretry_conf_destroy(conf);
+        return NULL;
+}
+
+static void k_delay_stats(kside_t *k, bench_result_t *res) {
+        long n = k->done < k->job->n ? k->done : k->job->n;
+        if (n == 0)
+                return;
+        qsort(k->late, (size_t)n, sizeof(double), cmp_double);
+        res->p50_ms = k->late[(n - 1) / 2];
+        long i99    = (long)((double)n * 0.99 + 0.999999) - 1;
+        res->p99_ms = k->late[i99 < 0 ? 0 : i99];
+        res->max_ms = k->late[n - 1];
+        res->early  = k->early;
+}
+
+int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
+        bench_result_t res;
+        kside_t k;
+        memset(&res, 0, sizeof(res));
+        memset(&k, 0, sizeof(k));
+        k.job = job;
+        if (job->kind == BENCH_DELAY &&
+            !(k.late = calloc((size_t)job->n, sizeof(double))))
+                return 1;
+        kretry_adapter_t *a = k_adapter(job, &k, res.err, sizeof(res.err));
+        if (!a || wait_go(go_fd, out_fd)) {
+                write_all(out_fd, &res, sizeof(res));
+                return 1;
+        }
+        double deadline = bench_mono() + job->timeout_s;
+        int told        = 0;
+        kretry_err_t err = KRETRY_ERR_OK;
+        while (k.done < job->n && !err && bench_mono() < deadline) {
+                err = kretry_adapter_poll(a, 100);
+                if (job->kind == BENCH_DELAY && !told &&
+                    atomic_load(&k.assigned)) {
+                        char c = 'A';
+                        told   = !write_all(out_fd, &c, 1);
+                }
+        }
+        res.done = k.done;
+        res.ok   = k.done >= job->n;
+        if (res.ok) {
+                res.secs  = k.t_last - k.t_first;
+                res.cpu_s = k.c_last - k.c_first;
+        }
+        else
+                snprintf(res.err, sizeof(res.err),
+                         "kretry: %ld of %ld done (%s)", k.done, job->n,
+                         err ? kretry_err2str(err) : "timed out");
+        if (job->kind == BENCH_DELAY)
+                k_delay_stats(&k, &res);
+        kretry_adapter_destroy(a);
+        free(k.late);
+        return write_all(out_fd, &res, sizeof(res)) || !res.ok;
+}
+
+/* ---- raw librdkafka ---- */
+
+typedef struct {
+        const bench_job_t *job;
+        rd_kafka_t *c, *p;
+        rd_kafka_topic_t *copy_rkt; /* held so its metadata is known early */
+        long done, failed, consumed;
+        double t_first, t_last, t_consumed, c_first, c_last;
+        int started;
+} rside_t;
+
+static void r_complete(rside_t *r) {
+        if (++r->done == r->job->n) {
+                r->t_last = bench_mono();
+                r->c_last = bench_cpu();
+        }
+}
+
+static void r_rebalance(rd_kafka_t *rk,
+                        rd_kafka_resp_err_t err,
+                        rd_kafka_topic_partition_list_t *parts,
+                        void *opaque) {
+        (void)opaque;
+        rd_kafka_assign(rk, err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? parts
+                                                                        : NULL);
+}
+
+/* The copy's delivery report: store the source offset (it is durable). */
+static void r_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+        (void)rk;
+        rside_t *r              = opaque;
+        rd_kafka_message_t *src = m->_private;
+        if (m->err) {
+                r->failed++;
+        } else {
+                rd_kafka_offset_store(src->rkt, src->partition, src->offset);
+                if (r->job->kind == BENCH_DEAD_LETTER)
+                        r_complete(r);
+        }
+        rd_kafka_message_destroy(src);
+}
+
+static rd_kafka_conf_t *r_conf(const bench_job_t *job,
+                               rside_t *r,
+                               int consumer) {
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        rd_kafka_conf_set(conf, "bootstrap.servers", job->bootstrap, NULL, 0);
+        for (size_t i = 0; i < COMMON_PROPS; i++) {
+                const char *n = common_props[i][0];
+                if (!strncmp(n, "consumer.", 9)) {
+                        if (!consumer)
+                                continue;
+                        n += 9;
+                }
+                rd_kafka_conf_set(conf, n, common_props[i][1], NULL, 0);
+        }
+        rd_kafka_conf_set_opaque(conf, r);
+        if (consumer) {
+                char group[128];
+                snprintf(group, sizeof(group), "%s-r", job->group);
+                rd_kafka_conf_set(conf, "group.id", group, NULL, 0);
+                rd_kafka_conf_set(conf, "enable.auto.offset.store", "false",
+                                  NULL, 0);
+                rd_kafka_conf_set_rebalance_cb(conf, r_rebalance);
+        } else {
+                /* The durability kretry's producer is fixed to. */
+                rd_kafka_conf_set(conf, "enable.idempotence", "true", NULL, 0);
+                rd_kafka_conf_set(conf, "acks", "all", NULL, 0);
+                rd_kafka_conf_set_dr_msg_cb(conf, r_dr);
+        }
+
+        return conf;
+}
+
+static int r_setup(const bench_job_t *job, rside_t *r, char *err, size_t sz) {
+        r->c = rd_kafka_new(RD_KAFKA_CONSUMER, r_conf(job, r, 1), err, sz);
+        if (!r->c)
+                return -1;
+        rd_kafka_poll_set_consumer(r->c);
+        if (job->kind != BENCH_HAPPY &&
+            !(r->p = rd_kafka_new(RD_KAFKA_PRODUCER, r_conf(job, r, 0), err,
+                                  sz)))
+                return -1;
+        /* Like kretry's producer: know the destination before the first
+         * copy, or the first copies wait for a metadata refresh. */
+        if (r->p)
+                r->copy_rkt = rd_kafka_topic_new(r->p, job->copy, NULL);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(2);
+        rd_kafka_topic_partition_list_add(l, job->source,
+                                          RD_KAFKA_PARTITION_UA);
+        if (job->kind == BENCH_RETRY_HOP)
+                rd_kafka_topic_partition_list_add(l, job->copy,
+                                                  RD_KAFKA_PARTITION_UA);
+        rd_kafka_resp_err_t e = rd_kafka_subscribe(r->c, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        if (e)
+                snprintf(err, sz, "subscribe: %s", rd_kafka_err2str(e));
+        return e ? -1 : 0;
+}
+
+/* Produce a copy of @p m with three added headers, borrowing its key and
+ * value until the delivery report. */
+static void r_copy(rside_t *r, rd_kafka_message_t *m, const char *topic) {
+        rd_kafka_headers_t *src, *h;
+        char due[24], off[24];
+        h = rd_kafka_message_headers(m, &src) ? rd_kafka_headers_new(3)
+                                              : rd_kafka_headers_copy(src);
+        snprintf(due, sizeof(due), "%.0f", realtime_ms() + 1);
+        snprintf(off, sizeof(off), "%lld", (long long)m->offset);
+        rd_kafka_header_add(h, "retry-attempt", -1, "1", 1);
+        rd_kafka_header_add(h, "retry-due-ts", -1, due, -1);
+        rd_kafka_header_add(h, "retry-original-offset", -1, off, -1);
+        for (;;) {
+                rd_kafka_resp_err_t err = rd_kafka_producev(
+                    r->p, RD_KAFKA_V_TOPIC(topic),
+                    RD_KAFKA_V_PARTITION(m->partition),
+                    RD_KAFKA_V_KEY(m->key, m->key_len),
+                    RD_KAFKA_V_VALUE(m->payload, m->len),
+                    RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_HEADERS(h),
+                    RD_KAFKA_V_OPAQUE(m), RD_KAFKA_V_END);
+                if (!err)
+                        return;
+                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                        rd_kafka_headers_destroy(h);
+                        rd_kafka_message_destroy(m);
+                        r->failed++;
+                        return;
+                }
+                rd_kafka_poll(r->p, 10);
+        }
+}
+
+static void r_handle(rside_t *r, rd_kafka_message_t *m) {
+        if (m->err) {
+                if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                        fprintf(stderr, "  [raw] %s\n",
+                                rd_kafka_message_errstr(m));
+                rd_kafka_message_destroy(m);
+                return;
+        }
+        if (!r->started) {
+                r->started = 1;
+                r->t_first = bench_mono();
+                r->c_first = bench_cpu();
+        }
+        const bench_job_t *job = r->job;
+        if (++r->consumed == job->n)
+                r->t_consumed = bench_mono();
+        if (job->kind == BENCH_HAPPY ||
+            (job->kind == BENCH_RETRY_HOP &&
+             !strcmp(rd_kafka_topic_name(m->rkt), job->copy))) {
+                rd_kafka_offset_store(m->rkt, m->partition, m->offset);
+                rd_kafka_message_destroy(m);
+                r_complete(r);
+                return;
+        }
+        r_copy(r, m, job->copy);
+}
+
+/* Consume -> produce: like kretry, wait on an eventfd both clients signal,
+ * then serve consumer messages and delivery reports without blocking. */
+static void r_loop_produce(rside_t *r, double deadline) {
+        static const uint64_t one = 1;
+        int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        rd_kafka_queue_t *cq = rd_kafka_queue_get_consumer(r->c);
+        rd_kafka_queue_t *pq = rd_kafka_queue_get_main(r->p);
+        rd_kafka_queue_io_event_enable(cq, efd, &one, sizeof(one));
+        rd_kafka_queue_io_event_enable(pq, efd, &one, sizeof(one));
+        while (r->done < r->job->n && !r->failed && bench_mono() < deadline) {
+                int work = rd_kafka_poll(r->p, 0);
+                for (int i = 0; i < 500; i++) {
+                        if (i > 0 && i % 16 == 0)
+                                work += rd_kafka_poll(r->p, 0);
+                        rd_kafka_message_t *m = rd_kafka_consumer_poll(r->c, 0);
+                        if (!m)
+                                break;
+                        work++;
+                        r_handle(r, m);
+                }
+                if (work)
+                        continue;
+                struct pollfd pfd = {.fd = efd, .events = POLLIN};
+                uint64_t v;
+                if (poll(&pfd, 1, 100) > 0)
+                        while (read(efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+                                ;
+        }
+        rd_kafka_queue_io_event_enable(cq, -1, NULL, 0);
+        rd_kafka_queue_io_event_enable(pq, -1, NULL, 0);
+        rd_kafka_queue_destroy(cq);
+        rd_kafka_queue_destroy(pq);
+        close(efd);
+}
+
+int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd) {
+        bench_result_t res;
+        rside_t r;
+        memset(&res, 0, sizeof(res));
+        memset(&r, 0, sizeof(r));
+        r.job = job;
+        if (r_setup(job, &r, res.err, sizeof(res.err)) ||
+            wait_go(go_fd, out_fd)) {
+                write_all(out_fd, &res, sizeof(res));
+                return 1;
+        }
+        double deadline = bench_mono() + job->timeout_s;
+        if (job->kind == BENCH_HAPPY) {
+                while (r.done < job->n && bench_mono() < deadline) {
+                        rd_kafka_message_t *m = rd_kafka_consumer_poll(r.c, 100);
+                        if (m)
+                                r_handle(&r, m);
+                }
+        } else {
+                r_loop_produce(&r, deadline);
+        }
+        res.done = r.done;
+        res.ok   = r.done >= job->n && !r.failed;
+        if (getenv("KRETRY_BENCH_DEBUG"))
+                fprintf(stderr, "  [raw] %ld consumed after %.3f s, done after "
+                        "%.3f s\n", job->n, r.t_consumed - r.t_first,
+                        r.t_last - r.t_first);
+        if (res.ok) {
+                res.secs  = r.t_last - r.t_first;
+                res.cpu_s = r.c_last - r.c_first;
+        }
+        else
+                snprintf(res.err, sizeof(res.err),
+                         "raw: %ld of %ld done, %ld copies failed", r.done,
+                         job->n, r.failed);
+        if (r.p) {
+                rd_kafka_flush(r.p, 10000);
+                if (r.copy_rkt)
+                        rd_kafka_topic_destroy(r.copy_rkt);
+                rd_kafka_destroy(r.p);
+        }
+        rd_kafka_consumer_close(r.c);
+        rd_kafka_destroy(r.c);
+        return write_all(out_fd, &res, sizeof(res)) || !res.ok;
+}

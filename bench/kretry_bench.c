@@ -1,0 +1,510 @@
+/*
+ * kretry_bench [--quick] [--output table|json] [--runs N] [--only NAME]
+ *
+ * Scenarios (bench/README.md): happy, retry_hop, dead_letter (kretry
+ * against a raw librdkafka loop doing the same work, same input, same
+ * process run, alternating which side goes first) and delay (lateness of
+ * messages through a 1 s tier). ordered_versioned is reported as not
+ * available: the engine has neither yet.
+ *
+ * This process stays single-threaded and never calls librdkafka: the broker,
+ * the producer and each measured side are forked children.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_RUNS 15
+
+typedef struct {
+        const char *name;
+        bench_kind_t kind;
+        long n, n_quick;
+        double target; /* kretry/raw at least this */
+} scenario_t;
+
+static const scenario_t scenarios[] = {
+    {"happy", BENCH_HAPPY, 200000, 100000, 0.95},
+    /* Tier copies carry ~12 kretry-* headers (~0.55 KB a record): 60,000
+     * keep each partition under the mock's 5 MiB. */
+    {"retry_hop", BENCH_RETRY_HOP, 60000, 30000, 0.85},
+    {"dead_letter", BENCH_DEAD_LETTER, 60000, 30000, 0.85},
+};
+#define SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+
+typedef struct {
+        int quick, json, runs, warmup;
+        const char *only;
+        long delay_n;
+        int delay_rate;
+} opts_t;
+
+typedef struct {
+        pid_t pid;
+        int go_fd, out_fd;
+} child_t;
+
+static int run_seq;
+
+static int read_all(int fd, void *buf, size_t len) {
+        char *p = buf;
+        while (len > 0) {
+                ssize_t r = read(fd, p, len);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        return -1;
+                p += r;
+                len -= (size_t)r;
+        }
+        return 0;
+}
+
+/* Fork @p body with a go pipe and an out pipe. Every other descriptor the
+ * child inherited is closed, so the broker sees EOF when we close ours. */
+static int child_start(child_t *c,
+                       int (*body)(const bench_job_t *, int, int),
+                       const bench_job_t *job) {
+        int go[2], out[2];
+        if (pipe(go) || pipe(out))
+                return -1;
+        fflush(NULL);
+        c->pid = fork();
+        if (c->pid < 0)
+                return -1;
+        if (c->pid == 0) {
+                for (int fd = 3; fd < 1024; fd++)
+                        if (fd != go[0] && fd != out[1])
+                                close(fd);
+                _exit(body(job, go[0], out[1]));
+        }
+        close(go[0]);
+        close(out[1]);
+        c->go_fd  = go[1];
+        c->out_fd = out[0];
+        return 0;
+}
+
+static int child_expect(child_t *c, char want) {
+        char got;
+        return read_all(c->out_fd, &got, 1) || got != want ? -1 : 0;
+}
+
+static int child_go(child_t *c) {
+        char g = 'G';
+        return write(c->go_fd, &g, 1) == 1 ? 0 : -1;
+}
+
+/* Read the result, reap the child, fill its peak RSS. */
+static int child_finish(child_t *c, bench_result_t *res) {
+        memset(res, 0, sizeof(*res));
+        int rc = read_all(c->out_fd, res, sizeof(*res));
+        if (rc)
+                snprintf(res->err, sizeof(res->err), "side died early");
+        close(c->out_fd);
+        close(c->go_fd);
+        struct rusage ru;
+        int status;
+        if (wait4(c->pid, &status, 0, &ru) == c->pid)
+                res->rss_kb = ru.ru_maxrss;
+        return rc || !res->ok ? -1 : 0;
+}
+
+static int body_broker(const bench_job_t *job, int go_fd, int out_fd) {
+        return bench_broker(job, out_fd, go_fd);
+}
+
+static int body_produce(const bench_job_t *job, int go_fd, int out_fd) {
+        (void)go_fd, (void)out_fd;
+        return bench_produce(job);
+}
+
+static int reap(pid_t pid) {
+        int status;
+        if (waitpid(pid, &status, 0) != pid)
+                return -1;
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* Start the mock broker for @p job (no-op with a real cluster). */
+static int broker_start(child_t *b, bench_job_t *job) {
+        b->pid = 0;
+        if (job->real)
+                return 0;
+        if (child_start(b, body_broker, job) ||
+            read_all(b->out_fd, job->bootstrap, sizeof(job->bootstrap)))
+                return -1;
+        return 0;
+}
+
+static void broker_stop(child_t *b) {
+        if (b->pid <= 0)
+                return;
+        close(b->go_fd);
+        close(b->out_fd);
+        reap(b->pid);
+        b->pid = 0;
+}
+
+static void job_init(bench_job_t *job, bench_kind_t kind, long n) {
+        const char *real = getenv("KRETRY_BENCH_BOOTSTRAP");
+        memset(job, 0, sizeof(*job));
+        job->kind = kind;
+        job->n    = n;
+        job->real = real && *real;
+        if (job->real)
+                snprintf(job->bootstrap, sizeof(job->bootstrap), "%s", real);
+        run_seq++;
+        snprintf(job->source, sizeof(job->source), "kb-%d-%d-src",
+                 (int)getpid(), run_seq);
+        snprintf(job->tier, sizeof(job->tier), "%s.retry.1", job->source);
+        snprintf(job->dlq, sizeof(job->dlq), "%s.dlq", job->source);
+        snprintf(job->copy, sizeof(job->copy), "%s.copy", job->source);
+        snprintf(job->group, sizeof(job->group), "kb-%d-%d", (int)getpid(),
+                 run_seq);
+        job->timeout_s = 120;
+}
+
+/* One run of a throughput scenario: produce the input, start both sides
+ * (they join their groups concurrently), then let one side work, then the
+ * other. */
+static int run_pair(const scenario_t *sc,
+                    long n,
+                    int kretry_first,
+                    bench_result_t *kres,
+                    bench_result_t *rres) {
+        bench_job_t job;
+        child_t b, p, k, r;
+        int rc = -1;
+        job_init(&job, sc->kind, n);
+        memset(kres, 0, sizeof(*kres));
+        memset(rres, 0, sizeof(*rres));
+        if (broker_start(&b, &job))
+                goto out;
+        if (child_start(&p, body_produce, &job) ||
+            (close(p.go_fd), close(p.out_fd), reap(p.pid))) {
+                fprintf(stderr, "bench: producing the input failed\n");
+                goto out;
+        }
+        if (child_start(&k, bench_kretry_side, &job))
+                goto out;
+        if (child_start(&r, bench_raw_side, &job)) {
+                child_finish(&k, kres);
+                goto out;
+        }
+        child_t *first = kretry_first ? &k : &r, *second = kretry_first ? &r : &k;
+        bench_result_t *fres = kretry_first ? kres : rres;
+        bench_result_t *sres = kretry_first ? rres : kres;
+        if (child_expect(&k, 'R') | child_expect(&r, 'R')) {
+                child_finish(first, fres);
+                child_finish(second, sres);
+                goto out;
+        }
+        int e1 = child_go(first);
+        e1 |= child_finish(first, fres);
+        int e2 = child_go(second);
+        e2 |= child_finish(second, sres);
+        rc = e1 || e2 ? -1 : 0;
+out:
+        broker_stop(&b);
+        return rc;
+}
+
+static int run_delay(const opts_t *o, bench_result_t *kres) {
+        bench_job_t job;
+        child_t b, p, k;
+        int rc = -1;
+        job_init(&job, BENCH_DELAY, o->delay_n);
+        job.rate = o->delay_rate;
+        memset(kres, 0, sizeof(*kres));
+        if (broker_start(&b, &job) || child_start(&k, bench_kretry_side, &job))
+                goto out;
+        if (child_expect(&k, 'R') || child_go(&k) || child_expect(&k, 'A')) {
+                child_finish(&k, kres);
+                goto out;
+        }
+        /* Arrivals start once the adapter owns its partitions. */
+        if (child_start(&p, body_produce, &job)) {
+                child_finish(&k, kres);
+                goto out;
+        }
+        close(p.go_fd);
+        close(p.out_fd);
+        rc = child_finish(&k, kres);
+        if (reap(p.pid))
+                rc = -1;
+out:
+        broker_stop(&b);
+        return rc;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+        if (n <= 0)
+                return 0;
+        qsort(v, (size_t)n, sizeof(double), cmp_double);
+        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+typedef struct {
+        const char *name;
+        int ok, runs;
+        double kretry, raw, ratio, target;
+        double k_cpu_us, r_cpu_us; /* CPU per message, all threads */
+        double k_rss, r_rss;
+        double load_max; /* 1-minute load average, highest seen at a start */
+        char err[200];
+} summary_t;
+
+/* Other work on the machine skews wall-clock rates: report it. */
+static double loadavg(void) {
+        double l = -1;
+        FILE *f  = fopen("/proc/loadavg", "r");
+        if (f) {
+                if (fscanf(f, "%lf", &l) != 1)
+                        l = -1;
+                fclose(f);
+        }
+        return l;
+}
+
+static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
+        double kr[MAX_RUNS], rr[MAX_RUNS], ks[MAX_RUNS], rs[MAX_RUNS];
+        double kc[MAX_RUNS], rc[MAX_RUNS];
+        long n = o->quick ? sc->n_quick : sc->n;
+        memset(s, 0, sizeof(*s));
+        s->name   = sc->name;
+        s->target = sc->target;
+        for (int i = -o->warmup; i < o->runs; i++) {
+                bench_result_t k, r;
+                int kfirst  = (i & 1) == 0;
+                double load = loadavg();
+                if (load > s->load_max)
+                        s->load_max = load;
+                if (run_pair(sc, n, kfirst, &k, &r)) {
+                        snprintf(s->err, sizeof(s->err), "%s",
+                                 k.err[0] ? k.err : r.err[0] ? r.err
+                                                             : "run failed");
+                        fprintf(stderr, "bench %s: %s\n", sc->name, s->err);
+                        return;
+                }
+                fprintf(stderr,
+                        "bench %-12s %s %d (%s first, load %.2f): kretry "
+                        "%8.0f/s %5.2f us cpu/msg, raw %8.0f/s %5.2f us "
+                        "cpu/msg, rss %ld/%ld KB\n",
+                        sc->name, i < 0 ? "warm-up" : "run", i + 1,
+                        kfirst ? "kretry" : "raw", load, (double)n / k.secs,
+                        k.cpu_s * 1e6 / (double)n, (double)n / r.secs,
+                        r.cpu_s * 1e6 / (double)n, k.rss_kb, r.rss_kb);
+                if (i < 0)
+                        continue;
+                kr[s->runs] = (double)n / k.secs;
+                rr[s->runs] = (double)n / r.secs;
+                kc[s->runs] = k.cpu_s * 1e6 / (double)n;
+                rc[s->runs] = r.cpu_s * 1e6 / (double)n;
+                ks[s->runs] = (double)k.rss_kb;
+                rs[s->runs] = (double)r.rss_kb;
+                s->runs++;
+        }
+        s->kretry = median(kr, s->runs);
+        s->raw    = median(rr, s->runs);
+        s->ratio  = s->raw > 0 ? s->kretry / s->raw : 0;
+        s->k_cpu_us = median(kc, s->runs);
+        s->r_cpu_us = median(rc, s->runs);
+        s->k_rss  = median(ks, s->runs);
+        s->r_rss  = median(rs, s->runs);
+        s->ok     = 1;
+}
+
+typedef struct {
+        int ok, runs;
+        double p50, p99, max, rss;
+        long early;
+        char err[200];
+} delay_summary_t;
+
+static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
+        double p50[MAX_RUNS], p99[MAX_RUNS], mx[MAX_RUNS], rss[MAX_RUNS];
+        memset(d, 0, sizeof(*d));
+        for (int i = 0; i < o->runs; i++) {
+                bench_result_t k;
+                if (run_delay(o, &k)) {
+                        snprintf(d->err, sizeof(d->err), "%s",
+                                 k.err[0] ? k.err : "run failed");
+                        fprintf(stderr, "bench delay: %s\n", d->err);
+                        return;
+                }
+                fprintf(stderr,
+                        "bench delay        run %d: lateness p50 %.2f ms, p99 "
+                        "%.2f ms, max %.2f ms, early %ld, rss %ld KB\n",
+                        i + 1, k.p50_ms, k.p99_ms, k.max_ms, k.early, k.rss_kb);
+                p50[i] = k.p50_ms;
+                p99[i] = k.p99_ms;
+                mx[i]  = k.max_ms;
+                rss[i] = (double)k.rss_kb;
+                d->early += k.early;
+                d->runs++;
+        }
+        d->p50 = median(p50, d->runs);
+        d->p99 = median(p99, d->runs);
+        d->max = median(mx, d->runs);
+        d->rss = median(rss, d->runs);
+        d->ok  = 1;
+}
+
+static void print_json(const opts_t *o,
+                       const summary_t *s,
+                       int cnt,
+                       const delay_summary_t *d,
+                       int delay_ran) {
+        printf("{\"quick\": %s, \"runs\": %d, \"partitions\": %d, "
+               "\"scenarios\": [",
+               o->quick ? "true" : "false", o->runs, BENCH_PARTITIONS);
+        for (int i = 0; i < cnt; i++) {
+                if (!s[i].ok) {
+                        printf("{\"name\": \"%s\", \"kretry_msgs_per_s\": null, "
+                               "\"raw_msgs_per_s\": null, \"ratio\": null, "
+                               "\"peak_rss_kb\": null, \"error\": \"%s\"}, ",
+                               s[i].name, s[i].err);
+                        continue;
+                }
+                printf("{\"name\": \"%s\", \"kretry_msgs_per_s\": %.0f, "
+                       "\"raw_msgs_per_s\": %.0f, \"ratio\": %.3f, "
+                       "\"target\": %.2f, \"peak_rss_kb\": %.0f, "
+                       "\"raw_peak_rss_kb\": %.0f, "
+                       "\"kretry_cpu_us_per_msg\": %.3f, "
+                       "\"raw_cpu_us_per_msg\": %.3f, \"load_max\": %.2f}, ",
+                       s[i].name, s[i].kretry, s[i].raw, s[i].ratio,
+                       s[i].target, s[i].k_rss, s[i].r_rss, s[i].k_cpu_us,
+                       s[i].r_cpu_us, s[i].load_max);
+        }
+        printf("{\"name\": \"ordered_versioned\", \"available\": false, "
+               "\"kretry_msgs_per_s\": null, \"raw_msgs_per_s\": null, "
+               "\"ratio\": null, \"peak_rss_kb\": null}], ");
+        if (delay_ran && d->ok)
+                printf("\"delay\": {\"messages\": %ld, \"rate_per_s\": %d, "
+                       "\"tier\": \"1s\", \"p50_ms\": %.2f, \"p99_ms\": %.2f, "
+                       "\"max_ms\": %.2f, \"early\": %ld, "
+                       "\"peak_rss_kb\": %.0f}}\n",
+                       o->delay_n, o->delay_rate, d->p50, d->p99, d->max,
+                       d->early, d->rss);
+        else
+                printf("\"delay\": {\"p50_ms\": null, \"p99_ms\": null, "
+                       "\"max_ms\": null, \"early\": null%s%s%s}}\n",
+                       delay_ran ? ", \"error\": \"" : "",
+                       delay_ran ? d->err : "", delay_ran ? "\"" : "");
+}
+
+static void print_table(const opts_t *o,
+                        const summary_t *s,
+                        int cnt,
+                        const delay_summary_t *d,
+                        int delay_ran) {
+        printf("kretry benchmarks: %s, median of %d run(s), %d partitions\n\n",
+               o->quick ? "quick" : "full", o->runs, BENCH_PARTITIONS);
+        printf("%-12s %12s %12s %6s %7s %9s %9s %10s %10s %5s\n", "scenario",
+               "kretry msg/s", "raw msg/s", "ratio", "target", "kretry us",
+               "raw us", "kretry RSS", "raw RSS", "load");
+        for (int i = 0; i < cnt; i++) {
+                if (!s[i].ok) {
+                        printf("%-12s FAILED: %s\n", s[i].name, s[i].err);
+                        continue;
+                }
+                printf("%-12s %12.0f %12.0f %6.3f %3s%.2f %9.2f %9.2f %7.0f KB "
+                       "%7.0f KB %5.2f%s\n",
+                       s[i].name, s[i].kretry, s[i].raw, s[i].ratio, ">=",
+                       s[i].target, s[i].k_cpu_us, s[i].r_cpu_us, s[i].k_rss,
+                       s[i].r_rss, s[i].load_max,
+                       s[i].ratio >= s[i].target ? "" : "  MISS");
+        }
+        printf("%-12s not available (the engine has no ordering or versions "
+               "yet)\n",
+               "ordered_versioned");
+        printf("(us: CPU microseconds per message, all threads of that side's "
+               "process; load: highest 1-min load average at a run's start)\n");
+        if (!delay_ran)
+                return;
+        if (!d->ok) {
+                printf("\ndelay: FAILED: %s\n", d->err);
+                return;
+        }
+        printf("\ndelay (%ld msgs at %d/s through a 1s tier): lateness p50 "
+               "%.2f ms, p99 %.2f ms%s, max %.2f ms, early %ld, RSS %.0f KB\n",
+               o->delay_n, o->delay_rate, d->p50, d->p99,
+               d->p99 <= 20 ? "" : " (MISS: target <= 20)", d->max, d->early,
+               d->rss);
+}
+
+static void usage(FILE *f) {
+        fprintf(f, "usage: kretry_bench [--quick] [--output table|json] "
+                   "[--runs N] [--only happy|retry_hop|dead_letter|delay]\n");
+}
+
+static int parse_opts(int argc, char **argv, opts_t *o) {
+        memset(o, 0, sizeof(*o));
+        int runs = 0;
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i];
+                if (!strcmp(a, "--quick"))
+                        o->quick = 1;
+                else if (!strcmp(a, "--output") && i + 1 < argc)
+                        o->json = !strcmp(argv[++i], "json");
+                else if (!strcmp(a, "--runs") && i + 1 < argc)
+                        runs = atoi(argv[++i]);
+                else if (!strcmp(a, "--only") && i + 1 < argc)
+                        o->only = argv[++i];
+                else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+                        usage(stdout);
+                        exit(0);
+                } else {
+                        usage(stderr);
+                        return -1;
+                }
+        }
+        o->runs       = runs > 0 ? runs : o->quick ? 1 : 3;
+        o->warmup     = o->quick ? 0 : 1;
+        o->delay_n    = o->quick ? 20000 : 100000;
+        o->delay_rate = 10000;
+        if (o->runs > MAX_RUNS)
+                o->runs = MAX_RUNS;
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        opts_t o;
+        summary_t s[SCENARIOS];
+        delay_summary_t d;
+        int cnt = 0, delay_ran = 0, failed = 0;
+        if (parse_opts(argc, argv, &o))
+                return 64;
+        signal(SIGPIPE, SIG_IGN);
+        for (size_t i = 0; i < SCENARIOS; i++) {
+                if (o.only && strcmp(o.only, scenarios[i].name))
+                        continue;
+                run_scenario(&o, &scenarios[i], &s[cnt]);
+                failed |= !s[cnt].ok;
+                cnt++;
+        }
+        memset(&d, 0, sizeof(d));
+        if (!o.only || !strcmp(o.only, "delay")) {
+                delay_ran = 1;
+                run_delay_scenario(&o, &d);
+                failed |= !d.ok;
+        }
+        if (o.json)
+                print_json(&o, s, cnt, &d, delay_ran);
+        else
+                print_table(&o, s, cnt, &d, delay_ran);
+        return failed ? 1 : 0;
+}
