@@ -31,6 +31,7 @@ typedef struct {
         const char *file, *name, *bootstrap;
         output_t output;
         int check;
+        int verbose;
         int64_t window_ms;
         int timeout_ms;
 } stats_opts_t;
@@ -64,6 +65,8 @@ static void usage(FILE *out) {
                 "bootstrap.servers\n"
                 "  -t, --timeout MS     bound on each cluster request "
                 "(default %d)\n"
+                "  -v, --verbose        pass librdkafka's own log lines "
+                "through to stderr\n"
                 "  -h, --help           show this help\n\n"
                 "Waiting: messages after the group's committed offset, or "
                 "from the start of\n"
@@ -103,6 +106,9 @@ static int opt_set(stats_opts_t *o, int c, const char *arg) {
                 return 0;
         case 'c':
                 o->check = 1;
+                return 0;
+        case 'v':
+                o->verbose = 1;
                 return 0;
         case 'o':
                 if (!strcmp(arg, "table"))
@@ -145,6 +151,7 @@ static int parse_args(stats_opts_t *o, int argc, char **argv) {
                 {"check", no_argument, NULL, 'c'},
                 {"window", required_argument, NULL, 'w'},
                 {"timeout", required_argument, NULL, 't'},
+                {"verbose", no_argument, NULL, 'v'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0}};
         int c, rc;
@@ -152,7 +159,7 @@ static int parse_args(stats_opts_t *o, int argc, char **argv) {
                                 .timeout_ms = STATS_DEFAULT_TIMEOUT_MS};
         opterr = 0; /* our own messages, with the command's name */
         optind = 1;
-        while ((c = getopt_long(argc, argv, ":f:N:b:o:cw:t:h", longopts,
+        while ((c = getopt_long(argc, argv, ":f:N:b:o:cw:t:vh", longopts,
                                 NULL)) != -1) {
                 if (c == 'h') {
                         usage(stdout);
@@ -198,11 +205,11 @@ static const kretry_topology_t *load(const stats_opts_t *o,
                 return t;
         fprintf(stderr, PROG ": %s: ", o->file);
         if (o->name)
-                fprintf(stderr,
-                        "no topology named \"%s\" (the file has:", o->name);
+                fprintf(stderr, "no topology named \"%s\"", o->name);
         else
-                fprintf(stderr, "holds %zu topologies: name one with --name (",
+                fprintf(stderr, "holds %zu topologies: name one with --name",
                         n);
+        fprintf(stderr, " (the file has:");
         for (size_t i = 0; i < n; i++)
                 fprintf(stderr, "%s%s", i ? ", " : " ",
                         kretry_topology_at(*fp, i)->name);
@@ -242,6 +249,16 @@ static stats_topic_t *topics_of(const kretry_topology_t *t, stats_report_t *r) {
         r->limits.dlq_messages  = t->alerts ? t->alert_dlq_messages : -1;
         r->limits.oldest_age_ms = t->alerts ? t->alert_oldest_age_ms : 0;
         return v;
+}
+
+/* What the cluster did not answer is reported per topic; librdkafka's
+ * connection retries would only repeat it (--verbose shows them). */
+static void
+quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+        (void)rk;
+        (void)level;
+        (void)fac;
+        (void)buf;
 }
 
 static int64_t wall_ms(void) {
@@ -352,6 +369,8 @@ int cmd_stats(int argc, char **argv) {
         for (size_t i = 0; i < r->topic_cnt; i++)
                 io.topics[i].fig = &r->topics[i];
         conf = dlq_client_conf(f, o.bootstrap, 1, errstr, sizeof(errstr));
+        if (conf && !o.verbose)
+                rd_kafka_conf_set_log_cb(conf, quiet_log);
         if (!conf || stats_io_open(&io, conf, t->group, o.timeout_ms, errstr,
                                    sizeof(errstr))) {
                 fprintf(stderr, PROG ": %s\n", errstr);

@@ -63,7 +63,11 @@ int stats_io_open(stats_io_t *io,
                   int timeout_ms,
                   char *errstr,
                   size_t errstr_size) {
+        size_t size    = sizeof(io->bootstrap);
         io->timeout_ms = timeout_ms;
+        if (rd_kafka_conf_get(conf, "bootstrap.servers", io->bootstrap,
+                              &size) != RD_KAFKA_CONF_OK)
+                io->bootstrap[0] = '\0';
         if (reader_conf(conf, group, errstr, errstr_size)) {
                 rd_kafka_conf_destroy(conf);
                 return -1;
@@ -99,8 +103,9 @@ int stats_io_metadata(stats_io_t *io, char *errstr, size_t errstr_size) {
                 rd_kafka_metadata(io->rk, 1, NULL, &md, io->timeout_ms);
         if (err) {
                 snprintf(errstr, errstr_size,
-                         "the cluster did not answer a metadata request "
-                         "within %d ms: %s",
+                         "the cluster (bootstrap.servers %s) did not answer "
+                         "a metadata request within %d ms: %s",
+                         io->bootstrap[0] ? io->bootstrap : "unset",
                          io->timeout_ms, rd_kafka_err2str(err));
                 return -1;
         }

@@ -21,6 +21,7 @@ typedef struct {
 
 typedef struct {
         rd_kafka_t *rk;
+        char bootstrap[512]; /* for messages */
         int timeout_ms;
         stats_io_topic_t *topics;
         size_t topic_cnt;
