@@ -144,6 +144,28 @@ static void k_log(kretry_log_level_t level,
                 fprintf(stderr, "  [kretry %d %s] %s\n", (int)level, fac, msg);
 }
 
+/* KRETRY_BENCH_KRETRY_PROPS="name=value,...": extra kretry properties, for
+ * experiments (e.g. consumer.fetch.wait.max.ms=1). */
+static int k_extra_props(kretry_conf_t *conf, char *err, size_t err_size) {
+        const char *env = getenv("KRETRY_BENCH_KRETRY_PROPS");
+        char buf[1024], *save = NULL;
+        if (!env)
+                return 0;
+        snprintf(buf, sizeof(buf), "%s", env);
+        for (char *kv = strtok_r(buf, ",", &save); kv;
+             kv = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(kv, '=');
+                if (!eq) {
+                        snprintf(err, err_size, "%s: expected name=value", kv);
+                        return -1;
+                }
+                *eq = '\0';
+                if (kretry_conf_set(conf, kv, eq + 1, err, err_size))
+                        return -1;
+        }
+        return 0;
+}
+
 static kretry_adapter_t *k_adapter(const bench_job_t *job,
                                    kside_t *k,
                                    char *err,
@@ -167,6 +189,8 @@ static kretry_adapter_t *k_adapter(const bench_job_t *job,
                 if (kretry_conf_set(conf, common_props[i][0],
                                     common_props[i][1], err, err_size))
                         goto fail;
+        if (k_extra_props(conf, err, err_size))
+                goto fail;
         kretry_conf_set_handler(conf, k_handler, k);
         kretry_conf_set_route_cb(conf, k_route);
         kretry_conf_set_log_cb(conf, k_log, k);
@@ -340,7 +364,7 @@ static void r_copy(rside_t *r, rd_kafka_message_t *m, const char *topic) {
         char due[24], off[24];
         h = rd_kafka_message_headers(m, &src) ? rd_kafka_headers_new(3)
                                               : rd_kafka_headers_copy(src);
-        snprintf(due, sizeof(due), "%.0f", realtime_ms() + 1);
+        snprintf(due, sizeof(due), "%lld", (long long)realtime_ms() + 1);
         snprintf(off, sizeof(off), "%lld", (long long)m->offset);
         rd_kafka_header_add(h, "retry-attempt", -1, "1", 1);
         rd_kafka_header_add(h, "retry-due-ts", -1, due, -1);

@@ -1,5 +1,6 @@
 /*
- * kretry_bench [--quick] [--output table|json] [--runs N] [--only NAME]
+ * kretry_bench [--quick] [--output table|json] [--runs N] [--messages N]
+ *              [--only NAME]
  *
  * Scenarios (bench/README.md): happy, retry_hop, dead_letter (kretry
  * against a raw librdkafka loop doing the same work, same input, same
@@ -42,6 +43,7 @@ static const scenario_t scenarios[] = {
 typedef struct {
         int quick, json, runs, warmup;
         const char *only;
+        long messages; /* overrides every scenario's count when > 0 */
         long delay_n;
         int delay_rate;
 } opts_t;
@@ -282,7 +284,9 @@ static double loadavg(void) {
 static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         double kr[MAX_RUNS], rr[MAX_RUNS], ks[MAX_RUNS], rs[MAX_RUNS];
         double kc[MAX_RUNS], rc[MAX_RUNS];
-        long n = o->quick ? sc->n_quick : sc->n;
+        long n = o->messages > 0 ? o->messages
+                 : o->quick      ? sc->n_quick
+                                 : sc->n;
         memset(s, 0, sizeof(*s));
         s->name   = sc->name;
         s->target = sc->target;
@@ -448,7 +452,9 @@ static void print_table(const opts_t *o,
 
 static void usage(FILE *f) {
         fprintf(f, "usage: kretry_bench [--quick] [--output table|json] "
-                   "[--runs N] [--only happy|retry_hop|dead_letter|delay]\n");
+                   "[--runs N] [--messages N]\n"
+                   "                    [--only happy|retry_hop|dead_letter|"
+                   "delay]\n");
 }
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
@@ -462,6 +468,8 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                         o->json = !strcmp(argv[++i], "json");
                 else if (!strcmp(a, "--runs") && i + 1 < argc)
                         runs = atoi(argv[++i]);
+                else if (!strcmp(a, "--messages") && i + 1 < argc)
+                        o->messages = atol(argv[++i]);
                 else if (!strcmp(a, "--only") && i + 1 < argc)
                         o->only = argv[++i];
                 else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -474,7 +482,9 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
         }
         o->runs       = runs > 0 ? runs : o->quick ? 1 : 3;
         o->warmup     = o->quick ? 0 : 1;
-        o->delay_n    = o->quick ? 20000 : 100000;
+        o->delay_n    = o->messages > 0 ? o->messages
+                        : o->quick      ? 20000
+                                        : 100000;
         o->delay_rate = 10000;
         if (o->runs > MAX_RUNS)
                 o->runs = MAX_RUNS;
