@@ -8,9 +8,11 @@
  *
  * Where a partition's waiting messages start: the group's committed offset,
  * or the low watermark when the group has none there (the group would read
- * everything retained: kretry consumes with auto.offset.reset=earliest, and
- * nobody consumes a DLQ, so its whole content counts), clamped to
- * [low, high]. Waiting = high watermark - start.
+ * everything retained: kretry consumes with auto.offset.reset=earliest),
+ * clamped to [low, high]. Waiting = high watermark - start. Nobody consumes
+ * a DLQ: there the caller passes kretry dlq replay's progress as the
+ * committed offset where the group has none (stats_kafka.h), so that what a
+ * replay went past stops counting; without either, all of it counts.
  */
 #ifndef KRETRY_CLI_STATS_CALC_H
 #define KRETRY_CLI_STATS_CALC_H

@@ -57,36 +57,49 @@ static int reader_conf(rd_kafka_conf_t *conf,
         return 0;
 }
 
+static rd_kafka_t *consumer(rd_kafka_conf_t *conf,
+                            const char *group,
+                            char *errstr,
+                            size_t errstr_size) {
+        rd_kafka_t *rk = NULL;
+        if (!reader_conf(conf, group, errstr, errstr_size))
+                rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, errstr_size);
+        if (!rk)
+                rd_kafka_conf_destroy(conf);
+        return rk;
+}
+
 int stats_io_open(stats_io_t *io,
                   rd_kafka_conf_t *conf,
                   const char *group,
                   int timeout_ms,
                   char *errstr,
                   size_t errstr_size) {
+        char replay[512];
         size_t size    = sizeof(io->bootstrap);
         io->timeout_ms = timeout_ms;
         if (rd_kafka_conf_get(conf, "bootstrap.servers", io->bootstrap,
                               &size) != RD_KAFKA_CONF_OK)
                 io->bootstrap[0] = '\0';
-        if (reader_conf(conf, group, errstr, errstr_size)) {
-                rd_kafka_conf_destroy(conf);
-                return -1;
-        }
-        io->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, errstr_size);
-        if (!io->rk) {
-                rd_kafka_conf_destroy(conf);
-                return -1;
-        }
-        return 0;
+        snprintf(replay, sizeof(replay), "%s" STATS_REPLAY_GROUP_SUFFIX, group);
+        rd_kafka_conf_t *dup = rd_kafka_conf_dup(conf);
+        io->rk               = consumer(conf, group, errstr, errstr_size);
+        io->replay_rk        = consumer(dup, replay, errstr, errstr_size);
+        return io->rk && io->replay_rk ? 0 : -1;
+}
+
+static void close_one(rd_kafka_t *rk) {
+        if (!rk)
+                return;
+        rd_kafka_assign(rk, NULL);
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
 }
 
 void stats_io_close(stats_io_t *io) {
-        if (!io->rk)
-                return;
-        rd_kafka_assign(io->rk, NULL);
-        rd_kafka_consumer_close(io->rk);
-        rd_kafka_destroy(io->rk);
-        io->rk = NULL;
+        close_one(io->rk);
+        close_one(io->replay_rk);
+        io->rk = io->replay_rk = NULL;
 }
 
 static const rd_kafka_metadata_topic_t *
@@ -160,15 +173,28 @@ static void watermarks(stats_io_t *io, stats_io_topic_t *t, stats_part_t *p) {
         }
 }
 
-static void committed(stats_io_t *io, stats_part_t **parts) {
+/*
+ * Committed offsets of @p rk's group for every partition (@p dlq_only: of
+ * the DLQ where nothing was committed yet) into @p parts; @p what names the
+ * group in errors.
+ */
+static void committed(stats_io_t *io,
+                      rd_kafka_t *rk,
+                      int dlq_only,
+                      const char *what,
+                      stats_part_t **parts) {
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(16);
         for (size_t i = 0; i < io->topic_cnt; i++)
                 for (int k = 0; k < io->topics[i].cnt; k++)
-                        rd_kafka_topic_partition_list_add(
-                                l, io->topics[i].fig->topic, k);
+                        if (!dlq_only ||
+                            (io->topics[i].fig->role == STATS_ROLE_DLQ &&
+                             parts[i][k].committed_ok &&
+                             parts[i][k].committed < 0))
+                                rd_kafka_topic_partition_list_add(
+                                        l, io->topics[i].fig->topic, k);
         rd_kafka_resp_err_t err =
-                l->cnt ? rd_kafka_committed(io->rk, l, io->timeout_ms) : 0;
+                l->cnt ? rd_kafka_committed(rk, l, io->timeout_ms) : 0;
         for (int j = 0; j < l->cnt; j++) {
                 const rd_kafka_topic_partition_t *e = &l->elems[j];
                 size_t i                            = 0;
@@ -177,11 +203,12 @@ static void committed(stats_io_t *io, stats_part_t **parts) {
                 stats_part_t *p          = &parts[i][e->partition];
                 rd_kafka_resp_err_t perr = err ? err : e->err;
                 p->committed_ok          = !perr;
-                p->committed = !perr && e->offset >= 0 ? e->offset : -1;
                 if (perr)
                         topic_error(io->topics[i].fig,
-                                    "committed offsets of the group: %s",
+                                    "committed offsets of %s: %s", what,
                                     rd_kafka_err2str(perr));
+                else if (e->offset >= 0 || !dlq_only)
+                        p->committed = e->offset >= 0 ? e->offset : -1;
         }
         rd_kafka_topic_partition_list_destroy(l);
 }
@@ -189,7 +216,8 @@ static void committed(stats_io_t *io, stats_part_t **parts) {
 void stats_io_snapshot(stats_io_t *io, stats_part_t **parts) {
         for (size_t i = 0; i < io->topic_cnt; i++)
                 watermarks(io, &io->topics[i], parts[i]);
-        committed(io, parts);
+        committed(io, io->rk, 0, "the group", parts);
+        committed(io, io->replay_rk, 1, "the replay's progress group", parts);
 }
 
 static int64_t mono_ms(void) {

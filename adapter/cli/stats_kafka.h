@@ -19,9 +19,14 @@ typedef struct {
         int cnt;            /* partitions, -1 when unknown */
 } stats_io_topic_t;
 
+/* Where kretry dlq replay records its progress through a DLQ: the
+ * topology's group with this suffix. */
+#define STATS_REPLAY_GROUP_SUFFIX ".kretry-replay"
+
 typedef struct {
         rd_kafka_t *rk;
-        char bootstrap[512]; /* for messages */
+        rd_kafka_t *replay_rk; /* group.id <group>.kretry-replay */
+        char bootstrap[512];   /* for messages */
         int timeout_ms;
         stats_io_topic_t *topics;
         size_t topic_cnt;
@@ -29,7 +34,8 @@ typedef struct {
 
 /*
  * The reading consumer from @p conf (taken, also on failure), with
- * group.id set to @p group. Returns 0, or -1 with @p errstr filled.
+ * group.id set to @p group, and a second one for the replay's progress
+ * group. Returns 0, or -1 with @p errstr filled.
  */
 int stats_io_open(stats_io_t *io,
                   rd_kafka_conf_t *conf,
@@ -50,7 +56,9 @@ int stats_io_metadata(stats_io_t *io, char *errstr, size_t errstr_size);
 
 /* Watermarks and committed offsets of every partition into @p parts of each
  * topic (one array per topic, cnt entries, allocated by the caller through
- * stats_io_parts_new()). */
+ * stats_io_parts_new()). On the DLQ, a partition where the group has no
+ * committed offset takes kretry dlq replay's progress there, when it has
+ * some: what a replay went past was dealt with. */
 void stats_io_snapshot(stats_io_t *io, stats_part_t **parts);
 
 /* An array of @p io's partitions per topic (free with
