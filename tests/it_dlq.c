@@ -742,6 +742,44 @@ static void test_replay_sigterm(void) {
         env_destroy(e);
 }
 
+/* A produce the broker refuses is never committed past: the replay fails,
+ * and the next one sends that batch again. Retriable errors are retried by
+ * the idempotent producer without duplicates. */
+static void test_replay_produce_errors(void) {
+        static char out[4096];
+        env_t *e                      = env_new(2);
+        rd_kafka_mock_cluster_t *mock = kt_cluster_mock(e->c);
+        if (!mock) {
+                env_destroy(e);
+                return; /* fault injection needs the mock cluster */
+        }
+        fill_many(e, 10, 1);
+        rd_kafka_mock_push_request_errors(
+                mock, 0 /* Produce */, 1,
+                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out),
+                                 (const char *[]){"--batch", "5", "--rate",
+                                                  "100000", NULL}),
+                         1);
+        KT_ASSERT_INT_EQ(committed_sum(e, 2), 0);
+
+        rd_kafka_mock_push_request_errors(
+                mock, 0 /* Produce */, 3,
+                RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+                RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+                RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS);
+        int64_t before = hwm_sum(e, e->source, 2);
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out),
+                                 (const char *[]){"--batch", "5", "--rate",
+                                                  "100000", NULL}),
+                         0);
+        KT_CHECK_MSG(strstr(out, "replayed 10 messages"), CU_FALSE, "%.1500s",
+                     out);
+        KT_ASSERT_INT_EQ(committed_sum(e, 2), 10);
+        KT_ASSERT_INT_EQ(hwm_sum(e, e->source, 2) - before, 10);
+        env_destroy(e);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_inspect_filters),
@@ -754,6 +792,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_replay_kill_resume),
                 KT_TEST(test_replay_batches_pause),
                 KT_TEST(test_replay_sigterm),
+                KT_TEST(test_replay_produce_errors),
                 KT_END};
         return kt_main("it_dlq", tests, argc, argv);
 }
