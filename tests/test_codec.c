@@ -3,6 +3,7 @@
 #include "avro_check.h"
 #include "codec.h"
 #include "testutil.h"
+#include "versions.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -500,6 +501,37 @@ static void test_new_errors(void) {
                         "cannot be resolved to the reader schema");
 }
 
+/* The version store's changelog values are Avro binary of
+ * schemas/kretry/version_record.avsc: avro-c reads what versions.c writes. */
+static void test_version_record(void) {
+        static const int64_t versions[] = {0, 1, -1, 300, INT64_MAX, INT64_MIN};
+        unsigned char buf[16];
+        uint8_t out[16];
+        char reason[256];
+        avro_value_t *v = NULL;
+        int64_t got     = 0;
+        kretry_codec_t *c =
+                codec(KRETRY_SOURCE_DIR "/schemas/kretry/version_record.avsc",
+                      "raw", NULL);
+        for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+                size_t n = kretry_version_encode(versions[i], buf);
+                KT_CHECK_MSG(kretry_codec_decode(c, buf, n, &v, reason,
+                                                 sizeof(reason)) == 0,
+                             CU_FALSE, "%lld: %s", (long long)versions[i],
+                             reason);
+                KT_ASSERT_INT_EQ(kretry_codec_field_int64(v, "version", &got),
+                                 0);
+                KT_ASSERT_INT_EQ(got, versions[i]);
+                KT_ASSERT_INT_EQ(kretry_codec_encode(v, -1, out, sizeof(out)),
+                                 n);
+                KT_ASSERT(!memcmp(out, buf, n));
+        }
+        kretry_codec_destroy(c);
+        c = codec(KRETRY_SOURCE_DIR "/schemas/kretry/dlq_context.avsc", "raw",
+                  NULL);
+        kretry_codec_destroy(c);
+}
+
 static void cleanup(void) {
         for (int i = 0; i < tmp_cnt; i++)
                 unlink(tmp_paths[i]);
@@ -516,6 +548,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_depth),
                 KT_TEST(test_field_int64),
                 KT_TEST(test_new_errors),
+                KT_TEST(test_version_record),
                 KT_END,
         };
         int rc = kt_main("codec", tests, argc, argv);
