@@ -14,6 +14,8 @@ int cmd_run(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_topology(int argc, char **argv);
 int cmd_dlq(int argc, char **argv);
+/* kretry dlq export (cmd_dlq_export.c): argv[0] is "export". */
+int cmd_dlq_export(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 
 #endif

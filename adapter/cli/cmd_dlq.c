@@ -28,7 +28,9 @@ static void usage(FILE *out) {
                 "[FILTERS] [--to source|tier:N]\n"
                 "                         [--rate MSGS_PER_S] [--batch N] "
                 "[--pause D] [--max N]\n"
-                "                         [--dry-run] [--restart]\n\n"
+                "                         [--dry-run] [--restart]\n"
+                "       kretry dlq export --topology FILE [--name N] --out "
+                "FILE.avro [FILTERS]\n\n"
                 "inspect  one row per dead-lettered message: partition, "
                 "offset, key, error\n"
                 "         class, code and message, attempts, first failure, "
@@ -552,6 +554,8 @@ int cmd_dlq(int argc, char **argv) {
                 usage(stdout);
                 return 0;
         }
+        if (!strcmp(sub, "export"))
+                return cmd_dlq_export(argc - 1, argv + 1);
         int replay = !strcmp(sub, "replay");
         if (!replay && strcmp(sub, "inspect"))
                 return usage_error("unknown subcommand \"%s\"", sub);
