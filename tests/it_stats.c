@@ -277,7 +277,7 @@ static void test_check(void) {
         write_yaml(e, "    alerts: { oldest_age: 1h }\n");
         KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 2);
         KT_CHECK_MSG(strstr(out, "ALERT oldest_age: ") &&
-                             strstr(out, "limit 1h)"),
+                             strstr(out, " old (limit 1h)"),
                      CU_FALSE, "no oldest_age alert named in:\n%s", out);
 
         /* once the group has consumed the source, nothing fires */

@@ -88,6 +88,12 @@ void stats_topic_rates(stats_topic_t *t,
                                &t->drain_s);
 }
 
+/* An age for people: whole seconds from one second on. */
+static void age_text(int64_t ms, char *dest, size_t size) {
+        kretry_topology_format_duration(ms >= 1000 ? ms - ms % 1000 : ms, dest,
+                                        size);
+}
+
 static stats_alert_t *
 alert_add(stats_report_t *r, const char *rule, const stats_topic_t *t) {
         if (r->alert_cnt >= STATS_MAX_ALERTS)
@@ -138,19 +144,21 @@ static void eval_age(stats_report_t *r, const stats_topic_t *t) {
                          t->topic, lim);
                 return;
         }
-        kretry_topology_format_duration(t->oldest_age_ms, age, sizeof(age));
+        age_text(t->oldest_age_ms, age, sizeof(age));
         a->state = t->oldest_age_ms > a->limit ? STATS_ALERT_FIRING
                                                : STATS_ALERT_OK;
+        if (t->oldest_ts < 0)
+                snprintf(age, sizeof(age), "nothing waits");
+        else
+                snprintf(age + strlen(age), sizeof(age) - strlen(age), " old");
         if (t->role == STATS_ROLE_TIER)
                 snprintf(a->text, sizeof(a->text),
-                         "oldest_age: %s's oldest waiting message is %s old "
-                         "(limit %s past the tier's %s delay at +jitter)",
-                         t->topic, t->oldest_ts < 0 ? "0s" : age, lim, allow);
+                         "oldest_age: %s: %s (limit %s past the tier's %s "
+                         "delay at +jitter)",
+                         t->topic, age, lim, allow);
         else
                 snprintf(a->text, sizeof(a->text),
-                         "oldest_age: %s's oldest waiting message is %s old "
-                         "(limit %s)",
-                         t->topic, t->oldest_ts < 0 ? "0s" : age, lim);
+                         "oldest_age: %s: %s (limit %s)", t->topic, age, lim);
 }
 
 int stats_evaluate(stats_report_t *r) {
@@ -215,8 +223,7 @@ static void table_row(FILE *out, const stats_topic_t *t, int width) {
         else if (t->oldest_ts < 0)
                 snprintf(age, sizeof(age), "-");
         else
-                kretry_topology_format_duration(t->oldest_age_ms, age,
-                                                sizeof(age));
+                age_text(t->oldest_age_ms, age, sizeof(age));
         rate_cell(t, t->arrival_rate, arr, sizeof(arr));
         rate_cell(t, t->consume_rate, con, sizeof(con));
         drain_cell(t, dr, sizeof(dr));
