@@ -62,14 +62,32 @@ static void test_unsupported_refused(void) {
         KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, EXAMPLES "orders.yaml",
                                                    "orders", err, sizeof(err)),
                          KRETRY_ERR_INVALID_VALUE);
-        KT_CHECK_MSG(strstr(err, "orders.yaml:24:15: ordering: key is not "
+        KT_CHECK_MSG(strstr(err, "orders.yaml:28:23: permanent_errors is not "
                                  "supported by this version of the engine "
                                  "yet") != NULL,
                      CU_FALSE, "got: %.800s", err);
-        KT_ASSERT(strstr(err, ": versioning is not supported") != NULL);
-        KT_ASSERT(strstr(err, ": permanent_errors is not supported") != NULL);
+        /* Ordering and header versions run now. */
+        KT_ASSERT(strstr(err, "ordering") == NULL);
+        KT_ASSERT(strstr(err, "versioning") == NULL);
         KT_ASSERT(strstr(err, ": breaker is not supported") != NULL);
         KT_ASSERT_STR_EQ(get(conf, "source.topic"), "keep");
+        kretry_conf_destroy(conf);
+}
+
+/* ordering, on_dead_letter and header versioning reach the engine. */
+static void test_ordered_versioned(void) {
+        char err[900];
+        kretry_conf_t *conf = kretry_conf_new();
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(
+                             conf,
+                             KRETRY_SOURCE_DIR
+                             "/tests/topology/valid/ordered-versioned.yaml",
+                             NULL, err, sizeof(err)),
+                         KRETRY_ERR_OK);
+        KT_ASSERT_STR_EQ(get(conf, "ordering"), "key");
+        KT_ASSERT_STR_EQ(get(conf, "ordering.on.dead.letter"), "park_key");
+        KT_ASSERT_STR_EQ(get(conf, "versioning.header"), "version");
+        KT_ASSERT_STR_EQ(get(conf, "versioning.discard"), "older_or_equal");
         kretry_conf_destroy(conf);
 }
 
@@ -101,7 +119,7 @@ static void test_errors(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_minimal),
                                           KT_TEST(test_named_with_kafka_props),
-                                          KT_TEST(test_unsupported_refused),
+                                          KT_TEST(test_unsupported_refused), KT_TEST(test_ordered_versioned),
                                           KT_TEST(test_errors), KT_END};
         return kt_main("topology_conf", tests, argc, argv);
 }

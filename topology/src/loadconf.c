@@ -47,10 +47,9 @@ static int unsupported(const kretry_topology_t *t,
         int n = 0;
         if (errstr && size)
                 errstr[0] = '\0';
-        if (t->ordering == KRETRY_ORDERING_KEY && ++n)
-                refuse(errstr, size, path, t->ordering_pos, "ordering: key");
-        if (t->versioning != KRETRY_VERSIONING_NONE && ++n)
-                refuse(errstr, size, path, t->versioning_pos, "versioning");
+        if (t->versioning == KRETRY_VERSIONING_FIELD && ++n)
+                refuse(errstr, size, path, t->versioning_pos,
+                       "versioning: { field: ... }");
         if (t->format == KRETRY_FORMAT_AVRO && ++n)
                 refuse(errstr, size, path, t->value_pos,
                        "value: { format: avro }");
@@ -104,6 +103,30 @@ static kretry_err_t set(kretry_conf_t *conf,
         return err;
 }
 
+/* ordering and versioning (header) */
+static kretry_err_t apply_keyed(kretry_conf_t *conf,
+                                const kretry_topology_t *t,
+                                const char *path,
+                                char *errstr,
+                                size_t size) {
+        const char *pairs[][2] = {
+                {"ordering",
+                 t->ordering == KRETRY_ORDERING_KEY ? "key" : "none"},
+                {"ordering.on.dead.letter",
+                 t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY ? "park_key"
+                                                             : "continue"},
+                {"versioning.header",
+                 t->versioning == KRETRY_VERSIONING_HEADER ? t->version_name
+                                                           : ""},
+                {"versioning.discard",
+                 t->discard_equal ? "older_or_equal" : "older"},
+        };
+        kretry_err_t err = KRETRY_ERR_OK;
+        for (size_t i = 0; !err && i < sizeof(pairs) / sizeof(pairs[0]); i++)
+                err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
+        return err;
+}
+
 static kretry_err_t apply(kretry_conf_t *conf,
                           const kretry_topology_file_t *f,
                           const kretry_topology_t *t,
@@ -140,6 +163,8 @@ static kretry_err_t apply(kretry_conf_t *conf,
         if (!err)
                 err = set(conf, path, "retry.max.age", t->max_age_ms ? v : "0",
                           errstr, size);
+        if (!err)
+                err = apply_keyed(conf, t, path, errstr, size);
         return err;
 }
 
