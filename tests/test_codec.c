@@ -2,6 +2,7 @@
  * resolution, and every malformed payload with its exact reason. */
 #include "avro_check.h"
 #include "codec.h"
+#include "conf.h"
 #include "testutil.h"
 #include "versions.h"
 
@@ -532,6 +533,48 @@ static void test_version_record(void) {
         kretry_codec_destroy(c);
 }
 
+/* The value.* properties: checked by kretry_conf_set(), read back by
+ * kretry_conf_get(), with the fields the engine gives the codec. */
+static void test_conf_properties(void) {
+        char err[256], v[256];
+        kretry_conf_t *conf = kretry_conf_new();
+        KT_REQUIRE(conf != NULL);
+        KT_ASSERT_INT_EQ(conf->value_avro, 0);
+        KT_ASSERT_INT_EQ(kretry_conf_get(conf, "value.format", v, sizeof(v)),
+                         0);
+        KT_ASSERT_STR_EQ(v, "bytes");
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(conf, "value.format", "avro", err, sizeof(err)),
+                0);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(conf, "value.schema", ORDER, err, sizeof(err)),
+                0);
+        KT_ASSERT_INT_EQ(kretry_conf_set(conf, "value.wire", "confluent", err,
+                                         sizeof(err)),
+                         0);
+        KT_ASSERT_INT_EQ(kretry_conf_set(conf, "value.schema.ids",
+                                         "1=" ORDER_V1 ",2=" ORDER, err,
+                                         sizeof(err)),
+                         0);
+        KT_ASSERT_INT_EQ(kretry_conf_set(conf, "value.wire", "protobuf", err,
+                                         sizeof(err)),
+                         KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_STR_EQ(err, "value.wire: \"protobuf\" is not one of "
+                              "raw|confluent");
+        kretry_conf_t *dup = kretry_conf_dup(conf);
+        kretry_conf_destroy(conf);
+        KT_REQUIRE(dup != NULL);
+        KT_ASSERT_INT_EQ(dup->value_avro, 1);
+        KT_ASSERT_INT_EQ(dup->value_confluent, 1);
+        kretry_codec_t *c = kretry_codec_new(
+                dup->value_avro ? "avro" : "bytes", dup->value_schema,
+                dup->value_confluent ? "confluent" : "raw",
+                dup->value_schema_ids, err, sizeof(err));
+        KT_CHECK_MSG(c != NULL, CU_FALSE, "codec from conf: %s", err);
+        kretry_codec_destroy(c);
+        kretry_conf_destroy(dup);
+}
+
 static void cleanup(void) {
         for (int i = 0; i < tmp_cnt; i++)
                 unlink(tmp_paths[i]);
@@ -549,6 +592,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_field_int64),
                 KT_TEST(test_new_errors),
                 KT_TEST(test_version_record),
+                KT_TEST(test_conf_properties),
                 KT_END,
         };
         int rc = kt_main("codec", tests, argc, argv);

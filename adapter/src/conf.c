@@ -81,6 +81,23 @@ static const struct prop {
     {"produce.retry.backoff.ms", PROP_INT,
      offsetof(kretry_conf_t, produce_backoff_ms), 1, 60000, "100",
      "first wait before a failed copy is produced again (doubles up to 10 s)"},
+    {"value.format", PROP_CHOICE, offsetof(kretry_conf_t, value_avro), 0, 0,
+     "bytes",
+     "bytes: values are opaque; avro: decoded with value.schema before the "
+     "handler, undecodable ones dead-lettered (class schema)",
+     "bytes|avro"},
+    {"value.schema", PROP_STR, offsetof(kretry_conf_t, value_schema), 0, 0, "",
+     "value.format avro: the value's schema (.avsc file), the record the "
+     "handler reads"},
+    {"value.wire", PROP_CHOICE, offsetof(kretry_conf_t, value_confluent), 0, 0,
+     "raw",
+     "raw: Avro binary of value.schema; confluent: magic byte 0, 4-byte "
+     "big-endian schema id, Avro binary",
+     "raw|confluent"},
+    {"value.schema.ids", PROP_STR, offsetof(kretry_conf_t, value_schema_ids),
+     0, 0, "",
+     "value.wire confluent: writer schema of each id, \"ID=PATH,...\", "
+     "resolved to value.schema (empty: any id, read with value.schema)"},
 };
 
 #define PROP_CNT (sizeof(props) / sizeof(props[0]))

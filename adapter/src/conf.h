@@ -30,6 +30,10 @@ struct kretry_conf_s {
         char *version_header; /* "" = versioning off */
         int discard_equal; /* versioning.discard: 0 older, 1 older_or_equal */
         char *versions_topic;
+        int value_avro;      /* value.format: 0 bytes, 1 avro */
+        char *value_schema;  /* "" unless value.format avro */
+        int value_confluent; /* value.wire: 0 raw, 1 confluent */
+        char *value_schema_ids; /* "ID=PATH,..."; "" = any id */
 
         rd_kafka_conf_t *consumer; /* pass-through properties */
         rd_kafka_conf_t *producer;

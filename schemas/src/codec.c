@@ -401,6 +401,10 @@ int kretry_codec_field_int64(const avro_value_t *value,
         }
 }
 
+const void *kretry_codec_public_value(const avro_value_t *value) {
+        return value;
+}
+
 int64_t kretry_codec_encode(avro_value_t *value,
                             int32_t id,
                             void *dest,

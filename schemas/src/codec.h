@@ -93,6 +93,11 @@ int kretry_codec_field_int64(const avro_value_t *value,
                              const char *field,
                              int64_t *out);
 
+/* The body of kretry_msg_value_avro() (public, declared without avro-c's
+ * types): the record the last decode of the message's codec returned, or
+ * NULL when the message was not decoded (value.format bytes). */
+const void *kretry_codec_public_value(const avro_value_t *value);
+
 /* Encode @p value as Avro binary into @p dest (raw; a confluent frame when
  * @p id >= 0). Returns the bytes written, or -1 when it does not fit.
  * For tests and tools (the demo's producer). */

@@ -116,6 +116,10 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  * | error.max.length | bytes of the handler's error message kept in kretry-error | 512 |
  * | revoke.timeout.ms | bounded wait for in-flight copies when partitions are revoked or the adapter closes | 30000 |
  * | produce.retry.backoff.ms | first wait before a copy whose delivery failed is produced again (doubles up to 10 s) | 100 |
+ * | value.format | bytes (opaque) or avro: values are decoded before the handler; one that does not decode is dead-lettered with class `schema` without calling the handler | bytes |
+ * | value.schema | value.format avro: the value's schema, an .avsc file (the record kretry_msg_value_avro() returns) | |
+ * | value.wire | raw (Avro binary) or confluent (magic byte 0, 4-byte big-endian schema id, Avro binary) | raw |
+ * | value.schema.ids | value.wire confluent: "ID=PATH,ID=PATH", the writer schema of each id, resolved to value.schema; other ids are refused. Empty: every id is read with value.schema | |
  *
  * Any other name is a librdkafka property and is passed through unchanged:
  * to both the consumer and the producer when unprefixed, to one of them only
@@ -199,6 +203,19 @@ KRETRY_EXPORT int64_t kretry_msg_original_offset(const kretry_msg_t *msg);
 KRETRY_EXPORT int64_t kretry_msg_original_timestamp(const kretry_msg_t *msg);
 /** @returns epoch ms of the first failure, or -1 on the first delivery. */
 KRETRY_EXPORT int64_t kretry_msg_first_failure_ts(const kretry_msg_t *msg);
+
+/**
+ * @brief The decoded value, with `value.format` avro.
+ *
+ * Declared without avro-c's types so that this header does not need them:
+ * the pointer is an `avro_value_t *` (avro-c, `#include <avro.h>`), an
+ * instance of `value.schema` (the writer's record resolved to it). Read it
+ * with avro-c's avro_value_get_*() calls; do not modify it or keep it.
+ *
+ * @returns the record, borrowed until the handler returns (kretry reuses
+ *          it for the next message), or NULL with `value.format` bytes.
+ */
+KRETRY_EXPORT const void *kretry_msg_value_avro(const kretry_msg_t *msg);
 
 /**
  * @brief Find the last header named @p name.
