@@ -179,6 +179,41 @@ static void test_shared_source(void) {
         kretry_diags_clear(&d);
 }
 
+/* versioning adds the compacted changelog, co-partitioned with the source,
+ * and grows it with the chain. */
+static void test_versions_changelog(void) {
+        const char *yaml =
+                "topologies:\n  - source: orders\n    group: g\n"
+                "    retry: { tiers: [1s] }\n"
+                "    versioning: { header: version }\n";
+        kretry_diags_t d;
+        kretry_diags_init(&d);
+        kretry_topology_file_t *f =
+                kretry_topology_file_parse(yaml, strlen(yaml), "t.yaml", &d);
+        kretry_diags_clear(&d);
+        KT_REQUIRE(f != NULL);
+        kretry_meta_t m = {0};
+        kretry_plan_t p;
+        kretry_meta_add(&m, "orders", 4, -1);
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 3);
+        assert_action(&p, 2, KRETRY_PLAN_CREATE, "g.orders.versions", 4);
+        KT_ASSERT_INT_EQ(p.actions[2].compact, 1);
+        KT_ASSERT_INT_EQ(p.actions[2].retention_ms, 0);
+        KT_ASSERT_STR_EQ(p.actions[2].role, "versions");
+        kretry_plan_clear(&p);
+        kretry_meta_add(&m, "orders.retry.1", 4, -1);
+        kretry_meta_add(&m, "orders.dlq", 4, -1);
+        kretry_meta_add(&m, "g.orders.versions", 2, -1);
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 1);
+        assert_action(&p, 0, KRETRY_PLAN_ADD_PARTITIONS, "g.orders.versions",
+                      4);
+        kretry_plan_clear(&p);
+        kretry_meta_clear(&m);
+        kretry_topology_file_destroy(f);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_empty_cluster),
                                           KT_TEST(test_empty_cluster_unsized),
@@ -187,6 +222,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_conflicting_cluster),
                                           KT_TEST(test_unknown_retention),
                                           KT_TEST(test_shared_source),
+                                          KT_TEST(test_versions_changelog),
                                           KT_END};
         return kt_main("topology_plan", tests, argc, argv);
 }

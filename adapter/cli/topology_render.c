@@ -191,6 +191,8 @@ static void action_text(FILE *out, const kretry_plan_action_t *a) {
                         fprintf(out, " retention.ms=%lld (%s)",
                                 (long long)a->retention_ms,
                                 dur(a->retention_ms, r1, sizeof(r1)));
+                if (a->compact)
+                        fprintf(out, " cleanup.policy=compact");
                 break;
         case KRETRY_PLAN_ADD_PARTITIONS:
                 fprintf(out, "%d -> %d partitions", a->current_partitions,
@@ -235,6 +237,9 @@ int topology_plan_json(FILE *out, const kretry_plan_t *plan) {
                                             "current_retention_ms",
                                             (json_int_t)a->current_retention_ms, "reason",
                                             a->reason);
+                if (o && a->compact)
+                        json_object_set_new(o, "cleanup_policy",
+                                            json_string("compact"));
                 if (!o || json_array_append_new(arr, o)) {
                         json_decref(arr);
                         return -1;

@@ -240,6 +240,9 @@ static void create_topics(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
                 if (nt[n] && a->retention_ms)
                         rd_kafka_NewTopic_set_config(nt[n], "retention.ms",
                                                      ret);
+                if (nt[n] && a->compact)
+                        rd_kafka_NewTopic_set_config(nt[n], "cleanup.policy",
+                                                     "compact");
                 if (nt[n])
                         n++;
         }

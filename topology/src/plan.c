@@ -184,6 +184,36 @@ static int chain_partitions(kretry_plan_t *plan,
         return t->partitions;
 }
 
+/* versioning: the compacted changelog of the version store, co-partitioned
+ * with the source; compaction, not retention, bounds it. */
+static int plan_versions_topic(kretry_plan_t *plan,
+                               const kretry_topology_t *t,
+                               const kretry_meta_t *meta,
+                               int partitions) {
+        char topic[256];
+        if (t->versioning == KRETRY_VERSIONING_NONE ||
+            kretry_topology_versions_topic(t, topic, sizeof(topic)) ||
+            planned(plan, topic))
+                return 0;
+        const kretry_meta_topic_t *m = kretry_meta_find(meta, topic);
+        kretry_plan_action_t *a;
+        if (!m) {
+                if (!(a = push(plan, KRETRY_PLAN_CREATE, t, topic,
+                               "versions")))
+                        return -1;
+                a->partitions  = partitions;
+                a->replication = t->replication;
+                a->compact     = 1;
+        } else if (m->partitions < partitions) {
+                if (!(a = push(plan, KRETRY_PLAN_ADD_PARTITIONS, t, topic,
+                               "versions")))
+                        return -1;
+                a->partitions         = partitions;
+                a->current_partitions = m->partitions;
+        }
+        return 0;
+}
+
 static int plan_topology(kretry_plan_t *plan,
                          const kretry_topology_t *t,
                          const kretry_meta_t *meta) {
@@ -198,7 +228,9 @@ static int plan_topology(kretry_plan_t *plan,
                                      partitions))
                         return -1;
         }
-        return plan_chain_topic(plan, t, meta, t->dlq, "dlq", partitions);
+        if (plan_chain_topic(plan, t, meta, t->dlq, "dlq", partitions))
+                return -1;
+        return plan_versions_topic(plan, t, meta, partitions);
 }
 
 int kretry_plan_compute(const kretry_topology_t *topos,

@@ -52,6 +52,7 @@ typedef struct {
         int current_partitions; /* ADD_PARTITIONS */
         int replication;        /* CREATE: 0 = the cluster's default */
         int64_t retention_ms;   /* CREATE (0: default), ALTER_RETENTION */
+        int compact;            /* CREATE: cleanup.policy=compact */
         int64_t current_retention_ms; /* ALTER_RETENTION */
         char reason[512];             /* CONFLICT, UNKNOWN */
         /* Filled by the admin layer when applied: */

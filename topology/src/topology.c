@@ -211,6 +211,14 @@ static int topic_add(kretry_topology_topic_t **v,
         return 0;
 }
 
+int kretry_topology_versions_topic(const kretry_topology_t *t,
+                                   char *dest,
+                                   size_t dest_size) {
+        int n = snprintf(dest, dest_size, "%s.%s.versions", t->group,
+                         t->source);
+        return n > 0 && (size_t)n < dest_size && n < 250 ? 0 : -1;
+}
+
 int kretry_topology_topics(const char *path,
                            int default_partitions,
                            kretry_topology_topic_t **topicsp,
@@ -233,6 +241,10 @@ int kretry_topology_topics(const char *path,
                 int bad = topic_add(&v, &cnt, t->source, p);
                 for (int n = 0; n < t->tier_cnt && !bad; n++)
                         bad = topic_add(&v, &cnt, t->tier_topics[n], p);
+                char vt[256];
+                if (!bad && t->versioning != KRETRY_VERSIONING_NONE &&
+                    !kretry_topology_versions_topic(t, vt, sizeof(vt)))
+                        bad = topic_add(&v, &cnt, vt, p);
                 if (bad || topic_add(&v, &cnt, t->dlq, p)) {
                         snprintf(errstr, errstr_size, "out of memory");
                         goto done;
