@@ -342,11 +342,12 @@ static void test_json(void) {
 static void test_table(void) {
         stats_report_t *r       = report(1, 0);
         r->topics[1].waiting_ok = 0;
+        r->topics[0].drain_s    = 45.2; /* shown rounded up */
         snprintf(r->topics[1].error, sizeof(r->topics[1].error),
                  "watermarks of partition 0: Local: Timed out");
         char *got = capture(stats_render_table, r);
         KT_ASSERT(strstr(got, "orders         source       2        120"
-                              "         1h       3.00       5.00       1m\n"));
+                              "         1h       3.00       5.00      46s\n"));
         KT_ASSERT(strstr(got, "orders.retry.2 tier 2       2          4"
                               "        12s       0.50       0.25    never\n"));
         KT_ASSERT(strstr(got, "orders.retry.1 tier 1       2          ?"));

@@ -201,8 +201,9 @@ static void drain_cell(const stats_topic_t *t, char *d, size_t n) {
         if (t->drain == STATS_DRAIN_NEVER)
                 snprintf(d, n, "never");
         else if (t->drain == STATS_DRAIN_SECONDS)
+                /* whole seconds, rounded up: an estimate, not a promise */
                 kretry_topology_format_duration(
-                        (int64_t)ceil(t->drain_s * 1000.0), d, n);
+                        (int64_t)ceil(t->drain_s) * 1000, d, n);
         else
                 snprintf(d, n, "-");
 }
