@@ -283,7 +283,7 @@ static double loadavg(void) {
 
 static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         double kr[MAX_RUNS], rr[MAX_RUNS], ks[MAX_RUNS], rs[MAX_RUNS];
-        double kc[MAX_RUNS], rc[MAX_RUNS];
+        double kc[MAX_RUNS], rc[MAX_RUNS], ratio[MAX_RUNS];
         long n = o->messages > 0 ? o->messages
                  : o->quick      ? sc->n_quick
                                  : sc->n;
@@ -315,6 +315,7 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
                         continue;
                 kr[s->runs] = (double)n / k.secs;
                 rr[s->runs] = (double)n / r.secs;
+                ratio[s->runs] = r.secs / k.secs; /* same input, back to back */
                 kc[s->runs] = k.cpu_s * 1e6 / (double)n;
                 rc[s->runs] = r.cpu_s * 1e6 / (double)n;
                 ks[s->runs] = (double)k.rss_kb;
@@ -323,7 +324,7 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         }
         s->kretry = median(kr, s->runs);
         s->raw    = median(rr, s->runs);
-        s->ratio  = s->raw > 0 ? s->kretry / s->raw : 0;
+        s->ratio  = median(ratio, s->runs);
         s->k_cpu_us = median(kc, s->runs);
         s->r_cpu_us = median(rc, s->runs);
         s->k_rss  = median(ks, s->runs);
@@ -333,7 +334,7 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
 
 typedef struct {
         int ok, runs;
-        double p50, p99, max, rss;
+        double p50, p99, max, rss, load_max;
         long early;
         char err[200];
 } delay_summary_t;
@@ -343,6 +344,9 @@ static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
         memset(d, 0, sizeof(*d));
         for (int i = 0; i < o->runs; i++) {
                 bench_result_t k;
+                double load = loadavg();
+                if (load > d->load_max)
+                        d->load_max = load;
                 if (run_delay(o, &k)) {
                         snprintf(d->err, sizeof(d->err), "%s",
                                  k.err[0] ? k.err : "run failed");
@@ -350,9 +354,11 @@ static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
                         return;
                 }
                 fprintf(stderr,
-                        "bench delay        run %d: lateness p50 %.2f ms, p99 "
-                        "%.2f ms, max %.2f ms, early %ld, rss %ld KB\n",
-                        i + 1, k.p50_ms, k.p99_ms, k.max_ms, k.early, k.rss_kb);
+                        "bench delay        run %d (load %.2f): lateness p50 "
+                        "%.2f ms, p99 %.2f ms, max %.2f ms, early %ld, rss %ld "
+                        "KB\n",
+                        i + 1, load, k.p50_ms, k.p99_ms, k.max_ms, k.early,
+                        k.rss_kb);
                 p50[i] = k.p50_ms;
                 p99[i] = k.p99_ms;
                 mx[i]  = k.max_ms;
@@ -400,9 +406,9 @@ static void print_json(const opts_t *o,
                 printf("\"delay\": {\"messages\": %ld, \"rate_per_s\": %d, "
                        "\"tier\": \"1s\", \"p50_ms\": %.2f, \"p99_ms\": %.2f, "
                        "\"max_ms\": %.2f, \"early\": %ld, "
-                       "\"peak_rss_kb\": %.0f}}\n",
+                       "\"peak_rss_kb\": %.0f, \"load_max\": %.2f}}\n",
                        o->delay_n, o->delay_rate, d->p50, d->p99, d->max,
-                       d->early, d->rss);
+                       d->early, d->rss, d->load_max);
         else
                 printf("\"delay\": {\"p50_ms\": null, \"p99_ms\": null, "
                        "\"max_ms\": null, \"early\": null%s%s%s}}\n",
@@ -435,8 +441,10 @@ static void print_table(const opts_t *o,
         printf("%-12s not available (the engine has no ordering or versions "
                "yet)\n",
                "ordered_versioned");
-        printf("(us: CPU microseconds per message, all threads of that side's "
-               "process; load: highest 1-min load average at a run's start)\n");
+        printf("(ratio: median over runs of kretry/raw msgs/s, each run both "
+               "sides on the same input; us: CPU microseconds per message, all "
+               "threads of that side's process; load: highest 1-min load "
+               "average at a run's start)\n");
         if (!delay_ran)
                 return;
         if (!d->ok) {
@@ -444,10 +452,11 @@ static void print_table(const opts_t *o,
                 return;
         }
         printf("\ndelay (%ld msgs at %d/s through a 1s tier): lateness p50 "
-               "%.2f ms, p99 %.2f ms%s, max %.2f ms, early %ld, RSS %.0f KB\n",
+               "%.2f ms, p99 %.2f ms%s, max %.2f ms, early %ld, RSS %.0f KB, "
+               "load %.2f\n",
                o->delay_n, o->delay_rate, d->p50, d->p99,
                d->p99 <= 20 ? "" : " (MISS: target <= 20)", d->max, d->early,
-               d->rss);
+               d->rss, d->load_max);
 }
 
 static void usage(FILE *f) {
