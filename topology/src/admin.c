@@ -65,7 +65,11 @@ static int needed(const kretry_topology_t *topos,
                 int chain                  = !strcmp(t->dlq, name);
                 for (int n = 0; n < t->tier_cnt; n++)
                         chain |= !strcmp(t->tier_topics[n], name);
+                char vt[256];
                 found |= chain || !strcmp(t->source, name);
+                found |= t->versioning != KRETRY_VERSIONING_NONE &&
+                         !kretry_topology_versions_topic(t, vt, sizeof(vt)) &&
+                         !strcmp(vt, name);
                 *retention |= chain && t->retention_ms;
         }
         return found;
