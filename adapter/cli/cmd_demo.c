@@ -64,6 +64,8 @@ static kretry_action_t demo_handler(kretry_msg_t *msg, void *opaque) {
         snprintf(order, sizeof(order), "%.*s", (int)(len < 63 ? len : 63),
                  v ? v : "");
         int attempt     = kretry_msg_attempt(msg);
+        size_t klen;
+        const char *key = kretry_msg_key(msg, &klen);
         const char *from = kretry_msg_topic(msg);
         char *colon      = strchr(order, ':');
         const char *kind = "";
@@ -95,7 +97,8 @@ static kretry_action_t demo_handler(kretry_msg_t *msg, void *opaque) {
                                      "inventory service timed out");
                 return KRETRY_RETRY;
         }
-        say(d, "%-9s attempt %d from %-16s OK", order, attempt, from);
+        say(d, "%-9s attempt %d from %-16s OK     %.*s", order, attempt,
+            from, (int)klen, key ? key : "");
         return KRETRY_OK;
 }
 
@@ -110,9 +113,14 @@ static void demo_route(const char *topic,
         demo_t *d = opaque;
         (void)attempt;
         if (route == KRETRY_ROUTE_OK || route == KRETRY_ROUTE_DLQ ||
-            route == KRETRY_ROUTE_INVALID)
+            route == KRETRY_ROUTE_INVALID || route == KRETRY_ROUTE_STALE)
                 d->finished++;
-        if (route == KRETRY_ROUTE_RETRY)
+        if (route == KRETRY_ROUTE_PARKED)
+                say(d, "          %s[%d]@%lld  -> parked in orders.retry.%d "
+                       "behind an earlier order of the same customer "
+                       "(ordering: key)",
+                    topic, (int)partition, (long long)offset, tier);
+        else if (route == KRETRY_ROUTE_RETRY)
                 say(d, "          %s[%d]@%lld  -> orders.retry.%d (waits "
                        "there, partition not blocked)",
                     topic, (int)partition, (long long)offset, tier);
@@ -172,6 +180,7 @@ static kretry_conf_t *demo_conf(const char *bootstrap, demo_t *d) {
             {"retry.tiers", "300ms,1s"},
             {"retry.max.attempts", "4"},
             {"retry.jitter", "20%"},
+            {"ordering", "key"},
             {"socket.nagle.disable", "true"},
             {"fetch.wait.max.ms", "10"},
             {"session.timeout.ms", "6000"},
@@ -201,6 +210,9 @@ static void print_table(kretry_adapter_t *a) {
                (long long)kretry_adapter_counter(a, KRETRY_COUNTER_CONSUMED, 0));
         printf("%-28s %6lld\n", "handled OK",
                (long long)kretry_adapter_counter(a, KRETRY_COUNTER_OK, 0));
+        printf("%-28s %6lld\n", "parked behind their key",
+               (long long)kretry_adapter_counter(a, KRETRY_COUNTER_FORWARDED,
+                                                 0));
         for (int t = 1; t <= 2; t++) {
                 char label[64];
                 snprintf(label, sizeof(label), "retried to orders.retry.%d", t);
@@ -228,8 +240,10 @@ static void usage(FILE *out) {
                 "ones that fail transiently, poison ones\nand one whose "
                 "dependency stays down — and run kretry on them with tiers\n"
                 "orders.retry.1 (300ms) and orders.retry.2 (1s), at most 4 "
-                "attempts, and\norders.dlq. Prints what moved where as it "
-                "goes, then the counters.\n\n"
+                "attempts, and\norders.dlq, keeping each customer's orders in "
+                "order (ordering: key): an\norder waits behind an earlier "
+                "one of its customer that is retrying.\nPrints what moved "
+                "where as it goes, then the counters.\n\n"
                 "  -q, --quiet   print only the final table\n"
                 "  -h, --help    show this help\n\n"
                 "Exit status: 0 when every order reached an end (OK or the "
