@@ -11,3 +11,9 @@ add_dependencies(it_stats kretry_cli)
 # The assertion messages format the command's output into a 2 KiB buffer
 # (cut short there, which is harmless in a message).
 target_compile_options(it_stats PRIVATE -Wno-format-truncation)
+add_test(NAME cli_stats_help COMMAND kretry_cli stats --help)
+set_tests_properties(cli_stats_help PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "usage: kretry stats --topology FILE")
+add_test(NAME cli_stats_usage COMMAND kretry_cli stats --topology x --window 5)
+set_tests_properties(cli_stats_usage PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "--window 5: expected a duration")

@@ -198,8 +198,12 @@ static void committed(stats_io_t *io,
         for (int j = 0; j < l->cnt; j++) {
                 const rd_kafka_topic_partition_t *e = &l->elems[j];
                 size_t i                            = 0;
-                while (strcmp(io->topics[i].fig->topic, e->topic))
+                while (i < io->topic_cnt &&
+                       strcmp(io->topics[i].fig->topic, e->topic))
                         i++;
+                if (i == io->topic_cnt ||
+                    e->partition >= io->topics[i].cnt) /* not asked */
+                        continue;
                 stats_part_t *p          = &parts[i][e->partition];
                 rd_kafka_resp_err_t perr = err ? err : e->err;
                 p->committed_ok          = !perr;
