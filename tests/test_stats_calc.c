@@ -2,7 +2,9 @@
  * kretry stats figures without a broker: waiting counts from watermarks and
  * committed offsets, oldest age, rates and the drain estimate, the alert
  * rules at their boundaries, and the renderings (Prometheus text against a
- * golden file: tests/stats/prometheus.golden).
+ * golden file: tests/stats/prometheus.golden; run the suite with
+ * KRETRY_UPDATE_GOLDEN=1 to rewrite it after a deliberate change, and
+ * review the diff).
  */
 #include "stats_calc.h"
 #include "testutil.h"
@@ -14,6 +16,13 @@
 
 static stats_part_t part(int64_t low, int64_t high, int64_t committed) {
         return (stats_part_t){low, high, committed, 1};
+}
+
+static void test_allowance(void) {
+        KT_ASSERT_INT_EQ(stats_tier_allowance_ms(10000, 0.2), 12000);
+        KT_ASSERT_INT_EQ(stats_tier_allowance_ms(70000, 0.07), 74900);
+        KT_ASSERT_INT_EQ(stats_tier_allowance_ms(1000, 0.0), 1000);
+        KT_ASSERT_INT_EQ(stats_tier_allowance_ms(3, 0.1), 4); /* rounded up */
 }
 
 static void test_part_start(void) {
@@ -360,7 +369,8 @@ static void test_table(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {KT_TEST(test_part_start),
+        static const kt_test_t tests[] = {KT_TEST(test_allowance),
+                                          KT_TEST(test_part_start),
                                           KT_TEST(test_depth),
                                           KT_TEST(test_oldest),
                                           KT_TEST(test_rates_and_drain),

@@ -15,7 +15,6 @@
 #include "topology.h"
 
 #include <getopt.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -240,8 +239,7 @@ static stats_topic_t *topics_of(const kretry_topology_t *t, stats_report_t *r) {
                 topic_init(&v[i + 1], t->tier_topics[i], STATS_ROLE_TIER,
                            i + 1);
                 v[i + 1].allowance_ms =
-                        t->tiers_ms[i] +
-                        (int64_t)ceil((double)t->tiers_ms[i] * t->jitter);
+                        stats_tier_allowance_ms(t->tiers_ms[i], t->jitter);
         }
         topic_init(&v[t->tier_cnt + 1], t->dlq, STATS_ROLE_DLQ, 0);
         r->topology             = t->name;

@@ -11,6 +11,11 @@ const char *stats_role_name(stats_role_t role) {
                                          : "dlq";
 }
 
+int64_t stats_tier_allowance_ms(int64_t delay_ms, double jitter) {
+        /* 1e-6: 70000 x 0.07 is 4900.000000000001 in binary */
+        return delay_ms + (int64_t)ceil((double)delay_ms * jitter - 1e-6);
+}
+
 int64_t stats_part_start(const stats_part_t *p) {
         if (p->low < 0 || p->high < 0 || !p->committed_ok)
                 return -1;

@@ -92,6 +92,10 @@ typedef struct {
         size_t alert_cnt;
 } stats_report_t;
 
+/* A tier's expected age of a waiting message: its delay at +jitter,
+ * rounded up to the millisecond. */
+int64_t stats_tier_allowance_ms(int64_t delay_ms, double jitter);
+
 /* First waiting offset of a partition (see above); -1 when unknown. */
 int64_t stats_part_start(const stats_part_t *p);
 
