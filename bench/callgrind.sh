@@ -1,0 +1,38 @@
+#!/bin/sh
+# bench/callgrind.sh [SCENARIO [MESSAGES]]
+# Instructions per message for each side of one run of SCENARIO (happy,
+# retry_hop, dead_letter, delay; default happy, 20000 messages) under
+# callgrind: exact counts, unaffected by other load on the machine. Process
+# totals include client setup and close, so they are upper bounds; "thread" is
+# the side's own thread (the handler loop), without librdkafka's threads.
+# The callgrind files are kept in the directory printed last.
+set -e
+root=$(cd "$(dirname "$0")/.." && pwd)
+scenario=${1:-happy}
+n=${2:-20000}
+command -v valgrind >/dev/null || { echo "valgrind is required" >&2; exit 1; }
+bin=${KRETRY_BENCH_BIN:-}
+if [ -z "$bin" ]; then
+        "$root/bench/run" --help >/dev/null # builds build-bench/ if needed
+        bin="$root/build-bench/bench/kretry_bench"
+fi
+dir=$(mktemp -d /tmp/kretry-callgrind.XXXXXX)
+valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" "$bin" \
+        --only "$scenario" --runs 1 --quick --messages "$n" \
+        >"$dir/bench.out" 2>"$dir/bench.log" ||
+        { echo "kretry_bench failed under callgrind: see $dir/bench.log" >&2; exit 1; }
+for f in "$dir"/cg.*; do
+        ann=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null)
+        if echo "$ann" | grep -q 'bench_kretry_side'; then
+                side=kretry fn=bench_kretry_side
+        elif echo "$ann" | grep -q 'bench_raw_side'; then
+                side=raw fn=bench_raw_side
+        else
+                continue
+        fi
+        total=$(echo "$ann" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
+        thread=$(echo "$ann" | awk -v fn="$fn" '$0 ~ fn { gsub(",", "", $1); print $1; exit }')
+        printf '%-7s %s messages: process %s Ir (%d/msg), thread %s Ir (%d/msg)\n' \
+                "$side" "$n" "$total" $((total / n)) "$thread" $((thread / n))
+done | sort
+echo "callgrind files: $dir"
