@@ -28,28 +28,28 @@ typedef enum {
 typedef struct {
         bench_kind_t kind;
         char bootstrap[512];
-        int real;          /* bootstrap is a real cluster (topics via admin) */
-        char source[96];   /* kretry's tier 1 and DLQ derive from it */
-        char tier[128];    /* <source>.retry.1 */
-        char dlq[128];     /* <source>.dlq */
-        char copy[128];    /* the raw loop's copy topic */
-        char group[96];    /* "-k" / "-r" appended per side */
-        long n;            /* input messages */
-        int rate;          /* BENCH_DELAY: arrivals per second */
-        int timeout_s;     /* a side gives up this long after "go" */
+        int real;        /* bootstrap is a real cluster (topics via admin) */
+        char source[96]; /* kretry's tier 1 and DLQ derive from it */
+        char tier[128];  /* <source>.retry.1 */
+        char dlq[128];   /* <source>.dlq */
+        char copy[128];  /* the raw loop's copy topic */
+        char group[96];  /* "-k" / "-r" appended per side */
+        long n;          /* input messages */
+        int rate;        /* BENCH_DELAY: arrivals per second */
+        int timeout_s;   /* a side gives up this long after "go" */
 } bench_job_t;
 
 /* What a side reports to the orchestrator, through a pipe. */
 typedef struct {
         int ok;
-        long done;          /* messages completed */
-        double secs;        /* first message seen -> last one completed */
-        double cpu_s;       /* this process's CPU time (all threads), same
-                               window: robust when other work shares the
-                               machine */
+        long done;    /* messages completed */
+        double secs;  /* first message seen -> last one completed */
+        double cpu_s; /* this process's CPU time (all threads), same
+                         window: robust when other work shares the
+                         machine */
         double p50_ms, p99_ms, max_ms; /* BENCH_DELAY lateness */
-        long early;         /* BENCH_DELAY: handled before due */
-        long rss_kb;        /* filled by the orchestrator (ru_maxrss) */
+        long early;                    /* BENCH_DELAY: handled before due */
+        long rss_kb; /* filled by the orchestrator (ru_maxrss) */
         char err[200];
 } bench_result_t;
 

@@ -53,7 +53,7 @@ int bench_broker(const bench_job_t *job, int out_fd, int ctl_fd) {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         rd_kafka_conf_set(conf, "log_level", "0", NULL, 0);
         rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+                rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
         if (!rk) {
                 fprintf(stderr, "bench broker: %s\n", errstr);
                 return 1;
@@ -111,10 +111,10 @@ static int create_real_topics(const bench_job_t *job) {
         rd_kafka_CreateTopics(rk, nt, (size_t)cnt, NULL, q);
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
         const rd_kafka_CreateTopics_result_t *res =
-            ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
+                ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
         size_t n = 0;
         const rd_kafka_topic_result_t **tr =
-            res ? rd_kafka_CreateTopics_result_topics(res, &n) : NULL;
+                res ? rd_kafka_CreateTopics_result_topics(res, &n) : NULL;
         if (n != (size_t)cnt)
                 rc = -1;
         for (size_t i = 0; i < n; i++)
@@ -132,9 +132,8 @@ static int create_real_topics(const bench_job_t *job) {
         return rc;
 }
 
-static void produce_dr(rd_kafka_t *rk,
-                       const rd_kafka_message_t *m,
-                       void *opaque) {
+static void
+produce_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         (void)opaque;
         long *failed = rd_kafka_opaque(rk);
         if (m->err)
@@ -142,25 +141,26 @@ static void produce_dr(rd_kafka_t *rk,
 }
 
 /* Message @p i: key "key-<i mod 10000>", a 100-byte value, two headers. */
-static rd_kafka_resp_err_t produce_one(rd_kafka_t *rk,
-                                       const char *topic,
-                                       long i) {
+static rd_kafka_resp_err_t
+produce_one(rd_kafka_t *rk, const char *topic, long i) {
         char key[16], value[BENCH_VALUE_SIZE], trace[17];
         int kl = snprintf(key, sizeof(key), "key-%05ld", i % BENCH_KEYS);
         memset(value, 'v', sizeof(value));
         snprintf(value, 16, "%015ld", i); /* NUL at 15 is overwritten next */
         value[15] = '-';
-        snprintf(trace, sizeof(trace), "%016lx", (unsigned long)i * 2654435761u);
+        snprintf(trace, sizeof(trace), "%016lx",
+                 (unsigned long)i * 2654435761u);
         rd_kafka_headers_t *h = rd_kafka_headers_new(2);
         rd_kafka_header_add(h, "trace-id", -1, trace, 16);
         rd_kafka_header_add(h, "content-type", -1, "application/octet-stream",
                             -1);
         for (;;) {
                 rd_kafka_resp_err_t err = rd_kafka_producev(
-                    rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, (size_t)kl),
-                    RD_KAFKA_V_VALUE(value, sizeof(value)),
-                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                    RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+                        rk, RD_KAFKA_V_TOPIC(topic),
+                        RD_KAFKA_V_KEY(key, (size_t)kl),
+                        RD_KAFKA_V_VALUE(value, sizeof(value)),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                        RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
                 if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
                         if (err)
                                 rd_kafka_headers_destroy(h);
@@ -174,7 +174,7 @@ static rd_kafka_resp_err_t produce_one(rd_kafka_t *rk,
 static int produce_paced(rd_kafka_t *rk, const bench_job_t *job) {
         struct timespec t0, tick;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        tick = t0;
+        tick      = t0;
         long sent = 0;
         while (sent < job->n) {
                 tick.tv_nsec += 10 * 1000 * 1000;
@@ -205,12 +205,12 @@ int bench_produce(const bench_job_t *job) {
         rd_kafka_conf_set_dr_msg_cb(conf, produce_dr);
         rd_kafka_conf_set_opaque(conf, &failed);
         rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+                rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
         if (!rk) {
                 fprintf(stderr, "bench producer: %s\n", errstr);
                 return 1;
         }
-        int rc = 0;
+        int rc    = 0;
         double t0 = bench_mono();
         if (job->rate > 0)
                 rc = produce_paced(rk, job);

@@ -19,11 +19,11 @@
 
 /* Properties both sides use (kretry passes them through to librdkafka). */
 static const char *const common_props[][2] = {
-    {"socket.nagle.disable", "true"},
-    {"consumer.queued.min.messages", "1000000"},
-    {"consumer.fetch.wait.max.ms", "10"},
-    {"consumer.auto.offset.reset", "earliest"},
-    {"log_level", "4"},
+        {"socket.nagle.disable", "true"},
+        {"consumer.queued.min.messages", "1000000"},
+        {"consumer.fetch.wait.max.ms", "10"},
+        {"consumer.auto.offset.reset", "earliest"},
+        {"log_level", "4"},
 };
 #define COMMON_PROPS (sizeof(common_props) / sizeof(common_props[0]))
 
@@ -153,7 +153,7 @@ static int k_extra_props(kretry_conf_t *conf, char *err, size_t err_size) {
                 return 0;
         snprintf(buf, sizeof(buf), "%s", env);
         for (char *kv = strtok_r(buf, ",", &save); kv;
-             kv = strtok_r(NULL, ",", &save)) {
+             kv       = strtok_r(NULL, ",", &save)) {
                 char *eq = strchr(kv, '=');
                 if (!eq) {
                         snprintf(err, err_size, "%s: expected name=value", kv);
@@ -166,20 +166,18 @@ static int k_extra_props(kretry_conf_t *conf, char *err, size_t err_size) {
         return 0;
 }
 
-static kretry_adapter_t *k_adapter(const bench_job_t *job,
-                                   kside_t *k,
-                                   char *err,
-                                   size_t err_size) {
+static kretry_adapter_t *
+k_adapter(const bench_job_t *job, kside_t *k, char *err, size_t err_size) {
         char group[128];
         snprintf(group, sizeof(group), "%s-k", job->group);
-        kretry_conf_t *conf = kretry_conf_new();
+        kretry_conf_t *conf    = kretry_conf_new();
         const char *props[][2] = {
-            {"bootstrap.servers", job->bootstrap},
-            {"group.id", group},
-            {"source.topic", job->source},
-            /* retry.tiers refuses 0: 1ms is the smallest delay. */
-            {"retry.tiers", job->kind == BENCH_DELAY ? "1s" : "1ms"},
-            {"retry.jitter", "0%"},
+                {"bootstrap.servers", job->bootstrap},
+                {"group.id", group},
+                {"source.topic", job->source},
+                /* retry.tiers refuses 0: 1ms is the smallest delay. */
+                {"retry.tiers", job->kind == BENCH_DELAY ? "1s" : "1ms"},
+                {"retry.jitter", "0%"},
         };
         for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++)
                 if (kretry_conf_set(conf, props[i][0], props[i][1], err,
@@ -228,8 +226,8 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
                 write_all(out_fd, &res, sizeof(res));
                 return 1;
         }
-        double deadline = bench_mono() + job->timeout_s;
-        int told        = 0;
+        double deadline  = bench_mono() + job->timeout_s;
+        int told         = 0;
         kretry_err_t err = KRETRY_ERR_OK;
         while (k.done < job->n && !err && bench_mono() < deadline) {
                 err = kretry_adapter_poll(a, 100);
@@ -244,8 +242,7 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
         if (res.ok) {
                 res.secs  = k.t_last - k.t_first;
                 res.cpu_s = k.c_last - k.c_first;
-        }
-        else
+        } else
                 snprintf(res.err, sizeof(res.err),
                          "kretry: %ld of %ld done (%s)", k.done, job->n,
                          err ? kretry_err2str(err) : "timed out");
@@ -298,9 +295,8 @@ static void r_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         rd_kafka_message_destroy(src);
 }
 
-static rd_kafka_conf_t *r_conf(const bench_job_t *job,
-                               rside_t *r,
-                               int consumer) {
+static rd_kafka_conf_t *
+r_conf(const bench_job_t *job, rside_t *r, int consumer) {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         rd_kafka_conf_set(conf, "bootstrap.servers", job->bootstrap, NULL, 0);
         for (size_t i = 0; i < COMMON_PROPS; i++) {
@@ -344,7 +340,7 @@ static int r_setup(const bench_job_t *job, rside_t *r, char *err, size_t sz) {
         if (r->p)
                 r->copy_rkt = rd_kafka_topic_new(r->p, job->copy, NULL);
         rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(2);
+                rd_kafka_topic_partition_list_new(2);
         rd_kafka_topic_partition_list_add(l, job->source,
                                           RD_KAFKA_PARTITION_UA);
         if (job->kind == BENCH_RETRY_HOP)
@@ -371,12 +367,12 @@ static void r_copy(rside_t *r, rd_kafka_message_t *m, const char *topic) {
         rd_kafka_header_add(h, "retry-original-offset", -1, off, -1);
         for (;;) {
                 rd_kafka_resp_err_t err = rd_kafka_producev(
-                    r->p, RD_KAFKA_V_TOPIC(topic),
-                    RD_KAFKA_V_PARTITION(m->partition),
-                    RD_KAFKA_V_KEY(m->key, m->key_len),
-                    RD_KAFKA_V_VALUE(m->payload, m->len),
-                    RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_HEADERS(h),
-                    RD_KAFKA_V_OPAQUE(m), RD_KAFKA_V_END);
+                        r->p, RD_KAFKA_V_TOPIC(topic),
+                        RD_KAFKA_V_PARTITION(m->partition),
+                        RD_KAFKA_V_KEY(m->key, m->key_len),
+                        RD_KAFKA_V_VALUE(m->payload, m->len),
+                        RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_HEADERS(h),
+                        RD_KAFKA_V_OPAQUE(m), RD_KAFKA_V_END);
                 if (!err)
                         return;
                 if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
@@ -420,9 +416,9 @@ static void r_handle(rside_t *r, rd_kafka_message_t *m) {
  * then serve consumer messages and delivery reports without blocking. */
 static void r_loop_produce(rside_t *r, double deadline) {
         static const uint64_t one = 1;
-        int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        rd_kafka_queue_t *cq = rd_kafka_queue_get_consumer(r->c);
-        rd_kafka_queue_t *pq = rd_kafka_queue_get_main(r->p);
+        int efd                   = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        rd_kafka_queue_t *cq      = rd_kafka_queue_get_consumer(r->c);
+        rd_kafka_queue_t *pq      = rd_kafka_queue_get_main(r->p);
         rd_kafka_queue_io_event_enable(cq, efd, &one, sizeof(one));
         rd_kafka_queue_io_event_enable(pq, efd, &one, sizeof(one));
         while (r->done < r->job->n && !r->failed && bench_mono() < deadline) {
@@ -465,7 +461,8 @@ int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd) {
         double deadline = bench_mono() + job->timeout_s;
         if (job->kind == BENCH_HAPPY) {
                 while (r.done < job->n && bench_mono() < deadline) {
-                        rd_kafka_message_t *m = rd_kafka_consumer_poll(r.c, 100);
+                        rd_kafka_message_t *m =
+                                rd_kafka_consumer_poll(r.c, 100);
                         if (m)
                                 r_handle(&r, m);
                 }
@@ -475,14 +472,14 @@ int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd) {
         res.done = r.done;
         res.ok   = r.done >= job->n && !r.failed;
         if (getenv("KRETRY_BENCH_DEBUG"))
-                fprintf(stderr, "  [raw] %ld consumed after %.3f s, done after "
-                        "%.3f s\n", job->n, r.t_consumed - r.t_first,
-                        r.t_last - r.t_first);
+                fprintf(stderr,
+                        "  [raw] %ld consumed after %.3f s, done after "
+                        "%.3f s\n",
+                        job->n, r.t_consumed - r.t_first, r.t_last - r.t_first);
         if (res.ok) {
                 res.secs  = r.t_last - r.t_first;
                 res.cpu_s = r.c_last - r.c_first;
-        }
-        else
+        } else
                 snprintf(res.err, sizeof(res.err),
                          "raw: %ld of %ld done, %ld copies failed", r.done,
                          job->n, r.failed);

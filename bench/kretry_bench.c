@@ -32,11 +32,11 @@ typedef struct {
 } scenario_t;
 
 static const scenario_t scenarios[] = {
-    {"happy", BENCH_HAPPY, 200000, 100000, 0.95},
-    /* Tier copies carry ~12 kretry-* headers (~0.55 KB a record): 60,000
-     * keep each partition under the mock's 5 MiB. */
-    {"retry_hop", BENCH_RETRY_HOP, 60000, 30000, 0.85},
-    {"dead_letter", BENCH_DEAD_LETTER, 60000, 30000, 0.85},
+        {"happy", BENCH_HAPPY, 200000, 100000, 0.95},
+        /* Tier copies carry ~12 kretry-* headers (~0.55 KB a record): 60,000
+         * keep each partition under the mock's 5 MiB. */
+        {"retry_hop", BENCH_RETRY_HOP, 60000, 30000, 0.85},
+        {"dead_letter", BENCH_DEAD_LETTER, 60000, 30000, 0.85},
 };
 #define SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -201,7 +201,8 @@ static int run_pair(const scenario_t *sc,
                 child_finish(&k, kres);
                 goto out;
         }
-        child_t *first = kretry_first ? &k : &r, *second = kretry_first ? &r : &k;
+        child_t *first       = kretry_first ? &k : &r,
+                *second      = kretry_first ? &r : &k;
         bench_result_t *fres = kretry_first ? kres : rres;
         bench_result_t *sres = kretry_first ? rres : kres;
         if (child_expect(&k, 'R') | child_expect(&r, 'R')) {
@@ -284,9 +285,7 @@ static double loadavg(void) {
 static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         double kr[MAX_RUNS], rr[MAX_RUNS], ks[MAX_RUNS], rs[MAX_RUNS];
         double kc[MAX_RUNS], rc[MAX_RUNS], ratio[MAX_RUNS];
-        long n = o->messages > 0 ? o->messages
-                 : o->quick      ? sc->n_quick
-                                 : sc->n;
+        long n = o->messages > 0 ? o->messages : o->quick ? sc->n_quick : sc->n;
         memset(s, 0, sizeof(*s));
         s->name   = sc->name;
         s->target = sc->target;
@@ -298,8 +297,9 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
                         s->load_max = load;
                 if (run_pair(sc, n, kfirst, &k, &r)) {
                         snprintf(s->err, sizeof(s->err), "%s",
-                                 k.err[0] ? k.err : r.err[0] ? r.err
-                                                             : "run failed");
+                                 k.err[0]   ? k.err
+                                 : r.err[0] ? r.err
+                                            : "run failed");
                         fprintf(stderr, "bench %s: %s\n", sc->name, s->err);
                         return;
                 }
@@ -313,23 +313,23 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
                         r.cpu_s * 1e6 / (double)n, k.rss_kb, r.rss_kb);
                 if (i < 0)
                         continue;
-                kr[s->runs] = (double)n / k.secs;
-                rr[s->runs] = (double)n / r.secs;
+                kr[s->runs]    = (double)n / k.secs;
+                rr[s->runs]    = (double)n / r.secs;
                 ratio[s->runs] = r.secs / k.secs; /* same input, back to back */
-                kc[s->runs] = k.cpu_s * 1e6 / (double)n;
-                rc[s->runs] = r.cpu_s * 1e6 / (double)n;
-                ks[s->runs] = (double)k.rss_kb;
-                rs[s->runs] = (double)r.rss_kb;
+                kc[s->runs]    = k.cpu_s * 1e6 / (double)n;
+                rc[s->runs]    = r.cpu_s * 1e6 / (double)n;
+                ks[s->runs]    = (double)k.rss_kb;
+                rs[s->runs]    = (double)r.rss_kb;
                 s->runs++;
         }
-        s->kretry = median(kr, s->runs);
-        s->raw    = median(rr, s->runs);
-        s->ratio  = median(ratio, s->runs);
+        s->kretry   = median(kr, s->runs);
+        s->raw      = median(rr, s->runs);
+        s->ratio    = median(ratio, s->runs);
         s->k_cpu_us = median(kc, s->runs);
         s->r_cpu_us = median(rc, s->runs);
-        s->k_rss  = median(ks, s->runs);
-        s->r_rss  = median(rs, s->runs);
-        s->ok     = 1;
+        s->k_rss    = median(ks, s->runs);
+        s->r_rss    = median(rs, s->runs);
+        s->ok       = 1;
 }
 
 typedef struct {
@@ -383,7 +383,8 @@ static void print_json(const opts_t *o,
                o->quick ? "true" : "false", o->runs, BENCH_PARTITIONS);
         for (int i = 0; i < cnt; i++) {
                 if (!s[i].ok) {
-                        printf("{\"name\": \"%s\", \"kretry_msgs_per_s\": null, "
+                        printf("{\"name\": \"%s\", \"kretry_msgs_per_s\": "
+                               "null, "
                                "\"raw_msgs_per_s\": null, \"ratio\": null, "
                                "\"peak_rss_kb\": null, \"error\": \"%s\"}, ",
                                s[i].name, s[i].err);
@@ -433,9 +434,9 @@ static void print_table(const opts_t *o,
                 }
                 printf("%-12s %12.0f %12.0f %6.3f %3s%.2f %9.2f %9.2f %7.0f KB "
                        "%7.0f KB %5.2f%s\n",
-                       s[i].name, s[i].kretry, s[i].raw, s[i].ratio, ">=",
-                       s[i].target, s[i].k_cpu_us, s[i].r_cpu_us, s[i].k_rss,
-                       s[i].r_rss, s[i].load_max,
+                       s[i].name, s[i].kretry, s[i].raw, s[i].ratio,
+                       ">=", s[i].target, s[i].k_cpu_us, s[i].r_cpu_us,
+                       s[i].k_rss, s[i].r_rss, s[i].load_max,
                        s[i].ratio >= s[i].target ? "" : "  MISS");
         }
         printf("%-12s not available (the engine has no ordering or versions "
@@ -489,11 +490,9 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                         return -1;
                 }
         }
-        o->runs       = runs > 0 ? runs : o->quick ? 1 : 3;
-        o->warmup     = o->quick ? 0 : 1;
-        o->delay_n    = o->messages > 0 ? o->messages
-                        : o->quick      ? 20000
-                                        : 100000;
+        o->runs    = runs > 0 ? runs : o->quick ? 1 : 3;
+        o->warmup  = o->quick ? 0 : 1;
+        o->delay_n = o->messages > 0 ? o->messages : o->quick ? 20000 : 100000;
         o->delay_rate = 10000;
         if (o->runs > MAX_RUNS)
                 o->runs = MAX_RUNS;
