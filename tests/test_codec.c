@@ -4,6 +4,7 @@
 #include "codec.h"
 #include "conf.h"
 #include "testutil.h"
+#include "topology.h"
 #include "versions.h"
 
 #include <stdlib.h>
@@ -575,6 +576,91 @@ static void test_conf_properties(void) {
         kretry_conf_destroy(dup);
 }
 
+static void expect_str(const char *got, const char *want) {
+        KT_CHECK_MSG(!strcmp(got, want), CU_FALSE,
+                     "expected \"%.400s\", got \"%.400s\"", want, got);
+}
+
+/* A topology's value: block becomes the value.* properties, paths resolved
+ * against the file; the adapter refuses Avro until it decodes values. */
+static void test_load_topology(void) {
+        char err[2048], v[1024];
+        kretry_conf_t *conf = kretry_conf_new();
+        KT_REQUIRE(conf != NULL);
+        KT_CHECK_MSG(
+                kretry_conf_load_topology(conf,
+                                          KRETRY_SOURCE_DIR
+                                          "/topology/examples/orders-avro.yaml",
+                                          "orders-avro", err, sizeof(err)) == 0,
+                CU_TRUE, "load: %.1500s", err);
+        kretry_conf_get(conf, "value.format", v, sizeof(v));
+        expect_str(v, "avro");
+        kretry_conf_get(conf, "value.wire", v, sizeof(v));
+        expect_str(v, "confluent");
+        kretry_conf_get(conf, "value.schema", v, sizeof(v));
+        expect_str(v, KRETRY_SOURCE_DIR
+                   "/topology/examples/../../schemas/examples/"
+                   "order.avsc");
+        kretry_conf_get(conf, "value.schema.ids", v, sizeof(v));
+        expect_str(v, "1=" KRETRY_SOURCE_DIR
+                      "/topology/examples/../../schemas/examples/"
+                      "order_v1.avsc,"
+                      "2=" KRETRY_SOURCE_DIR
+                      "/topology/examples/../../schemas/examples/"
+                      "order.avsc");
+        kretry_codec_t *c =
+                kretry_codec_new("avro", conf->value_schema,
+                                 conf->value_confluent ? "confluent" : "raw",
+                                 conf->value_schema_ids, err, sizeof(err));
+        KT_CHECK_MSG(c != NULL, CU_FALSE, "codec: %.1500s", err);
+        kretry_codec_destroy(c);
+        kretry_conf_set_handler(conf, (kretry_handler_t *)(void (*)(void))abort,
+                                NULL);
+        KT_ASSERT_INT_EQ(kretry_conf_check(conf, err, sizeof(err)),
+                         KRETRY_ERR_INVALID_VALUE);
+        expect_str(err, "value.format avro is not supported by this "
+                        "version of the engine yet");
+        kretry_conf_destroy(conf);
+}
+
+/* kretry topology validate builds the codec: schemas that do not parse or
+ * do not resolve are reported at the value block. */
+static void test_validate_codec(void) {
+        char yaml[2048];
+        const char *bad = schema_file("{\"type\": \"record\"}");
+        snprintf(yaml, sizeof(yaml),
+                 "topologies:\n"
+                 "  - source: a\n"
+                 "    group: g\n"
+                 "    retry: {tiers: [1s]}\n"
+                 "    value:\n"
+                 "      format: avro\n"
+                 "      schema: %s\n"
+                 "      wire: confluent\n"
+                 "      schemas: {1: %s}\n"
+                 "  - source: b\n"
+                 "    group: g\n"
+                 "    retry: {tiers: [1s]}\n"
+                 "    value: {format: avro, schema: %s}\n",
+                 ORDER_V1, ORDER, bad);
+        kretry_diags_t d;
+        char got[4096];
+        kretry_diags_init(&d);
+        kretry_topology_file_t *f =
+                kretry_topology_file_parse(yaml, strlen(yaml), "t.yaml", &d);
+        kretry_diags_render(&d, "t.yaml", 0, got, sizeof(got));
+        KT_ASSERT(f == NULL);
+        KT_CHECK_MSG(strstr(got, "t.yaml:6:7: value: " ORDER
+                                 " (schema id 1) cannot be resolved to the "
+                                 "reader schema") != NULL,
+                     CU_FALSE, "got:\n%.1500s", got);
+        KT_CHECK_MSG(strstr(got, "t.yaml:13:12: value: ") &&
+                             strstr(got, "not an Avro schema"),
+                     CU_FALSE, "got:\n%.1500s", got);
+        kretry_topology_file_destroy(f);
+        kretry_diags_clear(&d);
+}
+
 static void cleanup(void) {
         for (int i = 0; i < tmp_cnt; i++)
                 unlink(tmp_paths[i]);
@@ -593,6 +679,8 @@ int main(int argc, char **argv) {
                 KT_TEST(test_new_errors),
                 KT_TEST(test_version_record),
                 KT_TEST(test_conf_properties),
+                KT_TEST(test_load_topology),
+                KT_TEST(test_validate_codec),
                 KT_END,
         };
         int rc = kt_main("codec", tests, argc, argv);

@@ -69,8 +69,11 @@ static int loc_add(walk_t *w, const char *path, yaml_mark_t m) {
         return 0;
 }
 
-static int
-kv_add(walk_t *w, const char *key, const char *value, yaml_mark_t m) {
+static int kv_add(walk_t *w,
+                  const char *mapping,
+                  const char *key,
+                  const char *value,
+                  yaml_mark_t m) {
         kretry_yaml_map_t *map = w->map;
         if (map->kv_cnt == map->kv_size) {
                 size_t size = map->kv_size ? map->kv_size * 2 : 16;
@@ -80,8 +83,10 @@ kv_add(walk_t *w, const char *key, const char *value, yaml_mark_t m) {
                 map->kvs     = p;
                 map->kv_size = size;
         }
-        kretry_yaml_kv_t kv = {strdup(key), strdup(value), LINE(m), COL(m)};
-        if (!kv.key || !kv.value) {
+        kretry_yaml_kv_t kv = {strdup(mapping), strdup(key), strdup(value),
+                               LINE(m), COL(m)};
+        if (!kv.map || !kv.key || !kv.value) {
+                free(kv.map);
                 free(kv.key);
                 free(kv.value);
                 return -1;
@@ -225,15 +230,19 @@ static void walk_sequence(walk_t *w,
         }
 }
 
-/* The free-form mapping (kafka:): names to single values. */
-static void walk_free_map(walk_t *w, const char *label) {
+/* A free-form mapping (kafka:, value.schemas:): names to single values. */
+static void walk_free_map(walk_t *w, const char *path, const char *label) {
+        int kafka = !strcmp(path, "kafka");
         if (cur(w) != YAML_MAPPING_START_EVENT) {
-                type_error(w, label, "a mapping of property names to values");
+                type_error(w, label,
+                           kafka ? "a mapping of property names to values"
+                                 : "a mapping of schema ids to .avsc files");
                 return;
         }
         while (next(w) == 0 && cur(w) != YAML_MAPPING_END_EVENT) {
                 if (cur(w) != YAML_SCALAR_EVENT) {
-                        type_error(w, label, "a property name");
+                        type_error(w, label,
+                                   kafka ? "a property name" : "a schema id");
                         if (next(w) == 0)
                                 skip_node(w);
                         continue;
@@ -250,11 +259,12 @@ static void walk_free_map(walk_t *w, const char *label) {
                         continue;
                 }
                 for (size_t i = 0; i < w->map->kv_cnt; i++)
-                        if (!strcmp(w->map->kvs[i].key, key))
+                        if (!strcmp(w->map->kvs[i].map, path) &&
+                            !strcmp(w->map->kvs[i].key, key))
                                 err_at(w, w->ev.start_mark,
-                                       "%s: duplicate property \"%s\"", label,
-                                       key);
-                if (kv_add(w, key, (const char *)w->ev.data.scalar.value,
+                                       "%s: duplicate %s \"%s\"", label,
+                                       kafka ? "property" : "schema id", key);
+                if (kv_add(w, path, key, (const char *)w->ev.data.scalar.value,
                            w->ev.start_mark))
                         w->d->oom = 1;
         }
@@ -290,7 +300,7 @@ static void walk_node(walk_t *w,
                 return;
         }
         if (s->type == CYAML_IGNORE)
-                walk_free_map(w, label);
+                walk_free_map(w, path, label);
         else if (s->type == CYAML_MAPPING)
                 cur(w) == YAML_MAPPING_START_EVENT
                         ? walk_mapping(w, s, path)
@@ -377,6 +387,7 @@ void kretry_yaml_map_clear(kretry_yaml_map_t *map) {
         for (size_t i = 0; i < map->loc_cnt; i++)
                 free(map->locs[i].path);
         for (size_t i = 0; i < map->kv_cnt; i++) {
+                free(map->kvs[i].map);
                 free(map->kvs[i].key);
                 free(map->kvs[i].value);
         }

@@ -8,8 +8,9 @@
  * required key, wrong node type and invalid enumeration value with the line
  * and column of the offending node, and records the position of every value
  * by its path ("topologies[0].retry.jitter") so that semantic validation can
- * point at the value it rejects. It also collects the free-form `kafka:`
- * mapping, which a libcyaml schema cannot describe.
+ * point at the value it rejects. It also collects the free-form mappings,
+ * which a libcyaml schema cannot describe: `kafka:` and each topology's
+ * `value.schemas:`.
  */
 #ifndef KRETRY_TOPO_CHECK_H
 #define KRETRY_TOPO_CHECK_H
@@ -25,6 +26,7 @@ typedef struct {
 } kretry_yaml_loc_t;
 
 typedef struct {
+        char *map; /* "kafka" or "topologies[i].value.schemas" */
         char *key;
         char *value;
         int line, col; /* position of the value */
@@ -33,7 +35,7 @@ typedef struct {
 typedef struct {
         kretry_yaml_loc_t *locs;
         size_t loc_cnt, loc_size;
-        kretry_yaml_kv_t *kvs; /* the ignored (free-form) mapping: kafka */
+        kretry_yaml_kv_t *kvs; /* the free-form mappings' entries */
         size_t kv_cnt, kv_size;
 } kretry_yaml_map_t;
 

@@ -50,9 +50,6 @@ static int unsupported(const kretry_topology_t *t,
         if (t->versioning == KRETRY_VERSIONING_FIELD && ++n)
                 refuse(errstr, size, path, t->versioning_pos,
                        "versioning: { field: ... }");
-        if (t->format == KRETRY_FORMAT_AVRO && ++n)
-                refuse(errstr, size, path, t->value_pos,
-                       "value: { format: avro }");
         if (t->permanent_error_cnt && ++n)
                 refuse(errstr, size, path, t->permanent_errors_pos,
                        "permanent_errors");
@@ -127,6 +124,39 @@ static kretry_err_t apply_keyed(kretry_conf_t *conf,
         return err;
 }
 
+/* value: the codec's properties, schema paths resolved against the file. */
+static kretry_err_t apply_value(kretry_conf_t *conf,
+                                const kretry_topology_t *t,
+                                const char *path,
+                                char *errstr,
+                                size_t size) {
+        char ids[8192];
+        size_t len = 0;
+        int avro   = t->format == KRETRY_FORMAT_AVRO;
+        ids[0]     = '\0';
+        for (size_t i = 0; i < t->schema_id_cnt && len < sizeof(ids); i++)
+                len += (size_t)snprintf(ids + len, sizeof(ids) - len,
+                                        "%s%d=%s", i ? "," : "",
+                                        (int)t->schema_ids[i],
+                                        t->schema_id_files[i]);
+        if (len >= sizeof(ids)) {
+                fail(errstr, size, "%s: value.schemas: the paths are too long",
+                     path);
+                return KRETRY_ERR_INVALID_VALUE;
+        }
+        const char *pairs[][2] = {
+                {"value.format", avro ? "avro" : "bytes"},
+                {"value.schema", avro ? t->schema_file : ""},
+                {"value.wire",
+                 t->wire == KRETRY_WIRE_CONFLUENT ? "confluent" : "raw"},
+                {"value.schema.ids", ids},
+        };
+        kretry_err_t err = KRETRY_ERR_OK;
+        for (size_t i = 0; !err && i < sizeof(pairs) / sizeof(pairs[0]); i++)
+                err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
+        return err;
+}
+
 static kretry_err_t apply(kretry_conf_t *conf,
                           const kretry_topology_file_t *f,
                           const kretry_topology_t *t,
@@ -165,6 +195,8 @@ static kretry_err_t apply(kretry_conf_t *conf,
                           errstr, size);
         if (!err)
                 err = apply_keyed(conf, t, path, errstr, size);
+        if (!err)
+                err = apply_value(conf, t, path, errstr, size);
         return err;
 }
 

@@ -71,6 +71,8 @@ static const cyaml_schema_field_t value_fields[] = {
         ENUM("format", kretry_raw_value_t, format, format_values),
         STR("schema", kretry_raw_value_t, schema),
         ENUM("wire", kretry_raw_value_t, wire, wire_values),
+        /* schema id -> .avsc: free-form keys, collected by check.c */
+        CYAML_FIELD_IGNORE("schemas", CYAML_FLAG_OPTIONAL),
         CYAML_FIELD_END,
 };
 

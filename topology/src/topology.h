@@ -50,7 +50,14 @@ typedef struct {
         int discard_equal;        /* older_or_equal */
         kretry_format_t format;
         const char *schema_path; /* as written, relative to the file */
+        const char *schema_file; /* schema_path resolved against the file */
         kretry_wire_t wire;
+        /* value.schemas (wire: confluent): each id's writer schema, its
+         * path resolved against the file; none: any id, read with
+         * schema_file. */
+        int32_t *schema_ids;
+        const char **schema_id_files;
+        size_t schema_id_cnt;
         const char **permanent_errors;
         size_t permanent_error_cnt;
         int breaker; /* declared */

@@ -3,6 +3,7 @@
  * the typed model, with ${VAR} expanded and every problem reported at the
  * position of the value it concerns.
  */
+#include "codec.h"
 #include "conf.h"
 #include "expand.h"
 #include "parse.h"
@@ -286,6 +287,91 @@ static void check_versioning(vctx_t *c,
         t->discard_equal = r->discard == KRETRY_RAW_DISCARD_OLDER_OR_EQUAL;
 }
 
+/* @p path against the topology file's directory (pooled), or NULL. */
+static const char *resolve(vctx_t *c, const char *path) {
+        size_t n   = strlen(c->f->dir) + strlen(path) + 1;
+        char *full = malloc(n);
+        if (full)
+                snprintf(full, n, "%s%s", path[0] == '/' ? "" : c->f->dir,
+                         path);
+        if (!full || !(full = kretry_topology_pool(c->f, full)))
+                c->d->oom = 1;
+        return full;
+}
+
+/* One value.schemas entry: "ID: PATH". */
+static void
+schema_id(vctx_t *c, kretry_topology_t *t, const kretry_yaml_kv_t *kv) {
+        char reason[256];
+        int64_t id;
+        const char *file;
+        char *path = kretry_expand_env(kv->value, reason, sizeof(reason));
+        if (kretry_parse_int64(kv->key, 0, INT32_MAX, &id, reason,
+                               sizeof(reason))) {
+                kretry_diag_add(c->d, KRETRY_DIAG_ERROR, kv->line, kv->col,
+                                "schemas: id \"%s\": %s", kv->key, reason);
+        } else if (!path) {
+                kretry_diag_add(c->d, KRETRY_DIAG_ERROR, kv->line, kv->col,
+                                "schemas: %s: %s", kv->key, reason);
+        } else if ((file = resolve(c, path)) && access(file, R_OK)) {
+                kretry_diag_add(c->d, KRETRY_DIAG_ERROR, kv->line, kv->col,
+                                "schemas: %s: cannot read \"%s\" (a relative "
+                                "path is relative to the topology file)",
+                                kv->key, path);
+        } else if (file) {
+                t->schema_ids[t->schema_id_cnt]        = (int32_t)id;
+                t->schema_id_files[t->schema_id_cnt++] = file;
+        }
+        free(path);
+}
+
+/* value.schemas: confluent schema ids and their writer schemas. */
+static void check_schema_ids(vctx_t *c, kretry_topology_t *t) {
+        char map[96];
+        size_t n                   = 0;
+        const kretry_yaml_map_t *m = &c->f->map;
+        snprintf(map, sizeof(map), "%s.value.schemas", c->base);
+        for (size_t i = 0; i < m->kv_cnt; i++)
+                n += !strcmp(m->kvs[i].map, map);
+        if (!n)
+                return;
+        if (t->wire != KRETRY_WIRE_CONFLUENT) {
+                verr(c, "value.schemas",
+                     "schemas: only with wire: confluent (the ids of the "
+                     "Confluent wire format name writer schemas)");
+                return;
+        }
+        t->schema_ids      = calloc(n, sizeof(*t->schema_ids));
+        t->schema_id_files = calloc(n, sizeof(*t->schema_id_files));
+        if (!kretry_topology_pool(c->f, (char *)t->schema_ids) ||
+            !kretry_topology_pool(c->f, (char *)t->schema_id_files)) {
+                c->d->oom = 1;
+                return;
+        }
+        for (size_t i = 0; i < m->kv_cnt; i++)
+                if (!strcmp(m->kvs[i].map, map))
+                        schema_id(c, t, &m->kvs[i]);
+}
+
+/* The schemas parse, and every writer schema resolves to the value's:
+ * what the engine will do at start-up, reported now. */
+static void check_codec(vctx_t *c, const kretry_topology_t *t) {
+        char ids[8192], err[1024];
+        size_t len = 0;
+        ids[0]     = '\0';
+        for (size_t i = 0; i < t->schema_id_cnt && len < sizeof(ids); i++)
+                len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%d=%s",
+                                        i ? "," : "", (int)t->schema_ids[i],
+                                        t->schema_id_files[i]);
+        kretry_codec_t *codec = kretry_codec_new(
+                "avro", t->schema_file,
+                t->wire == KRETRY_WIRE_CONFLUENT ? "confluent" : "raw", ids,
+                err, sizeof(err));
+        if (!codec)
+                verr(c, "value", "value: %s", err);
+        kretry_codec_destroy(codec);
+}
+
 static void
 check_value(vctx_t *c, const kretry_raw_value_t *r, kretry_topology_t *t) {
         if (!r)
@@ -303,6 +389,7 @@ check_value(vctx_t *c, const kretry_raw_value_t *r, kretry_topology_t *t) {
                              "avro");
                 if (r->wire)
                         verr(c, "value.wire", "wire: only with format: avro");
+                check_schema_ids(c, t);
                 return;
         }
         if (!r->schema) {
@@ -313,14 +400,17 @@ check_value(vctx_t *c, const kretry_raw_value_t *r, kretry_topology_t *t) {
         }
         if (!t->schema_path)
                 return;
-        char full[1024];
-        snprintf(full, sizeof(full), "%s%s",
-                 t->schema_path[0] == '/' ? "" : c->f->dir, t->schema_path);
-        if (access(full, R_OK))
+        int errors = c->d->errors;
+        if (!(t->schema_file = resolve(c, t->schema_path)))
+                return;
+        if (access(t->schema_file, R_OK))
                 verr(c, "value.schema",
                      "schema: cannot read \"%s\" (a relative path is "
                      "relative to the topology file)",
                      t->schema_path);
+        check_schema_ids(c, t);
+        if (c->d->errors == errors)
+                check_codec(c, t);
 }
 
 static void
@@ -463,7 +553,9 @@ static void check_props(vctx_t *c, kretry_topology_file_t *f) {
         for (size_t i = 0; i < m->kv_cnt; i++) {
                 char rel[300], reason[512];
                 kretry_yaml_kv_t *kv = &m->kvs[i];
-                kretry_pos_t pos     = {kv->line, kv->col};
+                if (strcmp(kv->map, "kafka"))
+                        continue; /* a topology's value.schemas */
+                kretry_pos_t pos = {kv->line, kv->col};
                 snprintf(rel, sizeof(rel), "%s", kv->key);
                 char *v = kretry_expand_env(kv->value, reason, sizeof(reason));
                 if (!v || !(v = kretry_topology_pool(f, v))) {

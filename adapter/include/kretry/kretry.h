@@ -351,13 +351,14 @@ KRETRY_EXPORT void kretry_conf_set_log_cb(kretry_conf_t *conf,
  *        @p conf (the file format: topology/README.md).
  *
  * Sets source.topic, group.id, retry.tiers, retry.max.attempts,
- * retry.jitter, retry.max.age, retry.topic.pattern, dlq.topic and every
+ * retry.jitter, retry.max.age, retry.topic.pattern, dlq.topic, the value.*
+ * properties (schema paths resolved against the file's directory) and every
  * `kafka:` property through kretry_conf_set(); ${VAR} and ${VAR:-default}
  * are read from the environment now. The file is validated as
  * `kretry topology validate` does, with the same messages
  * ("FILE:LINE:COL: text"), all of them, one per line, in @p errstr.
- * Declarations this version of the engine cannot honour yet (ordering: key,
- * versioning, value format avro, permanent_errors, breaker) are refused
+ * Declarations this version of the engine cannot honour yet (versioning
+ * field, permanent_errors, breaker) are refused
  * with their position rather than silently ignored. On failure @p conf is
  * left unchanged.
  *
