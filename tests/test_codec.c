@@ -466,6 +466,58 @@ static void test_field_int64(void) {
         kretry_codec_destroy(c);
 }
 
+/* Random damage to valid payloads (fixed seed): every decode either
+ * succeeds or gives a reason, and never reads out of bounds (run under
+ * -DKRETRY_SANITIZER=address,undefined). A stand-in for a fuzz target. */
+static void test_mutations(void) {
+        uint8_t good[2][512], buf[600];
+        size_t len[2];
+        char reason[256];
+        avro_value_t *v;
+        uint64_t x = 0x9e3779b97f4a7c15ULL;
+        int ok = 0, refused = 0;
+        len[0] = encode_order(ORDER_V1, 1, 1, good[0], sizeof(good[0]));
+        len[1] = encode_order(ORDER, 0, 2, good[1], sizeof(good[1]));
+        kretry_codec_t *c =
+                codec(ORDER, "confluent", "1=" ORDER_V1 ",2=" ORDER);
+        for (int i = 0; i < 50000; i++) {
+                int g    = i & 1;
+                size_t n = len[g];
+                memcpy(buf, good[g], n);
+                for (int k = 0; k < 1 + (int)(x % 4); k++) {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        size_t at = 5 + x % (n > 6 ? n - 5 : 1);
+                        switch ((x >> 32) % 4) {
+                        case 0: /* flip a byte */
+                                buf[at] ^= (uint8_t)(x >> 40) | 1;
+                                break;
+                        case 1: /* cut */
+                                n = at;
+                                break;
+                        case 2: /* a huge varint */
+                                buf[at] = 0xff;
+                                break;
+                        default: /* grow */
+                                if (n < sizeof(buf))
+                                        buf[n++] = (uint8_t)(x >> 48);
+                        }
+                }
+                reason[0] = '\0';
+                if (kretry_codec_decode(c, buf, n, &v, reason,
+                                        sizeof(reason)) == 0) {
+                        ok++;
+                } else {
+                        refused++;
+                        KT_CHECK_MSG(reason[0] != '\0', CU_TRUE,
+                                     "iteration %d: refused without a "
+                                     "reason",
+                                     i);
+                }
+        }
+        KT_ASSERT(refused > 40000);
+        kretry_codec_destroy(c);
+}
+
 static void expect_new_fail(const char *format,
                             const char *schema,
                             const char *wire,
@@ -675,6 +727,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_truncated_and_trailing),
                 KT_TEST(test_wrong_types),
                 KT_TEST(test_depth),
+                KT_TEST(test_mutations),
                 KT_TEST(test_field_int64),
                 KT_TEST(test_new_errors),
                 KT_TEST(test_version_record),
