@@ -31,6 +31,36 @@ static void log_cb(kretry_log_level_t level, const char *fac, const char *msg,
                         msg);
 }
 
+static int flaky(int key, int seq, int attempt) {
+        unsigned h = (unsigned)(key * 7919 + seq * 104729 + attempt * 1299709);
+        h ^= h >> 13;
+        h *= 0x5bd1e995u;
+        h ^= h >> 15;
+        return h % 100 < 30;
+}
+
+static kretry_action_t ordered_handler(kretry_msg_t *msg, void *opaque) {
+        (void)opaque;
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        char buf[48];
+        snprintf(buf, sizeof(buf), "%.*s", (int)(len < 31 ? len : 31),
+                 v ? v : "");
+        const char *colon = strchr(buf, ':');
+        if (!colon)
+                return KRETRY_FAIL;
+        int key = atoi(buf), seq = atoi(colon + 1);
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (flaky(key, seq, kretry_msg_attempt(msg)))
+                return KRETRY_RETRY;
+        int n = snprintf(buf, sizeof(buf), "%d %d %d\n", (int)getpid(), key,
+                         seq);
+        if (write(out_fd, buf, (size_t)n) != n)
+                return KRETRY_RETRY;
+        return KRETRY_OK;
+}
+
 static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
         (void)opaque;
         size_t len;
@@ -54,10 +84,12 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
 
 int main(int argc, char **argv) {
         char err[512];
-        if (argc != 5) {
-                fprintf(stderr, "usage: it_worker BOOTSTRAP SOURCE GROUP OUT\n");
+        if (argc != 5 && argc != 6) {
+                fprintf(stderr, "usage: it_worker BOOTSTRAP SOURCE GROUP OUT "
+                                "[ordered]\n");
                 return 64;
         }
+        int ordered = argc == 6 && !strcmp(argv[5], "ordered");
         out_fd = open(argv[4], O_WRONLY | O_CREAT | O_APPEND, 0644);
         kretry_conf_t *conf = kretry_conf_new();
         const char *kv[][2] = {
@@ -72,7 +104,15 @@ int main(int argc, char **argv) {
                         fprintf(stderr, "%s\n", err);
                         return 1;
                 }
-        kretry_conf_set_handler(conf, handler, NULL);
+        if (ordered &&
+            (kretry_conf_set(conf, "ordering", "key", err, sizeof(err)) ||
+             kretry_conf_set(conf, "retry.max.attempts", "40", err,
+                             sizeof(err)))) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+        }
+        kretry_conf_set_handler(conf, ordered ? ordered_handler : handler,
+                                NULL);
         kretry_conf_set_log_cb(conf, log_cb, NULL);
         adapter = kretry_adapter_new(conf, err, sizeof(err));
         if (!adapter) {

@@ -93,6 +93,9 @@ static void test_chain_order(void) {
                          KRETRY_CHAIN_HANDLE);
         KT_REQUIRE(kretry_chains_add(&c, "K", 1, 15, 1, 1000) == 0);
         KT_REQUIRE(kretry_chains_add(&c, "K", 1, 12, 1, 1000) == 0);
+        KT_ASSERT(kretry_chains_has(&c, "K", 1, 12));
+        KT_ASSERT(!kretry_chains_has(&c, "K", 1, 13));
+        KT_ASSERT(!kretry_chains_has(&c, "L", 1, 12));
         KT_ASSERT_INT_EQ(c.pending, 3);
         /* The head moves to tier 2; re-adding updates, never duplicates. */
         KT_REQUIRE(kretry_chains_add(&c, "K", 1, 10, 2, 5000) == 0);

@@ -92,6 +92,7 @@ struct kretry_msg_s {
 typedef struct {
         atomic_llong consumed, ok, handler_calls, dlq, produce_errors, held;
         atomic_llong stale, forwarded, chain_keys, version_keys, version_bytes;
+        atomic_llong duplicates;
         /* permanent, exhausted, expired, schema, parked */
         atomic_llong dlq_by_class[KRETRY_CLASS_CNT];
         atomic_llong retried[KRETRY_MAX_TIERS + 1]; /* [0] unused */

@@ -53,6 +53,20 @@ kretry_chain_decision_t kretry_chains_decide(kretry_chains_t *c,
         return KRETRY_CHAIN_PARK;
 }
 
+int kretry_chains_has(const kretry_chains_t *c,
+                      const void *key,
+                      size_t len,
+                      int64_t orig_offset) {
+        kretry_chain_key_t *k = kretry_keymap_get(&c->map, key, len);
+        if (!k)
+                return 0;
+        const kretry_pending_t *it = items(k);
+        for (int i = 0; i < k->cnt; i++)
+                if (it[i].orig_offset == orig_offset)
+                        return 1;
+        return 0;
+}
+
 static int reserve(kretry_chain_key_t *k) {
         if (k->cnt < (k->cap ? k->cap : 1))
                 return 0;

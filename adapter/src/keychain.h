@@ -54,6 +54,12 @@ kretry_chain_decision_t kretry_chains_decide(kretry_chains_t *c,
                                              int64_t orig_offset,
                                              kretry_pending_t *headp);
 
+/* 1 when the message at @p orig_offset is in the key's chain. */
+int kretry_chains_has(const kretry_chains_t *c,
+                      const void *key,
+                      size_t len,
+                      int64_t orig_offset);
+
 /* The message at @p orig_offset is (still) in the chain, waiting in @p tier
  * until @p due_ts. Returns 0, or -1 when out of memory. */
 int kretry_chains_add(kretry_chains_t *c,

@@ -66,12 +66,35 @@ static void dead_letter_after_key(kretry_adapter_t *a,
         kretry_route_copy(a, part, &cp);
 }
 
+/* A source message whose copy already waits in a tier was consumed again
+ * after a restart or handover: its outcome was durable (the copy), so the
+ * copy carries it on and this one is acknowledged without handling — else it
+ * would be handled now and its copy again later, out of order. */
+static int already_chained(kretry_adapter_t *a,
+                           kretry_part_t *part,
+                           kretry_part_t *src) {
+        kretry_msg_t *m = &a->msg;
+        if (part->tier != 0 ||
+            !kretry_chains_has(&src->chains, m->rkm->key, m->rkm->key_len,
+                               m->orig_offset))
+                return 0;
+        atomic_fetch_add_explicit(&a->stats.duplicates, 1,
+                                  memory_order_relaxed);
+        kretry_route_cb(a, part, m->rkm, KRETRY_ROUTE_DUPLICATE, 0, NULL,
+                        m->attempt);
+        kretry_complete(a, part, part->gen, m->rkm->offset);
+        rd_kafka_message_destroy(m->rkm);
+        return 1;
+}
+
 static int ordered_before(kretry_adapter_t *a,
                           kretry_part_t *part,
                           kretry_part_t *src) {
         kretry_msg_t *m = &a->msg;
         const void *key = m->rkm->key;
         size_t len      = m->rkm->key_len;
+        if (already_chained(a, part, src))
+                return 1;
         /* A replayed message of a parked key lifts the park. */
         if (part->tier == 0 && a->conf->park_key &&
             has_header(m, KRETRY_H_REPLAY_COUNT))

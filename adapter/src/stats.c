@@ -60,6 +60,8 @@ int64_t kretry_adapter_counter(const kretry_adapter_t *a,
                 return get(&s->version_keys);
         case KRETRY_COUNTER_VERSION_BYTES:
                 return get(&s->version_bytes);
+        case KRETRY_COUNTER_DUPLICATES:
+                return get(&s->duplicates);
         }
         return -1;
 }
@@ -79,7 +81,7 @@ size_t kretry_adapter_stats_json(const kretry_adapter_t *a,
                 json_object_set_new(dlq, class_names[c],
                                     json_integer(get(&s->dlq_by_class[c])));
         json_t *o = json_pack(
-            "{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "consumed",
+            "{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "consumed",
             (json_int_t)get(&s->consumed), "ok", (json_int_t)get(&s->ok),
             "handler_calls", (json_int_t)get(&s->handler_calls), "retried",
             retried, "dead_lettered", dlq, "produce_errors",
@@ -88,7 +90,8 @@ size_t kretry_adapter_stats_json(const kretry_adapter_t *a,
             "forwarded", (json_int_t)get(&s->forwarded), "chain_keys",
             (json_int_t)get(&s->chain_keys), "version_keys",
             (json_int_t)get(&s->version_keys), "version_bytes",
-            (json_int_t)get(&s->version_bytes));
+            (json_int_t)get(&s->version_bytes), "duplicates",
+            (json_int_t)get(&s->duplicates));
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         size_t len = text ? strlen(text) : 0;
         if (dest && dest_size) {

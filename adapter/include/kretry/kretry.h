@@ -286,8 +286,12 @@ typedef enum {
                                         lettered without calling the handler */
         KRETRY_ROUTE_STALE = 4,  /**< skipped: an older version of its key
                                        (versioning); not handled */
-        KRETRY_ROUTE_PARKED = 5  /**< forwarded behind its key's head
+        KRETRY_ROUTE_PARKED = 5, /**< forwarded behind its key's head
                                        (ordering key); not handled yet */
+        KRETRY_ROUTE_DUPLICATE = 6 /**< a source message consumed again after
+                                         a restart whose copy already waits
+                                         in a tier (ordering key): the copy
+                                         carries it; not handled */
 } kretry_route_t;
 
 /**
@@ -468,8 +472,10 @@ typedef enum {
         KRETRY_COUNTER_CHAIN_KEYS = 14, /**< keys with messages in the retry
                                               chain now (ordering key) */
         KRETRY_COUNTER_VERSION_KEYS = 15, /**< keys in the version store now */
-        KRETRY_COUNTER_VERSION_BYTES = 16 /**< memory the version store
+        KRETRY_COUNTER_VERSION_BYTES = 16, /**< memory the version store
                                                 holds, bytes */
+        KRETRY_COUNTER_DUPLICATES = 17 /**< source messages skipped because
+                                             their copy waits in a tier */
 } kretry_counter_t;
 
 /**
