@@ -39,6 +39,14 @@ static int write_all(int fd, const void *buf, size_t len) {
         return 0;
 }
 
+/* Setup failed: say so instead of 'R', then report why. */
+static int setup_failed(int out_fd, const bench_result_t *res) {
+        char c = 'E';
+        if (!write_all(out_fd, &c, 1))
+                write_all(out_fd, res, sizeof(*res));
+        return 1;
+}
+
 static int wait_go(int go_fd, int out_fd) {
         char c = 'R';
         if (write_all(out_fd, &c, 1) || read(go_fd, &c, 1) != 1)
@@ -222,8 +230,13 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
             !(k.late = calloc((size_t)job->n, sizeof(double))))
                 return 1;
         kretry_adapter_t *a = k_adapter(job, &k, res.err, sizeof(res.err));
-        if (!a || wait_go(go_fd, out_fd)) {
-                write_all(out_fd, &res, sizeof(res));
+        if (!a) {
+                free(k.late);
+                return setup_failed(out_fd, &res);
+        }
+        if (wait_go(go_fd, out_fd)) { /* the orchestrator gave up */
+                kretry_adapter_destroy(a);
+                free(k.late);
                 return 1;
         }
         double deadline  = bench_mono() + job->timeout_s;
@@ -248,6 +261,10 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
                          err ? kretry_err2str(err) : "timed out");
         if (job->kind == BENCH_DELAY)
                 k_delay_stats(&k, &res);
+        if (job->kind == BENCH_DELAY && !told) {
+                char c = 'E'; /* instead of the 'A' the orchestrator awaits */
+                write_all(out_fd, &c, 1);
+        }
         kretry_adapter_destroy(a);
         free(k.late);
         return write_all(out_fd, &res, sizeof(res)) || !res.ok;
@@ -453,11 +470,10 @@ int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd) {
         memset(&res, 0, sizeof(res));
         memset(&r, 0, sizeof(r));
         r.job = job;
-        if (r_setup(job, &r, res.err, sizeof(res.err)) ||
-            wait_go(go_fd, out_fd)) {
-                write_all(out_fd, &res, sizeof(res));
-                return 1;
-        }
+        if (r_setup(job, &r, res.err, sizeof(res.err)))
+                return setup_failed(out_fd, &res);
+        if (wait_go(go_fd, out_fd))
+                return 1; /* the orchestrator gave up */
         double deadline = bench_mono() + job->timeout_s;
         if (job->kind == BENCH_HAPPY) {
                 while (r.done < job->n && bench_mono() < deadline) {

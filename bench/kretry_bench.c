@@ -108,11 +108,12 @@ static int child_go(child_t *c) {
 /* Read the result, reap the child, fill its peak RSS. */
 static int child_finish(child_t *c, bench_result_t *res) {
         memset(res, 0, sizeof(*res));
+        /* A side still waiting for "go" sees EOF and gives up. */
+        close(c->go_fd);
         int rc = read_all(c->out_fd, res, sizeof(*res));
         if (rc)
                 snprintf(res->err, sizeof(res->err), "side died early");
         close(c->out_fd);
-        close(c->go_fd);
         struct rusage ru;
         int status;
         if (wait4(c->pid, &status, 0, &ru) == c->pid)
@@ -206,9 +207,14 @@ static int run_pair(const scenario_t *sc,
                 *second      = kretry_first ? &r : &k;
         bench_result_t *fres = kretry_first ? kres : rres;
         bench_result_t *sres = kretry_first ? rres : kres;
-        if (child_expect(&k, 'R') | child_expect(&r, 'R')) {
-                child_finish(first, fres);
-                child_finish(second, sres);
+        int ek = child_expect(&k, 'R'), er = child_expect(&r, 'R');
+        if (ek || er) {
+                child_finish(&k, kres);
+                child_finish(&r, rres);
+                if (!ek) /* it was only told to give up */
+                        kres->err[0] = '\0';
+                if (!er)
+                        rres->err[0] = '\0';
                 goto out;
         }
         int e1 = child_go(first);
@@ -374,6 +380,21 @@ static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
         d->ok  = 1;
 }
 
+/* @p s as a JSON string, quotes included. */
+static void json_string(const char *s) {
+        putchar('"');
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+                if (c == '"' || c == '\\')
+                        printf("\\%c", c);
+                else if (c < 0x20)
+                        printf("\\u%04x", c);
+                else
+                        putchar(c);
+        }
+        putchar('"');
+}
+
 static void print_json(const opts_t *o,
                        const summary_t *s,
                        int cnt,
@@ -385,10 +406,11 @@ static void print_json(const opts_t *o,
         for (int i = 0; i < cnt; i++) {
                 if (!s[i].ok) {
                         printf("{\"name\": \"%s\", \"kretry_msgs_per_s\": "
-                               "null, "
-                               "\"raw_msgs_per_s\": null, \"ratio\": null, "
-                               "\"peak_rss_kb\": null, \"error\": \"%s\"}, ",
-                               s[i].name, s[i].err);
+                               "null, \"raw_msgs_per_s\": null, \"ratio\": "
+                               "null, \"peak_rss_kb\": null, \"error\": ",
+                               s[i].name);
+                        json_string(s[i].err);
+                        printf("}, ");
                         continue;
                 }
                 printf("{\"name\": \"%s\", \"kretry_msgs_per_s\": %.0f, "
@@ -412,11 +434,15 @@ static void print_json(const opts_t *o,
                        "\"peak_rss_kb\": %.0f, \"load_max\": %.2f}}\n",
                        o->delay_n, o->delay_rate, d->p50, d->p99, d->max,
                        d->early, d->rss, d->load_max);
-        else
+        else {
                 printf("\"delay\": {\"p50_ms\": null, \"p99_ms\": null, "
-                       "\"max_ms\": null, \"early\": null%s%s%s}}\n",
-                       delay_ran ? ", \"error\": \"" : "",
-                       delay_ran ? d->err : "", delay_ran ? "\"" : "");
+                       "\"max_ms\": null, \"early\": null");
+                if (delay_ran) {
+                        printf(", \"error\": ");
+                        json_string(d->err);
+                }
+                printf("}}\n");
+        }
 }
 
 static void print_table(const opts_t *o,
