@@ -162,7 +162,11 @@ static kretry_err_t setup_topics(kretry_adapter_t *a,
         a->part_cap  = calloc((size_t)a->topic_cnt, sizeof(int));
         a->rkts      = calloc((size_t)a->topic_cnt, sizeof(rd_kafka_topic_t *));
         a->prkts = calloc((size_t)a->topic_cnt + 1, sizeof(rd_kafka_topic_t *));
-        if (!a->topics || !a->parts || !a->part_cap || !a->rkts || !a->prkts)
+        a->topic_consumed = calloc((size_t)a->topic_cnt, sizeof(int64_t));
+        a->emit_consumed  = calloc((size_t)a->topic_cnt, sizeof(int64_t));
+        a->emit_hi        = calloc((size_t)a->topic_cnt, sizeof(int64_t));
+        if (!a->topics || !a->parts || !a->part_cap || !a->rkts || !a->prkts ||
+            !a->topic_consumed || !a->emit_consumed || !a->emit_hi)
                 return KRETRY_ERR_NO_MEM;
         a->topics[0] = strdup(c->source_topic);
         for (int t = 1; t < a->topic_cnt; t++)
@@ -443,6 +447,7 @@ static int step(kretry_adapter_t *a) {
         n += consume(a);
         if (n && (a->versions_topic || a->conf->ordering))
                 kretry_stats_gauges(a);
+        kretry_stats_maybe_emit(a, now);
         return n;
 }
 
@@ -456,6 +461,8 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
         for (kretry_inflight_t *r = a->failed; r; r = r->next_failed)
                 if (next < 0 || r->retry_at < next)
                         next = r->retry_at;
+        if (a->emit_next > 0 && (next < 0 || a->emit_next < next))
+                next = a->emit_next;
         if (next < 0)
                 return -1;
         return next <= now ? 0 : (int)(next - now > 86400000 ? 86400000
@@ -641,6 +648,9 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
         free(a->rkts);
         free(a->dlq);
         free(a->versions_topic);
+        free(a->topic_consumed);
+        free(a->emit_consumed);
+        free(a->emit_hi);
         if (!a->conf_borrowed)
                 kretry_conf_destroy(a->conf);
         free(a);

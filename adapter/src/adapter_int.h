@@ -13,6 +13,7 @@
 #include "delay.h"
 #include "headers.h"
 #include "keychain.h"
+#include "latency.h"
 #include "offsets.h"
 #include "versions.h"
 
@@ -128,6 +129,11 @@ struct kretry_adapter_s {
         int more; /* the last poll stopped with work left */
         int fatal;
         kretry_stats_t stats;
+        /* stats_emit.c, on the adapter's thread */
+        kretry_latency_t latency;
+        int64_t *topic_consumed; /* per topic */
+        int64_t *emit_consumed, *emit_hi; /* at the last emission */
+        int64_t emit_at, emit_next;
 };
 
 int64_t kretry_now_ms(void);
@@ -217,6 +223,10 @@ void kretry_msg_bind(kretry_msg_t *msg, rd_kafka_message_t *rkm,
 const char *kretry_class_name(int cls);
 /* Refresh the per-key gauges (keys in chains and in the version store). */
 void kretry_stats_gauges(kretry_adapter_t *a);
+
+/* stats_emit.c: call the stats callback when its interval has passed;
+ * returns ms until the next emission, or -1 when there is none. */
+int64_t kretry_stats_maybe_emit(kretry_adapter_t *a, int64_t now);
 
 /* restore.c: rebuild ordering chains and the version store of the source
  * partitions in @p l before any of their messages is handled. */

@@ -74,6 +74,9 @@ static const struct prop {
      0, "{group}.{source}.versions",
      "compacted changelog of the version store, co-partitioned with the "
      "source"},
+    {"stats.interval.ms", PROP_INT, offsetof(kretry_conf_t, stats_interval_ms),
+     0, 86400000, "0",
+     "how often the stats callback is called (0: never)"},
     {"restore.timeout.ms", PROP_INT, offsetof(kretry_conf_t, restore_timeout_ms),
      100, 3600000, "60000",
      "bounded wait, on assignment, for rebuilding key chains and versions "
@@ -472,6 +475,11 @@ void kretry_conf_set_handler(kretry_conf_t *conf,
 void kretry_conf_set_route_cb(kretry_conf_t *conf, kretry_route_cb_t *route_cb) {
         if (conf)
                 conf->route_cb = route_cb;
+}
+
+void kretry_conf_set_stats_cb(kretry_conf_t *conf, kretry_stats_cb_t *stats_cb) {
+        if (conf)
+                conf->stats_cb = stats_cb;
 }
 
 void kretry_conf_set_log_cb(kretry_conf_t *conf,

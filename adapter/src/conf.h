@@ -25,6 +25,8 @@ struct kretry_conf_s {
         int revoke_timeout_ms;
         int produce_backoff_ms;
         int restore_timeout_ms;
+        int stats_interval_ms;
+        kretry_stats_cb_t *stats_cb;
         int ordering;      /* 0 none, 1 key */
         int park_key;      /* ordering.on.dead.letter: 0 continue, 1 park_key */
         char *version_header; /* "" = versioning off */

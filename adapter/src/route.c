@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define KRETRY_BACKOFF_MAX_MS 10000
 
@@ -252,7 +253,18 @@ void kretry_dispatch(kretry_adapter_t *a,
                 return; /* parked behind its key, or a stale version */
         atomic_fetch_add_explicit(&a->stats.handler_calls, 1,
                                   memory_order_relaxed);
-        kretry_action_t action = a->conf->handler(m, a->conf->opaque);
+        kretry_action_t action;
+        if (a->conf->stats_cb) {
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                action = a->conf->handler(m, a->conf->opaque);
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                kretry_latency_record(&a->latency,
+                                      (t1.tv_sec - t0.tv_sec) * 1000000 +
+                                          (t1.tv_nsec - t0.tv_nsec) / 1000);
+        } else {
+                action = a->conf->handler(m, a->conf->opaque);
+        }
         if (action == KRETRY_OK) {
                 atomic_fetch_add_explicit(&a->stats.ok, 1,
                                           memory_order_relaxed);
@@ -290,6 +302,7 @@ void kretry_process(kretry_adapter_t *a,
                     kretry_part_t *part,
                     rd_kafka_message_t *rkm) {
         atomic_fetch_add_explicit(&a->stats.consumed, 1, memory_order_relaxed);
+        a->topic_consumed[part->tier]++;
         if (kretry_offsets_add(&part->offsets, rkm->offset)) {
                 kretry_log(a, KRETRY_LOG_WARNING, "OFFSET",
                            "%s [%d] offset %lld out of order; ignored",

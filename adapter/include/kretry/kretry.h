@@ -116,6 +116,13 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  * | error.max.length | bytes of the handler's error message kept in kretry-error | 512 |
  * | revoke.timeout.ms | bounded wait for in-flight copies when partitions are revoked or the adapter closes | 30000 |
  * | produce.retry.backoff.ms | first wait before a copy whose delivery failed is produced again (doubles up to 10 s) | 100 |
+ * | ordering | none, or key: a key's messages reach the handler in their original order, across retries | none |
+ * | ordering.on.dead.letter | continue, or park_key: a dead-lettered key's following messages go to the DLQ until it is replayed | continue |
+ * | versioning.header | header carrying a decimal version; versions not above the highest handled OK for the key are skipped (empty: off) | |
+ * | versioning.discard | older, or older_or_equal | older |
+ * | versioning.topic | compacted changelog of the version store; {group}, {source} | {group}.{source}.versions |
+ * | restore.timeout.ms | bounded wait for rebuilding key chains and versions on assignment | 60000 |
+ * | stats.interval.ms | how often the stats callback runs (0: never) | 0 |
  * | value.format | bytes (opaque) or avro: values are decoded before the handler; one that does not decode is dead-lettered with class `schema` without calling the handler | bytes |
  * | value.schema | value.format avro: the value's schema, an .avsc file (the record kretry_msg_value_avro() returns) | |
  * | value.wire | raw (Avro binary) or confluent (magic byte 0, 4-byte big-endian schema id, Avro binary) | raw |
@@ -340,6 +347,36 @@ KRETRY_EXPORT void kretry_conf_set_handler(kretry_conf_t *conf,
  *         opaque. */
 KRETRY_EXPORT void kretry_conf_set_route_cb(kretry_conf_t *conf,
                                             kretry_route_cb_t *route_cb);
+/**
+ * @brief Stats callback: every `stats.interval.ms`, one JSON document:
+ *        the counters of kretry_adapter_stats_json(), plus "ts",
+ *        "interval_ms", "handler_latency_ms" {"count","p50","p99","max"} over
+ *        the interval, and "topics": per consumed topic {"topic","role",
+ *        "tier","waiting","consume_per_s","arrival_per_s","drain_ms" (a
+ *        number, or "never" when arrival keeps up with consumption),
+ *        "oldest_held_age_ms" (-1: none held)}. "waiting" is the high
+ *        watermark minus what is done, over the assigned partitions (-1:
+ *        not known yet). Called on the thread driving the adapter; @p json
+ *        is borrowed for the call; the opaque is the handler's.
+ */
+typedef void(kretry_stats_cb_t)(const char *json, size_t json_len,
+                                void *opaque);
+
+/** @brief Set the stats callback (optional; see `stats.interval.ms`). */
+KRETRY_EXPORT void kretry_conf_set_stats_cb(kretry_conf_t *conf,
+                                            kretry_stats_cb_t *stats_cb);
+
+/**
+ * @brief Render a stats callback document as Prometheus text exposition
+ *        (counters kretry_*_total, kretry_handler_latency_seconds,
+ *        kretry_topic_waiting_messages, kretry_topic_oldest_held_age_seconds).
+ * @returns the length the full text needs (without NUL); @p dest gets it
+ *          NUL-terminated, truncated to @p dest_size; 0 for invalid JSON.
+ */
+KRETRY_EXPORT size_t kretry_stats_prometheus(const char *json,
+                                             char *dest,
+                                             size_t dest_size);
+
 /** @brief Set the log callback (optional) and its opaque. Without one, logs
  *         are dropped. */
 KRETRY_EXPORT void kretry_conf_set_log_cb(kretry_conf_t *conf,
