@@ -321,6 +321,12 @@ kretry_adapter_t *kretry_adapter_new(kretry_conf_t *conf,
         kretry_err_t err = setup_topics(a, errstr, errstr_size);
         if (!err && kretry_msg_init(&a->msg, (size_t)conf->error_max_length))
                 err = KRETRY_ERR_NO_MEM;
+        if (!err && conf->value_avro &&
+            !(a->codec = kretry_codec_new(
+                  "avro", conf->value_schema,
+                  conf->value_confluent ? "confluent" : "raw",
+                  conf->value_schema_ids, errstr, errstr_size)))
+                err = KRETRY_ERR_INVALID_VALUE;
         if (!err)
                 err = setup_clients(a, errstr, errstr_size);
         if (!err)
@@ -642,6 +648,7 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
         if (a->efd >= 0)
                 close(a->efd);
         kretry_msg_free(&a->msg);
+        kretry_codec_destroy(a->codec);
         for (int t = 0; a->topics && t < a->topic_cnt; t++)
                 free(a->topics[t]);
         free(a->topics);

@@ -9,6 +9,7 @@
 #ifndef KRETRY_ADAPTER_INT_H
 #define KRETRY_ADAPTER_INT_H
 
+#include "codec.h"
 #include "conf.h"
 #include "delay.h"
 #include "headers.h"
@@ -83,6 +84,7 @@ struct kretry_msg_s {
         int64_t retry_after_ms;
         int64_t version; /* versioning: parsed from the header */
         int has_version;
+        avro_value_t *value_avro; /* value.format avro: the decoded record */
 };
 
 /* A copy's destination that is the version changelog, not a tier or DLQ. */
@@ -110,6 +112,7 @@ struct kretry_adapter_s {
         char **topics; /* [0] source, [1..T] tiers */
         char *dlq;
         char *versions_topic; /* NULL when versioning is off */
+        kretry_codec_t *codec; /* value.format avro */
         rd_kafka_t *consumer, *producer;
         rd_kafka_t *restorer; /* reads tiers and changelog on assignment */
         rd_kafka_topic_t **rkts; /* consumer topic handles, per topic */
@@ -170,6 +173,8 @@ typedef struct {
         int64_t due_ts;
         kretry_route_t route;
         int parked;        /* forwarded without a new failure */
+        int no_attempt;    /* dead-lettered before the handler: no attempt
+                              spent */
         int64_t followers; /* park_key: followers of a dead-lettered head */
         int64_t version;   /* KRETRY_DEST_VERSIONS */
 } kretry_copy_t;

@@ -562,12 +562,9 @@ kretry_err_t kretry_conf_check(const kretry_conf_t *conf,
                 snprintf(errstr, errstr_size, "retry.max.attempts must be >= 1");
                 return KRETRY_ERR_INVALID_VALUE;
         }
-        /* The consumer loop does not call the value codec yet: refuse
-         * rather than hand the handler values it was told are decoded. */
-        if (conf->value_avro) {
+        if (conf->value_avro && (!conf->value_schema || !*conf->value_schema)) {
                 snprintf(errstr, errstr_size,
-                         "value.format avro is not supported by this version "
-                         "of the engine yet");
+                         "value.format avro needs value.schema");
                 return KRETRY_ERR_INVALID_VALUE;
         }
         return KRETRY_ERR_OK;

@@ -25,6 +25,7 @@ void kretry_msg_bind(kretry_msg_t *msg,
         msg->has_code       = 0;
         msg->has_error      = 0;
         msg->retry_after_ms = 0;
+        msg->value_avro     = NULL;
         if (rd_kafka_message_headers(rkm, &msg->hdrs))
                 msg->hdrs = NULL;
         rd_kafka_timestamp_type_t tstype;
@@ -182,4 +183,10 @@ void kretry_msg_set_error(kretry_msg_t *msg,
 void kretry_msg_set_retry_after(kretry_msg_t *msg, int64_t after_ms) {
         if (msg)
                 msg->retry_after_ms = after_ms > 0 ? after_ms : 0;
+}
+
+const void *kretry_msg_value_avro(const kretry_msg_t *msg) {
+        return msg && msg->value_avro
+                   ? kretry_codec_public_value(msg->value_avro)
+                   : NULL;
 }

@@ -146,7 +146,8 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
                                m->chain.correlation_id_len);
         }
         kretry_copy_info_t *i = &r->info;
-        i->attempt            = cp->parked ? m->attempt - 1 : m->attempt;
+        i->attempt = cp->parked || cp->no_attempt ? m->attempt - 1
+                                                  : m->attempt;
         i->tier               = dest;
         i->due_ts             = cp->due_ts;
         i->followers          = cp->followers;
@@ -234,6 +235,25 @@ static void route_failure(kretry_adapter_t *a,
         route_copy(a, part, tier, "transient", due);
 }
 
+/* value.format avro: decode into the message view, or dead-letter the
+ * message with class schema and the codec's reason, without a handler call
+ * and without spending an attempt. Returns 1 when decoded. */
+static int decode_value(kretry_adapter_t *a, kretry_part_t *part) {
+        kretry_msg_t *m = &a->msg;
+        char reason[256];
+        if (!kretry_codec_decode(a->codec, m->rkm->payload, m->rkm->len,
+                                 &m->value_avro, reason, sizeof(reason)))
+                return 1;
+        m->value_avro = NULL;
+        kretry_msg_set_error(m, "UNDECODABLE", reason);
+        kretry_copy_t cp = {.cls        = "schema",
+                            .route      = KRETRY_ROUTE_DLQ,
+                            .no_attempt = 1,
+                            .followers  = kretry_keyed_failed(a, part, 0, 0)};
+        kretry_route_copy(a, part, &cp);
+        return 0;
+}
+
 void kretry_dispatch(kretry_adapter_t *a,
                      kretry_part_t *part,
                      rd_kafka_message_t *rkm) {
@@ -251,6 +271,8 @@ void kretry_dispatch(kretry_adapter_t *a,
         }
         if (kretry_keyed_before(a, part))
                 return; /* parked behind its key, or a stale version */
+        if (a->codec && !decode_value(a, part))
+                return; /* undecodable: dead-lettered as schema */
         atomic_fetch_add_explicit(&a->stats.handler_calls, 1,
                                   memory_order_relaxed);
         kretry_action_t action;

@@ -1,0 +1,199 @@
+/*
+ * value.format avro on the test cluster: decoded records reach the handler
+ * (source and tiers), and every payload that does not decode goes straight
+ * to the DLQ with class schema and its reason, with no handler call and no
+ * attempt spent.
+ */
+#include "it_harness.h"
+
+#include <avro.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *schema_path(void) {
+        static char path[64];
+        if (path[0])
+                return path;
+        snprintf(path, sizeof(path), "/tmp/kretry-it-avro-XXXXXX");
+        int fd = mkstemp(path);
+        const char *json =
+            "{\"type\":\"record\",\"name\":\"R\",\"fields\":["
+            "{\"name\":\"id\",\"type\":\"string\"},"
+            "{\"name\":\"n\",\"type\":\"long\"}]}";
+        KT_REQUIRE(fd >= 0 &&
+                   write(fd, json, strlen(json)) == (ssize_t)strlen(json));
+        close(fd);
+        return path;
+}
+
+/* Avro binary of R{id, n}, after @p prefix_len bytes of @p prefix. */
+static size_t encode(unsigned char *buf, const void *prefix, size_t prefix_len,
+                     const char *id, int64_t n) {
+        size_t len = 0, idl = strlen(id);
+        memcpy(buf, prefix, prefix_len);
+        len += prefix_len;
+        buf[len++] = (unsigned char)(idl << 1);
+        memcpy(buf + len, id, idl);
+        len += idl;
+        buf[len++] = (unsigned char)((uint64_t)n << 1);
+        return len;
+}
+
+typedef struct {
+        int calls, decoded;
+        char ids[16][32];
+} seen_t;
+
+static seen_t seen;
+
+static kretry_action_t avro_handler(kretry_msg_t *msg, void *opaque) {
+        (void)opaque;
+        const avro_value_t *rec = kretry_msg_value_avro(msg);
+        avro_value_t f;
+        const char *id = NULL;
+        size_t sz;
+        seen.calls++;
+        if (!rec || avro_value_get_by_name(rec, "id", &f, NULL) ||
+            avro_value_get_string(&f, &id, &sz))
+                return KRETRY_FAIL;
+        seen.decoded++;
+        if (seen.calls <= 16)
+                snprintf(seen.ids[seen.calls - 1], 32, "%s", id);
+        if (!strncmp(id, "retry1", 6) && kretry_msg_attempt(msg) == 1)
+                return KRETRY_RETRY;
+        return KRETRY_OK;
+}
+
+static void produce_raw(it_env_t *env, const void *v, size_t len) {
+        KT_REQUIRE(kt_produce(env->c, env->source, 0, "k", 1, v, len, NULL) ==
+                   0);
+}
+
+typedef struct {
+        int schema;
+        char errors[8][160];
+        char attempts[8][8];
+} dlq_t;
+
+static void see_dlq(const rd_kafka_message_t *m, void *opaque) {
+        dlq_t *d = opaque;
+        char b[160];
+        if (kt_header(m, "kretry-error-class", b, sizeof(b)) &&
+            !strcmp(b, "schema") && d->schema < 8) {
+                kt_header(m, "kretry-error", d->errors[d->schema], 160);
+                kt_header(m, "kretry-attempt", d->attempts[d->schema], 8);
+                d->schema++;
+        }
+}
+
+static int has_error(const dlq_t *d, const char *needle) {
+        for (int i = 0; i < d->schema; i++)
+                if (strstr(d->errors[i], needle))
+                        return 1;
+        return 0;
+}
+
+static void test_raw(void) {
+        it_env_t *env = it_env_new("30ms", 1);
+        unsigned char buf[128];
+        size_t n;
+        n = encode(buf, "", 0, "ok-1", 5);
+        produce_raw(env, buf, n);
+        n = encode(buf, "", 0, "retry1-2", 6);
+        produce_raw(env, buf, n);
+        n = encode(buf, "", 0, "ok-3", 7);
+        produce_raw(env, buf, n - 1);      /* truncated: no n */
+        n = encode(buf, "", 0, "ok-4", 8);
+        buf[n++] = 0x00;                    /* a trailing byte */
+        buf[n++] = 0x02;
+        produce_raw(env, buf, n);
+        produce_raw(env, "\x07zz", 3);      /* negative string length */
+        produce_raw(env, NULL, 0);          /* null value */
+        memset(&seen, 0, sizeof(seen));
+        kretry_conf_t *conf = it_conf(env, "value.format", "avro",
+                                      "value.schema", schema_path(), NULL);
+        kretry_conf_set_handler(conf, avro_handler, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_SCHEMA, 4, 20000));
+        /* ok-1, retry1-2 twice (source, then decoded again from the tier). */
+        KT_ASSERT_INT_EQ(seen.calls, 3);
+        KT_ASSERT_INT_EQ(seen.decoded, 3);
+        KT_ASSERT_STR_EQ(seen.ids[2], "retry1-2");
+        kretry_adapter_destroy(a);
+        dlq_t d;
+        memset(&d, 0, sizeof(d));
+        kt_consume(env->c, env->dlq, 4, 10000, see_dlq, &d);
+        KT_ASSERT_INT_EQ(d.schema, 4);
+        KT_ASSERT(has_error(&d, "truncated"));
+        KT_ASSERT(has_error(&d, "trailing"));
+        for (int i = 0; i < d.schema; i++)
+                KT_ASSERT_STR_EQ(d.attempts[i], "0");
+        for (int i = 0; i < d.schema; i++)
+                fprintf(stderr, "  schema DLQ: %s\n", d.errors[i]);
+        it_env_destroy(env);
+}
+
+static void test_confluent(void) {
+        it_env_t *env = it_env_new("30ms", 1);
+        unsigned char buf[128];
+        char ids[128];
+        snprintf(ids, sizeof(ids), "1=%s", schema_path());
+        size_t n = encode(buf, "\x00\x00\x00\x00\x01", 5, "ok-c", 1);
+        produce_raw(env, buf, n);
+        n = encode(buf, "\x05\x00\x00\x00\x01", 5, "ok-m", 1);
+        produce_raw(env, buf, n);
+        n = encode(buf, "\x00\x00\x00\x00\x09", 5, "ok-i", 1);
+        produce_raw(env, buf, n);
+        produce_raw(env, "\x00\x00", 2);
+        memset(&seen, 0, sizeof(seen));
+        kretry_conf_t *conf = it_conf(env, "value.format", "avro",
+                                      "value.schema", schema_path(),
+                                      "value.wire", "confluent",
+                                      "value.schema.ids", ids, NULL);
+        kretry_conf_set_handler(conf, avro_handler, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_SCHEMA, 3, 20000));
+        KT_ASSERT_INT_EQ(seen.calls, 1);
+        KT_ASSERT_STR_EQ(seen.ids[0], "ok-c");
+        kretry_adapter_destroy(a);
+        dlq_t d;
+        memset(&d, 0, sizeof(d));
+        kt_consume(env->c, env->dlq, 3, 10000, see_dlq, &d);
+        KT_ASSERT_INT_EQ(d.schema, 3);
+        KT_ASSERT(has_error(&d, "magic byte 0x05"));
+        KT_ASSERT(has_error(&d, "schema id 9"));
+        for (int i = 0; i < d.schema; i++)
+                fprintf(stderr, "  schema DLQ: %s\n", d.errors[i]);
+        it_env_destroy(env);
+}
+
+/* A configuration whose schema cannot be read is refused at creation. */
+static void test_bad_schema(void) {
+        kretry_conf_t *conf = kretry_conf_new();
+        char err[512];
+        kretry_conf_set(conf, "bootstrap.servers", "127.0.0.1:1", NULL, 0);
+        kretry_conf_set(conf, "group.id", "g", NULL, 0);
+        kretry_conf_set(conf, "source.topic", "t", NULL, 0);
+        kretry_conf_set(conf, "value.format", "avro", NULL, 0);
+        kretry_conf_set_handler(conf, avro_handler, NULL);
+        KT_ASSERT(kretry_adapter_new(conf, err, sizeof(err)) == NULL);
+        KT_ASSERT(strstr(err, "value.schema") != NULL);
+        kretry_conf_set(conf, "value.schema", "/nonexistent.avsc", NULL, 0);
+        KT_ASSERT(kretry_adapter_new(conf, err, sizeof(err)) == NULL);
+        KT_ASSERT(err[0] != '\0');
+        kretry_conf_destroy(conf);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {KT_TEST(test_raw),
+                                          KT_TEST(test_confluent),
+                                          KT_TEST(test_bad_schema), KT_END};
+        int rc = kt_main("it_avro", tests, argc, argv);
+        unlink(schema_path());
+        return rc;
+}
