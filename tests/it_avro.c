@@ -172,6 +172,38 @@ static void test_confluent(void) {
         it_env_destroy(env);
 }
 
+/* versioning.field: the version is a long field of the record. */
+static void test_field_versions(void) {
+        it_env_t *env = it_env_new("30ms", 1);
+        char vt[300];
+        snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
+        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        unsigned char buf[128];
+        const int64_t vs[] = {3, 1, 2, 5, 4};
+        for (int i = 0; i < 5; i++) {
+                char id[16];
+                snprintf(id, sizeof(id), "ok-v%lld", (long long)vs[i]);
+                size_t n = encode(buf, "", 0, id, vs[i]);
+                produce_raw(env, buf, n);
+        }
+        produce_raw(env, "\x01", 1); /* undecodable: still dead-lettered */
+        memset(&seen, 0, sizeof(seen));
+        kretry_conf_t *conf = it_conf(env, "value.format", "avro",
+                                      "value.schema", schema_path(),
+                                      "versioning.field", "n", NULL);
+        kretry_conf_set_handler(conf, avro_handler, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_STALE, 3, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_SCHEMA, 1, 20000));
+        KT_ASSERT_INT_EQ(seen.calls, 2);
+        KT_ASSERT_STR_EQ(seen.ids[0], "ok-v3");
+        KT_ASSERT_STR_EQ(seen.ids[1], "ok-v5");
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* A configuration whose schema cannot be read is refused at creation. */
 static void test_bad_schema(void) {
         kretry_conf_t *conf = kretry_conf_new();
@@ -186,12 +218,23 @@ static void test_bad_schema(void) {
         kretry_conf_set(conf, "value.schema", "/nonexistent.avsc", NULL, 0);
         KT_ASSERT(kretry_adapter_new(conf, err, sizeof(err)) == NULL);
         KT_ASSERT(err[0] != '\0');
+        /* A version field the schema lacks, or that is not an integer. */
+        kretry_conf_set(conf, "value.schema", schema_path(), NULL, 0);
+        kretry_conf_set(conf, "versioning.field", "missing", NULL, 0);
+        KT_ASSERT(kretry_adapter_new(conf, err, sizeof(err)) == NULL);
+        kretry_conf_set(conf, "versioning.field", "id", NULL, 0);
+        KT_ASSERT(kretry_adapter_new(conf, err, sizeof(err)) == NULL);
+        kretry_conf_set(conf, "value.format", "bytes", NULL, 0);
+        KT_ASSERT(kretry_adapter_new(conf, err, sizeof(err)) == NULL);
+        KT_ASSERT(strstr(err, "versioning.field needs value.format avro") !=
+                  NULL);
         kretry_conf_destroy(conf);
 }
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_raw),
                                           KT_TEST(test_confluent),
+                                          KT_TEST(test_field_versions),
                                           KT_TEST(test_bad_schema), KT_END};
         int rc = kt_main("it_avro", tests, argc, argv);
         unlink(schema_path());

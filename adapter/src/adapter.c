@@ -177,7 +177,7 @@ static kretry_err_t setup_topics(kretry_adapter_t *a,
                         return KRETRY_ERR_NO_MEM;
         if (!a->dlq)
                 return KRETRY_ERR_NO_MEM;
-        if (c->version_header && *c->version_header) {
+        if (*c->version_header || *c->version_field) {
                 char buf[512];
                 if (kretry_conf_topic_name_group(c->versions_topic,
                                                  c->source_topic, a->group, 0,
@@ -326,6 +326,10 @@ kretry_adapter_t *kretry_adapter_new(kretry_conf_t *conf,
                   "avro", conf->value_schema,
                   conf->value_confluent ? "confluent" : "raw",
                   conf->value_schema_ids, errstr, errstr_size)))
+                err = KRETRY_ERR_INVALID_VALUE;
+        if (!err && a->codec && *conf->version_field &&
+            kretry_codec_check_int_field(a->codec, conf->version_field, errstr,
+                                         errstr_size))
                 err = KRETRY_ERR_INVALID_VALUE;
         if (!err)
                 err = setup_clients(a, errstr, errstr_size);

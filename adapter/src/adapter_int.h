@@ -195,6 +195,10 @@ void kretry_complete(kretry_adapter_t *a,
                      uint64_t gen,
                      int64_t offset);
 
+/* value.format avro: decode the bound message into a->msg.value_avro, or
+ * dead-letter it (class schema). Returns 1 when decoded. */
+int kretry_decode_value(kretry_adapter_t *a, kretry_part_t *part);
+
 /* keyed.c: ordering key and versioning around the handler. */
 /* Before the handler: 1 when the message was parked, dead-lettered after its
  * key, or skipped as stale (it must not reach the handler). */

@@ -65,6 +65,10 @@ static const struct prop {
      0, 0, "",
      "header carrying a decimal version; messages older than the highest "
      "version handled OK for their key are skipped (empty: off)"},
+    {"versioning.field", PROP_STR, offsetof(kretry_conf_t, version_field), 0,
+     0, "",
+     "with value.format avro: an int or long field of the record carrying "
+     "the version, instead of versioning.header (empty: off)"},
     {"versioning.discard", PROP_CHOICE,
      offsetof(kretry_conf_t, discard_equal), 0, 0, "older",
      "older: skip lower versions; older_or_equal: also equal ones "
@@ -560,6 +564,17 @@ kretry_err_t kretry_conf_check(const kretry_conf_t *conf,
         }
         if (conf->max_attempts > 0 && conf->max_attempts < 1) {
                 snprintf(errstr, errstr_size, "retry.max.attempts must be >= 1");
+                return KRETRY_ERR_INVALID_VALUE;
+        }
+        if (*conf->version_field && !conf->value_avro) {
+                snprintf(errstr, errstr_size,
+                         "versioning.field needs value.format avro");
+                return KRETRY_ERR_INVALID_VALUE;
+        }
+        if (*conf->version_field && *conf->version_header) {
+                snprintf(errstr, errstr_size,
+                         "versioning.field and versioning.header are "
+                         "exclusive: a version comes from one place");
                 return KRETRY_ERR_INVALID_VALUE;
         }
         if (conf->value_avro && (!conf->value_schema || !*conf->value_schema)) {

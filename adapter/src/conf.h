@@ -30,6 +30,7 @@ struct kretry_conf_s {
         int ordering;      /* 0 none, 1 key */
         int park_key;      /* ordering.on.dead.letter: 0 continue, 1 park_key */
         char *version_header; /* "" = versioning off */
+        char *version_field;  /* "" = not from an Avro field */
         int discard_equal; /* versioning.discard: 0 older, 1 older_or_equal */
         char *versions_topic;
         int value_avro;      /* value.format: 0 bytes, 1 avro */

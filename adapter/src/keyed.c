@@ -118,10 +118,20 @@ static int stale(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_msg_t *m = &a->msg;
         const void *v;
         size_t n;
-        m->has_version = m->hdrs &&
-                         !rd_kafka_header_get_last(
-                             m->hdrs, a->conf->version_header, &v, &n) &&
-                         !kretry_version_parse(v, n, &m->version);
+        if (*a->conf->version_field) {
+                /* The version is a field of the record: decode first (an
+                 * undecodable value is dead-lettered right here). */
+                if (!kretry_decode_value(a, part))
+                        return 1;
+                m->has_version = !kretry_codec_field_int64(
+                    m->value_avro, a->conf->version_field, &m->version);
+        } else {
+                m->has_version = m->hdrs &&
+                                 !rd_kafka_header_get_last(
+                                     m->hdrs, a->conf->version_header, &v,
+                                     &n) &&
+                                 !kretry_version_parse(v, n, &m->version);
+        }
         if (!m->has_version ||
             !kretry_versions_stale(&src->versions, m->rkm->key,
                                    m->rkm->key_len, m->version,

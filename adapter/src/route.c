@@ -238,7 +238,7 @@ static void route_failure(kretry_adapter_t *a,
 /* value.format avro: decode into the message view, or dead-letter the
  * message with class schema and the codec's reason, without a handler call
  * and without spending an attempt. Returns 1 when decoded. */
-static int decode_value(kretry_adapter_t *a, kretry_part_t *part) {
+int kretry_decode_value(kretry_adapter_t *a, kretry_part_t *part) {
         kretry_msg_t *m = &a->msg;
         char reason[256];
         if (!kretry_codec_decode(a->codec, m->rkm->payload, m->rkm->len,
@@ -271,7 +271,7 @@ void kretry_dispatch(kretry_adapter_t *a,
         }
         if (kretry_keyed_before(a, part))
                 return; /* parked behind its key, or a stale version */
-        if (a->codec && !decode_value(a, part))
+        if (a->codec && !a->msg.value_avro && !kretry_decode_value(a, part))
                 return; /* undecodable: dead-lettered as schema */
         atomic_fetch_add_explicit(&a->stats.handler_calls, 1,
                                   memory_order_relaxed);

@@ -47,9 +47,6 @@ static int unsupported(const kretry_topology_t *t,
         int n = 0;
         if (errstr && size)
                 errstr[0] = '\0';
-        if (t->versioning == KRETRY_VERSIONING_FIELD && ++n)
-                refuse(errstr, size, path, t->versioning_pos,
-                       "versioning: { field: ... }");
         if (t->permanent_error_cnt && ++n)
                 refuse(errstr, size, path, t->permanent_errors_pos,
                        "permanent_errors");
@@ -115,6 +112,9 @@ static kretry_err_t apply_keyed(kretry_conf_t *conf,
                 {"versioning.header",
                  t->versioning == KRETRY_VERSIONING_HEADER ? t->version_name
                                                            : ""},
+                {"versioning.field",
+                 t->versioning == KRETRY_VERSIONING_FIELD ? t->version_name
+                                                          : ""},
                 {"versioning.discard",
                  t->discard_equal ? "older_or_equal" : "older"},
         };

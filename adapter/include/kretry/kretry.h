@@ -119,6 +119,7 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  * | ordering | none, or key: a key's messages reach the handler in their original order, across retries | none |
  * | ordering.on.dead.letter | continue, or park_key: a dead-lettered key's following messages go to the DLQ until it is replayed | continue |
  * | versioning.header | header carrying a decimal version; versions not above the highest handled OK for the key are skipped (empty: off) | |
+ * | versioning.field | with value.format avro: an int or long field of the record carrying the version, instead of a header | |
  * | versioning.discard | older, or older_or_equal | older |
  * | versioning.topic | compacted changelog of the version store; {group}, {source} | {group}.{source}.versions |
  * | restore.timeout.ms | bounded wait for rebuilding key chains and versions on assignment | 60000 |
