@@ -64,7 +64,9 @@ typedef struct kretry_inflight_s {
 
 struct kretry_msg_s {
         rd_kafka_message_t *rkm;
-        rd_kafka_headers_t *hdrs; /* borrowed from rkm, may be NULL */
+        rd_kafka_headers_t *hdrs; /* borrowed from rkm once loaded, may be
+                                     NULL: read it with kretry_msg_hdrs() */
+        int hdrs_loaded;
         const char *topic;
         int tier;
         int attempt; /* handler attempt, 1-based */
@@ -224,6 +226,8 @@ void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r);
 /* msg.c */
 int kretry_msg_init(kretry_msg_t *msg, size_t error_cap);
 void kretry_msg_free(kretry_msg_t *msg);
+/* The message's headers, parsed on first use (NULL when none). */
+rd_kafka_headers_t *kretry_msg_hdrs(kretry_msg_t *msg);
 /* Fill the view for @p rkm consumed from @p tier. */
 void kretry_msg_bind(kretry_msg_t *msg, rd_kafka_message_t *rkm,
                      const char *topic, int tier);

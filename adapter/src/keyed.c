@@ -20,10 +20,11 @@ static kretry_part_t *source_part(kretry_adapter_t *a, const kretry_part_t *p) {
         return kretry_part_find(a, 0, p->partition);
 }
 
-static int has_header(const kretry_msg_t *m, const char *name) {
+static int has_header(kretry_msg_t *m, const char *name) {
         const void *v;
         size_t n;
-        return m->hdrs && !rd_kafka_header_get_last(m->hdrs, name, &v, &n);
+        rd_kafka_headers_t *h = kretry_msg_hdrs(m);
+        return h && !rd_kafka_header_get_last(h, name, &v, &n);
 }
 
 static void park(kretry_adapter_t *a,
@@ -126,10 +127,10 @@ static int stale(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
                 m->has_version = !kretry_codec_field_int64(
                     m->value_avro, a->conf->version_field, &m->version);
         } else {
-                m->has_version = m->hdrs &&
+                rd_kafka_headers_t *h = kretry_msg_hdrs(m);
+                m->has_version = h &&
                                  !rd_kafka_header_get_last(
-                                     m->hdrs, a->conf->version_header, &v,
-                                     &n) &&
+                                     h, a->conf->version_header, &v, &n) &&
                                  !kretry_version_parse(v, n, &m->version);
         }
         if (!m->has_version ||

@@ -15,6 +15,18 @@ void kretry_msg_free(kretry_msg_t *msg) {
         msg->error = NULL;
 }
 
+rd_kafka_headers_t *kretry_msg_hdrs(kretry_msg_t *msg) {
+        /* librdkafka parses (and allocates) a message's header list on first
+         * use: do it only when something reads headers, so the happy path
+         * of a source message never pays for it. */
+        if (!msg->hdrs_loaded) {
+                msg->hdrs_loaded = 1;
+                if (rd_kafka_message_headers(msg->rkm, &msg->hdrs))
+                        msg->hdrs = NULL;
+        }
+        return msg->hdrs;
+}
+
 void kretry_msg_bind(kretry_msg_t *msg,
                      rd_kafka_message_t *rkm,
                      const char *topic,
@@ -26,31 +38,25 @@ void kretry_msg_bind(kretry_msg_t *msg,
         msg->has_error      = 0;
         msg->retry_after_ms = 0;
         msg->value_avro     = NULL;
-        if (rd_kafka_message_headers(rkm, &msg->hdrs))
-                msg->hdrs = NULL;
+        msg->hdrs           = NULL;
+        msg->hdrs_loaded    = 0;
         rd_kafka_timestamp_type_t tstype;
         int64_t ts = rd_kafka_message_timestamp(rkm, &tstype);
 
+        kretry_chain_t *c = &msg->chain;
         if (tier == 0) {
                 /* The source starts a fresh chain whatever kretry-* headers
                  * the message carries (a replay, a forwarded copy); only the
-                 * correlation id is kept. */
-                kretry_chain_t *c = &msg->chain;
-                memset(c, 0, sizeof(*c));
-                const void *v;
-                size_t n;
-                if (msg->hdrs &&
-                    !rd_kafka_header_get_last(msg->hdrs,
-                                              KRETRY_H_CORRELATION_ID, &v,
-                                              &n) &&
-                    v && n) {
-                        c->correlation_id     = v;
-                        c->correlation_id_len = n;
-                }
+                 * correlation id is kept, looked up when a copy is made. */
+                c->attempt_ok = c->tier_ok = c->due_ok = 0;
+                c->orig_topic_ok = c->orig_partition_ok = c->orig_offset_ok = 0;
+                c->orig_ts_ok = c->first_failure_ok = 0;
+                c->last_failure_ts    = -1;
+                c->correlation_id     = NULL;
+                c->correlation_id_len = 0;
         } else {
-                kretry_chain_decode(msg->hdrs, &msg->chain);
+                kretry_chain_decode(kretry_msg_hdrs(msg), c);
         }
-        const kretry_chain_t *c = &msg->chain;
         msg->attempt            = c->attempt_ok ? c->attempt + 1 : 1;
         msg->orig_topic         = c->orig_topic_ok ? c->orig_topic : topic;
         msg->orig_partition =
@@ -122,8 +128,9 @@ int kretry_msg_header(const kretry_msg_t *msg,
                       size_t *sizep) {
         const void *v;
         size_t n;
-        if (!msg || !name || !msg->hdrs ||
-            rd_kafka_header_get_last(msg->hdrs, name, &v, &n))
+        rd_kafka_headers_t *h = msg ? kretry_msg_hdrs((kretry_msg_t *)msg)
+                                    : NULL;
+        if (!name || !h || rd_kafka_header_get_last(h, name, &v, &n))
                 return -1;
         if (valuep)
                 *valuep = v;
@@ -133,7 +140,9 @@ int kretry_msg_header(const kretry_msg_t *msg,
 }
 
 size_t kretry_msg_header_count(const kretry_msg_t *msg) {
-        return msg && msg->hdrs ? rd_kafka_header_cnt(msg->hdrs) : 0;
+        rd_kafka_headers_t *h = msg ? kretry_msg_hdrs((kretry_msg_t *)msg)
+                                    : NULL;
+        return h ? rd_kafka_header_cnt(h) : 0;
 }
 
 int kretry_msg_header_at(const kretry_msg_t *msg,
@@ -144,8 +153,9 @@ int kretry_msg_header_at(const kretry_msg_t *msg,
         const char *name;
         const void *v;
         size_t n;
-        if (!msg || !msg->hdrs ||
-            rd_kafka_header_get_all(msg->hdrs, idx, &name, &v, &n))
+        rd_kafka_headers_t *h = msg ? kretry_msg_hdrs((kretry_msg_t *)msg)
+                                    : NULL;
+        if (!h || rd_kafka_header_get_all(h, idx, &name, &v, &n))
                 return -1;
         if (namep)
                 *namep = name;

@@ -139,6 +139,19 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
         r->orig_topic      = strdup(m->orig_topic);
         r->error_code      = m->has_code ? strdup(m->code) : NULL;
         r->error           = m->has_error ? strdup(m->error) : NULL;
+        if (m->tier == 0) {
+                /* Looked up only now that a copy is made (see bind). */
+                const void *v;
+                size_t n;
+                rd_kafka_headers_t *h = kretry_msg_hdrs(m);
+                if (h &&
+                    !rd_kafka_header_get_last(h, KRETRY_H_CORRELATION_ID, &v,
+                                              &n) &&
+                    v && n) {
+                        m->chain.correlation_id     = v;
+                        m->chain.correlation_id_len = n;
+                }
+        }
         if (m->chain.correlation_id) {
                 r->correlation_id = malloc(m->chain.correlation_id_len + 1);
                 if (r->correlation_id)
