@@ -263,8 +263,7 @@ static int parse_opts(dlq_opts_t *o, int replay, int argc, char **argv) {
         return 0;
 }
 
-/* Load the file (diagnostics on stderr) and pick the topology. */
-static int load_target(const dlq_opts_t *o, dlq_target_t *tg) {
+int dlq_load_target(const dlq_opts_t *o, dlq_target_t *tg) {
         kretry_diags_t d;
         char line[1500];
         kretry_diags_init(&d);
@@ -281,8 +280,15 @@ static int load_target(const dlq_opts_t *o, dlq_target_t *tg) {
         tg->t    = o->name  ? kretry_topology_find(tg->f, o->name)
                    : n == 1 ? kretry_topology_at(tg->f, 0)
                             : NULL;
-        if (tg->t)
-                return 0;
+        return tg->t ? 0 : 2;
+}
+
+/* Load the file (diagnostics on stderr) and pick the topology. */
+static int load_target(const dlq_opts_t *o, dlq_target_t *tg) {
+        int rc = dlq_load_target(o, tg);
+        if (rc != 2)
+                return rc;
+        size_t n = kretry_topology_count(tg->f);
         fprintf(stderr, PROG ": %s: ", o->file);
         if (o->name)
                 fprintf(stderr,

@@ -132,25 +132,12 @@ static int parse(export_opts_t *e, int argc, char **argv) {
         return 0;
 }
 
+/* Load the file (diagnostics on stderr) and pick the topology. */
 static int load(const dlq_opts_t *o, dlq_target_t *tg) {
-        kretry_diags_t d;
-        char line[1500];
-        kretry_diags_init(&d);
-        tg->f = kretry_topology_file_load(o->file, &d);
-        for (size_t i = 0; i < d.cnt; i++)
-                if (d.items[i].level == KRETRY_DIAG_ERROR) {
-                        kretry_diag_format(&d, i, o->file, line, sizeof(line));
-                        fprintf(stderr, "%s\n", line);
-                }
-        kretry_diags_clear(&d);
-        if (!tg->f)
-                return 1;
+        int rc = dlq_load_target(o, tg);
+        if (rc != 2)
+                return rc;
         size_t n = kretry_topology_count(tg->f);
-        tg->t    = o->name  ? kretry_topology_find(tg->f, o->name)
-                   : n == 1 ? kretry_topology_at(tg->f, 0)
-                            : NULL;
-        if (tg->t)
-                return 0;
         fprintf(stderr, PROG ": %s: %s \"%s\"; the file has:", o->file,
                 o->name ? "no topology named" : "holds several topologies:",
                 o->name ? o->name : "name one with --name");

@@ -40,6 +40,13 @@ typedef struct {
         const kretry_topology_t *t;
 } dlq_target_t;
 
+/* Load @p o's topology file into @p tg (its error diagnostics on stderr)
+ * and pick the topology: the one named by --name, else the file's only
+ * one. Returns 0 with both set; 1 when the file did not load; 2 when no
+ * topology was picked (tg->f set, tg->t NULL: the caller says why, and
+ * frees tg->f in every case). */
+int dlq_load_target(const dlq_opts_t *o, dlq_target_t *tg);
+
 /* Column headings of the table. */
 void dlq_print_heading(FILE *out, int show_value);
 
