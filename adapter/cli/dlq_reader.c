@@ -19,11 +19,11 @@ struct dlq_reader_s {
         int assigned; /* cur is assigned */
 };
 
-static int conf_put(rd_kafka_conf_t *conf,
-                    const char *name,
-                    const char *value,
-                    char *errstr,
-                    size_t errstr_size) {
+int dlq_conf_put(rd_kafka_conf_t *conf,
+                 const char *name,
+                 const char *value,
+                 char *errstr,
+                 size_t errstr_size) {
         char reason[512];
         if (rd_kafka_conf_set(conf, name, value, reason, sizeof(reason)) ==
             RD_KAFKA_CONF_OK)
@@ -47,11 +47,11 @@ rd_kafka_conf_t *dlq_client_conf(const kretry_topology_file_t *f,
                         continue;
                 if (!strncmp(name, mine, 9))
                         name += 9;
-                if (conf_put(conf, name, p->value, errstr, errstr_size))
+                if (dlq_conf_put(conf, name, p->value, errstr, errstr_size))
                         goto err;
         }
-        if (bootstrap &&
-            conf_put(conf, "bootstrap.servers", bootstrap, errstr, errstr_size))
+        if (bootstrap && dlq_conf_put(conf, "bootstrap.servers", bootstrap,
+                                      errstr, errstr_size))
                 goto err;
         return conf;
 err:
@@ -77,8 +77,8 @@ static int reader_conf(rd_kafka_conf_t *conf,
                 {"group.id", group ? group : "kretry-dlq-reader"},
         };
         for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
-                if (conf_put(conf, pairs[i][0], pairs[i][1], errstr,
-                             errstr_size))
+                if (dlq_conf_put(conf, pairs[i][0], pairs[i][1], errstr,
+                                 errstr_size))
                         return -1;
         return 0;
 }

@@ -28,6 +28,14 @@ rd_kafka_conf_t *dlq_client_conf(const kretry_topology_file_t *f,
                                  char *errstr,
                                  size_t errstr_size);
 
+/* Set @p name to @p value in @p conf. Returns 0, or -1 with @p errstr
+ * filled ("name=value: reason"). */
+int dlq_conf_put(rd_kafka_conf_t *conf,
+                 const char *name,
+                 const char *value,
+                 char *errstr,
+                 size_t errstr_size);
+
 typedef struct dlq_reader_s dlq_reader_t;
 
 /*

@@ -1,5 +1,7 @@
 #include "stats_kafka.h"
 
+#include "dlq_reader.h" /* dlq_conf_put() */
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +23,6 @@ static void topic_error(stats_topic_t *t, const char *fmt, ...) {
                  len ? "; " : "", msg);
 }
 
-static int conf_put(rd_kafka_conf_t *conf,
-                    const char *name,
-                    const char *value,
-                    char *errstr,
-                    size_t errstr_size) {
-        char reason[512];
-        if (rd_kafka_conf_set(conf, name, value, reason, sizeof(reason)) ==
-            RD_KAFKA_CONF_OK)
-                return 0;
-        snprintf(errstr, errstr_size, "%s=%s: %s", name, value, reason);
-        return -1;
-}
-
 /* Whatever the file says: the topology's group, no commits ever, explicit
  * positions, and fetches that stop after a message (one is all we read per
  * partition; an idle fetch is held fetch.wait.max.ms by the broker). */
@@ -51,8 +40,8 @@ static int reader_conf(rd_kafka_conf_t *conf,
                 {"queued.min.messages", "1"},
         };
         for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
-                if (conf_put(conf, pairs[i][0], pairs[i][1], errstr,
-                             errstr_size))
+                if (dlq_conf_put(conf, pairs[i][0], pairs[i][1], errstr,
+                                 errstr_size))
                         return -1;
         return 0;
 }
