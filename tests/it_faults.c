@@ -166,10 +166,55 @@ static void test_expired(void) {
         it_env_destroy(env);
 }
 
+/* retry.permanent.errors: a RETRY answered with a listed code is a FAIL. */
+static void test_permanent_codes(void) {
+        it_env_t *env = it_env_new("20ms", 1);
+        it_produce(env, 0, "k", "retry1-code", NULL); /* code HTTP_503 */
+        kretry_adapter_t *a = it_adapter(it_conf(
+            env, "retry.permanent.errors", "VALIDATION,HTTP_503", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PERMANENT, 1, 20000));
+        KT_ASSERT_INT_EQ(env->call_cnt, 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0), 0);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* The breaker opens after a run of transient failures across keys, pauses
+ * every partition (no handler call) for its cool-down, then lets one through;
+ * that one failing reopens it. */
+static void test_breaker(void) {
+        it_env_t *env = it_env_new("20ms", 2);
+        for (int i = 0; i < 30; i++) {
+                char key[16];
+                snprintf(key, sizeof(key), "key-%d", i);
+                it_produce(env, i % 2, key, "always-b", NULL);
+        }
+        kretry_adapter_t *a = it_adapter(it_conf(
+            env, "breaker.failures", "5", "breaker.distinct.keys", "3",
+            "breaker.cooldown", "400ms", "retry.max.attempts", "50", NULL));
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_BREAKER_TRIPS, 1, 20000));
+        int64_t opened = kt_now_ms();
+        int calls      = env->call_cnt;
+        KT_ASSERT_INT_EQ(calls, 5);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_OPEN, 0), 1);
+        int64_t end = opened + 250;
+        while (kt_now_ms() < end)
+                kretry_adapter_poll(a, 20);
+        KT_ASSERT_INT_EQ(env->call_cnt, calls); /* nothing while open */
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_BREAKER_TRIPS, 2, 20000));
+        KT_ASSERT_INT_EQ(env->call_cnt, calls + 1); /* one probe, failed */
+        KT_CHECK_MSG(env->calls[calls].now_ms - opened >= 380, CU_FALSE,
+                     "probe %lld ms after opening",
+                     (long long)(env->calls[calls].now_ms - opened));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
             KT_TEST(test_produce_errors), KT_TEST(test_null_and_huge),
             KT_TEST(test_malformed_headers), KT_TEST(test_hint),
-            KT_TEST(test_expired), KT_END};
+            KT_TEST(test_expired), KT_TEST(test_permanent_codes),
+            KT_TEST(test_breaker), KT_END};
         return kt_main("it_faults", tests, argc, argv);
 }

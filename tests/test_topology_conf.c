@@ -53,24 +53,22 @@ static void test_named_with_kafka_props(void) {
         kretry_conf_destroy(conf);
 }
 
-/* The orders topology declares what the engine refuses: every refusal has
- * its position, and the configuration is left as it was. */
-static void test_unsupported_refused(void) {
+/* The orders topology declares everything the engine runs: ordering,
+ * versions, permanent error codes, the circuit breaker. */
+static void test_orders_complete(void) {
         char err[900];
         kretry_conf_t *conf = kretry_conf_new();
-        kretry_conf_set(conf, "source.topic", "keep", NULL, 0);
-        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf, EXAMPLES "orders.yaml",
-                                                   "orders", err, sizeof(err)),
-                         KRETRY_ERR_INVALID_VALUE);
-        KT_CHECK_MSG(strstr(err, "orders.yaml:28:23: permanent_errors is not "
-                                 "supported by this version of the engine "
-                                 "yet") != NULL,
-                     CU_FALSE, "got: %.800s", err);
-        /* Ordering and header versions run now. */
-        KT_ASSERT(strstr(err, "ordering") == NULL);
-        KT_ASSERT(strstr(err, "versioning") == NULL);
-        KT_ASSERT(strstr(err, ": breaker is not supported") != NULL);
-        KT_ASSERT_STR_EQ(get(conf, "source.topic"), "keep");
+        KT_CHECK_MSG(kretry_conf_load_topology(conf, EXAMPLES "orders.yaml",
+                                               "orders", err, sizeof(err)) ==
+                         KRETRY_ERR_OK,
+                     CU_FALSE, "load: %.800s", err);
+        KT_ASSERT_STR_EQ(get(conf, "ordering"), "key");
+        KT_ASSERT_STR_EQ(get(conf, "versioning.header"), "version");
+        KT_ASSERT_STR_EQ(get(conf, "retry.permanent.errors"),
+                         "VALIDATION,NOT_FOUND");
+        KT_ASSERT_STR_EQ(get(conf, "breaker.failures"), "50");
+        KT_ASSERT_STR_EQ(get(conf, "breaker.distinct.keys"), "10");
+        KT_ASSERT_STR_EQ(get(conf, "breaker.cooldown"), "30s");
         kretry_conf_destroy(conf);
 }
 
@@ -119,7 +117,7 @@ static void test_errors(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_minimal),
                                           KT_TEST(test_named_with_kafka_props),
-                                          KT_TEST(test_unsupported_refused), KT_TEST(test_ordered_versioned),
+                                          KT_TEST(test_orders_complete), KT_TEST(test_ordered_versioned),
                                           KT_TEST(test_errors), KT_END};
         return kt_main("topology_conf", tests, argc, argv);
 }

@@ -99,7 +99,8 @@ kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p) {
 }
 
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
-        int want = part->assigned && (part->held || part->produce_failures > 0);
+        int want = part->assigned && (part->held || part->produce_failures > 0 ||
+                                      a->breaker_paused);
         if (want == part->paused)
                 return;
         rd_kafka_topic_partition_list_t *l =
@@ -114,6 +115,27 @@ void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
                            want ? "pause" : "resume", a->topics[part->tier],
                            (int)part->partition, rd_kafka_err2str(err));
         part->paused = want;
+}
+
+void kretry_breaker_apply(kretry_adapter_t *a, int paused) {
+        a->breaker_paused = paused;
+        atomic_store_explicit(&a->stats.breaker_open, paused,
+                              memory_order_relaxed);
+        for (int t = 0; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++)
+                        if (a->parts[t][p])
+                                kretry_part_update_pause(a, a->parts[t][p]);
+        if (paused)
+                kretry_log(a, KRETRY_LOG_WARNING, "BREAKER",
+                           "circuit open: %d transient failures in a row "
+                           "across %d or more keys; consumption paused for "
+                           "%lld ms",
+                           a->conf->breaker_failures, a->conf->breaker_keys,
+                           (long long)a->breaker.cooldown_cur_ms);
+        else
+                kretry_log(a, KRETRY_LOG_NOTICE, "BREAKER",
+                           "circuit half-open: consuming again; one success "
+                           "closes it");
 }
 
 void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part) {
@@ -315,6 +337,8 @@ kretry_adapter_t *kretry_adapter_new(kretry_conf_t *conf,
         a->efd      = -1;
         size_t size = sizeof(a->group);
         rd_kafka_conf_get(conf->consumer, "group.id", a->group, &size);
+        kretry_breaker_init(&a->breaker, conf->breaker_failures,
+                            conf->breaker_keys, conf->breaker_cooldown_ms);
         kretry_rng_seed(&a->rng, (uint64_t)kretry_now_ms() ^
                                      ((uint64_t)getpid() << 32) ^
                                      (uint64_t)(uintptr_t)a);
@@ -351,6 +375,8 @@ kretry_adapter_t *kretry_adapter_new(kretry_conf_t *conf,
 static int dispatch_due(kretry_adapter_t *a, int64_t now) {
         kretry_part_t *due = NULL, **pp = &a->held_list;
         int n = 0;
+        if (a->breaker_paused)
+                return 0; /* held messages wait for the breaker too */
         while (*pp) {
                 kretry_part_t *part = *pp;
                 if (part->held_due > now) {
@@ -421,7 +447,11 @@ static int dispatch_due(kretry_adapter_t *a, int64_t now);
 
 static int consume(kretry_adapter_t *a) {
         int n;
-        for (n = 0; n < KRETRY_POLL_BATCH && !atomic_load(&a->stop); n++) {
+        /* Nothing more is taken once the breaker paused every partition:
+         * a message polled now would be skipped on resume. */
+        for (n = 0; n < KRETRY_POLL_BATCH && !atomic_load(&a->stop) &&
+                    !a->breaker_paused;
+             n++) {
                 if (n > 0 && n % KRETRY_SERVE_EVERY == 0) {
                         rd_kafka_poll(a->producer, 0);
                         if (a->held_list)
@@ -452,6 +482,8 @@ static int step(kretry_adapter_t *a) {
         a->more = 0;
         int n   = rd_kafka_poll(a->producer, 0);
         int64_t now = kretry_now_ms();
+        if (a->breaker_paused && !kretry_breaker_is_open(&a->breaker, now))
+                kretry_breaker_apply(a, 0);
         kretry_retry_failed(a, now);
         n += dispatch_due(a, now);
         n += consume(a);
@@ -473,6 +505,8 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
                         next = r->retry_at;
         if (a->emit_next > 0 && (next < 0 || a->emit_next < next))
                 next = a->emit_next;
+        if (a->breaker_paused && (next < 0 || a->breaker.open_until < next))
+                next = a->breaker.open_until;
         if (next < 0)
                 return -1;
         return next <= now ? 0 : (int)(next - now > 86400000 ? 86400000

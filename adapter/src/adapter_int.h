@@ -9,6 +9,7 @@
 #ifndef KRETRY_ADAPTER_INT_H
 #define KRETRY_ADAPTER_INT_H
 
+#include "breaker.h"
 #include "codec.h"
 #include "conf.h"
 #include "delay.h"
@@ -97,7 +98,7 @@ struct kretry_msg_s {
 typedef struct {
         atomic_llong consumed, ok, handler_calls, dlq, produce_errors, held;
         atomic_llong stale, forwarded, chain_keys, version_keys, version_bytes;
-        atomic_llong duplicates;
+        atomic_llong duplicates, breaker_trips, breaker_open;
         /* permanent, exhausted, expired, schema, parked */
         atomic_llong dlq_by_class[KRETRY_CLASS_CNT];
         atomic_llong retried[KRETRY_MAX_TIERS + 1]; /* [0] unused */
@@ -115,6 +116,8 @@ struct kretry_adapter_s {
         char *dlq;
         char *versions_topic; /* NULL when versioning is off */
         kretry_codec_t *codec; /* value.format avro */
+        kretry_breaker_t breaker;
+        int breaker_paused; /* every partition paused by the breaker */
         rd_kafka_t *consumer, *producer;
         rd_kafka_t *restorer; /* reads tiers and changelog on assignment */
         rd_kafka_topic_t **rkts; /* consumer topic handles, per topic */
@@ -158,6 +161,8 @@ kretry_part_t *kretry_part_find(kretry_adapter_t *a, int tier, int32_t p);
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
 void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part);
 void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part);
+/* Pause (1) or resume (0) every assigned partition for the breaker. */
+void kretry_breaker_apply(kretry_adapter_t *a, int paused);
 int kretry_topic_index(const kretry_adapter_t *a, const char *topic);
 
 /* rebalance.c */

@@ -81,6 +81,21 @@ static const struct prop {
     {"stats.interval.ms", PROP_INT, offsetof(kretry_conf_t, stats_interval_ms),
      0, 86400000, "0",
      "how often the stats callback is called (0: never)"},
+    {"retry.permanent.errors", PROP_STR,
+     offsetof(kretry_conf_t, permanent_errors), 0, 0, "",
+     "comma-separated handler error codes that always mean FAIL, even when "
+     "the handler answered RETRY"},
+    {"breaker.failures", PROP_INT, offsetof(kretry_conf_t, breaker_failures),
+     0, 1000000, "0",
+     "circuit breaker: transient failures in a row (no success between) "
+     "that open it (0: no breaker)"},
+    {"breaker.distinct.keys", PROP_INT,
+     offsetof(kretry_conf_t, breaker_keys), 1, 64, "1",
+     "circuit breaker: how many distinct keys that run must span"},
+    {"breaker.cooldown", PROP_DURATION, offsetof(kretry_conf_t, breaker_cooldown_ms),
+     0, 0, "30s",
+     "circuit breaker: first pause of consumption; doubles while the "
+     "dependency stays down (up to 16 times)"},
     {"restore.timeout.ms", PROP_INT, offsetof(kretry_conf_t, restore_timeout_ms),
      100, 3600000, "60000",
      "bounded wait, on assignment, for rebuilding key chains and versions "

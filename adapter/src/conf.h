@@ -26,6 +26,10 @@ struct kretry_conf_s {
         int produce_backoff_ms;
         int restore_timeout_ms;
         int stats_interval_ms;
+        char *permanent_errors; /* "A,B": codes that always mean FAIL */
+        int breaker_failures;   /* 0: no breaker */
+        int breaker_keys;
+        int64_t breaker_cooldown_ms;
         kretry_stats_cb_t *stats_cb;
         int ordering;      /* 0 none, 1 key */
         int park_key;      /* ordering.on.dead.letter: 0 continue, 1 park_key */

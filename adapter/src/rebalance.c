@@ -106,6 +106,14 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                         error = rd_kafka_incremental_assign(rk, l);
                 else
                         aerr = rd_kafka_assign(rk, l);
+                /* An open breaker holds new partitions back as well. */
+                for (int i = 0; a->breaker_paused && i < l->cnt; i++) {
+                        kretry_part_t *p = kretry_part_find(
+                            a, kretry_topic_index(a, l->elems[i].topic),
+                            l->elems[i].partition);
+                        if (p)
+                                kretry_part_update_pause(a, p);
+                }
         } else {
                 if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS)
                         log_parts(a, "revoking", l);

@@ -267,6 +267,34 @@ int kretry_decode_value(kretry_adapter_t *a, kretry_part_t *part) {
         return 0;
 }
 
+/* retry.permanent.errors: codes that mean FAIL whatever the handler said. */
+static int code_is_permanent(const kretry_adapter_t *a, const kretry_msg_t *m) {
+        const char *list = a->conf->permanent_errors;
+        size_t n         = m->has_code ? strlen(m->code) : 0;
+        if (!n || !list || !*list)
+                return 0;
+        for (const char *p = list; *p;) {
+                size_t len = strcspn(p, ",");
+                if (len == n && !strncmp(p, m->code, n))
+                        return 1;
+                p += len;
+                p += *p == ',';
+        }
+        return 0;
+}
+
+static void breaker_feed(kretry_adapter_t *a, kretry_action_t action) {
+        if (action == KRETRY_FAIL || a->conf->breaker_failures <= 0)
+                return; /* a permanent failure says nothing of the dependency */
+        const rd_kafka_message_t *rkm = a->msg.rkm;
+        if (kretry_breaker_record(&a->breaker, action == KRETRY_RETRY,
+                                  rkm->key, rkm->key_len, kretry_now_ms())) {
+                atomic_fetch_add_explicit(&a->stats.breaker_trips, 1,
+                                          memory_order_relaxed);
+                kretry_breaker_apply(a, 1);
+        }
+}
+
 void kretry_dispatch(kretry_adapter_t *a,
                      kretry_part_t *part,
                      rd_kafka_message_t *rkm) {
@@ -300,6 +328,9 @@ void kretry_dispatch(kretry_adapter_t *a,
         } else {
                 action = a->conf->handler(m, a->conf->opaque);
         }
+        if (action == KRETRY_RETRY && code_is_permanent(a, m))
+                action = KRETRY_FAIL;
+        breaker_feed(a, action);
         if (action == KRETRY_OK) {
                 atomic_fetch_add_explicit(&a->stats.ok, 1,
                                           memory_order_relaxed);

@@ -62,6 +62,10 @@ int64_t kretry_adapter_counter(const kretry_adapter_t *a,
                 return get(&s->version_bytes);
         case KRETRY_COUNTER_DUPLICATES:
                 return get(&s->duplicates);
+        case KRETRY_COUNTER_BREAKER_TRIPS:
+                return get(&s->breaker_trips);
+        case KRETRY_COUNTER_BREAKER_OPEN:
+                return get(&s->breaker_open);
         }
         return -1;
 }
@@ -81,7 +85,7 @@ size_t kretry_adapter_stats_json(const kretry_adapter_t *a,
                 json_object_set_new(dlq, class_names[c],
                                     json_integer(get(&s->dlq_by_class[c])));
         json_t *o = json_pack(
-            "{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "consumed",
+            "{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "consumed",
             (json_int_t)get(&s->consumed), "ok", (json_int_t)get(&s->ok),
             "handler_calls", (json_int_t)get(&s->handler_calls), "retried",
             retried, "dead_lettered", dlq, "produce_errors",
@@ -91,7 +95,9 @@ size_t kretry_adapter_stats_json(const kretry_adapter_t *a,
             (json_int_t)get(&s->chain_keys), "version_keys",
             (json_int_t)get(&s->version_keys), "version_bytes",
             (json_int_t)get(&s->version_bytes), "duplicates",
-            (json_int_t)get(&s->duplicates));
+            (json_int_t)get(&s->duplicates), "breaker_trips",
+            (json_int_t)get(&s->breaker_trips), "breaker_open",
+            (int)get(&s->breaker_open));
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         size_t len = text ? strlen(text) : 0;
         if (dest && dest_size) {

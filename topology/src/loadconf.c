@@ -23,38 +23,6 @@ static void fail(char *errstr, size_t size, const char *fmt, ...) {
         va_end(ap);
 }
 
-/* Append one "FILE:LINE:COL: text" line to @p errstr. */
-static void refuse(char *errstr,
-                   size_t size,
-                   const char *path,
-                   kretry_pos_t pos,
-                   const char *what) {
-        size_t len = errstr ? strlen(errstr) : 0;
-        if (!errstr || len + 1 >= size)
-                return;
-        snprintf(errstr + len, size - len,
-                 "%s%s:%d:%d: %s is not supported by this version of the "
-                 "engine yet (kretry topology validate accepts it; remove "
-                 "it to run this topology)",
-                 len ? "\n" : "", path, pos.line, pos.col, what);
-}
-
-/* Every declaration the engine cannot honour yet; returns how many. */
-static int unsupported(const kretry_topology_t *t,
-                       const char *path,
-                       char *errstr,
-                       size_t size) {
-        int n = 0;
-        if (errstr && size)
-                errstr[0] = '\0';
-        if (t->permanent_error_cnt && ++n)
-                refuse(errstr, size, path, t->permanent_errors_pos,
-                       "permanent_errors");
-        if (t->breaker && ++n)
-                refuse(errstr, size, path, t->breaker_pos, "breaker");
-        return n;
-}
-
 static const kretry_topology_t *pick(const kretry_topology_file_t *f,
                                      const char *path,
                                      const char *name,
@@ -97,6 +65,37 @@ static kretry_err_t set(kretry_conf_t *conf,
         return err;
 }
 
+/* permanent_errors and breaker */
+static kretry_err_t apply_storm(kretry_conf_t *conf,
+                                const kretry_topology_t *t,
+                                const char *path,
+                                char *errstr,
+                                size_t size) {
+        char codes[2048], v[32], keys[32], cool[32];
+        size_t len = 0;
+        codes[0]   = '\0';
+        for (size_t i = 0; i < t->permanent_error_cnt && len < sizeof(codes);
+             i++)
+                len += (size_t)snprintf(codes + len, sizeof(codes) - len,
+                                        "%s%s", i ? "," : "",
+                                        t->permanent_errors[i]);
+        snprintf(v, sizeof(v), "%d", t->breaker ? t->breaker_failures : 0);
+        snprintf(keys, sizeof(keys), "%d",
+                 t->breaker && t->breaker_distinct_keys > 0
+                     ? t->breaker_distinct_keys
+                     : 1);
+        snprintf(cool, sizeof(cool), "%lldms",
+                 (long long)(t->breaker ? t->breaker_cooldown_ms : 30000));
+        const char *pairs[][2] = {{"retry.permanent.errors", codes},
+                                  {"breaker.failures", v},
+                                  {"breaker.distinct.keys", keys},
+                                  {"breaker.cooldown", cool}};
+        kretry_err_t err = KRETRY_ERR_OK;
+        for (size_t i = 0; !err && i < sizeof(pairs) / sizeof(pairs[0]); i++)
+                err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
+        return err;
+}
+
 /* ordering and versioning (header) */
 static kretry_err_t apply_keyed(kretry_conf_t *conf,
                                 const kretry_topology_t *t,
@@ -121,7 +120,7 @@ static kretry_err_t apply_keyed(kretry_conf_t *conf,
         kretry_err_t err = KRETRY_ERR_OK;
         for (size_t i = 0; !err && i < sizeof(pairs) / sizeof(pairs[0]); i++)
                 err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
-        return err;
+        return err ? err : apply_storm(conf, t, path, errstr, size);
 }
 
 /* value: the codec's properties, schema paths resolved against the file. */
@@ -154,7 +153,7 @@ static kretry_err_t apply_value(kretry_conf_t *conf,
         kretry_err_t err = KRETRY_ERR_OK;
         for (size_t i = 0; !err && i < sizeof(pairs) / sizeof(pairs[0]); i++)
                 err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
-        return err;
+        return err ? err : apply_storm(conf, t, path, errstr, size);
 }
 
 static kretry_err_t apply(kretry_conf_t *conf,
@@ -246,8 +245,7 @@ kretry_err_t kretry_conf_load_topology(kretry_conf_t *conf,
                 kretry_diags_render(&d, path, 1, errstr, errstr_size);
                 if (d.oom)
                         err = KRETRY_ERR_NO_MEM;
-        } else if (!(t = pick(f, path, name, errstr, errstr_size)) ||
-                   unsupported(t, path, errstr, errstr_size)) {
+        } else if (!(t = pick(f, path, name, errstr, errstr_size))) {
                 err = KRETRY_ERR_INVALID_VALUE;
         } else {
                 err = load_into(conf, f, t, path, errstr, errstr_size);

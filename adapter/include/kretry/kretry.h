@@ -124,6 +124,10 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  * | versioning.topic | compacted changelog of the version store; {group}, {source} | {group}.{source}.versions |
  * | restore.timeout.ms | bounded wait for rebuilding key chains and versions on assignment | 60000 |
  * | stats.interval.ms | how often the stats callback runs (0: never) | 0 |
+ * | retry.permanent.errors | comma-separated handler error codes that always mean FAIL, even with a RETRY answer | |
+ * | breaker.failures | circuit breaker: transient failures in a row (no success between) that open it; 0: no breaker | 0 |
+ * | breaker.distinct.keys | circuit breaker: how many distinct keys that run must span (1..64) | 1 |
+ * | breaker.cooldown | circuit breaker: first pause of consumption, doubled while the dependency stays down (up to 16 times) | 30s |
  * | value.format | bytes (opaque) or avro: values are decoded before the handler; one that does not decode is dead-lettered with class `schema` without calling the handler | bytes |
  * | value.schema | value.format avro: the value's schema, an .avsc file (the record kretry_msg_value_avro() returns) | |
  * | value.wire | raw (Avro binary) or confluent (magic byte 0, 4-byte big-endian schema id, Avro binary) | raw |
@@ -512,8 +516,12 @@ typedef enum {
         KRETRY_COUNTER_VERSION_KEYS = 15, /**< keys in the version store now */
         KRETRY_COUNTER_VERSION_BYTES = 16, /**< memory the version store
                                                 holds, bytes */
-        KRETRY_COUNTER_DUPLICATES = 17 /**< source messages skipped because
+        KRETRY_COUNTER_DUPLICATES = 17, /**< source messages skipped because
                                              their copy waits in a tier */
+        KRETRY_COUNTER_BREAKER_TRIPS = 18, /**< times the circuit breaker
+                                                opened */
+        KRETRY_COUNTER_BREAKER_OPEN = 19 /**< 1 while the breaker holds
+                                              consumption paused */
 } kretry_counter_t;
 
 /**
