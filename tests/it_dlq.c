@@ -119,34 +119,11 @@ static int run_cli(env_t *e,
                    size_t out_size,
                    const char *const *args) {
         const char *argv[40] = {"kretry", "dlq", sub, "--topology", e->yaml};
-        int n                = 5, fds[2];
+        int n                = 5;
         for (; args && *args && n < 38; args++)
                 argv[n++] = *args;
         argv[n] = NULL;
-        KT_REQUIRE(pipe(fds) == 0);
-        pid_t pid = fork();
-        if (pid == 0) {
-                dup2(fds[1], 1);
-                close(fds[0]);
-                close(fds[1]);
-                execv(KRETRY_CLI_PATH, (char *const *)argv);
-                _exit(127);
-        }
-        close(fds[1]);
-        size_t len = 0;
-        ssize_t r;
-        char sink[4096];
-        while ((r = read(fds[0], out && len + 1 < out_size ? out + len : sink,
-                         out && len + 1 < out_size ? out_size - len - 1
-                                                   : sizeof(sink))) > 0)
-                if (out && len + 1 < out_size)
-                        len += (size_t)r;
-        close(fds[0]);
-        if (out)
-                out[len] = '\0';
-        int st;
-        waitpid(pid, &st, 0);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        return kt_run(KRETRY_CLI_PATH, argv, 0, out, out_size);
 }
 
 /* Inspect with --output json and @p args; returns the rows (a JSON array

@@ -11,7 +11,6 @@
 #include <avro.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define PYTHON "/usr/bin/python3"
@@ -93,31 +92,7 @@ static void dlq_put(env_t *e,
 /* Run @p argv (NULL-terminated); stdout into @p out (may be NULL).
  * Returns the exit status, -1 on a signal. */
 static int run(const char *const *argv, char *out, size_t out_size) {
-        int fds[2];
-        KT_REQUIRE(pipe(fds) == 0);
-        pid_t pid = fork();
-        if (pid == 0) {
-                dup2(fds[1], 1);
-                close(fds[0]);
-                close(fds[1]);
-                execv(argv[0], (char *const *)argv);
-                _exit(127);
-        }
-        close(fds[1]);
-        size_t len = 0;
-        ssize_t r;
-        char sink[4096];
-        while ((r = read(fds[0], out && len + 1 < out_size ? out + len : sink,
-                         out && len + 1 < out_size ? out_size - len - 1
-                                                   : sizeof(sink))) > 0)
-                if (out && len + 1 < out_size)
-                        len += (size_t)r;
-        close(fds[0]);
-        if (out)
-                out[len] = '\0';
-        int st;
-        waitpid(pid, &st, 0);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        return kt_run(argv[0], argv, 0, out, out_size);
 }
 
 static int export(env_t *e, const char *a1, const char *a2) {

@@ -10,7 +10,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define HOUR_MS 3600000LL
@@ -143,32 +142,11 @@ static int run_stats(env_t *e,
                      int both,
                      const char *const *args) {
         const char *argv[32] = {"kretry", "stats", "--topology", e->yaml};
-        int n                = 4, fds[2];
+        int n                = 4;
         for (; args && *args && n < 30; args++)
                 argv[n++] = *args;
         argv[n] = NULL;
-        KT_REQUIRE(pipe(fds) == 0);
-        pid_t pid = fork();
-        if (pid == 0) {
-                dup2(fds[1], 1);
-                if (both)
-                        dup2(fds[1], 2);
-                close(fds[0]);
-                close(fds[1]);
-                execv(KRETRY_CLI_PATH, (char *const *)argv);
-                _exit(127);
-        }
-        close(fds[1]);
-        size_t len = 0;
-        ssize_t r;
-        while (len + 1 < out_size &&
-               (r = read(fds[0], out + len, out_size - len - 1)) > 0)
-                len += (size_t)r;
-        out[len] = '\0';
-        close(fds[0]);
-        int st;
-        waitpid(pid, &st, 0);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        return kt_run(KRETRY_CLI_PATH, argv, both, out, out_size);
 }
 
 static json_t *stats_json(env_t *e, const char *window) {

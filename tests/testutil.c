@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -300,4 +301,38 @@ const char *kt_header(const rd_kafka_message_t *m,
         memcpy(buf, v, n);
         buf[n] = '\0';
         return buf;
+}
+
+int kt_run(const char *path,
+           const char *const *argv,
+           int with_stderr,
+           char *out,
+           size_t out_size) {
+        int fds[2];
+        KT_REQUIRE(pipe(fds) == 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+                dup2(fds[1], 1);
+                if (with_stderr)
+                        dup2(fds[1], 2);
+                close(fds[0]);
+                close(fds[1]);
+                execv(path, (char *const *)argv);
+                _exit(127);
+        }
+        close(fds[1]);
+        size_t len = 0;
+        ssize_t r;
+        char sink[4096];
+        while ((r = read(fds[0], out && len + 1 < out_size ? out + len : sink,
+                         out && len + 1 < out_size ? out_size - len - 1
+                                                   : sizeof(sink))) > 0)
+                if (out && len + 1 < out_size)
+                        len += (size_t)r;
+        close(fds[0]);
+        if (out)
+                out[len] = '\0';
+        int st;
+        waitpid(pid, &st, 0);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -115,4 +115,15 @@ const char *kt_header(const rd_kafka_message_t *m,
                       char *buf,
                       size_t size);
 
+/* Run @p path with @p argv (NULL-terminated, argv[0] included) and wait
+ * for it. Its stdout, and with @p with_stderr its stderr too, goes to
+ * @p out (may be NULL), NUL-terminated; what does not fit is read and
+ * dropped, so the program never blocks on a full pipe. Returns the exit
+ * status, -1 when a signal ended it. */
+int kt_run(const char *path,
+           const char *const *argv,
+           int with_stderr,
+           char *out,
+           size_t out_size);
+
 #endif
