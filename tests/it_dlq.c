@@ -608,14 +608,12 @@ static void nap_ms(int ms) {
         nanosleep(&ts, NULL);
 }
 
-static void test_replay_kill_resume(void) {
-        static char out[4096];
-        char batch[16];
-        env_t *e = env_new(4);
-        fill_many(e, RESUME_N, 4);
-        snprintf(batch, sizeof(batch), "%d", RESUME_BATCH);
+/* Start "kretry dlq replay --rate RATE --batch BATCH" with its stdout on
+ * /dev/null, and return at once: its process id. */
+static pid_t
+replay_in_background(env_t *e, const char *rate, const char *batch) {
         const char *argv[] = {"kretry", "dlq", "replay",  "--topology", e->yaml,
-                              "--rate", "400", "--batch", batch,        NULL};
+                              "--rate", rate,  "--batch", batch,        NULL};
         pid_t pid          = fork();
         if (pid == 0) {
                 int null = open("/dev/null", O_WRONLY);
@@ -623,6 +621,16 @@ static void test_replay_kill_resume(void) {
                 execv(KRETRY_CLI_PATH, (char *const *)argv);
                 _exit(127);
         }
+        return pid;
+}
+
+static void test_replay_kill_resume(void) {
+        static char out[4096];
+        char batch[16];
+        env_t *e = env_new(4);
+        fill_many(e, RESUME_N, 4);
+        snprintf(batch, sizeof(batch), "%d", RESUME_BATCH);
+        pid_t pid = replay_in_background(e, "400", batch);
         /* Kill it once a few batches were committed: progress lives in
          * another process, so this polls. */
         int64_t deadline = kt_now_ms() + 20000;
@@ -692,15 +700,7 @@ static void test_replay_sigterm(void) {
         static char out[4096];
         env_t *e = env_new(4);
         fill_many(e, 400, 4);
-        const char *argv[] = {"kretry", "dlq", "replay",  "--topology", e->yaml,
-                              "--rate", "200", "--batch", "20",         NULL};
-        pid_t pid          = fork();
-        if (pid == 0) {
-                int null = open("/dev/null", O_WRONLY);
-                dup2(null, 1);
-                execv(KRETRY_CLI_PATH, (char *const *)argv);
-                _exit(127);
-        }
+        pid_t pid        = replay_in_background(e, "200", "20");
         int64_t deadline = kt_now_ms() + 20000;
         while (committed_sum(e, 4) < 40 && kt_now_ms() < deadline)
                 nap_ms(20);
