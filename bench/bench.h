@@ -1,6 +1,6 @@
 /*
  * kretry benchmarks: what the orchestrator (kretry_bench.c) and the
- * processes it forks (bench_workers.c) share.
+ * processes it forks (bench_io.c, bench_sides.c) share.
  *
  * The orchestrator never touches librdkafka, so it has a single thread and
  * every fork is safe. Each run forks: a broker (librdkafka's mock cluster,
@@ -21,8 +21,15 @@ typedef enum {
         BENCH_HAPPY,
         BENCH_RETRY_HOP,
         BENCH_DEAD_LETTER,
-        BENCH_DELAY
+        BENCH_DELAY,
+        /* kretry with ordering=key and versioning against kretry with both
+         * off: same input (a version header per key), same 5 % transient
+         * failures (by key, sequence and attempt). */
+        BENCH_ORDERED_VERSIONED
 } bench_kind_t;
+
+/* BENCH_ORDERED_VERSIONED: share of handler attempts that return RETRY. */
+#define BENCH_FAIL_PERCENT 5
 
 /* One run of one scenario: everything a forked process needs. */
 typedef struct {
@@ -34,9 +41,16 @@ typedef struct {
         char dlq[128];   /* <source>.dlq */
         char copy[128];  /* the raw loop's copy topic */
         char group[96];  /* "-k" / "-r" appended per side */
-        long n;          /* input messages */
-        int rate;        /* BENCH_DELAY: arrivals per second */
-        int timeout_s;   /* a side gives up this long after "go" */
+        /* BENCH_ORDERED_VERSIONED: the plain kretry side's own tier and DLQ
+         * (a tier is shared by every group reading it), and the version
+         * changelog of the "-k" side (same partition count as the source). */
+        char plain_tier[128];
+        char plain_dlq[128];
+        char versions[208];
+        int plain; /* this kretry side runs with ordering and versions off */
+        long n;    /* input messages */
+        int rate;  /* BENCH_DELAY: arrivals per second */
+        int timeout_s; /* a side gives up this long after "go" */
 } bench_job_t;
 
 /* What a side reports to the orchestrator, through a pipe. */
@@ -49,6 +63,8 @@ typedef struct {
                          machine */
         double p50_ms, p99_ms, max_ms; /* BENCH_DELAY lateness */
         long early;                    /* BENCH_DELAY: handled before due */
+        /* kretry's counters at the end (BENCH_ORDERED_VERSIONED) */
+        long forwarded, stale, retried, dlq, version_keys, version_bytes;
         long rss_kb; /* filled by the orchestrator (ru_maxrss) */
         char err[200];
 } bench_result_t;
@@ -63,6 +79,8 @@ int bench_broker(const bench_job_t *job, int out_fd, int ctl_fd);
 int bench_produce(const bench_job_t *job);
 int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd);
 int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd);
+/* BENCH_ORDERED_VERSIONED's baseline: kretry with ordering and versions off. */
+int bench_kretry_plain_side(const bench_job_t *job, int go_fd, int out_fd);
 
 /* Monotonic seconds. */
 double bench_mono(void);

@@ -38,13 +38,20 @@ static int write_all(int fd, const void *buf, size_t len) {
         return 0;
 }
 
+#define MAX_TOPICS 7
+
 static const char *const *job_topics(const bench_job_t *job, int *cnt) {
-        static const char *t[4];
+        static const char *t[MAX_TOPICS];
         t[0] = job->source;
         t[1] = job->tier;
         t[2] = job->dlq;
         t[3] = job->copy;
         *cnt = 4;
+        if (job->kind == BENCH_ORDERED_VERSIONED) {
+                t[(*cnt)++] = job->plain_tier;
+                t[(*cnt)++] = job->plain_dlq;
+                t[(*cnt)++] = job->versions;
+        }
         return t;
 }
 
@@ -103,7 +110,7 @@ static int create_real_topics(const bench_job_t *job) {
                 return -1;
         int cnt, rc = 0;
         const char *const *topics = job_topics(job, &cnt);
-        rd_kafka_NewTopic_t *nt[4];
+        rd_kafka_NewTopic_t *nt[MAX_TOPICS];
         for (int i = 0; i < cnt; i++)
                 nt[i] = rd_kafka_NewTopic_new(topics[i], BENCH_PARTITIONS, -1,
                                               errstr, sizeof(errstr));
@@ -140,20 +147,27 @@ produce_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                 (*failed)++;
 }
 
-/* Message @p i: key "key-<i mod 10000>", a 100-byte value, two headers. */
+/* Message @p i: key "key-<i mod 10000>", a 100-byte value (starting with
+ * i, 15 digits), two headers; with @p version a third, "version": the
+ * message's rank among its key's (1, 2, ...). */
 static rd_kafka_resp_err_t
-produce_one(rd_kafka_t *rk, const char *topic, long i) {
-        char key[16], value[BENCH_VALUE_SIZE], trace[17];
+produce_one(rd_kafka_t *rk, const char *topic, long i, int version) {
+        char key[16], value[BENCH_VALUE_SIZE], seq[24], trace[17], ver[24];
         int kl = snprintf(key, sizeof(key), "key-%05ld", i % BENCH_KEYS);
         memset(value, 'v', sizeof(value));
-        snprintf(value, 16, "%015ld", i); /* NUL at 15 is overwritten next */
+        snprintf(seq, sizeof(seq), "%015ld", i);
+        memcpy(value, seq, 15);
         value[15] = '-';
         snprintf(trace, sizeof(trace), "%016lx",
                  (unsigned long)i * 2654435761u);
-        rd_kafka_headers_t *h = rd_kafka_headers_new(2);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(3);
         rd_kafka_header_add(h, "trace-id", -1, trace, 16);
         rd_kafka_header_add(h, "content-type", -1, "application/octet-stream",
                             -1);
+        if (version) {
+                snprintf(ver, sizeof(ver), "%ld", i / BENCH_KEYS + 1);
+                rd_kafka_header_add(h, "version", -1, ver, -1);
+        }
         for (;;) {
                 rd_kafka_resp_err_t err = rd_kafka_producev(
                         rk, RD_KAFKA_V_TOPIC(topic),
@@ -187,7 +201,7 @@ static int produce_paced(rd_kafka_t *rk, const bench_job_t *job) {
                             (double)(tick.tv_nsec - t0.tv_nsec) / 1e9;
                 long due = (long)(el * job->rate);
                 for (; sent < due && sent < job->n; sent++)
-                        if (produce_one(rk, job->source, sent))
+                        if (produce_one(rk, job->source, sent, 0))
                                 return -1;
                 rd_kafka_poll(rk, 0);
         }
@@ -210,13 +224,14 @@ int bench_produce(const bench_job_t *job) {
                 fprintf(stderr, "bench producer: %s\n", errstr);
                 return 1;
         }
-        int rc    = 0;
-        double t0 = bench_mono();
+        int rc      = 0;
+        int version = job->kind == BENCH_ORDERED_VERSIONED;
+        double t0   = bench_mono();
         if (job->rate > 0)
                 rc = produce_paced(rk, job);
         else
                 for (long i = 0; i < job->n && !rc; i++)
-                        rc = produce_one(rk, job->source, i) ? -1 : 0;
+                        rc = produce_one(rk, job->source, i, version) ? -1 : 0;
         if (rd_kafka_flush(rk, 60000) || failed)
                 rc = -1;
         if (getenv("KRETRY_BENCH_DEBUG"))

@@ -100,6 +100,27 @@ static void k_lateness(kside_t *k, kretry_msg_t *msg) {
                 k->late[k->done] = late;
 }
 
+/* BENCH_ORDERED_VERSIONED: does this attempt fail? A hash of the key, the
+ * message's sequence number (the value's first 15 digits) and the attempt:
+ * the same answers on both sides and in every run. */
+static int k_fails(kretry_msg_t *msg) {
+        size_t kl = 0, vl = 0;
+        const unsigned char *key = kretry_msg_key(msg, &kl);
+        const char *val          = kretry_msg_value(msg, &vl);
+        uint64_t h               = 1469598103934665603ull; /* FNV-1a */
+        for (size_t i = 0; key && i < kl; i++)
+                h = (h ^ key[i]) * 1099511628211ull;
+        long seq = 0;
+        for (size_t i = 0; val && i < vl && i < 15; i++)
+                seq = seq * 10 + (val[i] - '0');
+        h ^= (uint64_t)seq * 0x9e3779b97f4a7c15ull;
+        h ^= (uint64_t)kretry_msg_attempt(msg) * 0xc2b2ae3d27d4eb4full;
+        h ^= h >> 33; /* splitmix64's finalizer */
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+        return h % 100 < BENCH_FAIL_PERCENT;
+}
+
 static kretry_action_t k_handler(kretry_msg_t *msg, void *opaque) {
         kside_t *k = opaque;
         if (!k->started) {
@@ -121,6 +142,10 @@ static kretry_action_t k_handler(kretry_msg_t *msg, void *opaque) {
                         return KRETRY_RETRY;
                 k_lateness(k, msg);
                 break;
+        case BENCH_ORDERED_VERSIONED:
+                /* completes in k_route: a new version is durable only once
+                 * its changelog record is */
+                return k_fails(msg) ? KRETRY_RETRY : KRETRY_OK;
         }
         k_complete(k);
         return KRETRY_OK;
@@ -138,6 +163,12 @@ static void k_route(const char *topic,
         (void)attempt;
         kside_t *k = opaque;
         if (route == KRETRY_ROUTE_DLQ && k->job->kind == BENCH_DEAD_LETTER)
+                k_complete(k);
+        /* Each message ends once: handled OK, skipped as stale, or (after
+         * retry.max.attempts) dead-lettered. */
+        if (k->job->kind == BENCH_ORDERED_VERSIONED &&
+            (route == KRETRY_ROUTE_OK || route == KRETRY_ROUTE_STALE ||
+             route == KRETRY_ROUTE_DLQ))
                 k_complete(k);
 }
 
@@ -177,7 +208,8 @@ static int k_extra_props(kretry_conf_t *conf, char *err, size_t err_size) {
 static kretry_adapter_t *
 k_adapter(const bench_job_t *job, kside_t *k, char *err, size_t err_size) {
         char group[128];
-        snprintf(group, sizeof(group), "%s-k", job->group);
+        snprintf(group, sizeof(group), "%s-%s", job->group,
+                 job->plain ? "r" : "k");
         kretry_conf_t *conf    = kretry_conf_new();
         const char *props[][2] = {
                 {"bootstrap.servers", job->bootstrap},
@@ -191,6 +223,24 @@ k_adapter(const bench_job_t *job, kside_t *k, char *err, size_t err_size) {
                 if (kretry_conf_set(conf, props[i][0], props[i][1], err,
                                     err_size))
                         goto fail;
+        if (job->kind == BENCH_ORDERED_VERSIONED) {
+                /* 5 % of attempts fail: 10 attempts make a dead letter
+                 * (5 %^9) practically impossible. */
+                const char *ov[][2] = {
+                        {"retry.max.attempts", "10"},
+                        {"ordering", job->plain ? "none" : "key"},
+                        {"versioning.header", job->plain ? "" : "version"},
+                        {"versioning.topic", job->versions},
+                        {"retry.topic.pattern", job->plain
+                                                        ? "{source}.n.retry.{n}"
+                                                        : "{source}.retry.{n}"},
+                        {"dlq.topic", job->plain ? job->plain_dlq : job->dlq},
+                };
+                for (size_t i = 0; i < sizeof(ov) / sizeof(ov[0]); i++)
+                        if (kretry_conf_set(conf, ov[i][0], ov[i][1], err,
+                                            err_size))
+                                goto fail;
+        }
         for (size_t i = 0; i < COMMON_PROPS; i++)
                 if (kretry_conf_set(conf, common_props[i][0],
                                     common_props[i][1], err, err_size))
@@ -261,6 +311,16 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
                          err ? kretry_err2str(err) : "timed out");
         if (job->kind == BENCH_DELAY)
                 k_delay_stats(&k, &res);
+        res.forwarded =
+                (long)kretry_adapter_counter(a, KRETRY_COUNTER_FORWARDED, 0);
+        res.stale = (long)kretry_adapter_counter(a, KRETRY_COUNTER_STALE, 0);
+        res.retried =
+                (long)kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0);
+        res.dlq = (long)kretry_adapter_counter(a, KRETRY_COUNTER_DLQ, 0);
+        res.version_keys =
+                (long)kretry_adapter_counter(a, KRETRY_COUNTER_VERSION_KEYS, 0);
+        res.version_bytes = (long)kretry_adapter_counter(
+                a, KRETRY_COUNTER_VERSION_BYTES, 0);
         if (job->kind == BENCH_DELAY && !told) {
                 char c = 'E'; /* instead of the 'A' the orchestrator awaits */
                 write_all(out_fd, &c, 1);
@@ -268,6 +328,12 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
         kretry_adapter_destroy(a);
         free(k.late);
         return write_all(out_fd, &res, sizeof(res)) || !res.ok;
+}
+
+int bench_kretry_plain_side(const bench_job_t *job, int go_fd, int out_fd) {
+        bench_job_t plain = *job;
+        plain.plain       = 1;
+        return bench_kretry_side(&plain, go_fd, out_fd);
 }
 
 /* ---- raw librdkafka ---- */

@@ -5,9 +5,10 @@
  * Scenarios (bench/README.md): happy, retry_hop, dead_letter (kretry
  * against a raw librdkafka loop doing the same work, same input, same
  * process run, alternating which side goes first) and delay (lateness of
- * messages through a 1 s tier). ordered_versioned is reported as not
- * available: ordering and versions were not in the engine when this was
- * written.
+ * messages through a 1 s tier), and ordered_versioned: kretry with
+ * ordering=key and versioning against kretry with both off (same input,
+ * same 5 % transient failures); its ratio is kretry-with-both over
+ * kretry-with-neither, not over raw librdkafka.
  *
  * This process stays single-threaded and never calls librdkafka: the broker,
  * the producer and each measured side are forked children.
@@ -38,6 +39,10 @@ static const scenario_t scenarios[] = {
          * keep each partition under the mock's 5 MiB. */
         {"retry_hop", BENCH_RETRY_HOP, 60000, 30000, 0.85},
         {"dead_letter", BENCH_DEAD_LETTER, 60000, 30000, 0.85},
+        /* Input records carry a third header (~190 bytes a record): 100,000
+         * is ~2.4 MiB a partition, plus the versions changelog and the
+         * tier's 5 %. No target: the baseline is kretry itself. */
+        {"ordered_versioned", BENCH_ORDERED_VERSIONED, 100000, 30000, 0},
 };
 #define SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -173,6 +178,14 @@ static void job_init(bench_job_t *job, bench_kind_t kind, long n) {
         snprintf(job->copy, sizeof(job->copy), "%s.copy", job->source);
         snprintf(job->group, sizeof(job->group), "kb-%d-%d", (int)getpid(),
                  run_seq);
+        snprintf(job->plain_tier, sizeof(job->plain_tier), "%s.n.retry.1",
+                 job->source);
+        snprintf(job->plain_dlq, sizeof(job->plain_dlq), "%s.n.dlq",
+                 job->source);
+        /* versioning.topic's default, {group}.{source}.versions, for the
+         * "-k" side's group */
+        snprintf(job->versions, sizeof(job->versions), "%s-k.%s.versions",
+                 job->group, job->source);
         job->timeout_s = 120;
 }
 
@@ -199,7 +212,11 @@ static int run_pair(const scenario_t *sc,
         }
         if (child_start(&k, bench_kretry_side, &job))
                 goto out;
-        if (child_start(&r, bench_raw_side, &job)) {
+        if (child_start(&r,
+                        sc->kind == BENCH_ORDERED_VERSIONED
+                                ? bench_kretry_plain_side
+                                : bench_raw_side,
+                        &job)) {
                 child_finish(&k, kres);
                 goto out;
         }
@@ -274,6 +291,10 @@ typedef struct {
         double k_cpu_us, r_cpu_us; /* CPU per message, all threads */
         double k_rss, r_rss;
         double load_max; /* 1-minute load average, highest seen at a start */
+        /* ordered_versioned: medians of kretry's counters (the "raw" fields
+         * above are then kretry with ordering and versions off) */
+        double forwarded, stale, retried, dlq, plain_retried;
+        double version_keys, version_bytes;
         char err[200];
 } summary_t;
 
@@ -292,6 +313,9 @@ static double loadavg(void) {
 static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         double kr[MAX_RUNS], rr[MAX_RUNS], ks[MAX_RUNS], rs[MAX_RUNS];
         double kc[MAX_RUNS], rc[MAX_RUNS], ratio[MAX_RUNS];
+        double fw[MAX_RUNS], st[MAX_RUNS], rt[MAX_RUNS], dl[MAX_RUNS];
+        double prt[MAX_RUNS], vk[MAX_RUNS], vb[MAX_RUNS];
+        int ov = sc->kind == BENCH_ORDERED_VERSIONED;
         long n = o->messages > 0 ? o->messages : o->quick ? sc->n_quick : sc->n;
         memset(s, 0, sizeof(*s));
         s->name   = sc->name;
@@ -318,6 +342,15 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
                         kfirst ? "kretry" : "raw", load, (double)n / k.secs,
                         k.cpu_s * 1e6 / (double)n, (double)n / r.secs,
                         r.cpu_s * 1e6 / (double)n, k.rss_kb, r.rss_kb);
+                if (ov)
+                        fprintf(stderr,
+                                "bench %-12s   (\"raw\" is kretry with "
+                                "ordering and versions off) forwarded %ld, "
+                                "stale %ld, retried %ld / %ld, dlq %ld, "
+                                "version keys %ld (%ld bytes)\n",
+                                sc->name, k.forwarded, k.stale, k.retried,
+                                r.retried, k.dlq + r.dlq, k.version_keys,
+                                k.version_bytes);
                 if (i < 0)
                         continue;
                 kr[s->runs]    = (double)n / k.secs;
@@ -327,16 +360,30 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
                 rc[s->runs]    = r.cpu_s * 1e6 / (double)n;
                 ks[s->runs]    = (double)k.rss_kb;
                 rs[s->runs]    = (double)r.rss_kb;
+                fw[s->runs]    = (double)k.forwarded;
+                st[s->runs]    = (double)k.stale;
+                rt[s->runs]    = (double)k.retried;
+                dl[s->runs]    = (double)(k.dlq + r.dlq);
+                prt[s->runs]   = (double)r.retried;
+                vk[s->runs]    = (double)k.version_keys;
+                vb[s->runs]    = (double)k.version_bytes;
                 s->runs++;
         }
-        s->kretry   = median(kr, s->runs);
-        s->raw      = median(rr, s->runs);
-        s->ratio    = median(ratio, s->runs);
-        s->k_cpu_us = median(kc, s->runs);
-        s->r_cpu_us = median(rc, s->runs);
-        s->k_rss    = median(ks, s->runs);
-        s->r_rss    = median(rs, s->runs);
-        s->ok       = 1;
+        s->kretry        = median(kr, s->runs);
+        s->raw           = median(rr, s->runs);
+        s->ratio         = median(ratio, s->runs);
+        s->k_cpu_us      = median(kc, s->runs);
+        s->r_cpu_us      = median(rc, s->runs);
+        s->k_rss         = median(ks, s->runs);
+        s->r_rss         = median(rs, s->runs);
+        s->forwarded     = median(fw, s->runs);
+        s->stale         = median(st, s->runs);
+        s->retried       = median(rt, s->runs);
+        s->dlq           = median(dl, s->runs);
+        s->plain_retried = median(prt, s->runs);
+        s->version_keys  = median(vk, s->runs);
+        s->version_bytes = median(vb, s->runs);
+        s->ok            = 1;
 }
 
 typedef struct {
@@ -404,13 +451,41 @@ static void print_json(const opts_t *o,
                "\"scenarios\": [",
                o->quick ? "true" : "false", o->runs, BENCH_PARTITIONS);
         for (int i = 0; i < cnt; i++) {
+                if (i > 0)
+                        printf(", ");
                 if (!s[i].ok) {
                         printf("{\"name\": \"%s\", \"kretry_msgs_per_s\": "
                                "null, \"raw_msgs_per_s\": null, \"ratio\": "
                                "null, \"peak_rss_kb\": null, \"error\": ",
                                s[i].name);
                         json_string(s[i].err);
-                        printf("}, ");
+                        printf("}");
+                        continue;
+                }
+                if (!strcmp(s[i].name, "ordered_versioned")) {
+                        printf("{\"name\": \"%s\", \"available\": true, "
+                               "\"kretry_msgs_per_s\": %.0f, "
+                               "\"raw_msgs_per_s\": null, "
+                               "\"baseline\": \"kretry, ordering and "
+                               "versioning off\", "
+                               "\"baseline_msgs_per_s\": %.0f, "
+                               "\"ratio\": %.3f, \"peak_rss_kb\": %.0f, "
+                               "\"baseline_peak_rss_kb\": %.0f, "
+                               "\"kretry_cpu_us_per_msg\": %.3f, "
+                               "\"baseline_cpu_us_per_msg\": %.3f, "
+                               "\"forwarded\": %.0f, \"stale\": %.0f, "
+                               "\"retried\": %.0f, "
+                               "\"baseline_retried\": %.0f, "
+                               "\"dead_lettered\": %.0f, "
+                               "\"version_keys\": %.0f, "
+                               "\"version_bytes\": %.0f, "
+                               "\"load_max\": %.2f}",
+                               s[i].name, s[i].kretry, s[i].raw, s[i].ratio,
+                               s[i].k_rss, s[i].r_rss, s[i].k_cpu_us,
+                               s[i].r_cpu_us, s[i].forwarded, s[i].stale,
+                               s[i].retried, s[i].plain_retried, s[i].dlq,
+                               s[i].version_keys, s[i].version_bytes,
+                               s[i].load_max);
                         continue;
                 }
                 printf("{\"name\": \"%s\", \"kretry_msgs_per_s\": %.0f, "
@@ -418,15 +493,12 @@ static void print_json(const opts_t *o,
                        "\"target\": %.2f, \"peak_rss_kb\": %.0f, "
                        "\"raw_peak_rss_kb\": %.0f, "
                        "\"kretry_cpu_us_per_msg\": %.3f, "
-                       "\"raw_cpu_us_per_msg\": %.3f, \"load_max\": %.2f}, ",
+                       "\"raw_cpu_us_per_msg\": %.3f, \"load_max\": %.2f}",
                        s[i].name, s[i].kretry, s[i].raw, s[i].ratio,
                        s[i].target, s[i].k_rss, s[i].r_rss, s[i].k_cpu_us,
                        s[i].r_cpu_us, s[i].load_max);
         }
-        printf("{\"name\": \"ordered_versioned\", \"available\": false, "
-               "\"reason\": \"not benchmarked yet\", "
-               "\"kretry_msgs_per_s\": null, \"raw_msgs_per_s\": null, "
-               "\"ratio\": null, \"peak_rss_kb\": null}], ");
+        printf("], ");
         if (delay_ran && d->ok)
                 printf("\"delay\": {\"messages\": %ld, \"rate_per_s\": %d, "
                        "\"tier\": \"1s\", \"p50_ms\": %.2f, \"p99_ms\": %.2f, "
@@ -460,6 +532,8 @@ static void print_table(const opts_t *o,
                         printf("%-12s FAILED: %s\n", s[i].name, s[i].err);
                         continue;
                 }
+                if (!strcmp(s[i].name, "ordered_versioned"))
+                        continue; /* below: its baseline is not raw */
                 printf("%-12s %12.0f %12.0f %6.3f %3s%.2f %9.2f %9.2f %7.0f KB "
                        "%7.0f KB %5.2f%s\n",
                        s[i].name, s[i].kretry, s[i].raw, s[i].ratio,
@@ -467,12 +541,28 @@ static void print_table(const opts_t *o,
                        s[i].k_rss, s[i].r_rss, s[i].load_max,
                        s[i].ratio >= s[i].target ? "" : "  MISS");
         }
-        printf("%-12s not available: not benchmarked yet\n",
-               "ordered_versioned");
         printf("(ratio: median over runs of kretry/raw msgs/s, each run both "
                "sides on the same input; us: CPU microseconds per message, all "
                "threads of that side's process; load: highest 1-min load "
                "average at a run's start)\n");
+        for (int i = 0; i < cnt; i++) {
+                if (!s[i].ok || strcmp(s[i].name, "ordered_versioned"))
+                        continue;
+                printf("\nordered_versioned (kretry with ordering=key and "
+                       "versioning against kretry with both off, same input, "
+                       "%d %% transient failures):\n"
+                       "  with both %.0f msg/s, %.2f us/msg, RSS %.0f KB; "
+                       "neither %.0f msg/s, %.2f us/msg, RSS %.0f KB; "
+                       "ratio %.3f, load %.2f\n"
+                       "  forwarded (parked) %.0f, stale %.0f, retried %.0f "
+                       "(neither: %.0f), dead-lettered %.0f, version store "
+                       "%.0f keys, %.0f bytes\n",
+                       BENCH_FAIL_PERCENT, s[i].kretry, s[i].k_cpu_us,
+                       s[i].k_rss, s[i].raw, s[i].r_cpu_us, s[i].r_rss,
+                       s[i].ratio, s[i].load_max, s[i].forwarded, s[i].stale,
+                       s[i].retried, s[i].plain_retried, s[i].dlq,
+                       s[i].version_keys, s[i].version_bytes);
+        }
         if (!delay_ran)
                 return;
         if (!d->ok) {
@@ -491,7 +581,7 @@ static void usage(FILE *f) {
         fprintf(f, "usage: kretry_bench [--quick] [--output table|json] "
                    "[--runs N] [--messages N]\n"
                    "                    [--only happy|retry_hop|dead_letter|"
-                   "delay]\n");
+                   "ordered_versioned|delay]\n");
 }
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
