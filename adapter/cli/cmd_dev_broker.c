@@ -5,6 +5,7 @@
  * else goes to stderr. Runs until SIGINT, SIGTERM or SIGHUP.
  */
 #include "cli.h"
+#include "cli_util.h"
 #include "parse.h"
 #include "topology.h"
 
@@ -67,10 +68,7 @@ static void usage(FILE *out) {
 }
 
 static int usage_error(const char *fmt, const char *arg) {
-        fprintf(stderr, PROG ": ");
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\n(see 'kretry dev-broker --help')\n");
-        return KRETRY_EX_USAGE;
+        return cli_usage_error(PROG, fmt, arg);
 }
 
 static int topic_name_ok(const char *name, size_t len) {
@@ -158,6 +156,31 @@ static void opts_clear(dev_broker_opts_t *o) {
         free(o->topics);
 }
 
+static int opt_set(void *opts, int c, const char *arg) {
+        dev_broker_opts_t *o = opts;
+        int64_t n;
+        char err[128];
+        switch (c) {
+        case 'b':
+                if (kretry_parse_int64(arg, 1, MAX_BROKERS, &n, err,
+                                       sizeof(err)) == -1)
+                        return usage_error("--brokers %s: expected an "
+                                           "integer 1..16",
+                                           arg);
+                o->brokers = (int)n;
+                return 0;
+        case 't':
+                return topic_parse(o, arg);
+        case 'T':
+                o->topology = arg;
+                return 0;
+        case 'v':
+                o->verbose = 1;
+                return 0;
+        }
+        return -2;
+}
+
 static int parse_args(dev_broker_opts_t *o, int argc, char **argv) {
         static const struct option longopts[] = {
                 {"brokers", required_argument, NULL, 'b'},
@@ -166,43 +189,11 @@ static int parse_args(dev_broker_opts_t *o, int argc, char **argv) {
                 {"verbose", no_argument, NULL, 'v'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0}};
-        int64_t n;
-        char err[128];
-        int c, rc;
+        static const cli_getopt_t g = {PROG, ":vh", longopts, usage, opt_set};
 
-        opterr = 0; /* our own messages, with the command's name */
-        optind = 1;
-        while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'b':
-                        if (kretry_parse_int64(optarg, 1, MAX_BROKERS, &n, err,
-                                               sizeof(err)) == -1)
-                                return usage_error("--brokers %s: expected an "
-                                                   "integer 1..16",
-                                                   optarg);
-                        o->brokers = (int)n;
-                        break;
-                case 't':
-                        if ((rc = topic_parse(o, optarg)))
-                                return rc;
-                        break;
-                case 'T':
-                        o->topology = optarg;
-                        break;
-                case 'v':
-                        o->verbose = 1;
-                        break;
-                case 'h':
-                        usage(stdout);
-                        return -1;
-                case ':':
-                        return usage_error("%s needs a value",
-                                           argv[optind - 1]);
-                default:
-                        return usage_error("unknown option \"%s\"",
-                                           argv[optind - 1]);
-                }
-        }
+        int rc = cli_getopt(&g, o, argc, argv);
+        if (rc)
+                return rc;
         if (optind < argc)
                 return usage_error("unexpected argument \"%s\"", argv[optind]);
         if (o->topology)

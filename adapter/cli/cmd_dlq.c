@@ -7,6 +7,7 @@
  * mock cluster cannot seek by timestamp either.
  */
 #include "cli.h"
+#include "cli_util.h"
 #include "dlq_cli.h"
 #include "dlq_reader.h"
 #include "parse.h"
@@ -92,10 +93,7 @@ static void usage(FILE *out) {
 }
 
 static int usage_error(const char *fmt, const char *arg) {
-        fprintf(stderr, PROG ": ");
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\n(see 'kretry dlq --help')\n");
-        return KRETRY_EX_USAGE;
+        return cli_usage_error(PROG, fmt, arg);
 }
 
 int64_t dlq_now_ms(void) {

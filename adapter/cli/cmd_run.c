@@ -11,6 +11,7 @@
  * left unset (never truncated). A null key leaves both unset.
  */
 #include "cli.h"
+#include "cli_util.h"
 #include "exec_handler.h"
 #include "kretry/kretry.h"
 
@@ -115,10 +116,7 @@ static void usage(FILE *out) {
 }
 
 static int usage_error(const char *fmt, const char *arg) {
-        fprintf(stderr, PROG ": ");
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\n(see 'kretry run --help')\n");
-        return KRETRY_EX_USAGE;
+        return cli_usage_error(PROG, fmt, arg);
 }
 
 static int prop_add(run_opts_t *o, const char *arg) {
@@ -133,7 +131,8 @@ static int prop_add(run_opts_t *o, const char *arg) {
         return 0;
 }
 
-static int opt_set(run_opts_t *o, int c, const char *arg) {
+static int opt_set(void *opts, int c, const char *arg) {
+        run_opts_t *o = opts;
         switch (c) {
         case 'b':
                 o->bootstrap = arg;
@@ -217,25 +216,12 @@ static int parse_args(run_opts_t *o, int argc, char **argv) {
                 {"verbose", no_argument, NULL, 'v'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0}};
-        int c, rc;
+        static const cli_getopt_t g = {PROG, ":b:s:g:e:t:n:j:d:f:N:X:vh",
+                                       longopts, usage, opt_set};
 
-        opterr = 0; /* our own messages, with the command's name */
-        optind = 1;
-        while ((c = getopt_long(argc, argv, ":b:s:g:e:t:n:j:d:f:N:X:vh", longopts,
-                                NULL)) != -1) {
-                if (c == 'h') {
-                        usage(stdout);
-                        return -1;
-                }
-                if (c == ':')
-                        return usage_error("%s needs a value",
-                                           argv[optind - 1]);
-                if ((rc = opt_set(o, c, optarg)) == -2)
-                        return usage_error("unknown option \"%s\"",
-                                           argv[optind - 1]);
-                if (rc)
-                        return rc;
-        }
+        int rc = cli_getopt(&g, o, argc, argv);
+        if (rc)
+                return rc;
         if (optind < argc)
                 return usage_error("unexpected argument \"%s\" (quote the "
                                    "--exec command as one argument)",

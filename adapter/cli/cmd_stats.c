@@ -8,6 +8,7 @@
  * nothing. Figures: stats_calc.c; Kafka requests: stats_kafka.c.
  */
 #include "cli.h"
+#include "cli_util.h"
 #include "dlq_reader.h" /* dlq_client_conf(): clients from a topology file */
 #include "parse.h"
 #include "stats_calc.h"
@@ -86,13 +87,11 @@ static void usage(FILE *out) {
 }
 
 static int usage_error(const char *fmt, const char *arg) {
-        fprintf(stderr, PROG ": ");
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\n(see 'kretry stats --help')\n");
-        return KRETRY_EX_USAGE;
+        return cli_usage_error(PROG, fmt, arg);
 }
 
-static int opt_set(stats_opts_t *o, int c, const char *arg) {
+static int opt_set(void *opts, int c, const char *arg) {
+        stats_opts_t *o = opts;
         char err[256];
         int64_t n;
         switch (c) {
@@ -155,26 +154,14 @@ static int parse_args(stats_opts_t *o, int argc, char **argv) {
                 {"verbose", no_argument, NULL, 'v'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0}};
-        int c, rc;
+        static const cli_getopt_t g = {PROG, ":f:N:b:o:cw:t:vh", longopts,
+                                       usage, opt_set};
+
         *o     = (stats_opts_t){.window_ms  = STATS_DEFAULT_WINDOW_MS,
                                 .timeout_ms = STATS_DEFAULT_TIMEOUT_MS};
-        opterr = 0; /* our own messages, with the command's name */
-        optind = 1;
-        while ((c = getopt_long(argc, argv, ":f:N:b:o:cw:t:vh", longopts,
-                                NULL)) != -1) {
-                if (c == 'h') {
-                        usage(stdout);
-                        return -1;
-                }
-                if (c == ':')
-                        return usage_error("%s needs a value",
-                                           argv[optind - 1]);
-                if ((rc = opt_set(o, c, optarg)) == -2)
-                        return usage_error("unknown option \"%s\"",
-                                           argv[optind - 1]);
-                if (rc)
-                        return rc;
-        }
+        int rc = cli_getopt(&g, o, argc, argv);
+        if (rc)
+                return rc;
         if (optind < argc)
                 return usage_error("unexpected argument \"%s\"", argv[optind]);
         if (!o->file)

@@ -1,0 +1,35 @@
+/*
+ * What the sub-commands' option parsing shares: the usage error message
+ * and the getopt_long loop, both in the command's own words.
+ */
+#ifndef KRETRY_CLI_UTIL_H
+#define KRETRY_CLI_UTIL_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+/* "PROG: " @p fmt (formatted with @p arg), then "(see 'PROG --help')", on
+ * stderr. Returns KRETRY_EX_USAGE. */
+int cli_usage_error(const char *prog, const char *fmt, const char *arg);
+
+/* A command's options, for cli_getopt(). */
+typedef struct {
+        const char *prog;      /* "kretry stats", for messages */
+        const char *optstring; /* starts with ':' (a missing value is ':') */
+        const struct option *longopts;
+        void (*usage)(FILE *out);
+        /* Option @p c with its value @p arg (NULL for a flag) into @p opts.
+         * Returns 0, -2 for an option it does not know, or an exit status. */
+        int (*set)(void *opts, int c, const char *arg);
+} cli_getopt_t;
+
+/*
+ * getopt_long over @p argv, with getopt's own messages off: -h/--help
+ * prints the usage on stdout and returns -1; an option without its value
+ * or an unknown one is a usage error (its exit status returned); every
+ * other one goes to set(), whose non-zero status is returned as is.
+ * Returns 0 once the options are read, optind at the first operand.
+ */
+int cli_getopt(const cli_getopt_t *g, void *opts, int argc, char **argv);
+
+#endif
