@@ -52,8 +52,8 @@ typedef struct kretry_inflight_s {
         rd_kafka_message_t *rkm;
         int dest; /* destination tier, 0 = DLQ, KRETRY_DEST_VERSIONS */
         kretry_route_t route;
-        kretry_copy_info_t info; /* strings below are owned by the record */
-        char *orig_topic, *error_code, *error, *correlation_id;
+        kretry_copy_info_t info; /* strings below live after the record */
+        char *orig_topic, *error_code, *error;
         int handler_attempt;
         int64_t retry_at; /* failed delivery: when to produce again */
         int backoff_ms;

@@ -1,5 +1,6 @@
 #include "headers.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,54 +20,89 @@ int kretry_header_num(const void *value, size_t size, int64_t max, int64_t *out)
         return 0;
 }
 
-static int get_num(const rd_kafka_headers_t *hdrs,
-                   const char *name,
-                   int64_t max,
-                   int64_t *out) {
-        const void *v;
-        size_t n;
-        if (rd_kafka_header_get_last(hdrs, name, &v, &n))
-                return 0;
-        return kretry_header_num(v, n, max, out) == 0;
+/* One chain field: where its value goes and the flag saying it was valid. */
+typedef struct {
+        const char *suffix; /* after "kretry-" */
+        int64_t max;
+        size_t value_off, ok_off;
+        int is_int; /* stored as int (else int64_t; int32_t for partition) */
+} chain_field_t;
+
+#define CF(sfx, max, field, okf, kind)                                         \
+        {sfx, max, offsetof(kretry_chain_t, field),                            \
+         offsetof(kretry_chain_t, okf), kind}
+
+static const chain_field_t chain_fields[] = {
+    CF("attempt", KRETRY_ATTEMPT_MAX, attempt, attempt_ok, 1),
+    CF("tier", 1000, tier, tier_ok, 1),
+    CF("due-ts", INT64_MAX, due_ts, due_ok, 0),
+    CF("original-partition", INT32_MAX, orig_partition, orig_partition_ok, 2),
+    CF("original-offset", INT64_MAX, orig_offset, orig_offset_ok, 0),
+    CF("original-timestamp", INT64_MAX, orig_ts, orig_ts_ok, 0),
+    CF("first-failure-ts", INT64_MAX, first_failure_ts, first_failure_ok, 0),
+};
+
+static void decode_field(kretry_chain_t *c,
+                         const chain_field_t *f,
+                         const void *val,
+                         size_t size) {
+        int64_t v;
+        int ok = kretry_header_num(val, size, f->max, &v) == 0;
+        *(int *)((char *)c + f->ok_off) = ok; /* the last one decides */
+        if (!ok)
+                return;
+        char *dst = (char *)c + f->value_off;
+        if (f->is_int == 1)
+                *(int *)dst = (int)v;
+        else if (f->is_int == 2)
+                *(int32_t *)dst = (int32_t)v;
+        else
+                *(int64_t *)dst = v;
 }
 
+/* One pass over the headers (the last of a name wins, as with
+ * rd_kafka_header_get_last), instead of one scan per field. */
 void kretry_chain_decode(const rd_kafka_headers_t *hdrs, kretry_chain_t *c) {
-        int64_t v;
-        memset(c, 0, sizeof(*c));
-        c->last_failure_ts = -1;
-        if (!hdrs)
-                return;
-        if ((c->attempt_ok =
-                 get_num(hdrs, KRETRY_H_ATTEMPT, KRETRY_ATTEMPT_MAX, &v)))
-                c->attempt = (int)v;
-        if (!get_num(hdrs, KRETRY_H_LAST_FAILURE, INT64_MAX,
-                     &c->last_failure_ts))
-                c->last_failure_ts = -1;
-        if ((c->tier_ok = get_num(hdrs, KRETRY_H_TIER, 1000, &v)))
-                c->tier = (int)v;
-        c->due_ok = get_num(hdrs, KRETRY_H_DUE_TS, INT64_MAX, &c->due_ts);
-        if ((c->orig_partition_ok =
-                 get_num(hdrs, KRETRY_H_ORIG_PARTITION, INT32_MAX, &v)))
-                c->orig_partition = (int32_t)v;
-        c->orig_offset_ok =
-            get_num(hdrs, KRETRY_H_ORIG_OFFSET, INT64_MAX, &c->orig_offset);
-        c->orig_ts_ok = get_num(hdrs, KRETRY_H_ORIG_TS, INT64_MAX, &c->orig_ts);
-        c->first_failure_ok = get_num(hdrs, KRETRY_H_FIRST_FAILURE, INT64_MAX,
-                                      &c->first_failure_ts);
-
+        memset(c, 0, offsetof(kretry_chain_t, orig_topic));
+        c->orig_topic[0]      = '\0';
+        c->orig_topic_ok      = 0;
+        c->orig_partition_ok  = c->orig_offset_ok = c->orig_ts_ok = 0;
+        c->first_failure_ok   = 0;
+        c->last_failure_ts    = -1;
+        c->correlation_id     = NULL;
+        c->correlation_id_len = 0;
+        const char *name;
         const void *val;
         size_t n;
-        if (!rd_kafka_header_get_last(hdrs, KRETRY_H_ORIG_TOPIC, &val, &n) &&
-            val && n > 0 && n <= KRETRY_TOPIC_MAX && !memchr(val, '\0', n)) {
-                memcpy(c->orig_topic, val, n);
-                c->orig_topic[n]  = '\0';
-                c->orig_topic_ok = 1;
-        }
-        if (!rd_kafka_header_get_last(hdrs, KRETRY_H_CORRELATION_ID, &val,
-                                      &n) &&
-            val && n > 0) {
-                c->correlation_id     = val;
-                c->correlation_id_len = n;
+        for (size_t i = 0;
+             hdrs && !rd_kafka_header_get_all(hdrs, i, &name, &val, &n); i++) {
+                if (strncmp(name, "kretry-", 7))
+                        continue;
+                const char *sfx = name + 7;
+                int64_t v;
+                for (size_t f = 0; f < sizeof(chain_fields) /
+                                           sizeof(chain_fields[0]);
+                     f++)
+                        if (!strcmp(sfx, chain_fields[f].suffix)) {
+                                decode_field(c, &chain_fields[f], val, n);
+                                goto next;
+                        }
+                if (!strcmp(sfx, "last-failure-ts")) {
+                        c->last_failure_ts =
+                            kretry_header_num(val, n, INT64_MAX, &v) ? -1 : v;
+                } else if (!strcmp(sfx, "original-topic")) {
+                        c->orig_topic_ok = val && n > 0 &&
+                                           n <= KRETRY_TOPIC_MAX &&
+                                           !memchr(val, '\0', n);
+                        if (c->orig_topic_ok) {
+                                memcpy(c->orig_topic, val, n);
+                                c->orig_topic[n] = '\0';
+                        }
+                } else if (!strcmp(sfx, "correlation-id")) {
+                        c->correlation_id     = val && n > 0 ? val : NULL;
+                        c->correlation_id_len = val && n > 0 ? n : 0;
+                }
+        next:;
         }
 }
 
@@ -90,10 +126,17 @@ int kretry_header_is_chain(const char *name) {
         return 0;
 }
 
+/* Decimal text of a non-negative number, without snprintf's cost (a copy
+ * carries a dozen numbers). Negative values never occur in the contract. */
 static void add_num(rd_kafka_headers_t *h, const char *name, int64_t v) {
         char buf[24];
-        int n = snprintf(buf, sizeof(buf), "%lld", (long long)v);
-        rd_kafka_header_add(h, name, -1, buf, n);
+        char *p    = buf + sizeof(buf);
+        uint64_t u = v < 0 ? 0 : (uint64_t)v;
+        do {
+                *--p = (char)('0' + u % 10);
+                u /= 10;
+        } while (u);
+        rd_kafka_header_add(h, name, -1, p, buf + sizeof(buf) - p);
 }
 
 static void add_str(rd_kafka_headers_t *h, const char *name, const char *s) {

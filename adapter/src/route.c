@@ -43,11 +43,7 @@ void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r) {
                 return;
         if (r->rkm)
                 rd_kafka_message_destroy(r->rkm);
-        free(r->orig_topic);
-        free(r->error_code);
-        free(r->error);
-        free(r->correlation_id);
-        free(r);
+        free(r); /* its strings live in the same allocation */
 }
 
 static void fail_record(kretry_adapter_t *a,
@@ -125,20 +121,26 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
                                      kretry_part_t *part,
                                      const kretry_copy_t *cp,
                                      int64_t now) {
-        int dest             = cp->dest;
-        kretry_msg_t *m      = &a->msg;
-        kretry_inflight_t *r = calloc(1, sizeof(*r));
+        int dest        = cp->dest;
+        kretry_msg_t *m = &a->msg;
+        /* One allocation: the record and the strings it must own (the view's
+         * buffers are reused by the next message). */
+        size_t tl = strlen(m->orig_topic) + 1;
+        size_t cl = m->has_code ? strlen(m->code) + 1 : 0;
+        size_t el = m->has_error ? strlen(m->error) + 1 : 0;
+        kretry_inflight_t *r = calloc(1, sizeof(*r) + tl + cl + el);
         if (!r)
                 return NULL;
+        char *strs = (char *)(r + 1);
         r->part            = part;
         r->gen             = part->gen;
         r->rkm             = m->rkm;
         r->dest            = dest;
         r->route           = cp->route;
         r->handler_attempt = m->attempt;
-        r->orig_topic      = strdup(m->orig_topic);
-        r->error_code      = m->has_code ? strdup(m->code) : NULL;
-        r->error           = m->has_error ? strdup(m->error) : NULL;
+        r->orig_topic      = memcpy(strs, m->orig_topic, tl);
+        r->error_code      = cl ? memcpy(strs + tl, m->code, cl) : NULL;
+        r->error           = el ? memcpy(strs + tl + cl, m->error, el) : NULL;
         if (m->tier == 0) {
                 /* Looked up only now that a copy is made (see bind). */
                 const void *v;
@@ -151,12 +153,6 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
                         m->chain.correlation_id     = v;
                         m->chain.correlation_id_len = n;
                 }
-        }
-        if (m->chain.correlation_id) {
-                r->correlation_id = malloc(m->chain.correlation_id_len + 1);
-                if (r->correlation_id)
-                        memcpy(r->correlation_id, m->chain.correlation_id,
-                               m->chain.correlation_id_len);
         }
         kretry_copy_info_t *i = &r->info;
         i->attempt = cp->parked || cp->no_attempt ? m->attempt - 1
@@ -178,7 +174,8 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
         i->error_code         = r->error_code;
         i->error              = r->error;
         i->group              = a->group;
-        i->correlation_id     = r->correlation_id;
+        /* Borrowed from the consumed message, which the record keeps. */
+        i->correlation_id     = m->chain.correlation_id;
         i->correlation_id_len = m->chain.correlation_id_len;
         return r;
 }
@@ -187,16 +184,13 @@ void kretry_route_copy(kretry_adapter_t *a,
                        kretry_part_t *part,
                        const kretry_copy_t *cp) {
         kretry_inflight_t *r = record_new(a, part, cp, kretry_now_ms());
-        if (!r || !r->orig_topic) {
+        if (!r) {
                 /* Out of memory: leave the offset in flight; the message is
                  * consumed again after a restart or rebalance. */
                 kretry_log(a, KRETRY_LOG_ERR, "ROUTE",
                            "out of memory routing %s [%d] offset %lld",
                            a->topics[part->tier], (int)part->partition,
                            (long long)a->msg.rkm->offset);
-                if (r)
-                        r->rkm = NULL;
-                kretry_inflight_free(a, r);
                 return;
         }
         if (cp->dest == KRETRY_DEST_VERSIONS)
