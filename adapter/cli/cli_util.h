@@ -1,11 +1,14 @@
 /*
- * What the sub-commands' option parsing shares: the usage error message
- * and the getopt_long loop, both in the command's own words.
+ * What the sub-commands share: the usage error message and the getopt_long
+ * loop of their option parsing, both in the command's own words, and the
+ * time format of their tables.
  */
 #ifndef KRETRY_CLI_UTIL_H
 #define KRETRY_CLI_UTIL_H
 
 #include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* "PROG: " @p fmt (formatted with @p arg), then "(see 'PROG --help')", on
@@ -31,5 +34,9 @@ typedef struct {
  * Returns 0 once the options are read, optind at the first operand.
  */
 int cli_getopt(const cli_getopt_t *g, void *opts, int argc, char **argv);
+
+/* @p ms (milliseconds since the epoch) as UTC "2024-01-31T12:00:00Z" in
+ * @p dest, or "-" when negative or not representable. */
+void cli_iso_time(int64_t ms, char *dest, size_t size);
 
 #endif

@@ -337,14 +337,6 @@ static void cell(const void *p, size_t n, char *dest, size_t width) {
         snprintf(dest, width + 1, "%s", buf);
 }
 
-static void iso_time(int64_t ms, char *dest, size_t size) {
-        time_t t = (time_t)(ms / 1000);
-        struct tm tm;
-        if (ms < 0 || !gmtime_r(&t, &tm) ||
-            !strftime(dest, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-                snprintf(dest, size, "-");
-}
-
 /* An age in its two largest units: "45s", "3h12m", "2d4h". */
 static void age_text(int64_t ms, char *dest, size_t size) {
         static const struct {
@@ -384,8 +376,8 @@ static void print_row(FILE *out,
         cell(i->error_class.ptr, i->error_class.len, cls, 10);
         cell(i->error_code.ptr, i->error_code.len, code, 14);
         cell(i->error.ptr, i->error.len, err, 32);
-        iso_time(i->chain.first_failure_ok ? i->chain.first_failure_ts : -1,
-                 first, sizeof(first));
+        cli_iso_time(i->chain.first_failure_ok ? i->chain.first_failure_ts : -1,
+                     first, sizeof(first));
         age_text(age, ag, sizeof(ag));
         snprintf(att, sizeof(att), "%d", i->chain.attempt);
         if (!i->chain.attempt_ok)

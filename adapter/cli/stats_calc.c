@@ -1,4 +1,6 @@
 #include "stats_calc.h"
+
+#include "cli_util.h"
 #include "topology.h"
 
 #include <math.h>
@@ -187,14 +189,6 @@ int stats_alert_count(const stats_report_t *r, stats_alert_state_t s) {
 
 /* ---- table ---- */
 
-static void iso_time(int64_t ms, char *dest, size_t size) {
-        time_t t = (time_t)(ms / 1000);
-        struct tm tm;
-        if (ms < 0 || !gmtime_r(&t, &tm) ||
-            !strftime(dest, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-                snprintf(dest, size, "-");
-}
-
 static void rate_cell(const stats_topic_t *t, double v, char *d, size_t n) {
         if (t->rates_ok)
                 snprintf(d, n, "%.2f", v);
@@ -249,7 +243,7 @@ void stats_render_table(FILE *out, const stats_report_t *r) {
         for (size_t i = 0; i < r->topic_cnt; i++)
                 if ((int)strlen(r->topics[i].topic) > width)
                         width = (int)strlen(r->topics[i].topic);
-        iso_time(r->at_ms, at, sizeof(at));
+        cli_iso_time(r->at_ms, at, sizeof(at));
         kretry_topology_format_duration(r->window_ms, win, sizeof(win));
         fprintf(out, "topology %s, group %s, at %s, %s%s\n", r->topology,
                 r->group, at, r->window_ms ? "rates over " : "no rates",
