@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define BENCH_PARTITIONS 8
-#define BENCH_KEYS 10000
+#define BENCH_KEYS 10000 /* distinct keys in the input, unless --keys */
 #define BENCH_VALUE_SIZE 100
 
 typedef enum {
@@ -49,6 +49,7 @@ typedef struct {
         char versions[208];
         int plain; /* this kretry side runs with ordering and versions off */
         long n;    /* input messages */
+        long keys; /* distinct keys: message i has key i mod keys */
         int rate;  /* BENCH_DELAY: arrivals per second */
         int timeout_s; /* a side gives up this long after "go" */
 } bench_job_t;

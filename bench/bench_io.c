@@ -147,13 +147,13 @@ produce_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                 (*failed)++;
 }
 
-/* Message @p i: key "key-<i mod 10000>", a 100-byte value (starting with
- * i, 15 digits), two headers; with @p version a third, "version": the
- * message's rank among its key's (1, 2, ...). */
+/* Message @p i: key "key-<i mod keys>" (5 digits at least), a 100-byte value
+ * (starting with i, 15 digits), two headers; with @p version a third,
+ * "version": the message's rank among its key's (1, 2, ...). */
 static rd_kafka_resp_err_t
-produce_one(rd_kafka_t *rk, const char *topic, long i, int version) {
-        char key[16], value[BENCH_VALUE_SIZE], seq[24], trace[17], ver[24];
-        int kl = snprintf(key, sizeof(key), "key-%05ld", i % BENCH_KEYS);
+produce_one(rd_kafka_t *rk, const char *topic, long i, long keys, int version) {
+        char key[32], value[BENCH_VALUE_SIZE], seq[24], trace[17], ver[24];
+        int kl = snprintf(key, sizeof(key), "key-%05ld", i % keys);
         memset(value, 'v', sizeof(value));
         snprintf(seq, sizeof(seq), "%015ld", i);
         memcpy(value, seq, 15);
@@ -165,7 +165,7 @@ produce_one(rd_kafka_t *rk, const char *topic, long i, int version) {
         rd_kafka_header_add(h, "content-type", -1, "application/octet-stream",
                             -1);
         if (version) {
-                snprintf(ver, sizeof(ver), "%ld", i / BENCH_KEYS + 1);
+                snprintf(ver, sizeof(ver), "%ld", i / keys + 1);
                 rd_kafka_header_add(h, "version", -1, ver, -1);
         }
         for (;;) {
@@ -201,7 +201,7 @@ static int produce_paced(rd_kafka_t *rk, const bench_job_t *job) {
                             (double)(tick.tv_nsec - t0.tv_nsec) / 1e9;
                 long due = (long)(el * job->rate);
                 for (; sent < due && sent < job->n; sent++)
-                        if (produce_one(rk, job->source, sent, 0))
+                        if (produce_one(rk, job->source, sent, job->keys, 0))
                                 return -1;
                 rd_kafka_poll(rk, 0);
         }
@@ -231,7 +231,9 @@ int bench_produce(const bench_job_t *job) {
                 rc = produce_paced(rk, job);
         else
                 for (long i = 0; i < job->n && !rc; i++)
-                        rc = produce_one(rk, job->source, i, version) ? -1 : 0;
+                        rc = produce_one(rk, job->source, i, job->keys, version)
+                                     ? -1
+                                     : 0;
         if (rd_kafka_flush(rk, 60000) || failed)
                 rc = -1;
         if (getenv("KRETRY_BENCH_DEBUG"))

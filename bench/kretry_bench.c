@@ -1,6 +1,6 @@
 /*
  * kretry_bench [--quick] [--output table|json] [--runs N] [--messages N]
- *              [--only NAME]
+ *              [--keys N] [--only NAME]
  *
  * Scenarios (bench/README.md): happy, retry_hop, dead_letter (kretry
  * against a raw librdkafka loop doing the same work, same input, same
@@ -50,6 +50,7 @@ typedef struct {
         int quick, json, runs, warmup;
         const char *only;
         long messages; /* overrides every scenario's count when > 0 */
+        long keys;     /* distinct keys in the input */
         long delay_n;
         int delay_rate;
 } opts_t;
@@ -60,6 +61,7 @@ typedef struct {
 } child_t;
 
 static int run_seq;
+static long input_keys = BENCH_KEYS; /* --keys */
 
 static int read_all(int fd, void *buf, size_t len) {
         char *p = buf;
@@ -167,6 +169,7 @@ static void job_init(bench_job_t *job, bench_kind_t kind, long n) {
         memset(job, 0, sizeof(*job));
         job->kind = kind;
         job->n    = n;
+        job->keys = input_keys;
         job->real = real && *real;
         if (job->real)
                 snprintf(job->bootstrap, sizeof(job->bootstrap), "%s", real);
@@ -448,8 +451,8 @@ static void print_json(const opts_t *o,
                        const delay_summary_t *d,
                        int delay_ran) {
         printf("{\"quick\": %s, \"runs\": %d, \"partitions\": %d, "
-               "\"scenarios\": [",
-               o->quick ? "true" : "false", o->runs, BENCH_PARTITIONS);
+               "\"keys\": %ld, \"scenarios\": [",
+               o->quick ? "true" : "false", o->runs, BENCH_PARTITIONS, o->keys);
         for (int i = 0; i < cnt; i++) {
                 if (i > 0)
                         printf(", ");
@@ -522,8 +525,9 @@ static void print_table(const opts_t *o,
                         int cnt,
                         const delay_summary_t *d,
                         int delay_ran) {
-        printf("kretry benchmarks: %s, median of %d run(s), %d partitions\n\n",
-               o->quick ? "quick" : "full", o->runs, BENCH_PARTITIONS);
+        printf("kretry benchmarks: %s, median of %d run(s), %d partitions, "
+               "%ld keys\n\n",
+               o->quick ? "quick" : "full", o->runs, BENCH_PARTITIONS, o->keys);
         printf("%-12s %12s %12s %6s %7s %9s %9s %10s %10s %5s\n", "scenario",
                "kretry msg/s", "raw msg/s", "ratio", "target", "kretry us",
                "raw us", "kretry RSS", "raw RSS", "load");
@@ -579,7 +583,7 @@ static void print_table(const opts_t *o,
 
 static void usage(FILE *f) {
         fprintf(f, "usage: kretry_bench [--quick] [--output table|json] "
-                   "[--runs N] [--messages N]\n"
+                   "[--runs N] [--messages N] [--keys N]\n"
                    "                    [--only happy|retry_hop|dead_letter|"
                    "ordered_versioned|delay]\n");
 }
@@ -597,6 +601,8 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                         runs = atoi(argv[++i]);
                 else if (!strcmp(a, "--messages") && i + 1 < argc)
                         o->messages = atol(argv[++i]);
+                else if (!strcmp(a, "--keys") && i + 1 < argc)
+                        o->keys = atol(argv[++i]);
                 else if (!strcmp(a, "--only") && i + 1 < argc)
                         o->only = argv[++i];
                 else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -611,6 +617,8 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
         o->warmup  = o->quick ? 0 : 1;
         o->delay_n = o->messages > 0 ? o->messages : o->quick ? 20000 : 100000;
         o->delay_rate = 10000;
+        if (o->keys <= 0)
+                o->keys = BENCH_KEYS;
         if (o->runs > MAX_RUNS)
                 o->runs = MAX_RUNS;
         return 0;
@@ -624,6 +632,7 @@ int main(int argc, char **argv) {
         if (parse_opts(argc, argv, &o))
                 return 64;
         signal(SIGPIPE, SIG_IGN);
+        input_keys = o.keys;
         for (size_t i = 0; i < SCENARIOS; i++) {
                 if (o.only && strcmp(o.only, scenarios[i].name))
                         continue;
