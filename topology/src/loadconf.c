@@ -65,6 +65,21 @@ static kretry_err_t set(kretry_conf_t *conf,
         return err;
 }
 
+/* Set @p n name/value pairs in order; stop at the first refusal. */
+static kretry_err_t set_pairs(kretry_conf_t *conf,
+                              const char *path,
+                              const char *const (*pairs)[2],
+                              size_t n,
+                              char *errstr,
+                              size_t size) {
+        kretry_err_t err = KRETRY_ERR_OK;
+        for (size_t i = 0; !err && i < n; i++)
+                err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
+        return err;
+}
+
+#define PAIRS(p) (p), sizeof(p) / sizeof((p)[0])
+
 /* permanent_errors and breaker */
 static kretry_err_t apply_storm(kretry_conf_t *conf,
                                 const kretry_topology_t *t,
@@ -86,14 +101,11 @@ static kretry_err_t apply_storm(kretry_conf_t *conf,
                      : 1);
         snprintf(cool, sizeof(cool), "%lldms",
                  (long long)(t->breaker ? t->breaker_cooldown_ms : 30000));
-        const char *pairs[][2] = {{"retry.permanent.errors", codes},
+        const char *const pairs[][2] = {{"retry.permanent.errors", codes},
                                   {"breaker.failures", v},
                                   {"breaker.distinct.keys", keys},
                                   {"breaker.cooldown", cool}};
-        kretry_err_t err = KRETRY_ERR_OK;
-        for (size_t i = 0; !err && i < sizeof(pairs) / sizeof(pairs[0]); i++)
-                err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
-        return err;
+        return set_pairs(conf, path, PAIRS(pairs), errstr, size);
 }
 
 /* ordering and versioning (header) */
@@ -102,7 +114,7 @@ static kretry_err_t apply_keyed(kretry_conf_t *conf,
                                 const char *path,
                                 char *errstr,
                                 size_t size) {
-        const char *pairs[][2] = {
+        const char *const pairs[][2] = {
                 {"ordering",
                  t->ordering == KRETRY_ORDERING_KEY ? "key" : "none"},
                 {"ordering.on.dead.letter",
@@ -117,10 +129,7 @@ static kretry_err_t apply_keyed(kretry_conf_t *conf,
                 {"versioning.discard",
                  t->discard_equal ? "older_or_equal" : "older"},
         };
-        kretry_err_t err = KRETRY_ERR_OK;
-        for (size_t i = 0; !err && i < sizeof(pairs) / sizeof(pairs[0]); i++)
-                err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
-        return err ? err : apply_storm(conf, t, path, errstr, size);
+        return set_pairs(conf, path, PAIRS(pairs), errstr, size);
 }
 
 /* value: the codec's properties, schema paths resolved against the file. */
@@ -143,17 +152,14 @@ static kretry_err_t apply_value(kretry_conf_t *conf,
                      path);
                 return KRETRY_ERR_INVALID_VALUE;
         }
-        const char *pairs[][2] = {
+        const char *const pairs[][2] = {
                 {"value.format", avro ? "avro" : "bytes"},
                 {"value.schema", avro ? t->schema_file : ""},
                 {"value.wire",
                  t->wire == KRETRY_WIRE_CONFLUENT ? "confluent" : "raw"},
                 {"value.schema.ids", ids},
         };
-        kretry_err_t err = KRETRY_ERR_OK;
-        for (size_t i = 0; !err && i < sizeof(pairs) / sizeof(pairs[0]); i++)
-                err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
-        return err ? err : apply_storm(conf, t, path, errstr, size);
+        return set_pairs(conf, path, PAIRS(pairs), errstr, size);
 }
 
 static kretry_err_t apply(kretry_conf_t *conf,
@@ -173,15 +179,15 @@ static kretry_err_t apply(kretry_conf_t *conf,
                 len += (size_t)snprintf(tiers + len, sizeof(tiers) - len,
                                         "%s%lldms", i ? "," : "",
                                         (long long)t->tiers_ms[i]);
-        const char *pairs[][2] = {
+        const char *const pairs[][2] = {
                 {"source.topic", t->source},
                 {"group.id", t->group},
                 {"retry.tiers", tiers},
                 {"retry.topic.pattern", t->retry_pattern},
                 {"dlq.topic", t->dlq},
         };
-        for (size_t i = 0; !err && i < sizeof(pairs) / sizeof(pairs[0]); i++)
-                err = set(conf, path, pairs[i][0], pairs[i][1], errstr, size);
+        if (!err)
+                err = set_pairs(conf, path, PAIRS(pairs), errstr, size);
         snprintf(v, sizeof(v), "%d", t->max_attempts);
         if (!err)
                 err = set(conf, path, "retry.max.attempts", v, errstr, size);
@@ -196,6 +202,8 @@ static kretry_err_t apply(kretry_conf_t *conf,
                 err = apply_keyed(conf, t, path, errstr, size);
         if (!err)
                 err = apply_value(conf, t, path, errstr, size);
+        if (!err)
+                err = apply_storm(conf, t, path, errstr, size);
         return err;
 }
 
