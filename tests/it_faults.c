@@ -210,11 +210,45 @@ static void test_breaker(void) {
         it_env_destroy(env);
 }
 
+static int poll_exceeded;
+
+static void watch_log(kretry_log_level_t level, const char *fac,
+                      const char *msg, void *opaque) {
+        (void)level, (void)fac, (void)opaque;
+        if (strstr(msg, "maximum poll interval") ||
+            strstr(msg, "max.poll.interval"))
+                poll_exceeded++;
+}
+
+/* A handler call longer than max.poll.interval.ms does not get the consumer
+ * kicked out of the group: the keep-alive thread holds the membership. */
+static void test_long_handler(void) {
+        it_env_t *env = it_env_new("20ms", 1);
+        it_produce(env, 0, "k", "slow8", NULL);
+        it_produce(env, 0, "k", "ok-after", NULL);
+        kretry_conf_t *conf =
+            it_conf(env, "consumer.max.poll.interval.ms", "6000", NULL);
+        kretry_conf_set_log_cb(conf, watch_log, NULL);
+        poll_exceeded       = 0;
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 30000));
+        KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_KEEPALIVES, 0) >= 1);
+        /* Give a kicked-out consumer the time to notice and say so. */
+        int64_t end = kt_now_ms() + 500;
+        while (kt_now_ms() < end)
+                kretry_adapter_poll(a, 50);
+        KT_ASSERT_INT_EQ(poll_exceeded, 0);
+        KT_ASSERT_INT_EQ(env->routes[KRETRY_ROUTE_OK], 2);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 2);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
             KT_TEST(test_produce_errors), KT_TEST(test_null_and_huge),
             KT_TEST(test_malformed_headers), KT_TEST(test_hint),
             KT_TEST(test_expired), KT_TEST(test_permanent_codes),
-            KT_TEST(test_breaker), KT_END};
+            KT_TEST(test_breaker), KT_TEST(test_long_handler), KT_END};
         return kt_main("it_faults", tests, argc, argv);
 }

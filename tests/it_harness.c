@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 it_env_t *it_env_new(const char *tiers, int parts) {
         it_env_t *env = calloc(1, sizeof(*env));
@@ -95,6 +96,11 @@ kretry_action_t it_handler(kretry_msg_t *msg, void *opaque) {
         }
         if (len >= 6 && !strncmp(v, "always", 6))
                 return KRETRY_RETRY;
+        if (len >= 5 && !strncmp(v, "slow", 4) && attempt == 1) {
+                /* "slowN": a handler call that takes N seconds. */
+                struct timespec ts = {v[4] - '0', 0};
+                nanosleep(&ts, NULL);
+        }
         if (len >= 4 && !strncmp(v, "hint", 4) && attempt == 1) {
                 kretry_msg_set_retry_after(msg, 150);
                 return KRETRY_RETRY;

@@ -42,6 +42,7 @@ void it_env_destroy(it_env_t *env);
  *   "fail..."      FAIL (code VALIDATION, message "bad order")
  *   "always..."    RETRY every time
  *   "hint..."      RETRY with a 150 ms retry-after hint on attempt 1, then OK
+ *   "slowN..."     takes N seconds on attempt 1, then OK
  * A null value is handled like "retry1".
  */
 kretry_action_t it_handler(kretry_msg_t *msg, void *opaque);

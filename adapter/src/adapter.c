@@ -359,6 +359,11 @@ kretry_adapter_t *kretry_adapter_new(kretry_conf_t *conf,
                 err = setup_clients(a, errstr, errstr_size);
         if (!err)
                 err = subscribe(a, errstr, errstr_size);
+        if (!err && kretry_keepalive_start(a)) {
+                snprintf(errstr, errstr_size,
+                         "cannot start the handler keep-alive thread");
+                err = KRETRY_ERR_NO_MEM;
+        }
         if (err) {
                 if (!errstr[0])
                         snprintf(errstr, errstr_size, "%s",
@@ -661,6 +666,7 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
                 return;
         if (a->consumer && !a->closed)
                 kretry_adapter_close(a);
+        kretry_keepalive_stop(a);
         purge_producer(a);
         for (int t = 0; a->prkts && t <= a->topic_cnt; t++)
                 if (a->prkts[t])

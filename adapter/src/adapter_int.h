@@ -20,6 +20,7 @@
 #include "versions.h"
 
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 /* One consumed partition: the source (tier 0) or a tier. Allocated on first
@@ -98,7 +99,7 @@ struct kretry_msg_s {
 typedef struct {
         atomic_llong consumed, ok, handler_calls, dlq, produce_errors, held;
         atomic_llong stale, forwarded, chain_keys, version_keys, version_bytes;
-        atomic_llong duplicates, breaker_trips, breaker_open;
+        atomic_llong duplicates, breaker_trips, breaker_open, keepalives;
         /* permanent, exhausted, expired, schema, parked */
         atomic_llong dlq_by_class[KRETRY_CLASS_CNT];
         atomic_llong retried[KRETRY_MAX_TIERS + 1]; /* [0] unused */
@@ -117,6 +118,14 @@ struct kretry_adapter_s {
         char *versions_topic; /* NULL when versioning is off */
         kretry_codec_t *codec; /* value.format avro */
         kretry_breaker_t breaker;
+        /* keepalive.c: a slow handler keeps the group membership */
+        atomic_ulong ka_seq; /* odd while a handler call runs */
+        pthread_t ka_thread;
+        pthread_mutex_t ka_lock;
+        pthread_cond_t ka_cond;
+        rd_kafka_queue_t *ka_queue;
+        atomic_int ka_stop;
+        int ka_running;
         int breaker_paused; /* every partition paused by the breaker */
         rd_kafka_t *consumer, *producer;
         rd_kafka_t *restorer; /* reads tiers and changelog on assignment */
@@ -245,6 +254,10 @@ void kretry_stats_gauges(kretry_adapter_t *a);
 /* stats_emit.c: call the stats callback when its interval has passed;
  * returns ms until the next emission, or -1 when there is none. */
 int64_t kretry_stats_maybe_emit(kretry_adapter_t *a, int64_t now);
+
+/* keepalive.c */
+int kretry_keepalive_start(kretry_adapter_t *a);
+void kretry_keepalive_stop(kretry_adapter_t *a);
 
 /* restore.c: rebuild ordering chains and the version store of the source
  * partitions in @p l before any of their messages is handled. */

@@ -311,6 +311,8 @@ void kretry_dispatch(kretry_adapter_t *a,
         atomic_fetch_add_explicit(&a->stats.handler_calls, 1,
                                   memory_order_relaxed);
         kretry_action_t action;
+        /* Odd while the handler runs: the keep-alive thread watches it. */
+        atomic_fetch_add_explicit(&a->ka_seq, 1, memory_order_relaxed);
         if (a->conf->stats_cb) {
                 struct timespec t0, t1;
                 clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -322,6 +324,7 @@ void kretry_dispatch(kretry_adapter_t *a,
         } else {
                 action = a->conf->handler(m, a->conf->opaque);
         }
+        atomic_fetch_add_explicit(&a->ka_seq, 1, memory_order_relaxed);
         if (action == KRETRY_RETRY && code_is_permanent(a, m))
                 action = KRETRY_FAIL;
         breaker_feed(a, action);

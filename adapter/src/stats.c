@@ -66,6 +66,8 @@ int64_t kretry_adapter_counter(const kretry_adapter_t *a,
                 return get(&s->breaker_trips);
         case KRETRY_COUNTER_BREAKER_OPEN:
                 return get(&s->breaker_open);
+        case KRETRY_COUNTER_KEEPALIVES:
+                return get(&s->keepalives);
         }
         return -1;
 }

@@ -520,8 +520,11 @@ typedef enum {
                                              their copy waits in a tier */
         KRETRY_COUNTER_BREAKER_TRIPS = 18, /**< times the circuit breaker
                                                 opened */
-        KRETRY_COUNTER_BREAKER_OPEN = 19 /**< 1 while the breaker holds
+        KRETRY_COUNTER_BREAKER_OPEN = 19, /**< 1 while the breaker holds
                                               consumption paused */
+        KRETRY_COUNTER_KEEPALIVES = 20 /**< handler calls that ran longer
+                                            than a second, during which the
+                                            group membership was kept */
 } kretry_counter_t;
 
 /**
