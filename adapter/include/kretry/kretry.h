@@ -281,7 +281,10 @@ KRETRY_EXPORT void kretry_msg_set_retry_after(kretry_msg_t *msg,
  * Called on the thread that drives the adapter, once per message that is due.
  * @p msg and everything read through it are borrowed until the handler
  * returns. The handler must not call kretry_adapter_poll(),
- * kretry_adapter_run() or kretry_adapter_destroy().
+ * kretry_adapter_run() or kretry_adapter_destroy(). A call may take longer
+ * than the consumer's max.poll.interval.ms: the adapter keeps its group
+ * membership meanwhile (nothing else is consumed, and a rebalance waits for
+ * the call to return).
  */
 typedef kretry_action_t(kretry_handler_t)(kretry_msg_t *msg, void *opaque);
 /**@}*/
