@@ -16,11 +16,10 @@ static const char *schema_path(void) {
         if (path[0])
                 return path;
         snprintf(path, sizeof(path), "/tmp/kretry-it-avro-XXXXXX");
-        int fd = mkstemp(path);
-        const char *json =
-            "{\"type\":\"record\",\"name\":\"R\",\"fields\":["
-            "{\"name\":\"id\",\"type\":\"string\"},"
-            "{\"name\":\"n\",\"type\":\"long\"}]}";
+        int fd           = mkstemp(path);
+        const char *json = "{\"type\":\"record\",\"name\":\"R\",\"fields\":["
+                           "{\"name\":\"id\",\"type\":\"string\"},"
+                           "{\"name\":\"n\",\"type\":\"long\"}]}";
         KT_REQUIRE(fd >= 0 &&
                    write(fd, json, strlen(json)) == (ssize_t)strlen(json));
         close(fd);
@@ -28,8 +27,11 @@ static const char *schema_path(void) {
 }
 
 /* Avro binary of R{id, n}, after @p prefix_len bytes of @p prefix. */
-static size_t encode(unsigned char *buf, const void *prefix, size_t prefix_len,
-                     const char *id, int64_t n) {
+static size_t encode(unsigned char *buf,
+                     const void *prefix,
+                     size_t prefix_len,
+                     const char *id,
+                     int64_t n) {
         size_t len = 0, idl = strlen(id);
         memcpy(buf, prefix, prefix_len);
         len += prefix_len;
@@ -103,13 +105,13 @@ static void test_raw(void) {
         n = encode(buf, "", 0, "retry1-2", 6);
         produce_raw(env, buf, n);
         n = encode(buf, "", 0, "ok-3", 7);
-        produce_raw(env, buf, n - 1);      /* truncated: no n */
-        n = encode(buf, "", 0, "ok-4", 8);
-        buf[n++] = 0x00;                    /* a trailing byte */
+        produce_raw(env, buf, n - 1); /* truncated: no n */
+        n        = encode(buf, "", 0, "ok-4", 8);
+        buf[n++] = 0x00; /* a trailing byte */
         buf[n++] = 0x02;
         produce_raw(env, buf, n);
-        produce_raw(env, "\x07zz", 3);      /* negative string length */
-        produce_raw(env, NULL, 0);          /* null value */
+        produce_raw(env, "\x07zz", 3); /* negative string length */
+        produce_raw(env, NULL, 0);     /* null value */
         memset(&seen, 0, sizeof(seen));
         kretry_conf_t *conf = it_conf(env, "value.format", "avro",
                                       "value.schema", schema_path(), NULL);
@@ -149,10 +151,9 @@ static void test_confluent(void) {
         produce_raw(env, buf, n);
         produce_raw(env, "\x00\x00", 2);
         memset(&seen, 0, sizeof(seen));
-        kretry_conf_t *conf = it_conf(env, "value.format", "avro",
-                                      "value.schema", schema_path(),
-                                      "value.wire", "confluent",
-                                      "value.schema.ids", ids, NULL);
+        kretry_conf_t *conf = it_conf(
+                env, "value.format", "avro", "value.schema", schema_path(),
+                "value.wire", "confluent", "value.schema.ids", ids, NULL);
         kretry_conf_set_handler(conf, avro_handler, NULL);
         kretry_conf_set_route_cb(conf, NULL);
         kretry_adapter_t *a = it_adapter(conf);
@@ -188,9 +189,9 @@ static void test_field_versions(void) {
         }
         produce_raw(env, "\x01", 1); /* undecodable: still dead-lettered */
         memset(&seen, 0, sizeof(seen));
-        kretry_conf_t *conf = it_conf(env, "value.format", "avro",
-                                      "value.schema", schema_path(),
-                                      "versioning.field", "n", NULL);
+        kretry_conf_t *conf =
+                it_conf(env, "value.format", "avro", "value.schema",
+                        schema_path(), "versioning.field", "n", NULL);
         kretry_conf_set_handler(conf, avro_handler, NULL);
         kretry_conf_set_route_cb(conf, NULL);
         kretry_adapter_t *a = it_adapter(conf);
@@ -232,10 +233,9 @@ static void test_bad_schema(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {KT_TEST(test_raw),
-                                          KT_TEST(test_confluent),
-                                          KT_TEST(test_field_versions),
-                                          KT_TEST(test_bad_schema), KT_END};
+        static const kt_test_t tests[] = {
+                KT_TEST(test_raw), KT_TEST(test_confluent),
+                KT_TEST(test_field_versions), KT_TEST(test_bad_schema), KT_END};
         int rc = kt_main("it_avro", tests, argc, argv);
         unlink(schema_path());
         return rc;

@@ -69,13 +69,16 @@ static void test_retry_twice(void) {
                 KT_CHECK_MSG(c[i]->now_ms >= c[i]->due_ts, CU_FALSE,
                              "hop %d handled %lld ms before due", i,
                              (long long)(c[i]->due_ts - c[i]->now_ms));
-                KT_ASSERT(c[i]->due_ts - c[i - 1]->now_ms >= (i == 1 ? 60 : 120));
+                KT_ASSERT(c[i]->due_ts - c[i - 1]->now_ms >=
+                          (i == 1 ? 60 : 120));
                 KT_ASSERT_STR_EQ(c[i]->orig_topic, env->source);
                 KT_ASSERT_INT_EQ(c[i]->orig_offset, 0);
                 KT_ASSERT(c[i]->first_failure_ts >= c[0]->now_ms);
         }
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1), 1);
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 2), 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1),
+                         1);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 2),
+                         1);
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_DLQ), 0);
         kretry_adapter_destroy(a);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
@@ -106,8 +109,8 @@ static void grab(const rd_kafka_message_t *m, void *opaque) {
         const char *n;
         const void *v;
         size_t sz;
-        for (size_t i = 0; i < 32 && !rd_kafka_header_get_all(h, i, &n, &v, &sz);
-             i++) {
+        for (size_t i = 0;
+             i < 32 && !rd_kafka_header_get_all(h, i, &n, &v, &sz); i++) {
                 snprintf(d->hdrs[i][0], 64, "%s", n);
                 memcpy(d->hdrs[i][1], v, sz < 63 ? sz : 63);
                 d->hdr_len[i] = sz;
@@ -125,7 +128,7 @@ static const char *hdr(dlq_msg_t *d, const char *name) {
 /* (c) FAIL: in the DLQ at once, bytes and user headers identical, context
  * headers set. */
 static void test_fail_to_dlq(void) {
-        it_env_t *env = it_env_new("50ms", 1);
+        it_env_t *env         = it_env_new("50ms", 1);
         rd_kafka_headers_t *h = rd_kafka_headers_new(4);
         rd_kafka_header_add(h, "trace", -1, "abc", 3);
         rd_kafka_header_add(h, "bin", -1, "\x00\x01\xff", 3);
@@ -134,7 +137,8 @@ static void test_fail_to_dlq(void) {
         kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
         KT_ASSERT_INT_EQ(env->call_cnt, 1);
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PERMANENT, 0), 1);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PERMANENT, 0), 1);
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_RETRIED), 0);
         kretry_adapter_destroy(a);
 
@@ -177,7 +181,7 @@ static void test_exhausted(void) {
         it_env_t *env = it_env_new("30ms,60ms", 1);
         it_produce(env, 0, "key-d", "always-d", NULL);
         kretry_adapter_t *a =
-            it_adapter(it_conf(env, "retry.max.attempts", "4", NULL));
+                it_adapter(it_conf(env, "retry.max.attempts", "4", NULL));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
         const it_call_t *c[8];
         KT_ASSERT_INT_EQ(it_calls_for(env, "always-d", c, 8), 4);
@@ -185,7 +189,8 @@ static void test_exhausted(void) {
         KT_ASSERT_INT_EQ(c[2]->tier, 2);
         KT_ASSERT_INT_EQ(c[3]->tier, 2);
         KT_ASSERT_INT_EQ(c[3]->attempt, 4);
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_EXHAUSTED, 0), 1);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_EXHAUSTED, 0), 1);
         kretry_adapter_destroy(a);
         dlq_msg_t d;
         memset(&d, 0, sizeof(d));
@@ -221,7 +226,7 @@ static void test_stats_callback(void) {
         memset(&stats_seen, 0, sizeof(stats_seen));
         kretry_adapter_t *a = it_adapter(conf);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 10, 20000));
-        int before = stats_seen.calls;
+        int before  = stats_seen.calls;
         int64_t end = kt_now_ms() + 350;
         while (kt_now_ms() < end)
                 kretry_adapter_poll(a, 50);
@@ -233,7 +238,8 @@ static void test_stats_callback(void) {
         KT_ASSERT(strstr(stats_seen.last, env->source) != NULL);
         KT_ASSERT(strstr(stats_seen.last, "\"waiting\":0") != NULL);
         char prom[8192];
-        KT_ASSERT(kretry_stats_prometheus(stats_seen.last, prom, sizeof(prom)) > 0);
+        KT_ASSERT(kretry_stats_prometheus(stats_seen.last, prom, sizeof(prom)) >
+                  0);
         KT_ASSERT(strstr(prom, "kretry_ok_total 10\n") != NULL);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
@@ -241,8 +247,8 @@ static void test_stats_callback(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-            KT_TEST(test_all_ok), KT_TEST(test_retry_twice),
-            KT_TEST(test_fail_to_dlq), KT_TEST(test_exhausted),
-            KT_TEST(test_stats_callback), KT_END};
+                KT_TEST(test_all_ok),         KT_TEST(test_retry_twice),
+                KT_TEST(test_fail_to_dlq),    KT_TEST(test_exhausted),
+                KT_TEST(test_stats_callback), KT_END};
         return kt_main("it_core", tests, argc, argv);
 }

@@ -27,7 +27,7 @@ static void pause_ms(kretry_adapter_t *a, int ms) {
 /* (e) produce errors on the copy: the source offset does not advance past
  * the failed message until its copy is durable; nothing is lost. */
 static void test_produce_errors(void) {
-        it_env_t *env = it_env_new("30ms", 1);
+        it_env_t *env                 = it_env_new("30ms", 1);
         rd_kafka_mock_cluster_t *mock = kt_cluster_mock(env->c);
         if (!mock) {
                 CU_PASS("fault injection needs the mock cluster");
@@ -38,10 +38,11 @@ static void test_produce_errors(void) {
         for (int i = 0; i < 5; i++)
                 it_produce(env, 0, "k1", "ok-e", NULL);
         rd_kafka_mock_push_request_errors(
-            mock, 0 /* Produce */, 4, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
-            RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
-            RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
-            RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+                mock, 0 /* Produce */, 4,
+                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
         kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
         KT_REQUIRE(it_run_until(a, errors_and_ok5, env, 20000));
         /* Give auto-commit several rounds while the copy is still failing. */
@@ -51,7 +52,8 @@ static void test_produce_errors(void) {
                      "source committed at %lld past the failed copy at 0",
                      (long long)committed);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 6, 20000));
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1), 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1),
+                         1);
         kretry_adapter_destroy(a);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 6);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 1);
@@ -99,7 +101,9 @@ static int dlq4_ok2(kretry_adapter_t *a, it_env_t *env) {
                counter(a, KRETRY_COUNTER_OK) >= 2;
 }
 
-static void tier_msg(it_env_t *env, const char *attempt, const char *due,
+static void tier_msg(it_env_t *env,
+                     const char *attempt,
+                     const char *due,
                      const char *value) {
         rd_kafka_headers_t *h = rd_kafka_headers_new(2);
         if (attempt)
@@ -126,7 +130,8 @@ static void test_malformed_headers(void) {
         it_produce(env, 0, "k", "ok-src", h);
         kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
         KT_ASSERT(it_run_until(a, dlq4_ok2, env, 20000));
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_SCHEMA, 0), 4);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_SCHEMA, 0), 4);
         KT_ASSERT_INT_EQ(env->routes[KRETRY_ROUTE_DLQ], 4);
         KT_ASSERT_INT_EQ(env->call_cnt, 2);
         const it_call_t *c[2];
@@ -157,10 +162,11 @@ static void test_hint(void) {
 static void test_expired(void) {
         it_env_t *env = it_env_new("20ms", 1);
         it_produce(env, 0, "k", "always-x", NULL);
-        kretry_adapter_t *a = it_adapter(
-            it_conf(env, "retry.max.age", "1ms", "retry.max.attempts", "5", NULL));
+        kretry_adapter_t *a = it_adapter(it_conf(
+                env, "retry.max.age", "1ms", "retry.max.attempts", "5", NULL));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_EXPIRED, 0), 1);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_EXPIRED, 0), 1);
         KT_ASSERT_INT_EQ(env->call_cnt, 1);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
@@ -170,11 +176,12 @@ static void test_expired(void) {
 static void test_permanent_codes(void) {
         it_env_t *env = it_env_new("20ms", 1);
         it_produce(env, 0, "k", "retry1-code", NULL); /* code HTTP_503 */
-        kretry_adapter_t *a = it_adapter(it_conf(
-            env, "retry.permanent.errors", "VALIDATION,HTTP_503", NULL));
+        kretry_adapter_t *a = it_adapter(it_conf(env, "retry.permanent.errors",
+                                                 "VALIDATION,HTTP_503", NULL));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PERMANENT, 1, 20000));
         KT_ASSERT_INT_EQ(env->call_cnt, 1);
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0), 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0),
+                         0);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
@@ -190,13 +197,14 @@ static void test_breaker(void) {
                 it_produce(env, i % 2, key, "always-b", NULL);
         }
         kretry_adapter_t *a = it_adapter(it_conf(
-            env, "breaker.failures", "5", "breaker.distinct.keys", "3",
-            "breaker.cooldown", "400ms", "retry.max.attempts", "50", NULL));
+                env, "breaker.failures", "5", "breaker.distinct.keys", "3",
+                "breaker.cooldown", "400ms", "retry.max.attempts", "50", NULL));
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_BREAKER_TRIPS, 1, 20000));
         int64_t opened = kt_now_ms();
         int calls      = env->call_cnt;
         KT_ASSERT_INT_EQ(calls, 5);
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_OPEN, 0), 1);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_OPEN, 0), 1);
         int64_t end = opened + 250;
         while (kt_now_ms() < end)
                 kretry_adapter_poll(a, 20);
@@ -212,8 +220,10 @@ static void test_breaker(void) {
 
 static int poll_exceeded;
 
-static void watch_log(kretry_log_level_t level, const char *fac,
-                      const char *msg, void *opaque) {
+static void watch_log(kretry_log_level_t level,
+                      const char *fac,
+                      const char *msg,
+                      void *opaque) {
         (void)level, (void)fac, (void)opaque;
         if (strstr(msg, "maximum poll interval") ||
             strstr(msg, "max.poll.interval"))
@@ -227,7 +237,7 @@ static void test_long_handler(void) {
         it_produce(env, 0, "k", "slow8", NULL);
         it_produce(env, 0, "k", "ok-after", NULL);
         kretry_conf_t *conf =
-            it_conf(env, "consumer.max.poll.interval.ms", "6000", NULL);
+                it_conf(env, "consumer.max.poll.interval.ms", "6000", NULL);
         kretry_conf_set_log_cb(conf, watch_log, NULL);
         poll_exceeded       = 0;
         kretry_adapter_t *a = it_adapter(conf);
@@ -245,10 +255,14 @@ static void test_long_handler(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-            KT_TEST(test_produce_errors), KT_TEST(test_null_and_huge),
-            KT_TEST(test_malformed_headers), KT_TEST(test_hint),
-            KT_TEST(test_expired), KT_TEST(test_permanent_codes),
-            KT_TEST(test_breaker), KT_TEST(test_long_handler), KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_produce_errors),
+                                          KT_TEST(test_null_and_huge),
+                                          KT_TEST(test_malformed_headers),
+                                          KT_TEST(test_hint),
+                                          KT_TEST(test_expired),
+                                          KT_TEST(test_permanent_codes),
+                                          KT_TEST(test_breaker),
+                                          KT_TEST(test_long_handler),
+                                          KT_END};
         return kt_main("it_faults", tests, argc, argv);
 }

@@ -46,16 +46,16 @@ static void record(it_env_t *env, kretry_msg_t *msg) {
         memset(c, 0, sizeof(*c));
         c->value_null = v == NULL;
         c->value_len  = len;
-        snprintf(c->value, sizeof(c->value), "%.*s",
-                 (int)(len < 40 ? len : 40), v ? v : "");
-        c->key_null = kretry_msg_key(msg, NULL) == NULL;
-        c->attempt  = kretry_msg_attempt(msg);
-        c->tier     = kretry_msg_tier(msg);
-        c->offset   = kretry_msg_offset(msg);
-        c->orig_offset = kretry_msg_original_offset(msg);
+        snprintf(c->value, sizeof(c->value), "%.*s", (int)(len < 40 ? len : 40),
+                 v ? v : "");
+        c->key_null         = kretry_msg_key(msg, NULL) == NULL;
+        c->attempt          = kretry_msg_attempt(msg);
+        c->tier             = kretry_msg_tier(msg);
+        c->offset           = kretry_msg_offset(msg);
+        c->orig_offset      = kretry_msg_original_offset(msg);
         c->first_failure_ts = kretry_msg_first_failure_ts(msg);
-        c->now_ms   = kt_now_ms();
-        c->due_ts   = -1;
+        c->now_ms           = kt_now_ms();
+        c->due_ts           = -1;
         snprintf(c->topic, sizeof(c->topic), "%s", kretry_msg_topic(msg));
         snprintf(c->orig_topic, sizeof(c->orig_topic), "%s",
                  kretry_msg_original_topic(msg));
@@ -210,10 +210,9 @@ void it_produce(it_env_t *env,
                 const char *key,
                 const char *value,
                 rd_kafka_headers_t *hdrs) {
-        rd_kafka_resp_err_t err =
-            kt_produce(env->c, env->source, partition, key,
-                       key ? strlen(key) : 0, value, value ? strlen(value) : 0,
-                       hdrs);
+        rd_kafka_resp_err_t err = kt_produce(env->c, env->source, partition,
+                                             key, key ? strlen(key) : 0, value,
+                                             value ? strlen(value) : 0, hdrs);
         KT_REQUIRE(err == 0);
 }
 

@@ -73,7 +73,9 @@ void it_produce(it_env_t *env,
                 rd_kafka_headers_t *hdrs);
 
 /* Calls recorded for @p value. */
-int it_calls_for(const it_env_t *env, const char *value, const it_call_t **out,
+int it_calls_for(const it_env_t *env,
+                 const char *value,
+                 const it_call_t **out,
                  int max);
 
 #endif

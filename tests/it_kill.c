@@ -15,8 +15,11 @@
 
 #define N 600
 
-static pid_t spawn_mode(const kt_cluster_t *c, const char *src,
-                        const char *grp, const char *out, const char *mode) {
+static pid_t spawn_mode(const kt_cluster_t *c,
+                        const char *src,
+                        const char *grp,
+                        const char *out,
+                        const char *mode) {
         pid_t pid = fork();
         if (pid == 0) {
                 execl(IT_WORKER_PATH, "it_worker", kt_cluster_bootstrap(c), src,
@@ -26,14 +29,16 @@ static pid_t spawn_mode(const kt_cluster_t *c, const char *src,
         return pid;
 }
 
-static pid_t spawn(const kt_cluster_t *c, const char *src, const char *grp,
+static pid_t spawn(const kt_cluster_t *c,
+                   const char *src,
+                   const char *grp,
                    const char *out) {
         return spawn_mode(c, src, grp, out, NULL);
 }
 
 /* Count lines handled so far and mark them in @p seen. */
 static int read_done(const char *out, int *seen, int *dups) {
-        FILE *f = fopen(out, "r");
+        FILE *f   = fopen(out, "r");
         int lines = 0, i;
         if (!f)
                 return 0;
@@ -84,11 +89,11 @@ static void test_kill_and_resume(void) {
         for (int i = 0; i < N; i++) {
                 char v[32];
                 int n = snprintf(v, sizeof(v), "n-%d", i);
-                KT_REQUIRE(kt_produce(c, src, i % 3, v, (size_t)n, v,
-                                      (size_t)n, NULL) == 0);
+                KT_REQUIRE(kt_produce(c, src, i % 3, v, (size_t)n, v, (size_t)n,
+                                      NULL) == 0);
         }
         int seen[N], dups = 0, dlq[N];
-        pid_t w1 = spawn(c, src, grp, out);
+        pid_t w1         = spawn(c, src, grp, out);
         int64_t deadline = kt_now_ms() + 30000;
         while (read_done(out, seen, &dups) < N / 4 && kt_now_ms() < deadline)
                 nap();
@@ -103,11 +108,11 @@ static void test_kill_and_resume(void) {
                      "the kill landed after the stream finished (%d lines)",
                      at_kill);
 
-        pid_t w2 = spawn(c, src, grp, out);
+        pid_t w2        = spawn(c, src, grp, out);
         int expected_ok = 0;
         for (int i = 0; i < N; i++)
                 expected_ok += !expected_dlq(i);
-        deadline = kt_now_ms() + 60000;
+        deadline    = kt_now_ms() + 60000;
         int missing = expected_ok;
         while (missing > 0 && kt_now_ms() < deadline) {
                 nap();
@@ -130,7 +135,8 @@ static void test_kill_and_resume(void) {
                                 fprintf(stderr, "  lost: n-%d\n", i);
                 }
         read_done(out, seen, &dups);
-        fprintf(stderr, "  handled %d before the kill; duplicates %d; lost %d\n",
+        fprintf(stderr,
+                "  handled %d before the kill; duplicates %d; lost %d\n",
                 at_kill, dups, lost);
         KT_ASSERT_INT_EQ(lost, 0);
         unlink(out);
@@ -191,18 +197,19 @@ static void test_kill_ordered(void) {
         snprintf(t, sizeof(t), "%s.dlq", src);
         KT_REQUIRE(kt_cluster_topic_named(c, t, 3) == 0);
         kt_unique_name("okill-grp", grp, sizeof(grp));
-        snprintf(out, sizeof(out), "/tmp/kretry-it-okill-%d.out", (int)getpid());
+        snprintf(out, sizeof(out), "/tmp/kretry-it-okill-%d.out",
+                 (int)getpid());
         unlink(out);
         for (int q = 0; q < OSEQ; q++)
                 for (int k = 0; k < OKEYS; k++) {
                         char key[16], v[32];
                         int kl = snprintf(key, sizeof(key), "key-%d", k);
                         int n  = snprintf(v, sizeof(v), "%d:%d", k, q);
-                        KT_REQUIRE(kt_produce(c, src, k % 3, key, (size_t)kl,
-                                              v, (size_t)n, NULL) == 0);
+                        KT_REQUIRE(kt_produce(c, src, k % 3, key, (size_t)kl, v,
+                                              (size_t)n, NULL) == 0);
                 }
         olog_t o;
-        pid_t w1 = spawn_mode(c, src, grp, out, "ordered");
+        pid_t w1         = spawn_mode(c, src, grp, out, "ordered");
         int64_t deadline = kt_now_ms() + 30000;
         do {
                 nap();

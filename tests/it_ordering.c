@@ -12,8 +12,8 @@
 #define PER_KEY 50
 
 typedef struct {
-        int violations;      /* a message handled before an earlier one */
-        int duplicates;      /* handled again after it was resolved */
+        int violations; /* a message handled before an earlier one */
+        int duplicates; /* handled again after it was resolved */
         int resolved[KEYS][PER_KEY]; /* handled OK or failed permanently */
         int ok[KEYS][PER_KEY];
         int calls;
@@ -83,7 +83,7 @@ static void test_key_order_under_failures(void) {
         produce_keys(env);
         static order_state_t st;
         memset(&st, 0, sizeof(st));
-        st.permanent_every = 11;
+        st.permanent_every  = 11;
         kretry_conf_t *conf = it_conf(env, "ordering", "key",
                                       "retry.max.attempts", "30", NULL);
         kretry_conf_set_handler(conf, order_handler, &st);
@@ -98,8 +98,9 @@ static void test_key_order_under_failures(void) {
         int perm = 0;
         for (int q = 0; q < PER_KEY; q++)
                 perm += q % 11 == 7;
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PERMANENT, 0),
-                         KEYS * perm);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PERMANENT, 0),
+                KEYS * perm);
         KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_FORWARDED, 0) > 0);
         for (int k = 0; k < KEYS; k++)
                 for (int s = 0; s < PER_KEY; s++)
@@ -107,11 +108,11 @@ static void test_key_order_under_failures(void) {
                                 KT_REQUIRE(st.ok[k][s] >= 1);
         fprintf(stderr, "  %d handler calls, %lld forwarded behind a key\n",
                 st.calls,
-                (long long)kretry_adapter_counter(a, KRETRY_COUNTER_FORWARDED, 0));
+                (long long)kretry_adapter_counter(a, KRETRY_COUNTER_FORWARDED,
+                                                  0));
         kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
-
 
 /* Index of the first call with @p value, or -1. */
 static int call_at(const it_env_t *env, const char *value, int last) {
@@ -125,8 +126,11 @@ static int call_at(const it_env_t *env, const char *value, int last) {
         return at;
 }
 
-static void produce_k(it_env_t *env, const char *key, const char *value,
-                      const char *hname, const char *hval) {
+static void produce_k(it_env_t *env,
+                      const char *key,
+                      const char *value,
+                      const char *hname,
+                      const char *hval) {
         rd_kafka_headers_t *h = NULL;
         if (hname) {
                 h = rd_kafka_headers_new(1);
@@ -143,8 +147,8 @@ static void test_dead_letter_continue(void) {
         produce_k(env, "K", "ok-f1", NULL, NULL);
         produce_k(env, "L", "ok-other", NULL, NULL);
         produce_k(env, "K", "ok-f2", NULL, NULL);
-        kretry_adapter_t *a = it_adapter(
-            it_conf(env, "ordering", "key", "retry.max.attempts", "3", NULL));
+        kretry_adapter_t *a = it_adapter(it_conf(
+                env, "ordering", "key", "retry.max.attempts", "3", NULL));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 3, 20000));
         /* The head's DLQ copy is counted when acknowledged, which may come
          * after its followers were handled. */
@@ -154,13 +158,14 @@ static void test_dead_letter_continue(void) {
         KT_ASSERT(call_at(env, "ok-f1", 0) > head_last);
         KT_ASSERT(call_at(env, "ok-f2", 0) > call_at(env, "ok-f1", 0));
         KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_FORWARDED, 0) >= 2);
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_CHAIN_KEYS, 0), 0);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_CHAIN_KEYS, 0), 0);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
 
-static const char *hdr_of(const rd_kafka_message_t *m, const char *n,
-                          char *buf) {
+static const char *
+hdr_of(const rd_kafka_message_t *m, const char *n, char *buf) {
         return kt_header(m, n, buf, 64);
 }
 
@@ -186,11 +191,12 @@ static void test_dead_letter_park_key(void) {
         produce_k(env, "K", "ok-f1", NULL, NULL);
         produce_k(env, "K", "ok-f2", NULL, NULL);
         produce_k(env, "L", "ok-other", NULL, NULL);
-        kretry_adapter_t *a = it_adapter(it_conf(
-            env, "ordering", "key", "ordering.on.dead.letter", "park_key",
-            "retry.max.attempts", "3", NULL));
+        kretry_adapter_t *a = it_adapter(
+                it_conf(env, "ordering", "key", "ordering.on.dead.letter",
+                        "park_key", "retry.max.attempts", "3", NULL));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 3, 20000));
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PARKED, 0), 2);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PARKED, 0), 2);
         KT_ASSERT(call_at(env, "ok-f1", 0) < 0);
         KT_ASSERT(call_at(env, "ok-f2", 0) < 0);
         /* Still parked: a new message of K goes after them. */
@@ -204,7 +210,8 @@ static void test_dead_letter_park_key(void) {
         KT_ASSERT(call_at(env, "ok-after", 0) > call_at(env, "ok-replayed", 0));
         kretry_adapter_destroy(a);
         dlq_seen_t d = {0, -1};
-        KT_ASSERT_INT_EQ(kt_consume(env->c, env->dlq, 4, 10000, see_dlq, &d), 4);
+        KT_ASSERT_INT_EQ(kt_consume(env->c, env->dlq, 4, 10000, see_dlq, &d),
+                         4);
         KT_ASSERT_INT_EQ(d.parked, 3);
         KT_ASSERT_INT_EQ(d.followers_hdr, 2);
         it_env_destroy(env);
@@ -222,7 +229,7 @@ static it_env_t *versioned_env(const char *tiers) {
  * repeated v5 is skipped; a new instance restores the store, so a v1 after
  * the restart is still stale. */
 static void test_versions(void) {
-        it_env_t *env = versioned_env("50ms");
+        it_env_t *env     = versioned_env("50ms");
         const char *seq[] = {"3", "1", "2", "5", "4"};
         for (int i = 0; i < 5; i++) {
                 char v[16];
@@ -232,8 +239,8 @@ static void test_versions(void) {
         produce_k(env, "K", "ok-v5again", "version", "5");
         produce_k(env, "L", "ok-unversioned", NULL, NULL);
         kretry_adapter_t *a = it_adapter(
-            it_conf(env, "versioning.header", "version", "versioning.discard",
-                    "older_or_equal", NULL));
+                it_conf(env, "versioning.header", "version",
+                        "versioning.discard", "older_or_equal", NULL));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_STALE, 4, 20000));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 3, 20000));
         KT_ASSERT_INT_EQ(env->call_cnt, 3);
@@ -241,8 +248,10 @@ static void test_versions(void) {
         KT_ASSERT(call_at(env, "ok-v5", 0) >= 0);
         KT_ASSERT(call_at(env, "ok-unversioned", 0) >= 0);
         KT_ASSERT_INT_EQ(env->routes[KRETRY_ROUTE_STALE], 4);
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_VERSION_KEYS, 0), 1);
-        KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_VERSION_BYTES, 0) > 0);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_VERSION_KEYS, 0), 1);
+        KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_VERSION_BYTES, 0) >
+                  0);
         kretry_adapter_destroy(a);
         /* Everything committed: the changelog was durable first. */
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 7);
@@ -265,11 +274,12 @@ static void test_overtaken_retry(void) {
         produce_k(env, "K", "retry1-v7", "version", "7");
         produce_k(env, "K", "ok-v8", "version", "8");
         kretry_adapter_t *a =
-            it_adapter(it_conf(env, "versioning.header", "version", NULL));
+                it_adapter(it_conf(env, "versioning.header", "version", NULL));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_STALE, 1, 20000));
         const it_call_t *c[4];
         KT_ASSERT_INT_EQ(it_calls_for(env, "retry1-v7", c, 4), 1);
-        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1), 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1),
+                         1);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
@@ -289,7 +299,7 @@ static void test_chain_rebuilt(void) {
 
         produce_k(env, "K", "ok-late", NULL, NULL);
         env->call_cnt = 0;
-        a = it_adapter(it_conf(env, "ordering", "key", NULL));
+        a             = it_adapter(it_conf(env, "ordering", "key", NULL));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 3, 30000));
         int head = call_at(env, "retry1-head", 1);
         int fol  = call_at(env, "ok-follower", 0);
@@ -332,8 +342,10 @@ static void test_key_order_rebalance(void) {
         }
         KT_ASSERT(resolved);
         KT_ASSERT_INT_EQ(st.violations, 0);
-        KT_ASSERT(kretry_adapter_counter(b, KRETRY_COUNTER_HANDLER_CALLS, 0) > 0);
-        fprintf(stderr, "  %d handler calls, %d duplicates after the handover\n",
+        KT_ASSERT(kretry_adapter_counter(b, KRETRY_COUNTER_HANDLER_CALLS, 0) >
+                  0);
+        fprintf(stderr,
+                "  %d handler calls, %d duplicates after the handover\n",
                 st.calls, st.duplicates);
         kretry_adapter_destroy(a);
         kretry_adapter_destroy(b);
@@ -342,13 +354,13 @@ static void test_key_order_rebalance(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-            KT_TEST(test_key_order_under_failures),
-            KT_TEST(test_dead_letter_continue),
-            KT_TEST(test_dead_letter_park_key),
-            KT_TEST(test_versions),
-            KT_TEST(test_overtaken_retry),
-            KT_TEST(test_chain_rebuilt),
-            KT_TEST(test_key_order_rebalance),
-            KT_END};
+                KT_TEST(test_key_order_under_failures),
+                KT_TEST(test_dead_letter_continue),
+                KT_TEST(test_dead_letter_park_key),
+                KT_TEST(test_versions),
+                KT_TEST(test_overtaken_retry),
+                KT_TEST(test_chain_rebuilt),
+                KT_TEST(test_key_order_rebalance),
+                KT_END};
         return kt_main("it_ordering", tests, argc, argv);
 }

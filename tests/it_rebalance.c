@@ -52,10 +52,12 @@ static void test_second_instance_joins(void) {
         it_env_t *env = it_env_new("3s", 4);
         for (int i = 0; i < N; i++) {
                 char v[32];
-                snprintf(v, sizeof(v), "%s-%d", i % 3 == 0 ? "retry1" : "ok", i);
+                snprintf(v, sizeof(v), "%s-%d", i % 3 == 0 ? "retry1" : "ok",
+                         i);
                 it_produce(env, i % 4, "k", v, NULL);
         }
-        /* The second instance shares topics and group, records its own calls. */
+        /* The second instance shares topics and group, records its own calls.
+         */
         it_env_t *env2 = malloc(sizeof(*env2));
         memcpy(env2, env, sizeof(*env2));
         env2->call_cnt = 0;
@@ -64,7 +66,7 @@ static void test_second_instance_joins(void) {
         kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
         KT_REQUIRE(it_run_until(a, some_held, env, 20000));
         kretry_adapter_t *b = it_adapter(it_conf(env2, NULL));
-        int64_t deadline = kt_now_ms() + 60000;
+        int64_t deadline    = kt_now_ms() + 60000;
         while (!all_done(env, env2) && kt_now_ms() < deadline) {
                 kretry_adapter_poll(a, 20);
                 kretry_adapter_poll(b, 20);

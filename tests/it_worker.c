@@ -23,7 +23,9 @@ static void on_term(int sig) {
         kretry_adapter_stop(adapter);
 }
 
-static void log_cb(kretry_log_level_t level, const char *fac, const char *msg,
+static void log_cb(kretry_log_level_t level,
+                   const char *fac,
+                   const char *msg,
                    void *opaque) {
         (void)opaque;
         if (level <= KRETRY_LOG_WARNING || getenv("KRETRY_TEST_DEBUG"))
@@ -90,17 +92,22 @@ int main(int argc, char **argv) {
                 return 64;
         }
         int ordered = argc == 6 && !strcmp(argv[5], "ordered");
-        out_fd = open(argv[4], O_WRONLY | O_CREAT | O_APPEND, 0644);
+        out_fd      = open(argv[4], O_WRONLY | O_CREAT | O_APPEND, 0644);
         kretry_conf_t *conf = kretry_conf_new();
-        const char *kv[][2] = {
-            {"bootstrap.servers", argv[1]}, {"source.topic", argv[2]},
-            {"group.id", argv[3]}, {"retry.tiers", "30ms"},
-            {"socket.nagle.disable", "true"}, {"fetch.wait.max.ms", "10"},
-            {"session.timeout.ms", "6000"}, {"heartbeat.interval.ms", "500"},
-            {"auto.commit.interval.ms", "100"}, {"linger.ms", "1"},
-            {"log_level", "3"}};
+        const char *kv[][2] = {{"bootstrap.servers", argv[1]},
+                               {"source.topic", argv[2]},
+                               {"group.id", argv[3]},
+                               {"retry.tiers", "30ms"},
+                               {"socket.nagle.disable", "true"},
+                               {"fetch.wait.max.ms", "10"},
+                               {"session.timeout.ms", "6000"},
+                               {"heartbeat.interval.ms", "500"},
+                               {"auto.commit.interval.ms", "100"},
+                               {"linger.ms", "1"},
+                               {"log_level", "3"}};
         for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
-                if (kretry_conf_set(conf, kv[i][0], kv[i][1], err, sizeof(err))) {
+                if (kretry_conf_set(conf, kv[i][0], kv[i][1], err,
+                                    sizeof(err))) {
                         fprintf(stderr, "%s\n", err);
                         return 1;
                 }

@@ -11,7 +11,7 @@ static void test_opens_on_run_across_keys(void) {
         kretry_breaker_init(&b, 4, 3, 1000);
         /* Four failures of two keys: a message problem, not the dependency. */
         KT_ASSERT_INT_EQ(fail(&b, "k1", 0) + fail(&b, "k2", 0) +
-                             fail(&b, "k1", 0) + fail(&b, "k2", 0),
+                                 fail(&b, "k1", 0) + fail(&b, "k2", 0),
                          0);
         KT_ASSERT_INT_EQ(kretry_breaker_is_open(&b, 0), 0);
         /* A third key while the run is long enough: open. */
@@ -55,20 +55,20 @@ static void test_cooldown_cap_and_off(void) {
                 KT_REQUIRE(kretry_breaker_is_open(&b, now) == 0);
         }
         KT_ASSERT_INT_EQ(b.cooldown_cur_ms, 1600); /* 16 x 100 at most */
-        kretry_breaker_init(&b, 0, 1, 100); /* off */
+        kretry_breaker_init(&b, 0, 1, 100);        /* off */
         for (int i = 0; i < 100; i++)
                 KT_REQUIRE(fail(&b, "x", 0) == 0);
         /* Null keys count as one key. */
         kretry_breaker_init(&b, 2, 2, 100);
         KT_ASSERT_INT_EQ(kretry_breaker_record(&b, 1, NULL, 0, 0) +
-                             kretry_breaker_record(&b, 1, NULL, 0, 0),
+                                 kretry_breaker_record(&b, 1, NULL, 0, 0),
                          0);
 }
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-            KT_TEST(test_opens_on_run_across_keys),
-            KT_TEST(test_success_resets_run),
-            KT_TEST(test_cooldown_cap_and_off), KT_END};
+                KT_TEST(test_opens_on_run_across_keys),
+                KT_TEST(test_success_resets_run),
+                KT_TEST(test_cooldown_cap_and_off), KT_END};
         return kt_main("breaker", tests, argc, argv);
 }

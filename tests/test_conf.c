@@ -9,13 +9,16 @@ static void test_defaults(void) {
         KT_REQUIRE(c != NULL);
         KT_ASSERT_INT_EQ(kretry_conf_get(c, "retry.tiers", v, sizeof(v)), 0);
         KT_ASSERT_STR_EQ(v, "1s,10s,1m");
-        KT_ASSERT_INT_EQ(kretry_conf_get(c, "retry.max.attempts", v, sizeof(v)), 0);
+        KT_ASSERT_INT_EQ(kretry_conf_get(c, "retry.max.attempts", v, sizeof(v)),
+                         0);
         KT_ASSERT_STR_EQ(v, "4");
         KT_ASSERT_INT_EQ(kretry_conf_get(c, "retry.jitter", v, sizeof(v)), 0);
         KT_ASSERT_STR_EQ(v, "10%");
         KT_ASSERT_INT_EQ(kretry_conf_get(c, "dlq.topic", v, sizeof(v)), 0);
         KT_ASSERT_STR_EQ(v, "{source}.dlq");
-        KT_ASSERT_INT_EQ(kretry_conf_get(c, "enable.auto.offset.store", v, sizeof(v)), 0);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_get(c, "enable.auto.offset.store", v, sizeof(v)),
+                0);
         KT_ASSERT_STR_EQ(v, "false");
         kretry_conf_destroy(c);
 }
@@ -23,23 +26,29 @@ static void test_defaults(void) {
 static void test_set_errors(void) {
         kretry_conf_t *c = kretry_conf_new();
         char e[512];
-        KT_ASSERT_INT_EQ(kretry_conf_set(c, "retry.jitter", "150%", e, sizeof(e)),
-                         KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "retry.jitter", "150%", e, sizeof(e)),
+                KRETRY_ERR_INVALID_VALUE);
         KT_ASSERT_STR_EQ(e, "retry.jitter: 150% is out of range 0%..100%");
-        KT_ASSERT_INT_EQ(kretry_conf_set(c, "retry.tiers", "1s,0s", e, sizeof(e)),
-                         KRETRY_ERR_INVALID_VALUE);
-        KT_ASSERT_INT_EQ(kretry_conf_set(c, "no.such.property", "1", e, sizeof(e)),
-                         KRETRY_ERR_UNKNOWN_PROPERTY);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "retry.tiers", "1s,0s", e, sizeof(e)),
+                KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "no.such.property", "1", e, sizeof(e)),
+                KRETRY_ERR_UNKNOWN_PROPERTY);
         KT_ASSERT(strstr(e, "No such configuration property") != NULL);
-        KT_ASSERT_INT_EQ(kretry_conf_set(c, "session.timeout.ms", "abc", e, sizeof(e)),
-                         KRETRY_ERR_INVALID_VALUE);
-        KT_ASSERT_INT_EQ(kretry_conf_set(c, "enable.idempotence", "false", e, sizeof(e)),
-                         KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "session.timeout.ms", "abc", e, sizeof(e)),
+                KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "enable.idempotence", "false", e, sizeof(e)),
+                KRETRY_ERR_INVALID_VALUE);
         KT_ASSERT(strstr(e, "fixed") != NULL);
         KT_ASSERT_INT_EQ(kretry_conf_set(c, "producer.acks", "1", e, sizeof(e)),
                          KRETRY_ERR_INVALID_VALUE);
-        KT_ASSERT_INT_EQ(kretry_conf_set(c, "retry.max.attempts", "0", e, sizeof(e)),
-                         KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "retry.max.attempts", "0", e, sizeof(e)),
+                KRETRY_ERR_INVALID_VALUE);
         KT_ASSERT_INT_EQ(kretry_conf_set(NULL, "x", "y", e, sizeof(e)),
                          KRETRY_ERR_INVALID_ARG);
         kretry_conf_destroy(c);
@@ -48,16 +57,23 @@ static void test_set_errors(void) {
 static void test_set_get(void) {
         kretry_conf_t *c = kretry_conf_new();
         char v[128], e[256];
-        KT_ASSERT_INT_EQ(kretry_conf_set(c, "retry.tiers", "100ms,2s", e, sizeof(e)), 0);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "retry.tiers", "100ms,2s", e, sizeof(e)), 0);
         KT_ASSERT_INT_EQ(c->tier_cnt, 2);
         KT_ASSERT_INT_EQ(kretry_conf_max_attempts(c), 3);
-        KT_ASSERT_INT_EQ(kretry_conf_set(c, "retry.max.attempts", "7", e, sizeof(e)), 0);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "retry.max.attempts", "7", e, sizeof(e)), 0);
         KT_ASSERT_INT_EQ(kretry_conf_max_attempts(c), 7);
-        KT_ASSERT_INT_EQ(kretry_conf_set(c, "consumer.session.timeout.ms", "7000", e, sizeof(e)), 0);
-        KT_ASSERT_INT_EQ(kretry_conf_get(c, "session.timeout.ms", v, sizeof(v)), 0);
+        KT_ASSERT_INT_EQ(kretry_conf_set(c, "consumer.session.timeout.ms",
+                                         "7000", e, sizeof(e)),
+                         0);
+        KT_ASSERT_INT_EQ(kretry_conf_get(c, "session.timeout.ms", v, sizeof(v)),
+                         0);
         KT_ASSERT_STR_EQ(v, "7000");
-        KT_ASSERT_INT_EQ(kretry_conf_set(c, "producer.linger.ms", "3", e, sizeof(e)), 0);
-        KT_ASSERT_INT_EQ(kretry_conf_get(c, "producer.linger.ms", v, sizeof(v)), 0);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "producer.linger.ms", "3", e, sizeof(e)), 0);
+        KT_ASSERT_INT_EQ(kretry_conf_get(c, "producer.linger.ms", v, sizeof(v)),
+                         0);
         KT_ASSERT_STR_EQ(v, "3");
         kretry_conf_t *d = kretry_conf_dup(c);
         kretry_conf_destroy(c);
@@ -69,19 +85,25 @@ static void test_set_get(void) {
 
 static void test_topic_names(void) {
         char n[256];
-        KT_ASSERT_INT_EQ(kretry_conf_topic_name("{source}.retry.{n}", "orders", 3, n, sizeof(n)), 0);
+        KT_ASSERT_INT_EQ(kretry_conf_topic_name("{source}.retry.{n}", "orders",
+                                                3, n, sizeof(n)),
+                         0);
         KT_ASSERT_STR_EQ(n, "orders.retry.3");
-        KT_ASSERT_INT_EQ(kretry_conf_topic_name("{source}.dlq", "orders", 0, n, sizeof(n)), 0);
+        KT_ASSERT_INT_EQ(kretry_conf_topic_name("{source}.dlq", "orders", 0, n,
+                                                sizeof(n)),
+                         0);
         KT_ASSERT_STR_EQ(n, "orders.dlq");
 }
 
 static void test_check(void) {
         kretry_conf_t *c = kretry_conf_new();
         char e[256];
-        KT_ASSERT_INT_EQ(kretry_conf_check(c, e, sizeof(e)), KRETRY_ERR_INVALID_ARG);
+        KT_ASSERT_INT_EQ(kretry_conf_check(c, e, sizeof(e)),
+                         KRETRY_ERR_INVALID_ARG);
         KT_ASSERT_STR_EQ(e, "source.topic is required");
         kretry_conf_set(c, "source.topic", "orders", e, sizeof(e));
-        KT_ASSERT_INT_EQ(kretry_conf_check(c, e, sizeof(e)), KRETRY_ERR_INVALID_ARG);
+        KT_ASSERT_INT_EQ(kretry_conf_check(c, e, sizeof(e)),
+                         KRETRY_ERR_INVALID_ARG);
         KT_ASSERT_STR_EQ(e, "group.id is required");
         kretry_conf_destroy(c);
 }
@@ -95,10 +117,12 @@ static void test_dump(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-            KT_TEST(test_defaults), KT_TEST(test_set_errors),
-            KT_TEST(test_set_get),  KT_TEST(test_topic_names),
-            KT_TEST(test_check),    KT_TEST(test_dump),
-            KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_defaults),
+                                          KT_TEST(test_set_errors),
+                                          KT_TEST(test_set_get),
+                                          KT_TEST(test_topic_names),
+                                          KT_TEST(test_check),
+                                          KT_TEST(test_dump),
+                                          KT_END};
         return kt_main("conf", tests, argc, argv);
 }

@@ -66,7 +66,7 @@ static void test_due(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-            KT_TEST(test_jitter_bounds), KT_TEST(test_rng_unit),
-            KT_TEST(test_tier_choice), KT_TEST(test_due), KT_END};
+                KT_TEST(test_jitter_bounds), KT_TEST(test_rng_unit),
+                KT_TEST(test_tier_choice), KT_TEST(test_due), KT_END};
         return kt_main("delay", tests, argc, argv);
 }

@@ -14,12 +14,11 @@ static void test_numbers(void) {
         KT_ASSERT_INT_EQ(kretry_header_num("4 ", 2, 100, &v), -1);
         KT_ASSERT_INT_EQ(kretry_header_num("", 0, 100, &v), -1);
         KT_ASSERT_INT_EQ(kretry_header_num(NULL, 3, 100, &v), -1);
-        KT_ASSERT_INT_EQ(kretry_header_num("99999999999999999999", 20,
-                                           INT64_MAX, &v),
-                         -1);
-        KT_ASSERT_INT_EQ(kretry_header_num("9223372036854775807", 19,
-                                           INT64_MAX, &v),
-                         0);
+        KT_ASSERT_INT_EQ(
+                kretry_header_num("99999999999999999999", 20, INT64_MAX, &v),
+                -1);
+        KT_ASSERT_INT_EQ(
+                kretry_header_num("9223372036854775807", 19, INT64_MAX, &v), 0);
         KT_ASSERT_INT_EQ(kretry_header_num("1\0", 2, 100, &v), -1);
 }
 
@@ -48,8 +47,8 @@ static void test_decode_valid(void) {
 }
 
 static void test_decode_malformed(void) {
-        const char *bad[] = {"abc", "-1", "99999999999999999999",
-                             "1000001", "", "1.5"};
+        const char *bad[] = {"abc",     "-1", "99999999999999999999",
+                             "1000001", "",   "1.5"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 rd_kafka_headers_t *h = rd_kafka_headers_new(2);
                 rd_kafka_header_add(h, "kretry-attempt", -1, bad[i],
@@ -96,13 +95,21 @@ static void test_build(void) {
         rd_kafka_header_add(src, "kretry-replay-count", -1, "2", 1);
         rd_kafka_header_add(src, "bin", -1, "\0\xff", 2);
         rd_kafka_header_add(src, "kretry-error", -1, "old", 3);
-        kretry_copy_info_t info = {
-            .attempt = 2, .tier = 2, .due_ts = 99, .orig_topic = "orders",
-            .orig_partition = 3, .orig_offset = 77, .orig_ts = 5,
-            .first_failure_ts = 10, .last_failure_ts = 20,
-            .error_class = "transient", .error_code = "HTTP_503",
-            .error = NULL, .group = "g", .followers = -1};
-        rd_kafka_headers_t *h = kretry_headers_build(src, &info);
+        kretry_copy_info_t info = {.attempt          = 2,
+                                   .tier             = 2,
+                                   .due_ts           = 99,
+                                   .orig_topic       = "orders",
+                                   .orig_partition   = 3,
+                                   .orig_offset      = 77,
+                                   .orig_ts          = 5,
+                                   .first_failure_ts = 10,
+                                   .last_failure_ts  = 20,
+                                   .error_class      = "transient",
+                                   .error_code       = "HTTP_503",
+                                   .error            = NULL,
+                                   .group            = "g",
+                                   .followers        = -1};
+        rd_kafka_headers_t *h   = kretry_headers_build(src, &info);
         char b[64];
         const char *n;
         const void *v;
@@ -131,12 +138,12 @@ static void test_build(void) {
         rd_kafka_headers_destroy(h);
 
         /* DLQ copies carry no tier or due time; a kept correlation id. */
-        info.tier           = 0;
-        info.followers      = 3;
-        info.first_failure_ts = -1;
-        info.correlation_id = "cid";
+        info.tier               = 0;
+        info.followers          = 3;
+        info.first_failure_ts   = -1;
+        info.correlation_id     = "cid";
         info.correlation_id_len = 3;
-        h = kretry_headers_build(NULL, &info);
+        h                       = kretry_headers_build(NULL, &info);
         KT_ASSERT(get(h, "kretry-tier", b) == NULL);
         KT_ASSERT(get(h, "kretry-due-ts", b) == NULL);
         KT_ASSERT_STR_EQ(get(h, "kretry-correlation-id", b), "cid");
@@ -148,7 +155,7 @@ static void test_build(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-            KT_TEST(test_numbers), KT_TEST(test_decode_valid),
-            KT_TEST(test_decode_malformed), KT_TEST(test_build), KT_END};
+                KT_TEST(test_numbers), KT_TEST(test_decode_valid),
+                KT_TEST(test_decode_malformed), KT_TEST(test_build), KT_END};
         return kt_main("headers", tests, argc, argv);
 }

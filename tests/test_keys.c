@@ -174,8 +174,8 @@ static void test_versions(void) {
 }
 
 static void test_version_codec(void) {
-        const int64_t vals[] = {0, 1, -1, 63, -64, 64, 300, INT64_MAX,
-                                INT64_MIN};
+        const int64_t vals[] = {0,  1,   -1,        63,       -64,
+                                64, 300, INT64_MAX, INT64_MIN};
         unsigned char buf[10];
         for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
                 size_t n  = kretry_version_encode(vals[i], buf);
@@ -203,10 +203,12 @@ static void test_version_codec(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-            KT_TEST(test_keymap_basic),   KT_TEST(test_keymap_churn),
-            KT_TEST(test_chain_order),    KT_TEST(test_chain_park_key),
-            KT_TEST(test_versions),       KT_TEST(test_version_codec),
-            KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_keymap_basic),
+                                          KT_TEST(test_keymap_churn),
+                                          KT_TEST(test_chain_order),
+                                          KT_TEST(test_chain_park_key),
+                                          KT_TEST(test_versions),
+                                          KT_TEST(test_version_codec),
+                                          KT_END};
         return kt_main("keys", tests, argc, argv);
 }

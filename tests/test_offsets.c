@@ -64,8 +64,9 @@ static void test_random_completion(void) {
                 int n = 1 + rand() % 300;
                 for (int i = 0; i < n; i++)
                         KT_REQUIRE(kretry_offsets_add(&t, next_add++) == 0);
-                int64_t *order = malloc(sizeof(int64_t) * (size_t)(next_add - base));
-                int cnt        = 0;
+                int64_t *order =
+                        malloc(sizeof(int64_t) * (size_t)(next_add - base));
+                int cnt = 0;
                 for (int64_t o = base; o < next_add; o++)
                         order[cnt++] = o;
                 for (int i = cnt - 1; i > 0; i--) {
@@ -91,8 +92,8 @@ static void test_random_completion(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-            KT_TEST(test_in_order), KT_TEST(test_out_of_order),
-            KT_TEST(test_gaps_and_order), KT_TEST(test_random_completion),
-            KT_END};
+                KT_TEST(test_in_order), KT_TEST(test_out_of_order),
+                KT_TEST(test_gaps_and_order), KT_TEST(test_random_completion),
+                KT_END};
         return kt_main("offsets", tests, argc, argv);
 }

@@ -26,34 +26,39 @@ static void test_latency(void) {
         KT_ASSERT_INT_EQ(kretry_latency_quantile(&l, 0.99), 7);
         kretry_latency_record(&l, -5); /* clock went backwards: 0 */
         kretry_latency_record(&l, 40LL * 1000 * 1000 * 1000); /* past range */
-        KT_ASSERT_INT_EQ(kretry_latency_quantile(&l, 1.0), 40LL * 1000 * 1000 * 1000);
+        KT_ASSERT_INT_EQ(kretry_latency_quantile(&l, 1.0),
+                         40LL * 1000 * 1000 * 1000);
         KT_ASSERT_INT_EQ(kretry_latency_quantile(&l, 0.0), 0);
 }
 
 static void test_prometheus(void) {
         const char *doc =
-            "{\"consumed\":10,\"ok\":7,\"handler_calls\":9,\"retried\":[2,1],"
-            "\"dead_lettered\":{\"permanent\":1,\"exhausted\":0},"
-            "\"produce_errors\":0,\"stale\":3,\"forwarded\":4,"
-            "\"handler_latency_ms\":{\"count\":9,\"p50\":1.5,\"p99\":20,"
-            "\"max\":25},\"topics\":[{\"topic\":\"or\\\"ders\",\"waiting\":5,"
-            "\"oldest_held_age_ms\":-1},{\"topic\":\"orders.retry.1\","
-            "\"waiting\":-1,\"oldest_held_age_ms\":1500}]}";
+                "{\"consumed\":10,\"ok\":7,\"handler_calls\":9,\"retried\":[2,"
+                "1],"
+                "\"dead_lettered\":{\"permanent\":1,\"exhausted\":0},"
+                "\"produce_errors\":0,\"stale\":3,\"forwarded\":4,"
+                "\"handler_latency_ms\":{\"count\":9,\"p50\":1.5,\"p99\":20,"
+                "\"max\":25},\"topics\":[{\"topic\":\"or\\\"ders\",\"waiting\":"
+                "5,"
+                "\"oldest_held_age_ms\":-1},{\"topic\":\"orders.retry.1\","
+                "\"waiting\":-1,\"oldest_held_age_ms\":1500}]}";
         char out[4096];
         size_t n = kretry_stats_prometheus(doc, out, sizeof(out));
         KT_REQUIRE(n > 0 && n < sizeof(out));
         KT_ASSERT_INT_EQ(n, strlen(out));
         const char *want[] = {
-            "# TYPE kretry_consumed_total counter\nkretry_consumed_total 10\n",
-            "kretry_ok_total 7\n",
-            "kretry_stale_total 3\n",
-            "kretry_retried_total{tier=\"1\"} 2\n",
-            "kretry_retried_total{tier=\"2\"} 1\n",
-            "kretry_dead_lettered_total{class=\"permanent\"} 1\n",
-            "kretry_handler_latency_seconds{quantile=\"0.99\"} 0.02\n",
-            "kretry_topic_waiting_messages{topic=\"or\\\"ders\"} 5\n",
-            "kretry_topic_oldest_held_age_seconds{topic=\"orders.retry.1\"} "
-            "1.5\n",
+                "# TYPE kretry_consumed_total counter\nkretry_consumed_total "
+                "10\n",
+                "kretry_ok_total 7\n",
+                "kretry_stale_total 3\n",
+                "kretry_retried_total{tier=\"1\"} 2\n",
+                "kretry_retried_total{tier=\"2\"} 1\n",
+                "kretry_dead_lettered_total{class=\"permanent\"} 1\n",
+                "kretry_handler_latency_seconds{quantile=\"0.99\"} 0.02\n",
+                "kretry_topic_waiting_messages{topic=\"or\\\"ders\"} 5\n",
+                "kretry_topic_oldest_held_age_seconds{topic=\"orders.retry.1\"}"
+                " "
+                "1.5\n",
         };
         for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
                 KT_CHECK_MSG(strstr(out, want[i]) != NULL, CU_FALSE,
@@ -64,7 +69,8 @@ static void test_prometheus(void) {
         char small[32];
         KT_ASSERT_INT_EQ(kretry_stats_prometheus(doc, small, sizeof(small)), n);
         KT_ASSERT_INT_EQ(strlen(small), sizeof(small) - 1);
-        KT_ASSERT_INT_EQ(kretry_stats_prometheus("not json", out, sizeof(out)), 0);
+        KT_ASSERT_INT_EQ(kretry_stats_prometheus("not json", out, sizeof(out)),
+                         0);
         KT_ASSERT_STR_EQ(out, "");
 }
 

@@ -59,8 +59,8 @@ static void test_orders_complete(void) {
         char err[900];
         kretry_conf_t *conf = kretry_conf_new();
         KT_CHECK_MSG(kretry_conf_load_topology(conf, EXAMPLES "orders.yaml",
-                                               "orders", err, sizeof(err)) ==
-                         KRETRY_ERR_OK,
+                                               "orders", err,
+                                               sizeof(err)) == KRETRY_ERR_OK,
                      CU_FALSE, "load: %.800s", err);
         KT_ASSERT_STR_EQ(get(conf, "ordering"), "key");
         KT_ASSERT_STR_EQ(get(conf, "versioning.header"), "version");
@@ -77,10 +77,10 @@ static void test_ordered_versioned(void) {
         char err[900];
         kretry_conf_t *conf = kretry_conf_new();
         KT_ASSERT_INT_EQ(kretry_conf_load_topology(
-                             conf,
-                             KRETRY_SOURCE_DIR
-                             "/tests/topology/valid/ordered-versioned.yaml",
-                             NULL, err, sizeof(err)),
+                                 conf,
+                                 KRETRY_SOURCE_DIR
+                                 "/tests/topology/valid/ordered-versioned.yaml",
+                                 NULL, err, sizeof(err)),
                          KRETRY_ERR_OK);
         KT_ASSERT_STR_EQ(get(conf, "ordering"), "key");
         KT_ASSERT_STR_EQ(get(conf, "ordering.on.dead.letter"), "park_key");
@@ -117,7 +117,9 @@ static void test_errors(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_minimal),
                                           KT_TEST(test_named_with_kafka_props),
-                                          KT_TEST(test_orders_complete), KT_TEST(test_ordered_versioned),
-                                          KT_TEST(test_errors), KT_END};
+                                          KT_TEST(test_orders_complete),
+                                          KT_TEST(test_ordered_versioned),
+                                          KT_TEST(test_errors),
+                                          KT_END};
         return kt_main("topology_conf", tests, argc, argv);
 }

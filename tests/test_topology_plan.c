@@ -182,10 +182,9 @@ static void test_shared_source(void) {
 /* versioning adds the compacted changelog, co-partitioned with the source,
  * and grows it with the chain. */
 static void test_versions_changelog(void) {
-        const char *yaml =
-                "topologies:\n  - source: orders\n    group: g\n"
-                "    retry: { tiers: [1s] }\n"
-                "    versioning: { header: version }\n";
+        const char *yaml = "topologies:\n  - source: orders\n    group: g\n"
+                           "    retry: { tiers: [1s] }\n"
+                           "    versioning: { header: version }\n";
         kretry_diags_t d;
         kretry_diags_init(&d);
         kretry_topology_file_t *f =

@@ -47,7 +47,7 @@ static void kt_fatal(const char *what, const char *detail) {
 }
 
 kt_cluster_t *kt_cluster_new(int brokers) {
-        kt_cluster_t *c = calloc(1, sizeof(*c));
+        kt_cluster_t *c  = calloc(1, sizeof(*c));
         const char *real = getenv("KRETRY_TEST_BOOTSTRAP");
         if (real && *real) {
                 snprintf(c->bootstrap, sizeof(c->bootstrap), "%s", real);
@@ -97,13 +97,13 @@ void kt_unique_name(const char *prefix, char *name, size_t name_size) {
 rd_kafka_conf_t *kt_rdkafka_conf(const kt_cluster_t *c) {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         const char *kv[][2]   = {
-            {"bootstrap.servers", c->bootstrap},
-            {"socket.nagle.disable", "true"},
-            {"fetch.wait.max.ms", "10"},
-            {"session.timeout.ms", "6000"},
-            {"heartbeat.interval.ms", "500"},
-            {"topic.metadata.refresh.interval.ms", "1000"},
-            {"log_level", "3"},
+                  {"bootstrap.servers", c->bootstrap},
+                  {"socket.nagle.disable", "true"},
+                  {"fetch.wait.max.ms", "10"},
+                  {"session.timeout.ms", "6000"},
+                  {"heartbeat.interval.ms", "500"},
+                  {"topic.metadata.refresh.interval.ms", "1000"},
+                  {"log_level", "3"},
         };
         for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
                 rd_kafka_conf_set(conf, kv[i][0], kv[i][1], NULL, 0);
@@ -117,22 +117,23 @@ static int kt_create_real_topic(kt_cluster_t *c, const char *name, int parts) {
         if (!rk)
                 return -1;
         rd_kafka_NewTopic_t *nt =
-            rd_kafka_NewTopic_new(name, parts, -1, errstr, sizeof(errstr));
+                rd_kafka_NewTopic_new(name, parts, -1, errstr, sizeof(errstr));
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
         int rc               = -1;
         if (ev) {
                 const rd_kafka_CreateTopics_result_t *res =
-                    rd_kafka_event_CreateTopics_result(ev);
+                        rd_kafka_event_CreateTopics_result(ev);
                 size_t n;
                 const rd_kafka_topic_result_t **tr =
-                    rd_kafka_CreateTopics_result_topics(res, &n);
-                rc = (n == 1 && (rd_kafka_topic_result_error(tr[0]) == 0 ||
-                                 rd_kafka_topic_result_error(tr[0]) ==
-                                     RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
-                         ? 0
-                         : -1;
+                        rd_kafka_CreateTopics_result_topics(res, &n);
+                rc = (n == 1 &&
+                      (rd_kafka_topic_result_error(tr[0]) == 0 ||
+                       rd_kafka_topic_result_error(tr[0]) ==
+                               RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
+                             ? 0
+                             : -1;
                 rd_kafka_event_destroy(ev);
         }
         rd_kafka_NewTopic_destroy(nt);
@@ -145,8 +146,8 @@ int kt_cluster_topic_named(kt_cluster_t *c, const char *name, int partitions) {
         if (c->mock)
                 return rd_kafka_mock_topic_create(c->mock, name, partitions,
                                                   1) == 0
-                           ? 0
-                           : -1;
+                               ? 0
+                               : -1;
         return kt_create_real_topic(c, name, partitions);
 }
 
@@ -191,19 +192,21 @@ rd_kafka_resp_err_t kt_produce(const kt_cluster_t *c,
         rd_kafka_resp_err_t perr;
         if (hdrs)
                 perr = rd_kafka_producev(
-                    rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
-                    RD_KAFKA_V_KEY(key, key_len),
-                    RD_KAFKA_V_VALUE((void *)value, value_len),
-                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                    RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(&err),
-                    RD_KAFKA_V_END);
+                        rk, RD_KAFKA_V_TOPIC(topic),
+                        RD_KAFKA_V_PARTITION(partition),
+                        RD_KAFKA_V_KEY(key, key_len),
+                        RD_KAFKA_V_VALUE((void *)value, value_len),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                        RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(&err),
+                        RD_KAFKA_V_END);
         else
                 perr = rd_kafka_producev(
-                    rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
-                    RD_KAFKA_V_KEY(key, key_len),
-                    RD_KAFKA_V_VALUE((void *)value, value_len),
-                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                    RD_KAFKA_V_OPAQUE(&err), RD_KAFKA_V_END);
+                        rk, RD_KAFKA_V_TOPIC(topic),
+                        RD_KAFKA_V_PARTITION(partition),
+                        RD_KAFKA_V_KEY(key, key_len),
+                        RD_KAFKA_V_VALUE((void *)value, value_len),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                        RD_KAFKA_V_OPAQUE(&err), RD_KAFKA_V_END);
         if (perr) {
                 if (hdrs)
                         rd_kafka_headers_destroy(hdrs);
@@ -229,7 +232,7 @@ int kt_consume(const kt_cluster_t *c,
         rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
         rd_kafka_conf_set(conf, "enable.partition.eof", "false", NULL, 0);
         rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+                rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
         if (!rk)
                 kt_fatal("consumer", errstr);
         const rd_kafka_metadata_t *md = NULL;
@@ -240,10 +243,10 @@ int kt_consume(const kt_cluster_t *c,
         rd_kafka_metadata_destroy(md);
         rd_kafka_topic_destroy(rkt);
         rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(parts);
+                rd_kafka_topic_partition_list_new(parts);
         for (int p = 0; p < parts; p++)
                 rd_kafka_topic_partition_list_add(l, topic, p)->offset =
-                    RD_KAFKA_OFFSET_BEGINNING;
+                        RD_KAFKA_OFFSET_BEGINNING;
         rd_kafka_assign(rk, l);
         rd_kafka_topic_partition_list_destroy(l);
         int seen         = 0;
@@ -272,11 +275,11 @@ int64_t kt_committed(const kt_cluster_t *c,
         rd_kafka_conf_t *conf = kt_rdkafka_conf(c);
         rd_kafka_conf_set(conf, "group.id", group, NULL, 0);
         rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+                rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
         if (!rk)
                 kt_fatal("consumer", errstr);
         rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, topic, partition);
         int64_t off = -1000;
         if (!rd_kafka_committed(rk, l, 5000))

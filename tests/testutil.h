@@ -21,12 +21,14 @@ typedef struct {
 /* Runs every test of one suite; the exit status is the failure count. */
 int kt_main(const char *suite, const kt_test_t *tests, int argc, char **argv);
 
-#define KT_TEST(fn) {#fn, fn}
-#define KT_END {NULL, NULL}
+#define KT_TEST(fn)                                                            \
+        { #fn, fn }
+#define KT_END                                                                 \
+        { NULL, NULL }
 
 #define KT_CHECK_MSG(cond, fatal, ...)                                         \
         do {                                                                   \
-                char kt_msg_[2048];                                             \
+                char kt_msg_[2048];                                            \
                 snprintf(kt_msg_, sizeof(kt_msg_), __VA_ARGS__);               \
                 CU_assertImplementation(!!(cond), __LINE__, kt_msg_, __FILE__, \
                                         "", fatal);                            \
@@ -45,9 +47,9 @@ int kt_main(const char *suite, const kt_test_t *tests, int argc, char **argv);
         do {                                                                   \
                 const char *kt_a_ = (actual);                                  \
                 const char *kt_e_ = (expected);                                \
-                KT_CHECK_MSG(kt_a_ && kt_e_ && !strcmp(kt_a_, kt_e_),          \
-                             CU_FALSE, "%s: expected \"%s\", got \"%s\"",      \
-                             #actual, kt_e_ ? kt_e_ : "(null)",                \
+                KT_CHECK_MSG(kt_a_ &&kt_e_ && !strcmp(kt_a_, kt_e_), CU_FALSE, \
+                             "%s: expected \"%s\", got \"%s\"", #actual,       \
+                             kt_e_ ? kt_e_ : "(null)",                         \
                              kt_a_ ? kt_a_ : "(null)");                        \
         } while (0)
 

@@ -45,7 +45,8 @@ static int64_t now_ms(void) {
 #ifdef __GNUC__
 __attribute__((format(printf, 2, 3)))
 #endif
-static void say(const demo_t *d, const char *fmt, ...) {
+static void
+say(const demo_t *d, const char *fmt, ...) {
         if (d->quiet)
                 return;
         va_list ap;
@@ -74,7 +75,7 @@ static const char *field_str(const avro_value_t *rec, const char *name) {
 
 /* The story each order plays: its Avro record's note says what it is. */
 static kretry_action_t demo_handler(kretry_msg_t *msg, void *opaque) {
-        demo_t *d              = opaque;
+        demo_t *d               = opaque;
         const avro_value_t *rec = kretry_msg_value_avro(msg);
         if (!rec)
                 return KRETRY_FAIL; /* cannot happen: undecodable values
@@ -87,8 +88,9 @@ static kretry_action_t demo_handler(kretry_msg_t *msg, void *opaque) {
         if (!strncmp(kind, "flaky", 5)) {
                 int fails = atoi(kind + 5);
                 if (attempt <= fails) {
-                        say(d, "%-9s attempt %d from %-16s RETRY  payment "
-                               "service answered 503",
+                        say(d,
+                            "%-9s attempt %d from %-16s RETRY  payment "
+                            "service answered 503",
                             order, attempt, from);
                         kretry_msg_set_error(msg, "HTTP_503",
                                              "payment service unavailable");
@@ -100,8 +102,9 @@ static kretry_action_t demo_handler(kretry_msg_t *msg, void *opaque) {
                 kretry_msg_set_error(msg, "VALIDATION", "amount is negative");
                 return KRETRY_FAIL;
         } else if (!strcmp(kind, "down")) {
-                say(d, "%-9s attempt %d from %-16s RETRY  inventory service "
-                       "timed out",
+                say(d,
+                    "%-9s attempt %d from %-16s RETRY  inventory service "
+                    "timed out",
                     order, attempt, from);
                 kretry_msg_set_error(msg, "TIMEOUT",
                                      "inventory service timed out");
@@ -126,19 +129,21 @@ static void demo_route(const char *topic,
             route == KRETRY_ROUTE_INVALID || route == KRETRY_ROUTE_STALE)
                 d->finished++;
         if (route == KRETRY_ROUTE_PARKED)
-                say(d, "          %s[%d]@%lld  -> parked in orders.retry.%d "
-                       "behind an earlier order of the same customer "
-                       "(ordering: key)",
+                say(d,
+                    "          %s[%d]@%lld  -> parked in orders.retry.%d "
+                    "behind an earlier order of the same customer "
+                    "(ordering: key)",
                     topic, (int)partition, (long long)offset, tier);
         else if (route == KRETRY_ROUTE_RETRY)
-                say(d, "          %s[%d]@%lld  -> orders.retry.%d (waits "
-                       "there, partition not blocked)",
+                say(d,
+                    "          %s[%d]@%lld  -> orders.retry.%d (waits "
+                    "there, partition not blocked)",
                     topic, (int)partition, (long long)offset, tier);
-        else if (route != KRETRY_ROUTE_OK && cls &&
-                 !strcmp(cls, "schema"))
-                say(d, "          %s[%d]@%lld  -> orders.dlq (schema: the "
-                       "value is not an Avro Order; the handler never saw "
-                       "it)",
+        else if (route != KRETRY_ROUTE_OK && cls && !strcmp(cls, "schema"))
+                say(d,
+                    "          %s[%d]@%lld  -> orders.dlq (schema: the "
+                    "value is not an Avro Order; the handler never saw "
+                    "it)",
                     topic, (int)partition, (long long)offset);
         else if (route != KRETRY_ROUTE_OK)
                 say(d, "          %s[%d]@%lld  -> orders.dlq (%s)", topic,
@@ -157,8 +162,8 @@ static void demo_log(kretry_log_level_t level,
 
 /* What each order does; "poison" is a payload that is not an Order. */
 static const char *const orders[] = {
-    "ok",     "flaky1", "ok",      "poison", "ok",     "flaky2", "ok",
-    "down",   "ok",     "flaky1",  "ok",     "invalid", "ok",    "ok",
+        "ok",   "flaky1", "ok",     "poison", "ok",      "flaky2", "ok",
+        "down", "ok",     "flaky1", "ok",     "invalid", "ok",     "ok",
 };
 #define ORDER_CNT ((int)(sizeof(orders) / sizeof(orders[0])))
 
@@ -167,8 +172,8 @@ extern const char kretry_avsc_order[]; /* schemas/examples/order.avsc */
 /* Schema id 2 in the Confluent wire format, as orders-avro.yaml maps it. */
 #define DEMO_SCHEMA_ID 2
 
-static int set_field(avro_value_t *rec, const char *name, const char *s,
-                     int64_t n) {
+static int
+set_field(avro_value_t *rec, const char *name, const char *s, int64_t n) {
         avro_value_t f, b;
         if (avro_value_get_by_name(rec, name, &f, NULL))
                 return -1;
@@ -191,8 +196,8 @@ static int set_field(avro_value_t *rec, const char *name, const char *s,
 }
 
 /* The Confluent-framed Avro Order for order @p i into @p buf. */
-static int64_t encode_order(avro_value_iface_t *iface, int i, void *buf,
-                            size_t size) {
+static int64_t
+encode_order(avro_value_iface_t *iface, int i, void *buf, size_t size) {
         avro_value_t rec;
         char id[32], customer[32];
         if (avro_generic_value_new(iface, &rec))
@@ -207,8 +212,8 @@ static int64_t encode_order(avro_value_iface_t *iface, int i, void *buf,
                   set_field(&rec, "status", NULL, 0) ||
                   set_field(&rec, "express", NULL, i % 2) ||
                   set_field(&rec, "note", orders[i], 0);
-        int64_t n = bad ? -1
-                        : kretry_codec_encode(&rec, DEMO_SCHEMA_ID, buf, size);
+        int64_t n =
+                bad ? -1 : kretry_codec_encode(&rec, DEMO_SCHEMA_ID, buf, size);
         avro_value_decref(&rec);
         return n;
 }
@@ -227,7 +232,7 @@ static int produce_orders(const char *bootstrap) {
         rd_kafka_conf_set(conf, "socket.nagle.disable", "true", NULL, 0);
         rd_kafka_conf_set(conf, "log_level", "0", NULL, 0);
         rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+                rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
         int rc = -1;
         if (!rk) {
                 fprintf(stderr, PROG ": producer: %s\n", errstr);
@@ -242,8 +247,8 @@ static int produce_orders(const char *bootstrap) {
                         /* Not an Order: a JSON text where Avro is expected. */
                         n = snprintf((char *)value, sizeof(value),
                                      "{\"order\": %d}", i + 1);
-                } else if ((n = encode_order(iface, i, value,
-                                             sizeof(value))) < 0) {
+                } else if ((n = encode_order(iface, i, value, sizeof(value))) <
+                           0) {
                         fprintf(stderr, PROG ": encoding order %d\n", i + 1);
                         goto out;
                 }
@@ -274,20 +279,19 @@ static int schema_file(char *path, size_t size) {
         return rc;
 }
 
-static kretry_conf_t *demo_conf(const char *bootstrap,
-                                const char *schema,
-                                demo_t *d) {
+static kretry_conf_t *
+demo_conf(const char *bootstrap, const char *schema, demo_t *d) {
         static const char *const kv[][2] = {
-            {"source.topic", "orders"},
-            {"group.id", "orders-service"},
-            {"retry.tiers", "300ms,1s"},
-            {"retry.max.attempts", "4"},
-            {"retry.jitter", "20%"},
-            {"ordering", "key"},
-            {"socket.nagle.disable", "true"},
-            {"fetch.wait.max.ms", "10"},
-            {"session.timeout.ms", "6000"},
-            {"linger.ms", "1"},
+                {"source.topic", "orders"},
+                {"group.id", "orders-service"},
+                {"retry.tiers", "300ms,1s"},
+                {"retry.max.attempts", "4"},
+                {"retry.jitter", "20%"},
+                {"ordering", "key"},
+                {"socket.nagle.disable", "true"},
+                {"fetch.wait.max.ms", "10"},
+                {"session.timeout.ms", "6000"},
+                {"linger.ms", "1"},
         };
         char errstr[512];
         kretry_conf_t *conf = kretry_conf_new();
@@ -316,7 +320,8 @@ static kretry_conf_t *demo_conf(const char *bootstrap,
 static void print_table(kretry_adapter_t *a) {
         printf("\n%-28s %6s\n", "outcome", "count");
         printf("%-28s %6lld\n", "consumed (source + tiers)",
-               (long long)kretry_adapter_counter(a, KRETRY_COUNTER_CONSUMED, 0));
+               (long long)kretry_adapter_counter(a, KRETRY_COUNTER_CONSUMED,
+                                                 0));
         printf("%-28s %6lld\n", "handled OK",
                (long long)kretry_adapter_counter(a, KRETRY_COUNTER_OK, 0));
         printf("%-28s %6lld\n", "parked behind their key",
@@ -327,7 +332,7 @@ static void print_table(kretry_adapter_t *a) {
                 snprintf(label, sizeof(label), "retried to orders.retry.%d", t);
                 printf("%-28s %6lld\n", label,
                        (long long)kretry_adapter_counter(
-                           a, KRETRY_COUNTER_RETRIED, t));
+                               a, KRETRY_COUNTER_RETRIED, t));
         }
         static const struct {
                 const char *label;
@@ -404,9 +409,9 @@ static int run_demo(demo_t *d, const char *bootstrap) {
 
 int cmd_demo(int argc, char **argv) {
         static const struct option longopts[] = {
-            {"quiet", no_argument, NULL, 'q'},
-            {"help", no_argument, NULL, 'h'},
-            {NULL, 0, NULL, 0}};
+                {"quiet", no_argument, NULL, 'q'},
+                {"help", no_argument, NULL, 'h'},
+                {NULL, 0, NULL, 0}};
         demo_t d = {.t0 = now_ms(), .total = ORDER_CNT};
         int c;
         opterr = 0;
@@ -428,7 +433,7 @@ int cmd_demo(int argc, char **argv) {
         rd_kafka_conf_t *rconf = rd_kafka_conf_new();
         rd_kafka_conf_set(rconf, "log_level", "0", NULL, 0);
         rd_kafka_t *rk =
-            rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, sizeof(errstr));
+                rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, sizeof(errstr));
         if (!rk) {
                 fprintf(stderr, PROG ": %s\n", errstr);
                 return 1;
@@ -436,7 +441,8 @@ int cmd_demo(int argc, char **argv) {
         rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(rk, 1);
         int rc                      = 1;
         if (!mc) {
-                fprintf(stderr, PROG ": could not start the embedded cluster\n");
+                fprintf(stderr,
+                        PROG ": could not start the embedded cluster\n");
                 goto out;
         }
         const char *topics[] = {"orders", "orders.retry.1", "orders.retry.2",
@@ -444,8 +450,9 @@ int cmd_demo(int argc, char **argv) {
         for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++)
                 rd_kafka_mock_topic_create(mc, topics[i], DEMO_PARTITIONS, 1);
         const char *bootstrap = rd_kafka_mock_cluster_bootstraps(mc);
-        say(&d, "embedded cluster at %s; topics orders, orders.retry.1 "
-                "(300ms), orders.retry.2 (1s), orders.dlq",
+        say(&d,
+            "embedded cluster at %s; topics orders, orders.retry.1 "
+            "(300ms), orders.retry.2 (1s), orders.dlq",
             bootstrap);
         if (produce_orders(bootstrap) == 0) {
                 say(&d, "produced %d orders", ORDER_CNT);

@@ -186,8 +186,8 @@ static int check_required(const run_opts_t *o) {
                 return usage_error("%s needs --topology", "--name");
         if (o->topology)
                 return !o->exec || !*o->exec
-                           ? usage_error("%s is required", "--exec")
-                           : 0;
+                               ? usage_error("%s is required", "--exec")
+                               : 0;
         if (!o->bootstrap && !has_prop(o, "bootstrap.servers"))
                 return usage_error("%s is required", "--bootstrap");
         if (!o->source && !has_prop(o, "source.topic"))

@@ -9,16 +9,17 @@ static const struct {
         int (*fn)(int argc, char **argv);
         const char *summary;
 } commands[] = {
-    {"demo", cmd_demo,
-     "run the whole retry story on an embedded cluster, no setup"},
-    {"run", cmd_run, "run the adapter with an external handler command"},
-    {"dev-broker", cmd_dev_broker,
-     "run librdkafka's mock cluster as a standalone broker"},
-    {"topology", cmd_topology,
-     "validate, describe, plan and apply a YAML topology"},
-    {"dlq", cmd_dlq, "inspect a topology's dead-letter topic and replay it"},
-    {"stats", cmd_stats,
-     "per-topic backlog, oldest age, rates and drain time; --check alerts"},
+        {"demo", cmd_demo,
+         "run the whole retry story on an embedded cluster, no setup"},
+        {"run", cmd_run, "run the adapter with an external handler command"},
+        {"dev-broker", cmd_dev_broker,
+         "run librdkafka's mock cluster as a standalone broker"},
+        {"topology", cmd_topology,
+         "validate, describe, plan and apply a YAML topology"},
+        {"dlq", cmd_dlq,
+         "inspect a topology's dead-letter topic and replay it"},
+        {"stats", cmd_stats,
+         "per-topic backlog, oldest age, rates and drain time; --check alerts"},
 };
 
 #define COMMAND_CNT (sizeof(commands) / sizeof(commands[0]))

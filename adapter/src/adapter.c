@@ -78,7 +78,7 @@ kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p) {
                 int cap = p + 1 > a->part_cap[tier] * 2 ? p + 1
                                                         : a->part_cap[tier] * 2;
                 kretry_part_t **n =
-                    realloc(a->parts[tier], sizeof(*n) * (size_t)cap);
+                        realloc(a->parts[tier], sizeof(*n) * (size_t)cap);
                 if (!n)
                         return NULL;
                 memset(n + a->part_cap[tier], 0,
@@ -99,16 +99,18 @@ kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p) {
 }
 
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
-        int want = part->assigned && (part->held || part->produce_failures > 0 ||
-                                      a->breaker_paused);
+        int want =
+                part->assigned &&
+                (part->held || part->produce_failures > 0 || a->breaker_paused);
         if (want == part->paused)
                 return;
         rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
                                           part->partition);
-        rd_kafka_resp_err_t err = want ? rd_kafka_pause_partitions(a->consumer, l)
-                                       : rd_kafka_resume_partitions(a->consumer, l);
+        rd_kafka_resp_err_t err =
+                want ? rd_kafka_pause_partitions(a->consumer, l)
+                     : rd_kafka_resume_partitions(a->consumer, l);
         rd_kafka_topic_partition_list_destroy(l);
         if (err)
                 kretry_log(a, KRETRY_LOG_ERR, "PAUSE", "%s %s [%d]: %s",
@@ -142,8 +144,8 @@ void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part) {
         int64_t off = kretry_offsets_committable(&part->offsets);
         if (off <= part->stored)
                 return;
-        rd_kafka_resp_err_t err =
-            rd_kafka_offset_store(a->rkts[part->tier], part->partition, off - 1);
+        rd_kafka_resp_err_t err = rd_kafka_offset_store(
+                a->rkts[part->tier], part->partition, off - 1);
         if (err)
                 kretry_log(a, KRETRY_LOG_WARNING, "OFFSET",
                            "storing %s [%d] offset %lld: %s",
@@ -174,15 +176,14 @@ static char *topic_name(const char *pattern, const char *source, int n) {
         return strdup(buf);
 }
 
-static kretry_err_t setup_topics(kretry_adapter_t *a,
-                                 char *errstr,
-                                 size_t errstr_size) {
+static kretry_err_t
+setup_topics(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         const kretry_conf_t *c = a->conf;
         a->topic_cnt           = 1 + c->tier_cnt;
         a->topics              = calloc((size_t)a->topic_cnt, sizeof(char *));
-        a->parts     = calloc((size_t)a->topic_cnt, sizeof(kretry_part_t **));
-        a->part_cap  = calloc((size_t)a->topic_cnt, sizeof(int));
-        a->rkts      = calloc((size_t)a->topic_cnt, sizeof(rd_kafka_topic_t *));
+        a->parts    = calloc((size_t)a->topic_cnt, sizeof(kretry_part_t **));
+        a->part_cap = calloc((size_t)a->topic_cnt, sizeof(int));
+        a->rkts     = calloc((size_t)a->topic_cnt, sizeof(rd_kafka_topic_t *));
         a->prkts = calloc((size_t)a->topic_cnt + 1, sizeof(rd_kafka_topic_t *));
         a->topic_consumed = calloc((size_t)a->topic_cnt, sizeof(int64_t));
         a->emit_consumed  = calloc((size_t)a->topic_cnt, sizeof(int64_t));
@@ -244,9 +245,8 @@ static rd_kafka_t *client_new(kretry_adapter_t *a,
         return rk;
 }
 
-static kretry_err_t setup_clients(kretry_adapter_t *a,
-                                  char *errstr,
-                                  size_t errstr_size) {
+static kretry_err_t
+setup_clients(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         a->consumer = client_new(a, RD_KAFKA_CONSUMER, a->conf->consumer,
                                  errstr, errstr_size);
         if (!a->consumer)
@@ -277,8 +277,8 @@ static kretry_err_t setup_clients(kretry_adapter_t *a,
          * their leaders now, not on the first failure. */
         for (int t = 0; t <= a->topic_cnt; t++) {
                 const char *name = t < a->topic_cnt ? a->topics[t] : a->dlq;
-                a->prkts[t]      = t ? rd_kafka_topic_new(a->producer, name, NULL)
-                                     : NULL;
+                a->prkts[t] =
+                        t ? rd_kafka_topic_new(a->producer, name, NULL) : NULL;
         }
         if (a->versions_topic)
                 a->vrkt = rd_kafka_topic_new(a->producer, a->versions_topic,
@@ -289,18 +289,17 @@ static kretry_err_t setup_clients(kretry_adapter_t *a,
                 return KRETRY_ERR_IO;
         }
         static const uint64_t one = 1;
-        a->cq = rd_kafka_queue_get_consumer(a->consumer);
-        a->pq = rd_kafka_queue_get_main(a->producer);
+        a->cq                     = rd_kafka_queue_get_consumer(a->consumer);
+        a->pq                     = rd_kafka_queue_get_main(a->producer);
         rd_kafka_queue_io_event_enable(a->cq, a->efd, &one, sizeof(one));
         rd_kafka_queue_io_event_enable(a->pq, a->efd, &one, sizeof(one));
         return KRETRY_ERR_OK;
 }
 
-static kretry_err_t subscribe(kretry_adapter_t *a,
-                              char *errstr,
-                              size_t errstr_size) {
+static kretry_err_t
+subscribe(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, a->topics[0],
                                           RD_KAFKA_PARTITION_UA);
         rd_kafka_resp_err_t err = rd_kafka_subscribe(a->consumer, l);
@@ -313,9 +312,8 @@ static kretry_err_t subscribe(kretry_adapter_t *a,
         return KRETRY_ERR_OK;
 }
 
-kretry_adapter_t *kretry_adapter_new(kretry_conf_t *conf,
-                                     char *errstr,
-                                     size_t errstr_size) {
+kretry_adapter_t *
+kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
         char dummy[8];
         if (!errstr || !errstr_size) {
                 errstr      = dummy;
@@ -340,16 +338,16 @@ kretry_adapter_t *kretry_adapter_new(kretry_conf_t *conf,
         kretry_breaker_init(&a->breaker, conf->breaker_failures,
                             conf->breaker_keys, conf->breaker_cooldown_ms);
         kretry_rng_seed(&a->rng, (uint64_t)kretry_now_ms() ^
-                                     ((uint64_t)getpid() << 32) ^
-                                     (uint64_t)(uintptr_t)a);
+                                         ((uint64_t)getpid() << 32) ^
+                                         (uint64_t)(uintptr_t)a);
         kretry_err_t err = setup_topics(a, errstr, errstr_size);
         if (!err && kretry_msg_init(&a->msg, (size_t)conf->error_max_length))
                 err = KRETRY_ERR_NO_MEM;
         if (!err && conf->value_avro &&
             !(a->codec = kretry_codec_new(
-                  "avro", conf->value_schema,
-                  conf->value_confluent ? "confluent" : "raw",
-                  conf->value_schema_ids, errstr, errstr_size)))
+                      "avro", conf->value_schema,
+                      conf->value_confluent ? "confluent" : "raw",
+                      conf->value_schema_ids, errstr, errstr_size)))
                 err = KRETRY_ERR_INVALID_VALUE;
         if (!err && a->codec && *conf->version_field &&
             kretry_codec_check_int_field(a->codec, conf->version_field, errstr,
@@ -432,10 +430,10 @@ static void refetch_later(kretry_adapter_t *a,
                    a->topics[part->tier], (int)part->partition,
                    (long long)rkm->offset);
         rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
                                           part->partition)
-            ->offset = rkm->offset;
+                ->offset    = rkm->offset;
         rd_kafka_error_t *e = rd_kafka_seek_partitions(a->consumer, l, -1);
         if (e)
                 rd_kafka_error_destroy(e);
@@ -462,7 +460,8 @@ static int consume(kretry_adapter_t *a) {
                         if (a->held_list)
                                 dispatch_due(a, kretry_now_ms());
                 }
-                rd_kafka_message_t *rkm = rd_kafka_consumer_poll(a->consumer, 0);
+                rd_kafka_message_t *rkm =
+                        rd_kafka_consumer_poll(a->consumer, 0);
                 if (!rkm)
                         return n;
                 if (rkm->err) {
@@ -484,8 +483,8 @@ static int consume(kretry_adapter_t *a) {
 }
 
 static int step(kretry_adapter_t *a) {
-        a->more = 0;
-        int n   = rd_kafka_poll(a->producer, 0);
+        a->more     = 0;
+        int n       = rd_kafka_poll(a->producer, 0);
         int64_t now = kretry_now_ms();
         if (a->breaker_paused && !kretry_breaker_is_open(&a->breaker, now))
                 kretry_breaker_apply(a, 0);
@@ -514,8 +513,9 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
                 next = a->breaker.open_until;
         if (next < 0)
                 return -1;
-        return next <= now ? 0 : (int)(next - now > 86400000 ? 86400000
-                                                             : next - now);
+        return next <= now
+                       ? 0
+                       : (int)(next - now > 86400000 ? 86400000 : next - now);
 }
 
 static void wait_event(kretry_adapter_t *a, int timeout_ms) {

@@ -32,7 +32,7 @@ typedef struct kretry_part_s {
         int assigned;
         uint64_t gen;
         kretry_offsets_t offsets;
-        int64_t stored; /* last offset stored for commit, -1 none */
+        int64_t stored;           /* last offset stored for commit, -1 none */
         rd_kafka_message_t *held; /* tier message waiting for its due time */
         int64_t held_due;
         int produce_failures; /* copies from here waiting to be re-produced */
@@ -105,8 +105,13 @@ typedef struct {
         atomic_llong retried[KRETRY_MAX_TIERS + 1]; /* [0] unused */
 } kretry_stats_t;
 
-enum { KRETRY_CLASS_PERMANENT, KRETRY_CLASS_EXHAUSTED, KRETRY_CLASS_EXPIRED,
-       KRETRY_CLASS_SCHEMA, KRETRY_CLASS_PARKED };
+enum {
+        KRETRY_CLASS_PERMANENT,
+        KRETRY_CLASS_EXHAUSTED,
+        KRETRY_CLASS_EXPIRED,
+        KRETRY_CLASS_SCHEMA,
+        KRETRY_CLASS_PARKED
+};
 
 struct kretry_adapter_s {
         kretry_conf_t *conf;
@@ -115,7 +120,7 @@ struct kretry_adapter_s {
         int topic_cnt; /* 1 + tiers */
         char **topics; /* [0] source, [1..T] tiers */
         char *dlq;
-        char *versions_topic; /* NULL when versioning is off */
+        char *versions_topic;  /* NULL when versioning is off */
         kretry_codec_t *codec; /* value.format avro */
         kretry_breaker_t breaker;
         /* keepalive.c: a slow handler keeps the group membership */
@@ -128,10 +133,11 @@ struct kretry_adapter_s {
         int ka_running;
         int breaker_paused; /* every partition paused by the breaker */
         rd_kafka_t *consumer, *producer;
-        rd_kafka_t *restorer; /* reads tiers and changelog on assignment */
+        rd_kafka_t *restorer;    /* reads tiers and changelog on assignment */
         rd_kafka_topic_t **rkts; /* consumer topic handles, per topic */
-        rd_kafka_topic_t **prkts; /* producer handles: [1..T] tiers, [T+1] DLQ */
-        rd_kafka_topic_t *vrkt;   /* producer handle of the version changelog */
+        rd_kafka_topic_t *
+                *prkts;         /* producer handles: [1..T] tiers, [T+1] DLQ */
+        rd_kafka_topic_t *vrkt; /* producer handle of the version changelog */
         rd_kafka_queue_t *cq, *pq;
         int efd;
         kretry_part_t ***parts; /* [topic][partition] */
@@ -148,7 +154,7 @@ struct kretry_adapter_s {
         kretry_stats_t stats;
         /* stats_emit.c, on the adapter's thread */
         kretry_latency_t latency;
-        int64_t *topic_consumed; /* per topic */
+        int64_t *topic_consumed;          /* per topic */
         int64_t *emit_consumed, *emit_hi; /* at the last emission */
         int64_t emit_at, emit_next;
 };
@@ -160,9 +166,9 @@ void kretry_log(kretry_adapter_t *a,
                 const char *fmt,
                 ...)
 #ifdef __GNUC__
-    __attribute__((format(printf, 4, 5)))
+        __attribute__((format(printf, 4, 5)))
 #endif
-    ;
+        ;
 
 /* adapter.c */
 kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p);
@@ -227,9 +233,11 @@ int64_t kretry_keyed_failed(kretry_adapter_t *a,
                             kretry_part_t *part,
                             int dest,
                             int64_t due_ts);
-void kretry_process(kretry_adapter_t *a, kretry_part_t *part,
+void kretry_process(kretry_adapter_t *a,
+                    kretry_part_t *part,
                     rd_kafka_message_t *rkm);
-void kretry_dispatch(kretry_adapter_t *a, kretry_part_t *part,
+void kretry_dispatch(kretry_adapter_t *a,
+                     kretry_part_t *part,
                      rd_kafka_message_t *rkm);
 void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
 /* Produce again the copies whose delivery failed and whose backoff passed;
@@ -243,8 +251,10 @@ void kretry_msg_free(kretry_msg_t *msg);
 /* The message's headers, parsed on first use (NULL when none). */
 rd_kafka_headers_t *kretry_msg_hdrs(kretry_msg_t *msg);
 /* Fill the view for @p rkm consumed from @p tier. */
-void kretry_msg_bind(kretry_msg_t *msg, rd_kafka_message_t *rkm,
-                     const char *topic, int tier);
+void kretry_msg_bind(kretry_msg_t *msg,
+                     rd_kafka_message_t *rkm,
+                     const char *topic,
+                     int tier);
 
 /* stats.c */
 const char *kretry_class_name(int cls);

@@ -9,8 +9,8 @@ void kretry_breaker_init(kretry_breaker_t *b,
                          int distinct_keys,
                          int64_t cooldown_ms) {
         memset(b, 0, sizeof(*b));
-        b->failures        = failures;
-        b->distinct_keys   = distinct_keys < 1 ? 1 : distinct_keys;
+        b->failures      = failures;
+        b->distinct_keys = distinct_keys < 1 ? 1 : distinct_keys;
         if (b->distinct_keys > KRETRY_BREAKER_MAX_KEYS)
                 b->distinct_keys = KRETRY_BREAKER_MAX_KEYS;
         b->cooldown_ms     = cooldown_ms;
@@ -62,10 +62,10 @@ int kretry_breaker_record(kretry_breaker_t *b,
         }
         if (b->state == KRETRY_BREAKER_HALF_OPEN) {
                 /* The probe failed: the dependency is still down. */
-                int64_t max = b->cooldown_ms * KRETRY_BREAKER_MAX_FACTOR;
+                int64_t max        = b->cooldown_ms * KRETRY_BREAKER_MAX_FACTOR;
                 b->cooldown_cur_ms = b->cooldown_cur_ms * 2 > max
-                                         ? max
-                                         : b->cooldown_cur_ms * 2;
+                                             ? max
+                                             : b->cooldown_cur_ms * 2;
                 return open_now(b, now);
         }
         if (b->state == KRETRY_BREAKER_OPEN)

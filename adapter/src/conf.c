@@ -27,99 +27,104 @@ static const struct prop {
         const char *desc;
         const char *choices; /* PROP_CHOICE */
 } props[] = {
-    {"source.topic", PROP_STR, offsetof(kretry_conf_t, source_topic), 0, 0,
-     NULL, "topic consumed and retried (required)"},
-    {"retry.tiers", PROP_TIERS, 0, 0, 0, "1s,10s,1m",
-     "comma-separated tier delays, 1..32 of them (units ms, s, m, h, d)"},
-    {"retry.max.attempts", PROP_INT, offsetof(kretry_conf_t, max_attempts), 1,
-     1000000, NULL,
-     "handler attempts in all, the first delivery included (default: tiers + "
-     "1)"},
-    {"retry.jitter", PROP_PERCENT, 0, 0, 0, "10%",
-     "each delay varies by up to +/- this share (0%..100%)"},
-    {"retry.max.age", PROP_DURATION, offsetof(kretry_conf_t, max_age_ms), 0,
-     0, "0",
-     "a message older than this since it first entered is dead-lettered "
-     "(expired) at its next failure; 0 = never"},
-    {"retry.topic.pattern", PROP_STR, offsetof(kretry_conf_t, retry_pattern),
-     0, 0, "{source}.retry.{n}",
-     "tier topic names; {source} and {n} (1-based tier) are replaced"},
-    {"dlq.topic", PROP_STR, offsetof(kretry_conf_t, dlq_topic), 0, 0,
-     "{source}.dlq", "dead-letter topic; {source} is replaced"},
-    {"error.max.length", PROP_INT, offsetof(kretry_conf_t, error_max_length),
-     16, 65536, "512", "bytes of the handler's error message kept"},
-    {"revoke.timeout.ms", PROP_INT, offsetof(kretry_conf_t, revoke_timeout_ms),
-     0, 3600000, "30000",
-     "bounded wait for in-flight copies on revoke and close"},
-    {"ordering", PROP_CHOICE, offsetof(kretry_conf_t, ordering), 0, 0, "none",
-     "none: tiers are independent; key: messages of one key reach the "
-     "handler in their original order, across retries",
-     "none|key"},
-    {"ordering.on.dead.letter", PROP_CHOICE,
-     offsetof(kretry_conf_t, park_key), 0, 0, "continue",
-     "ordering key: when a key's head is dead-lettered, continue with its "
-     "next message, or park_key: send the key's following messages to the "
-     "DLQ until it is replayed",
-     "continue|park_key"},
-    {"versioning.header", PROP_STR, offsetof(kretry_conf_t, version_header),
-     0, 0, "",
-     "header carrying a decimal version; messages older than the highest "
-     "version handled OK for their key are skipped (empty: off)"},
-    {"versioning.field", PROP_STR, offsetof(kretry_conf_t, version_field), 0,
-     0, "",
-     "with value.format avro: an int or long field of the record carrying "
-     "the version, instead of versioning.header (empty: off)"},
-    {"versioning.discard", PROP_CHOICE,
-     offsetof(kretry_conf_t, discard_equal), 0, 0, "older",
-     "older: skip lower versions; older_or_equal: also equal ones "
-     "(duplicate suppression)",
-     "older|older_or_equal"},
-    {"versioning.topic", PROP_STR, offsetof(kretry_conf_t, versions_topic), 0,
-     0, "{group}.{source}.versions",
-     "compacted changelog of the version store, co-partitioned with the "
-     "source"},
-    {"stats.interval.ms", PROP_INT, offsetof(kretry_conf_t, stats_interval_ms),
-     0, 86400000, "0",
-     "how often the stats callback is called (0: never)"},
-    {"retry.permanent.errors", PROP_STR,
-     offsetof(kretry_conf_t, permanent_errors), 0, 0, "",
-     "comma-separated handler error codes that always mean FAIL, even when "
-     "the handler answered RETRY"},
-    {"breaker.failures", PROP_INT, offsetof(kretry_conf_t, breaker_failures),
-     0, 1000000, "0",
-     "circuit breaker: transient failures in a row (no success between) "
-     "that open it (0: no breaker)"},
-    {"breaker.distinct.keys", PROP_INT,
-     offsetof(kretry_conf_t, breaker_keys), 1, 64, "1",
-     "circuit breaker: how many distinct keys that run must span"},
-    {"breaker.cooldown", PROP_DURATION, offsetof(kretry_conf_t, breaker_cooldown_ms),
-     0, 0, "30s",
-     "circuit breaker: first pause of consumption; doubles while the "
-     "dependency stays down (up to 16 times)"},
-    {"restore.timeout.ms", PROP_INT, offsetof(kretry_conf_t, restore_timeout_ms),
-     100, 3600000, "60000",
-     "bounded wait, on assignment, for rebuilding key chains and versions "
-     "from the tier partitions and the changelog"},
-    {"produce.retry.backoff.ms", PROP_INT,
-     offsetof(kretry_conf_t, produce_backoff_ms), 1, 60000, "100",
-     "first wait before a failed copy is produced again (doubles up to 10 s)"},
-    {"value.format", PROP_CHOICE, offsetof(kretry_conf_t, value_avro), 0, 0,
-     "bytes",
-     "bytes: values are opaque; avro: decoded with value.schema before the "
-     "handler, undecodable ones dead-lettered (class schema)",
-     "bytes|avro"},
-    {"value.schema", PROP_STR, offsetof(kretry_conf_t, value_schema), 0, 0, "",
-     "value.format avro: the value's schema (.avsc file), the record the "
-     "handler reads"},
-    {"value.wire", PROP_CHOICE, offsetof(kretry_conf_t, value_confluent), 0, 0,
-     "raw",
-     "raw: Avro binary of value.schema; confluent: magic byte 0, 4-byte "
-     "big-endian schema id, Avro binary",
-     "raw|confluent"},
-    {"value.schema.ids", PROP_STR, offsetof(kretry_conf_t, value_schema_ids),
-     0, 0, "",
-     "value.wire confluent: writer schema of each id, \"ID=PATH,...\", "
-     "resolved to value.schema (empty: any id, read with value.schema)"},
+        {"source.topic", PROP_STR, offsetof(kretry_conf_t, source_topic), 0, 0,
+         NULL, "topic consumed and retried (required)"},
+        {"retry.tiers", PROP_TIERS, 0, 0, 0, "1s,10s,1m",
+         "comma-separated tier delays, 1..32 of them (units ms, s, m, h, d)"},
+        {"retry.max.attempts", PROP_INT, offsetof(kretry_conf_t, max_attempts),
+         1, 1000000, NULL,
+         "handler attempts in all, the first delivery included (default: tiers "
+         "+ "
+         "1)"},
+        {"retry.jitter", PROP_PERCENT, 0, 0, 0, "10%",
+         "each delay varies by up to +/- this share (0%..100%)"},
+        {"retry.max.age", PROP_DURATION, offsetof(kretry_conf_t, max_age_ms), 0,
+         0, "0",
+         "a message older than this since it first entered is dead-lettered "
+         "(expired) at its next failure; 0 = never"},
+        {"retry.topic.pattern", PROP_STR,
+         offsetof(kretry_conf_t, retry_pattern), 0, 0, "{source}.retry.{n}",
+         "tier topic names; {source} and {n} (1-based tier) are replaced"},
+        {"dlq.topic", PROP_STR, offsetof(kretry_conf_t, dlq_topic), 0, 0,
+         "{source}.dlq", "dead-letter topic; {source} is replaced"},
+        {"error.max.length", PROP_INT,
+         offsetof(kretry_conf_t, error_max_length), 16, 65536, "512",
+         "bytes of the handler's error message kept"},
+        {"revoke.timeout.ms", PROP_INT,
+         offsetof(kretry_conf_t, revoke_timeout_ms), 0, 3600000, "30000",
+         "bounded wait for in-flight copies on revoke and close"},
+        {"ordering", PROP_CHOICE, offsetof(kretry_conf_t, ordering), 0, 0,
+         "none",
+         "none: tiers are independent; key: messages of one key reach the "
+         "handler in their original order, across retries",
+         "none|key"},
+        {"ordering.on.dead.letter", PROP_CHOICE,
+         offsetof(kretry_conf_t, park_key), 0, 0, "continue",
+         "ordering key: when a key's head is dead-lettered, continue with its "
+         "next message, or park_key: send the key's following messages to the "
+         "DLQ until it is replayed",
+         "continue|park_key"},
+        {"versioning.header", PROP_STR, offsetof(kretry_conf_t, version_header),
+         0, 0, "",
+         "header carrying a decimal version; messages older than the highest "
+         "version handled OK for their key are skipped (empty: off)"},
+        {"versioning.field", PROP_STR, offsetof(kretry_conf_t, version_field),
+         0, 0, "",
+         "with value.format avro: an int or long field of the record carrying "
+         "the version, instead of versioning.header (empty: off)"},
+        {"versioning.discard", PROP_CHOICE,
+         offsetof(kretry_conf_t, discard_equal), 0, 0, "older",
+         "older: skip lower versions; older_or_equal: also equal ones "
+         "(duplicate suppression)",
+         "older|older_or_equal"},
+        {"versioning.topic", PROP_STR, offsetof(kretry_conf_t, versions_topic),
+         0, 0, "{group}.{source}.versions",
+         "compacted changelog of the version store, co-partitioned with the "
+         "source"},
+        {"stats.interval.ms", PROP_INT,
+         offsetof(kretry_conf_t, stats_interval_ms), 0, 86400000, "0",
+         "how often the stats callback is called (0: never)"},
+        {"retry.permanent.errors", PROP_STR,
+         offsetof(kretry_conf_t, permanent_errors), 0, 0, "",
+         "comma-separated handler error codes that always mean FAIL, even when "
+         "the handler answered RETRY"},
+        {"breaker.failures", PROP_INT,
+         offsetof(kretry_conf_t, breaker_failures), 0, 1000000, "0",
+         "circuit breaker: transient failures in a row (no success between) "
+         "that open it (0: no breaker)"},
+        {"breaker.distinct.keys", PROP_INT,
+         offsetof(kretry_conf_t, breaker_keys), 1, 64, "1",
+         "circuit breaker: how many distinct keys that run must span"},
+        {"breaker.cooldown", PROP_DURATION,
+         offsetof(kretry_conf_t, breaker_cooldown_ms), 0, 0, "30s",
+         "circuit breaker: first pause of consumption; doubles while the "
+         "dependency stays down (up to 16 times)"},
+        {"restore.timeout.ms", PROP_INT,
+         offsetof(kretry_conf_t, restore_timeout_ms), 100, 3600000, "60000",
+         "bounded wait, on assignment, for rebuilding key chains and versions "
+         "from the tier partitions and the changelog"},
+        {"produce.retry.backoff.ms", PROP_INT,
+         offsetof(kretry_conf_t, produce_backoff_ms), 1, 60000, "100",
+         "first wait before a failed copy is produced again (doubles up to 10 "
+         "s)"},
+        {"value.format", PROP_CHOICE, offsetof(kretry_conf_t, value_avro), 0, 0,
+         "bytes",
+         "bytes: values are opaque; avro: decoded with value.schema before the "
+         "handler, undecodable ones dead-lettered (class schema)",
+         "bytes|avro"},
+        {"value.schema", PROP_STR, offsetof(kretry_conf_t, value_schema), 0, 0,
+         "",
+         "value.format avro: the value's schema (.avsc file), the record the "
+         "handler reads"},
+        {"value.wire", PROP_CHOICE, offsetof(kretry_conf_t, value_confluent), 0,
+         0, "raw",
+         "raw: Avro binary of value.schema; confluent: magic byte 0, 4-byte "
+         "big-endian schema id, Avro binary",
+         "raw|confluent"},
+        {"value.schema.ids", PROP_STR,
+         offsetof(kretry_conf_t, value_schema_ids), 0, 0, "",
+         "value.wire confluent: writer schema of each id, \"ID=PATH,...\", "
+         "resolved to value.schema (empty: any id, read with value.schema)"},
 };
 
 #define PROP_CNT (sizeof(props) / sizeof(props[0]))
@@ -130,12 +135,12 @@ static const struct {
         const char *value;
         int consumer; /* 1: consumer, 0: producer */
 } fixed[] = {
-    {"enable.auto.offset.store", "false", 1},
-    {"enable.auto.commit", "true", 1},
-    {"enable.partition.eof", "false", 1},
-    {"enable.idempotence", "true", 0},
-    {"acks", "all", 0},
-    {"request.required.acks", "all", 0},
+        {"enable.auto.offset.store", "false", 1},
+        {"enable.auto.commit", "true", 1},
+        {"enable.partition.eof", "false", 1},
+        {"enable.idempotence", "true", 0},
+        {"acks", "all", 0},
+        {"request.required.acks", "all", 0},
 };
 
 /* Unprefixed librdkafka properties go to both clients, except these, which
@@ -144,19 +149,31 @@ static const struct {
         const char *prefix;
         int consumer;
 } scoped[] = {
-    {"group.", 1},          {"session.timeout.ms", 1},
-    {"heartbeat.", 1},      {"auto.offset.reset", 1},
-    {"auto.commit.", 1},    {"enable.auto.commit", 1},
-    {"fetch.", 1},          {"max.poll.interval.ms", 1},
-    {"partition.assignment.strategy", 1}, {"isolation.level", 1},
-    {"queued.", 1},         {"max.partition.fetch.bytes", 1},
-    {"check.crcs", 1},      {"enable.partition.eof", 1},
-    {"linger.ms", 0},       {"queue.buffering.", 0},
-    {"batch.", 0},          {"compression.", 0},
-    {"message.timeout.ms", 0}, {"delivery.timeout.ms", 0},
-    {"retries", 0},         {"message.send.max.retries", 0},
-    {"transactional.id", 0}, {"transaction.timeout.ms", 0},
-    {"sticky.partitioning.linger.ms", 0},
+        {"group.", 1},
+        {"session.timeout.ms", 1},
+        {"heartbeat.", 1},
+        {"auto.offset.reset", 1},
+        {"auto.commit.", 1},
+        {"enable.auto.commit", 1},
+        {"fetch.", 1},
+        {"max.poll.interval.ms", 1},
+        {"partition.assignment.strategy", 1},
+        {"isolation.level", 1},
+        {"queued.", 1},
+        {"max.partition.fetch.bytes", 1},
+        {"check.crcs", 1},
+        {"enable.partition.eof", 1},
+        {"linger.ms", 0},
+        {"queue.buffering.", 0},
+        {"batch.", 0},
+        {"compression.", 0},
+        {"message.timeout.ms", 0},
+        {"delivery.timeout.ms", 0},
+        {"retries", 0},
+        {"message.send.max.retries", 0},
+        {"transactional.id", 0},
+        {"transaction.timeout.ms", 0},
+        {"sticky.partitioning.linger.ms", 0},
 };
 
 /* 1: consumer only, 0: producer only, -1: both. */
@@ -199,8 +216,7 @@ static kretry_err_t prop_set(kretry_conf_t *conf,
                 *(int *)field = (int)v;
                 return KRETRY_ERR_OK;
         case PROP_DURATION:
-                if (kretry_parse_duration_ms(value, &v, reason,
-                                             sizeof(reason)))
+                if (kretry_parse_duration_ms(value, &v, reason, sizeof(reason)))
                         break;
                 *(int64_t *)field = v;
                 return KRETRY_ERR_OK;
@@ -219,14 +235,14 @@ static kretry_err_t prop_set(kretry_conf_t *conf,
                         }
                         c = c[n] ? c + n + 1 : NULL;
                 }
-                snprintf(reason, sizeof(reason),
-                         "\"%s\" is not one of %s", value, p->choices);
+                snprintf(reason, sizeof(reason), "\"%s\" is not one of %s",
+                         value, p->choices);
                 break;
         }
         case PROP_TIERS: {
                 int64_t tiers[KRETRY_MAX_TIERS];
                 int n = kretry_parse_duration_list(
-                    value, tiers, KRETRY_MAX_TIERS, reason, sizeof(reason));
+                        value, tiers, KRETRY_MAX_TIERS, reason, sizeof(reason));
                 if (n < 0)
                         break;
                 for (int i = 0; i < n; i++)
@@ -264,13 +280,13 @@ kretry_conf_t *kretry_conf_new(void) {
                                                     : conf->producer,
                                   fixed[i].name, fixed[i].value, NULL, 0);
         /* Defaults an operator may change. */
-        rd_kafka_conf_set(conf->consumer, "auto.offset.reset", "earliest",
-                          NULL, 0);
+        rd_kafka_conf_set(conf->consumer, "auto.offset.reset", "earliest", NULL,
+                          0);
         /* A copy is its source message plus a few hundred bytes of kretry
          * headers: let the broker's (topic's) limit decide what fits, not
          * librdkafka's lower client-side default. */
-        rd_kafka_conf_set(conf->producer, "message.max.bytes", "16777216",
-                          NULL, 0);
+        rd_kafka_conf_set(conf->producer, "message.max.bytes", "16777216", NULL,
+                          0);
         return conf;
 err:
         kretry_conf_destroy(conf);
@@ -314,7 +330,7 @@ err:
                         continue;
                 char **field = (char **)((char *)conf + props[i].offset);
                 char *const *orig =
-                    (char *const *)((const char *)src + props[i].offset);
+                        (char *const *)((const char *)src + props[i].offset);
                 if (*field == *orig)
                         *field = NULL;
         }
@@ -329,7 +345,7 @@ static kretry_err_t rdkafka_set(rd_kafka_conf_t *rconf,
                                 size_t errstr_size) {
         char buf[512];
         rd_kafka_conf_res_t r =
-            rd_kafka_conf_set(rconf, name, value, buf, sizeof(buf));
+                rd_kafka_conf_set(rconf, name, value, buf, sizeof(buf));
         if (r == RD_KAFKA_CONF_OK)
                 return KRETRY_ERR_OK;
         if (errstr && errstr_size)
@@ -343,7 +359,8 @@ static int fixed_refuses(const char *name,
                          char *errstr,
                          size_t errstr_size) {
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-                if (strcmp(fixed[i].name, name) || !strcmp(fixed[i].value, value))
+                if (strcmp(fixed[i].name, name) ||
+                    !strcmp(fixed[i].value, value))
                         continue;
                 if (!strcmp(fixed[i].value, "all") && !strcmp(value, "-1"))
                         continue;
@@ -390,8 +407,8 @@ kretry_err_t kretry_conf_set(kretry_conf_t *conf,
         for (int i = 0; i < 2; i++) {
                 if (!targets[i])
                         continue;
-                kretry_err_t err =
-                    rdkafka_set(targets[i], rname, value, errstr, errstr_size);
+                kretry_err_t err = rdkafka_set(targets[i], rname, value, errstr,
+                                               errstr_size);
                 if (err)
                         return err;
         }
@@ -456,7 +473,7 @@ kretry_err_t kretry_conf_get(const kretry_conf_t *conf,
                 return KRETRY_ERR_OK;
         }
         const rd_kafka_conf_t *rconf =
-            rdkafka_scope(name) == 0 ? conf->producer : conf->consumer;
+                rdkafka_scope(name) == 0 ? conf->producer : conf->consumer;
         if (!strncmp(name, "consumer.", 9)) {
                 name += 9;
         } else if (!strncmp(name, "producer.", 9)) {
@@ -491,12 +508,14 @@ void kretry_conf_set_handler(kretry_conf_t *conf,
         conf->opaque  = opaque;
 }
 
-void kretry_conf_set_route_cb(kretry_conf_t *conf, kretry_route_cb_t *route_cb) {
+void kretry_conf_set_route_cb(kretry_conf_t *conf,
+                              kretry_route_cb_t *route_cb) {
         if (conf)
                 conf->route_cb = route_cb;
 }
 
-void kretry_conf_set_stats_cb(kretry_conf_t *conf, kretry_stats_cb_t *stats_cb) {
+void kretry_conf_set_stats_cb(kretry_conf_t *conf,
+                              kretry_stats_cb_t *stats_cb) {
         if (conf)
                 conf->stats_cb = stats_cb;
 }
@@ -511,8 +530,7 @@ void kretry_conf_set_log_cb(kretry_conf_t *conf,
 }
 
 int kretry_conf_max_attempts(const kretry_conf_t *conf) {
-        return conf->max_attempts > 0 ? conf->max_attempts
-                                      : conf->tier_cnt + 1;
+        return conf->max_attempts > 0 ? conf->max_attempts : conf->tier_cnt + 1;
 }
 
 int kretry_conf_topic_name(const char *pattern,
@@ -552,9 +570,8 @@ int kretry_conf_topic_name_group(const char *pattern,
         return len > 0 && len < 250 ? 0 : -1;
 }
 
-kretry_err_t kretry_conf_check(const kretry_conf_t *conf,
-                               char *errstr,
-                               size_t errstr_size) {
+kretry_err_t
+kretry_conf_check(const kretry_conf_t *conf, char *errstr, size_t errstr_size) {
         char buf[256];
         size_t size = sizeof(buf);
         if (!conf->source_topic || !*conf->source_topic) {
@@ -578,7 +595,8 @@ kretry_err_t kretry_conf_check(const kretry_conf_t *conf,
                 return KRETRY_ERR_INVALID_VALUE;
         }
         if (conf->max_attempts > 0 && conf->max_attempts < 1) {
-                snprintf(errstr, errstr_size, "retry.max.attempts must be >= 1");
+                snprintf(errstr, errstr_size,
+                         "retry.max.attempts must be >= 1");
                 return KRETRY_ERR_INVALID_VALUE;
         }
         if (*conf->version_field && !conf->value_avro) {

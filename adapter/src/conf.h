@@ -16,8 +16,8 @@ struct kretry_conf_s {
         char *source_topic;
         int64_t tiers_ms[KRETRY_MAX_TIERS];
         int tier_cnt;
-        int max_attempts; /* 0: tier_cnt + 1 */
-        double jitter;    /* fraction, 0..1 */
+        int max_attempts;   /* 0: tier_cnt + 1 */
+        double jitter;      /* fraction, 0..1 */
         int64_t max_age_ms; /* 0: never */
         char *retry_pattern;
         char *dlq_topic;
@@ -31,15 +31,15 @@ struct kretry_conf_s {
         int breaker_keys;
         int64_t breaker_cooldown_ms;
         kretry_stats_cb_t *stats_cb;
-        int ordering;      /* 0 none, 1 key */
-        int park_key;      /* ordering.on.dead.letter: 0 continue, 1 park_key */
+        int ordering; /* 0 none, 1 key */
+        int park_key; /* ordering.on.dead.letter: 0 continue, 1 park_key */
         char *version_header; /* "" = versioning off */
         char *version_field;  /* "" = not from an Avro field */
         int discard_equal; /* versioning.discard: 0 older, 1 older_or_equal */
         char *versions_topic;
-        int value_avro;      /* value.format: 0 bytes, 1 avro */
-        char *value_schema;  /* "" unless value.format avro */
-        int value_confluent; /* value.wire: 0 raw, 1 confluent */
+        int value_avro;         /* value.format: 0 bytes, 1 avro */
+        char *value_schema;     /* "" unless value.format avro */
+        int value_confluent;    /* value.wire: 0 raw, 1 confluent */
         char *value_schema_ids; /* "ID=PATH,..."; "" = any id */
 
         rd_kafka_conf_t *consumer; /* pass-through properties */
@@ -71,8 +71,7 @@ int kretry_conf_topic_name_group(const char *pattern,
                                  size_t dest_size);
 
 /* Check that everything an adapter needs is set; fills errstr. */
-kretry_err_t kretry_conf_check(const kretry_conf_t *conf,
-                               char *errstr,
-                               size_t errstr_size);
+kretry_err_t
+kretry_conf_check(const kretry_conf_t *conf, char *errstr, size_t errstr_size);
 
 #endif

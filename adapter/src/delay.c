@@ -15,9 +15,8 @@ double kretry_rng_unit(kretry_rng_t *rng) {
         return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
 }
 
-int64_t kretry_jittered_delay(int64_t delay_ms,
-                              double jitter,
-                              kretry_rng_t *rng) {
+int64_t
+kretry_jittered_delay(int64_t delay_ms, double jitter, kretry_rng_t *rng) {
         if (jitter <= 0 || delay_ms <= 0)
                 return delay_ms > 0 ? delay_ms : 0;
         double u = kretry_rng_unit(rng) * 2.0 - 1.0; /* [-1, 1) */

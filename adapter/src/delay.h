@@ -19,9 +19,8 @@ double kretry_rng_unit(kretry_rng_t *rng);
 
 /* @p delay_ms varied uniformly within +/- @p jitter (0..1) of itself; never
  * negative. */
-int64_t kretry_jittered_delay(int64_t delay_ms,
-                              double jitter,
-                              kretry_rng_t *rng);
+int64_t
+kretry_jittered_delay(int64_t delay_ms, double jitter, kretry_rng_t *rng);
 
 /*
  * The 1-based tier for a message whose handler attempt @p failed_attempts

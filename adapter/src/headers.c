@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-int kretry_header_num(const void *value, size_t size, int64_t max, int64_t *out) {
+int kretry_header_num(const void *value,
+                      size_t size,
+                      int64_t max,
+                      int64_t *out) {
         const char *s = value;
         int64_t v     = 0;
         if (!s || size == 0 || size > 19)
@@ -29,17 +32,27 @@ typedef struct {
 } chain_field_t;
 
 #define CF(sfx, max, field, okf, kind)                                         \
-        {sfx, max, offsetof(kretry_chain_t, field),                            \
-         offsetof(kretry_chain_t, okf), kind}
+        {                                                                      \
+                sfx, max, offsetof(kretry_chain_t, field),                     \
+                        offsetof(kretry_chain_t, okf), kind                    \
+        }
 
 static const chain_field_t chain_fields[] = {
-    CF("attempt", KRETRY_ATTEMPT_MAX, attempt, attempt_ok, 1),
-    CF("tier", 1000, tier, tier_ok, 1),
-    CF("due-ts", INT64_MAX, due_ts, due_ok, 0),
-    CF("original-partition", INT32_MAX, orig_partition, orig_partition_ok, 2),
-    CF("original-offset", INT64_MAX, orig_offset, orig_offset_ok, 0),
-    CF("original-timestamp", INT64_MAX, orig_ts, orig_ts_ok, 0),
-    CF("first-failure-ts", INT64_MAX, first_failure_ts, first_failure_ok, 0),
+        CF("attempt", KRETRY_ATTEMPT_MAX, attempt, attempt_ok, 1),
+        CF("tier", 1000, tier, tier_ok, 1),
+        CF("due-ts", INT64_MAX, due_ts, due_ok, 0),
+        CF("original-partition",
+           INT32_MAX,
+           orig_partition,
+           orig_partition_ok,
+           2),
+        CF("original-offset", INT64_MAX, orig_offset, orig_offset_ok, 0),
+        CF("original-timestamp", INT64_MAX, orig_ts, orig_ts_ok, 0),
+        CF("first-failure-ts",
+           INT64_MAX,
+           first_failure_ts,
+           first_failure_ok,
+           0),
 };
 
 static void decode_field(kretry_chain_t *c,
@@ -64,13 +77,13 @@ static void decode_field(kretry_chain_t *c,
  * rd_kafka_header_get_last), instead of one scan per field. */
 void kretry_chain_decode(const rd_kafka_headers_t *hdrs, kretry_chain_t *c) {
         memset(c, 0, offsetof(kretry_chain_t, orig_topic));
-        c->orig_topic[0]      = '\0';
-        c->orig_topic_ok      = 0;
-        c->orig_partition_ok  = c->orig_offset_ok = c->orig_ts_ok = 0;
-        c->first_failure_ok   = 0;
-        c->last_failure_ts    = -1;
-        c->correlation_id     = NULL;
-        c->correlation_id_len = 0;
+        c->orig_topic[0]     = '\0';
+        c->orig_topic_ok     = 0;
+        c->orig_partition_ok = c->orig_offset_ok = c->orig_ts_ok = 0;
+        c->first_failure_ok                                      = 0;
+        c->last_failure_ts                                       = -1;
+        c->correlation_id                                        = NULL;
+        c->correlation_id_len                                    = 0;
         const char *name;
         const void *val;
         size_t n;
@@ -80,16 +93,16 @@ void kretry_chain_decode(const rd_kafka_headers_t *hdrs, kretry_chain_t *c) {
                         continue;
                 const char *sfx = name + 7;
                 int64_t v;
-                for (size_t f = 0; f < sizeof(chain_fields) /
-                                           sizeof(chain_fields[0]);
-                     f++)
+                for (size_t f = 0;
+                     f < sizeof(chain_fields) / sizeof(chain_fields[0]); f++)
                         if (!strcmp(sfx, chain_fields[f].suffix)) {
                                 decode_field(c, &chain_fields[f], val, n);
                                 goto next;
                         }
                 if (!strcmp(sfx, "last-failure-ts")) {
                         c->last_failure_ts =
-                            kretry_header_num(val, n, INT64_MAX, &v) ? -1 : v;
+                                kretry_header_num(val, n, INT64_MAX, &v) ? -1
+                                                                         : v;
                 } else if (!strcmp(sfx, "original-topic")) {
                         c->orig_topic_ok = val && n > 0 &&
                                            n <= KRETRY_TOPIC_MAX &&
@@ -107,12 +120,21 @@ void kretry_chain_decode(const rd_kafka_headers_t *hdrs, kretry_chain_t *c) {
 }
 
 static const char *const chain_names[] = {
-    KRETRY_H_ATTEMPT,        KRETRY_H_TIER,           KRETRY_H_DUE_TS,
-    KRETRY_H_ORIG_TOPIC,     KRETRY_H_ORIG_PARTITION, KRETRY_H_ORIG_OFFSET,
-    KRETRY_H_ORIG_TS,        KRETRY_H_FIRST_FAILURE,  KRETRY_H_LAST_FAILURE,
-    KRETRY_H_ERROR_CLASS,    KRETRY_H_ERROR_CODE,     KRETRY_H_ERROR,
-    KRETRY_H_GROUP,          KRETRY_H_CORRELATION_ID,
-    KRETRY_H_PARKED_FOLLOWERS,
+        KRETRY_H_ATTEMPT,
+        KRETRY_H_TIER,
+        KRETRY_H_DUE_TS,
+        KRETRY_H_ORIG_TOPIC,
+        KRETRY_H_ORIG_PARTITION,
+        KRETRY_H_ORIG_OFFSET,
+        KRETRY_H_ORIG_TS,
+        KRETRY_H_FIRST_FAILURE,
+        KRETRY_H_LAST_FAILURE,
+        KRETRY_H_ERROR_CLASS,
+        KRETRY_H_ERROR_CODE,
+        KRETRY_H_ERROR,
+        KRETRY_H_GROUP,
+        KRETRY_H_CORRELATION_ID,
+        KRETRY_H_PARKED_FOLLOWERS,
 };
 
 #define CHAIN_NAME_CNT (sizeof(chain_names) / sizeof(chain_names[0]))

@@ -52,27 +52,30 @@ typedef struct {
         int orig_ts_ok;
         int64_t first_failure_ts;
         int first_failure_ok;
-        int64_t last_failure_ts; /* -1 when absent or malformed */
+        int64_t last_failure_ts;    /* -1 when absent or malformed */
         const void *correlation_id; /* borrowed from the message */
         size_t correlation_id_len;
 } kretry_chain_t;
 
 /* Parse a decimal header value (no sign, no spaces, at most 19 digits) within
  * [0, max]. Returns 0 or -1. */
-int kretry_header_num(const void *value, size_t size, int64_t max, int64_t *out);
+int kretry_header_num(const void *value,
+                      size_t size,
+                      int64_t max,
+                      int64_t *out);
 
 /* Decode the chain headers of @p hdrs (may be NULL). */
 void kretry_chain_decode(const rd_kafka_headers_t *hdrs, kretry_chain_t *chain);
 
 /* What a copy's headers say about the failure that made it. */
 typedef struct {
-        int attempt;  /* failed attempts so far, >= 1 */
-        int tier;     /* destination tier, 0 for the DLQ */
+        int attempt;    /* failed attempts so far, >= 1 */
+        int tier;       /* destination tier, 0 for the DLQ */
         int64_t due_ts; /* tier copies only */
         const char *orig_topic;
         int32_t orig_partition;
         int64_t orig_offset;
-        int64_t orig_ts; /* -1: unknown, header omitted */
+        int64_t orig_ts;          /* -1: unknown, header omitted */
         int64_t first_failure_ts; /* -1: omitted (parked before a failure) */
         int64_t last_failure_ts;  /* -1: omitted */
         int64_t followers;        /* >= 0: kretry-parked-followers */

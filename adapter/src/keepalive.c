@@ -27,7 +27,7 @@ static void *keepalive_main(void *arg) {
                 ts.tv_sec += KRETRY_KEEPALIVE_TICK_MS / 1000;
                 pthread_cond_timedwait(&a->ka_cond, &a->ka_lock, &ts);
                 unsigned long seq =
-                    atomic_load_explicit(&a->ka_seq, memory_order_relaxed);
+                        atomic_load_explicit(&a->ka_seq, memory_order_relaxed);
                 /* Odd: a handler call is running; the same odd value a tick
                  * later: it has run for a whole tick. */
                 if (!(seq & 1) || seq != seen) {
@@ -37,11 +37,11 @@ static void *keepalive_main(void *arg) {
                 pthread_mutex_unlock(&a->ka_lock);
                 atomic_fetch_add_explicit(&a->stats.keepalives, 1,
                                           memory_order_relaxed);
-                while (atomic_load_explicit(&a->ka_seq,
-                                            memory_order_relaxed) == seq &&
+                while (atomic_load_explicit(&a->ka_seq, memory_order_relaxed) ==
+                               seq &&
                        !a->ka_stop) {
                         rd_kafka_event_t *ev =
-                            rd_kafka_queue_poll(a->ka_queue, 200);
+                                rd_kafka_queue_poll(a->ka_queue, 200);
                         if (ev)
                                 rd_kafka_event_destroy(ev);
                 }

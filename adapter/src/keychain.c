@@ -132,13 +132,10 @@ void kretry_chains_remove(kretry_chains_t *c,
         }
 }
 
-size_t kretry_chains_park(kretry_chains_t *c,
-                          const void *key,
-                          size_t len,
-                          int on) {
-        kretry_chain_key_t *k =
-            on ? kretry_keymap_put(&c->map, key, len, NULL)
-               : kretry_keymap_get(&c->map, key, len);
+size_t
+kretry_chains_park(kretry_chains_t *c, const void *key, size_t len, int on) {
+        kretry_chain_key_t *k = on ? kretry_keymap_put(&c->map, key, len, NULL)
+                                   : kretry_keymap_get(&c->map, key, len);
         if (!k)
                 return 0;
         k->parked = on;

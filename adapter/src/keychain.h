@@ -27,7 +27,7 @@ typedef struct {
         int cnt, cap;
         kretry_pending_t one; /* inline storage while cap <= 1 */
         kretry_pending_t *many;
-        int parked;           /* park_key: the key's head was dead-lettered */
+        int parked;            /* park_key: the key's head was dead-lettered */
         int64_t dead_lettered; /* messages of the key sent after it */
 } kretry_chain_key_t;
 
@@ -78,10 +78,8 @@ void kretry_chains_remove(kretry_chains_t *c,
 /* park_key: mark the key dead-lettered (followers go to the DLQ), or, with
  * @p on = 0, lift it (the key was replayed). Returns the number of followers
  * pending when it was marked. */
-size_t kretry_chains_park(kretry_chains_t *c,
-                          const void *key,
-                          size_t len,
-                          int on);
+size_t
+kretry_chains_park(kretry_chains_t *c, const void *key, size_t len, int on);
 
 size_t kretry_chains_keys(const kretry_chains_t *c);
 

@@ -36,8 +36,8 @@ static void park(kretry_adapter_t *a,
         /* Due with the head, so it is consumed right behind it; a head whose
          * due time passed (or is unknown) gives the tier's own delay. */
         int64_t due = head->due_ts > now
-                          ? head->due_ts
-                          : now + a->conf->tiers_ms[head->tier - 1];
+                              ? head->due_ts
+                              : now + a->conf->tiers_ms[head->tier - 1];
         kretry_chains_add(&src->chains, m->rkm->key, m->rkm->key_len,
                           m->orig_offset, head->tier, due);
         kretry_copy_t cp = {.dest      = head->tier,
@@ -71,9 +71,8 @@ static void dead_letter_after_key(kretry_adapter_t *a,
  * after a restart or handover: its outcome was durable (the copy), so the
  * copy carries it on and this one is acknowledged without handling — else it
  * would be handled now and its copy again later, out of order. */
-static int already_chained(kretry_adapter_t *a,
-                           kretry_part_t *part,
-                           kretry_part_t *src) {
+static int
+already_chained(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_msg_t *m = &a->msg;
         if (part->tier != 0 ||
             !kretry_chains_has(&src->chains, m->rkm->key, m->rkm->key_len,
@@ -88,9 +87,8 @@ static int already_chained(kretry_adapter_t *a,
         return 1;
 }
 
-static int ordered_before(kretry_adapter_t *a,
-                          kretry_part_t *part,
-                          kretry_part_t *src) {
+static int
+ordered_before(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_msg_t *m = &a->msg;
         const void *key = m->rkm->key;
         size_t len      = m->rkm->key_len;
@@ -125,23 +123,22 @@ static int stale(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
                 if (!kretry_decode_value(a, part))
                         return 1;
                 m->has_version = !kretry_codec_field_int64(
-                    m->value_avro, a->conf->version_field, &m->version);
+                        m->value_avro, a->conf->version_field, &m->version);
         } else {
                 rd_kafka_headers_t *h = kretry_msg_hdrs(m);
-                m->has_version = h &&
+                m->has_version        = h &&
                                  !rd_kafka_header_get_last(
-                                     h, a->conf->version_header, &v, &n) &&
+                                         h, a->conf->version_header, &v, &n) &&
                                  !kretry_version_parse(v, n, &m->version);
         }
         if (!m->has_version ||
-            !kretry_versions_stale(&src->versions, m->rkm->key,
-                                   m->rkm->key_len, m->version,
-                                   a->conf->discard_equal))
+            !kretry_versions_stale(&src->versions, m->rkm->key, m->rkm->key_len,
+                                   m->version, a->conf->discard_equal))
                 return 0;
         atomic_fetch_add_explicit(&a->stats.stale, 1, memory_order_relaxed);
         if (a->conf->ordering)
-                kretry_chains_remove(&src->chains, m->rkm->key,
-                                     m->rkm->key_len, m->orig_offset);
+                kretry_chains_remove(&src->chains, m->rkm->key, m->rkm->key_len,
+                                     m->orig_offset);
         kretry_route_cb(a, part, m->rkm, KRETRY_ROUTE_STALE, 0, NULL,
                         m->attempt);
         kretry_complete(a, part, part->gen, m->rkm->offset);
@@ -150,8 +147,8 @@ static int stale(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
 }
 
 int kretry_keyed_before(kretry_adapter_t *a, kretry_part_t *part) {
-        kretry_msg_t *m   = &a->msg;
-        m->has_version    = 0;
+        kretry_msg_t *m    = &a->msg;
+        m->has_version     = 0;
         kretry_part_t *src = source_part(a, part);
         if (!m->rkm->key || !src)
                 return 0;
@@ -166,11 +163,11 @@ int kretry_keyed_ok(kretry_adapter_t *a, kretry_part_t *part) {
         if (!m->rkm->key || !src)
                 return 0;
         if (a->conf->ordering)
-                kretry_chains_remove(&src->chains, m->rkm->key,
-                                     m->rkm->key_len, m->orig_offset);
+                kretry_chains_remove(&src->chains, m->rkm->key, m->rkm->key_len,
+                                     m->orig_offset);
         if (!m->has_version ||
-            kretry_versions_raise(&src->versions, m->rkm->key,
-                                  m->rkm->key_len, m->version) != 1)
+            kretry_versions_raise(&src->versions, m->rkm->key, m->rkm->key_len,
+                                  m->version) != 1)
                 return 0;
         kretry_copy_t cp = {.dest      = KRETRY_DEST_VERSIONS,
                             .route     = KRETRY_ROUTE_OK,
@@ -198,7 +195,7 @@ int64_t kretry_keyed_failed(kretry_adapter_t *a,
         int64_t followers = -1;
         if (a->conf->park_key)
                 followers =
-                    (int64_t)kretry_chains_park(&src->chains, key, len, 1);
+                        (int64_t)kretry_chains_park(&src->chains, key, len, 1);
         kretry_chains_remove(&src->chains, key, len, m->orig_offset);
         return followers;
 }

@@ -45,10 +45,8 @@ void kretry_keymap_free(kretry_keymap_t *m) {
         m->cap   = 0;
 }
 
-static size_t find_slot(const kretry_keymap_t *m,
-                        const void *key,
-                        size_t len,
-                        uint64_t h) {
+static size_t
+find_slot(const kretry_keymap_t *m, const void *key, size_t len, uint64_t h) {
         size_t i = h & (m->cap - 1);
         while (m->slots[i].entry) {
                 const kretry_keymap_slot_t *s = &m->slots[i];
@@ -70,9 +68,9 @@ void *kretry_keymap_get(const kretry_keymap_t *m, const void *key, size_t len) {
 }
 
 static int grow(kretry_keymap_t *m) {
-        size_t ncap                = m->cap ? m->cap * 2 : 16;
-        kretry_keymap_slot_t *old  = m->slots;
-        size_t ocap                = m->cap;
+        size_t ncap                 = m->cap ? m->cap * 2 : 16;
+        kretry_keymap_slot_t *old   = m->slots;
+        size_t ocap                 = m->cap;
         kretry_keymap_slot_t *slots = calloc(ncap, sizeof(*slots));
         if (!slots)
                 return -1;

@@ -46,8 +46,8 @@ int64_t kretry_latency_quantile(const kretry_latency_t *l, double q) {
                 if (seen > rank) {
                         /* The last bucket also holds everything beyond. */
                         int64_t up = b == KRETRY_LAT_BUCKETS - 1
-                                         ? l->max_us
-                                         : bucket_upper(b);
+                                             ? l->max_us
+                                             : bucket_upper(b);
                         return up < l->max_us ? up : l->max_us;
                 }
         }

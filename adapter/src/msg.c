@@ -51,16 +51,16 @@ void kretry_msg_bind(kretry_msg_t *msg,
                 c->attempt_ok = c->tier_ok = c->due_ok = 0;
                 c->orig_topic_ok = c->orig_partition_ok = c->orig_offset_ok = 0;
                 c->orig_ts_ok = c->first_failure_ok = 0;
-                c->last_failure_ts    = -1;
-                c->correlation_id     = NULL;
-                c->correlation_id_len = 0;
+                c->last_failure_ts                  = -1;
+                c->correlation_id                   = NULL;
+                c->correlation_id_len               = 0;
         } else {
                 kretry_chain_decode(kretry_msg_hdrs(msg), c);
         }
-        msg->attempt            = c->attempt_ok ? c->attempt + 1 : 1;
-        msg->orig_topic         = c->orig_topic_ok ? c->orig_topic : topic;
+        msg->attempt    = c->attempt_ok ? c->attempt + 1 : 1;
+        msg->orig_topic = c->orig_topic_ok ? c->orig_topic : topic;
         msg->orig_partition =
-            c->orig_partition_ok ? c->orig_partition : rkm->partition;
+                c->orig_partition_ok ? c->orig_partition : rkm->partition;
         msg->orig_offset = c->orig_offset_ok ? c->orig_offset : rkm->offset;
         msg->orig_ts     = c->orig_ts_ok ? c->orig_ts : ts;
         msg->first_failure_ts = c->first_failure_ok ? c->first_failure_ts : -1;
@@ -128,8 +128,8 @@ int kretry_msg_header(const kretry_msg_t *msg,
                       size_t *sizep) {
         const void *v;
         size_t n;
-        rd_kafka_headers_t *h = msg ? kretry_msg_hdrs((kretry_msg_t *)msg)
-                                    : NULL;
+        rd_kafka_headers_t *h =
+                msg ? kretry_msg_hdrs((kretry_msg_t *)msg) : NULL;
         if (!name || !h || rd_kafka_header_get_last(h, name, &v, &n))
                 return -1;
         if (valuep)
@@ -140,8 +140,8 @@ int kretry_msg_header(const kretry_msg_t *msg,
 }
 
 size_t kretry_msg_header_count(const kretry_msg_t *msg) {
-        rd_kafka_headers_t *h = msg ? kretry_msg_hdrs((kretry_msg_t *)msg)
-                                    : NULL;
+        rd_kafka_headers_t *h =
+                msg ? kretry_msg_hdrs((kretry_msg_t *)msg) : NULL;
         return h ? rd_kafka_header_cnt(h) : 0;
 }
 
@@ -153,8 +153,8 @@ int kretry_msg_header_at(const kretry_msg_t *msg,
         const char *name;
         const void *v;
         size_t n;
-        rd_kafka_headers_t *h = msg ? kretry_msg_hdrs((kretry_msg_t *)msg)
-                                    : NULL;
+        rd_kafka_headers_t *h =
+                msg ? kretry_msg_hdrs((kretry_msg_t *)msg) : NULL;
         if (!h || rd_kafka_header_get_all(h, idx, &name, &v, &n))
                 return -1;
         if (namep)
@@ -197,6 +197,6 @@ void kretry_msg_set_retry_after(kretry_msg_t *msg, int64_t after_ms) {
 
 const void *kretry_msg_value_avro(const kretry_msg_t *msg) {
         return msg && msg->value_avro
-                   ? kretry_codec_public_value(msg->value_avro)
-                   : NULL;
+                       ? kretry_codec_public_value(msg->value_avro)
+                       : NULL;
 }

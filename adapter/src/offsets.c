@@ -77,7 +77,7 @@ int kretry_offsets_done(kretry_offsets_t *t, int64_t offset) {
         int64_t *s = find(t, offset);
         if (!s || *s < 0)
                 return -1;
-        *s = DONE(offset);
+        *s           = DONE(offset);
         int advanced = 0;
         while (t->cnt && *slot(t, 0) < 0) {
                 t->next = DONE(*slot(t, 0)) + 1;

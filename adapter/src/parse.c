@@ -13,8 +13,8 @@
 static const struct {
         const char *suffix;
         int64_t ms;
-} units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
-             {"d", 86400000}};
+} units[] = {
+        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
 
 int kretry_parse_duration_ms(const char *s,
                              int64_t *msp,
@@ -27,9 +27,9 @@ int kretry_parse_duration_ms(const char *s,
                          s ? s : "");
                 return -1;
         }
-        errno        = 0;
-        char *end    = NULL;
-        long long n  = strtoll(s, &end, 10);
+        errno       = 0;
+        char *end   = NULL;
+        long long n = strtoll(s, &end, 10);
         if (errno == ERANGE)
                 n = KRETRY_DURATION_MAX_MS + 1;
         if (*end == '\0' && n == 0) {
@@ -55,8 +55,7 @@ int kretry_parse_duration_ms(const char *s,
 }
 
 void kretry_format_duration(int64_t ms, char *dest, size_t dest_size) {
-        for (int i = (int)(sizeof(units) / sizeof(units[0])) - 1; i >= 0;
-             i--) {
+        for (int i = (int)(sizeof(units) / sizeof(units[0])) - 1; i >= 0; i--) {
                 if (ms != 0 && ms % units[i].ms == 0) {
                         snprintf(dest, dest_size, "%lld%s",
                                  (long long)(ms / units[i].ms),
@@ -79,8 +78,8 @@ int kretry_parse_percent(const char *s,
                 return -1;
         }
         if (v < 0 || v > 100) {
-                snprintf(errstr, errstr_size,
-                         "%s is out of range 0%%..100%%", s);
+                snprintf(errstr, errstr_size, "%s is out of range 0%%..100%%",
+                         s);
                 return -1;
         }
         *fractionp = v / 100.0;
@@ -93,13 +92,12 @@ int kretry_parse_int64(const char *s,
                        int64_t *outp,
                        char *errstr,
                        size_t errstr_size) {
-        char *end = NULL;
-        errno     = 0;
-        long long v =
-            s && (isdigit((unsigned char)*s) ||
-                  (*s == '-' && isdigit((unsigned char)s[1])))
-                ? strtoll(s, &end, 10)
-                : 0;
+        char *end   = NULL;
+        errno       = 0;
+        long long v = s && (isdigit((unsigned char)*s) ||
+                            (*s == '-' && isdigit((unsigned char)s[1])))
+                              ? strtoll(s, &end, 10)
+                              : 0;
         if (!end || *end) {
                 snprintf(errstr, errstr_size, "\"%s\" is not an integer",
                          s ? s : "");
@@ -146,8 +144,7 @@ int kretry_parse_duration_list(const char *s,
                 }
                 memcpy(buf, s, tl);
                 buf[tl] = '\0';
-                if (kretry_parse_duration_ms(buf, &out[n], errstr,
-                                             errstr_size))
+                if (kretry_parse_duration_ms(buf, &out[n], errstr, errstr_size))
                         return -1;
                 n++;
                 s += len;

@@ -35,10 +35,7 @@ int kretry_parse_int64(const char *s,
                        size_t errstr_size);
 
 /* Parse "1s,10s,1m" into at most @p max delays. Returns the count, or -1. */
-int kretry_parse_duration_list(const char *s,
-                               int64_t *out,
-                               int max,
-                               char *errstr,
-                               size_t errstr_size);
+int kretry_parse_duration_list(
+        const char *s, int64_t *out, int max, char *errstr, size_t errstr_size);
 
 #endif

@@ -15,7 +15,7 @@
 static rd_kafka_topic_partition_list_t *
 with_tiers(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *parts) {
         rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(parts->cnt * a->topic_cnt);
+                rd_kafka_topic_partition_list_new(parts->cnt * a->topic_cnt);
         for (int i = 0; i < parts->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &parts->elems[i];
                 if (strcmp(tp->topic, a->topics[0])) {
@@ -35,14 +35,14 @@ static void assign_parts(kretry_adapter_t *a,
         for (int i = 0; i < l->cnt; i++) {
                 int tier = kretry_topic_index(a, l->elems[i].topic);
                 kretry_part_t *part =
-                    kretry_part_get(a, tier, l->elems[i].partition);
+                        kretry_part_get(a, tier, l->elems[i].partition);
                 if (!part)
                         continue;
                 kretry_part_drop_held(a, part);
                 kretry_offsets_clear(&part->offsets);
                 kretry_chains_clear(&part->chains);
                 kretry_versions_clear(&part->versions);
-                part->assigned         = 1;
+                part->assigned = 1;
                 part->gen++;
                 part->stored           = -1;
                 part->produce_failures = 0;
@@ -55,7 +55,7 @@ static void revoke_parts(kretry_adapter_t *a,
         for (int i = 0; i < l->cnt; i++) {
                 int tier = kretry_topic_index(a, l->elems[i].topic);
                 kretry_part_t *part =
-                    kretry_part_find(a, tier, l->elems[i].partition);
+                        kretry_part_find(a, tier, l->elems[i].partition);
                 if (!part)
                         continue;
                 /* A held message was not committed: the next owner fetches
@@ -78,9 +78,9 @@ static void log_parts(kretry_adapter_t *a,
         size_t len = 0;
         buf[0]     = '\0';
         for (int i = 0; i < l->cnt && len < sizeof(buf); i++)
-                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s[%d]",
-                                        i ? " " : "", l->elems[i].topic,
-                                        (int)l->elems[i].partition);
+                len += (size_t)snprintf(
+                        buf + len, sizeof(buf) - len, "%s%s[%d]", i ? " " : "",
+                        l->elems[i].topic, (int)l->elems[i].partition);
         kretry_log(a, KRETRY_LOG_INFO, "REBALANCE", "%s %d partition(s): %s",
                    what, l->cnt, buf);
 }
@@ -90,7 +90,8 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                          rd_kafka_topic_partition_list_t *parts,
                          void *opaque) {
         kretry_adapter_t *a = opaque;
-        int cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+        int cooperative =
+                !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
         rd_kafka_topic_partition_list_t *l = with_tiers(a, parts);
         rd_kafka_error_t *error            = NULL;
         rd_kafka_resp_err_t aerr           = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -109,8 +110,8 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 /* An open breaker holds new partitions back as well. */
                 for (int i = 0; a->breaker_paused && i < l->cnt; i++) {
                         kretry_part_t *p = kretry_part_find(
-                            a, kretry_topic_index(a, l->elems[i].topic),
-                            l->elems[i].partition);
+                                a, kretry_topic_index(a, l->elems[i].topic),
+                                l->elems[i].partition);
                         if (p)
                                 kretry_part_update_pause(a, p);
                 }

@@ -25,8 +25,9 @@ static void restorer_log(const rd_kafka_t *rk,
                          const char *buf) {
         kretry_adapter_t *a = rd_kafka_opaque(rk);
         if (a && a->conf->log_cb && level <= KRETRY_LOG_WARNING)
-                kretry_log(a, level < KRETRY_LOG_ERR ? KRETRY_LOG_ERR
-                                                     : (kretry_log_level_t)level,
+                kretry_log(a,
+                           level < KRETRY_LOG_ERR ? KRETRY_LOG_ERR
+                                                  : (kretry_log_level_t)level,
                            fac, "restore: %s", buf);
 }
 
@@ -39,7 +40,8 @@ static rd_kafka_t *restorer(kretry_adapter_t *a) {
         rd_kafka_conf_set(rc, "enable.auto.commit", "false", NULL, 0);
         rd_kafka_conf_set_opaque(rc, a);
         rd_kafka_conf_set_log_cb(rc, restorer_log);
-        a->restorer = rd_kafka_new(RD_KAFKA_CONSUMER, rc, errstr, sizeof(errstr));
+        a->restorer =
+                rd_kafka_new(RD_KAFKA_CONSUMER, rc, errstr, sizeof(errstr));
         if (!a->restorer) {
                 rd_kafka_conf_destroy(rc);
                 kretry_log(a, KRETRY_LOG_ERR, "RESTORE", "%s", errstr);
@@ -58,7 +60,7 @@ void kretry_restore_destroy(kretry_adapter_t *a) {
 static rd_kafka_topic_partition_list_t *
 to_read(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *parts) {
         rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(parts->cnt * a->topic_cnt);
+                rd_kafka_topic_partition_list_new(parts->cnt * a->topic_cnt);
         for (int i = 0; i < parts->cnt; i++) {
                 int32_t p = parts->elems[i].partition;
                 if (strcmp(parts->elems[i].topic, a->topics[0]))
@@ -138,7 +140,7 @@ static void apply(kretry_adapter_t *a,
 static restore_part_t *find(rd_kafka_topic_partition_list_t *l,
                             const rd_kafka_message_t *m) {
         rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_find(
-            l, rd_kafka_topic_name(m->rkt), m->partition);
+                l, rd_kafka_topic_name(m->rkt), m->partition);
         return tp ? tp->opaque : NULL;
 }
 
@@ -173,8 +175,8 @@ void kretry_restore(kretry_adapter_t *a,
                 return;
         int64_t t0                         = kretry_now_ms();
         rd_kafka_topic_partition_list_t *l = to_read(a, parts);
-        int timeout = a->conf->restore_timeout_ms;
-        int left    = read_all(a, rk, l, plan(a, rk, l, timeout));
+        int timeout                        = a->conf->restore_timeout_ms;
+        int left = read_all(a, rk, l, plan(a, rk, l, timeout));
         if (left)
                 kretry_log(a, KRETRY_LOG_ERR, "RESTORE",
                            "%d partition(s) not read to their end within "

@@ -51,8 +51,8 @@ static void fail_record(kretry_adapter_t *a,
                         rd_kafka_resp_err_t err) {
         atomic_fetch_add_explicit(&a->stats.produce_errors, 1,
                                   memory_order_relaxed);
-        r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2
-                                      : a->conf->produce_backoff_ms;
+        r->backoff_ms =
+                r->backoff_ms ? r->backoff_ms * 2 : a->conf->produce_backoff_ms;
         if (r->backoff_ms > KRETRY_BACKOFF_MAX_MS)
                 r->backoff_ms = KRETRY_BACKOFF_MAX_MS;
         r->retry_at = kretry_now_ms() + r->backoff_ms;
@@ -61,8 +61,8 @@ static void fail_record(kretry_adapter_t *a,
                    "again in %d ms (offset not committed meanwhile)",
                    a->topics[r->part->tier], (int)r->part->partition,
                    (long long)r->rkm->offset,
-                   r->dest ? a->topics[r->dest] : a->dlq,
-                   rd_kafka_err2str(err), r->backoff_ms);
+                   r->dest ? a->topics[r->dest] : a->dlq, rd_kafka_err2str(err),
+                   r->backoff_ms);
         if (!r->failed && r->part->gen == r->gen) {
                 /* First failure of this copy: hold the partition back until
                  * it is delivered. */
@@ -77,11 +77,11 @@ static void fail_record(kretry_adapter_t *a,
 /* The version changelog record that raised a key's version. */
 static void send_version(kretry_adapter_t *a, kretry_inflight_t *r) {
         rd_kafka_resp_err_t err = rd_kafka_producev(
-            a->producer, RD_KAFKA_V_TOPIC(a->versions_topic),
-            RD_KAFKA_V_PARTITION(r->part->partition),
-            RD_KAFKA_V_KEY(r->rkm->key, r->rkm->key_len),
-            RD_KAFKA_V_VALUE(r->vbuf, r->vlen), RD_KAFKA_V_MSGFLAGS(0),
-            RD_KAFKA_V_OPAQUE(r), RD_KAFKA_V_END);
+                a->producer, RD_KAFKA_V_TOPIC(a->versions_topic),
+                RD_KAFKA_V_PARTITION(r->part->partition),
+                RD_KAFKA_V_KEY(r->rkm->key, r->rkm->key_len),
+                RD_KAFKA_V_VALUE(r->vbuf, r->vlen), RD_KAFKA_V_MSGFLAGS(0),
+                RD_KAFKA_V_OPAQUE(r), RD_KAFKA_V_END);
         if (err)
                 fail_record(a, r, err);
         else
@@ -101,12 +101,12 @@ static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
         rd_kafka_resp_err_t err  = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
         if (hdrs)
                 err = rd_kafka_producev(
-                    a->producer, RD_KAFKA_V_TOPIC(topic),
-                    RD_KAFKA_V_PARTITION(r->part->partition),
-                    RD_KAFKA_V_KEY(r->rkm->key, r->rkm->key_len),
-                    RD_KAFKA_V_VALUE(r->rkm->payload, r->rkm->len),
-                    RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_HEADERS(hdrs),
-                    RD_KAFKA_V_OPAQUE(r), RD_KAFKA_V_END);
+                        a->producer, RD_KAFKA_V_TOPIC(topic),
+                        RD_KAFKA_V_PARTITION(r->part->partition),
+                        RD_KAFKA_V_KEY(r->rkm->key, r->rkm->key_len),
+                        RD_KAFKA_V_VALUE(r->rkm->payload, r->rkm->len),
+                        RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_HEADERS(hdrs),
+                        RD_KAFKA_V_OPAQUE(r), RD_KAFKA_V_END);
         if (err) {
                 if (hdrs)
                         rd_kafka_headers_destroy(hdrs);
@@ -125,13 +125,13 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
         kretry_msg_t *m = &a->msg;
         /* One allocation: the record and the strings it must own (the view's
          * buffers are reused by the next message). */
-        size_t tl = strlen(m->orig_topic) + 1;
-        size_t cl = m->has_code ? strlen(m->code) + 1 : 0;
-        size_t el = m->has_error ? strlen(m->error) + 1 : 0;
+        size_t tl            = strlen(m->orig_topic) + 1;
+        size_t cl            = m->has_code ? strlen(m->code) + 1 : 0;
+        size_t el            = m->has_error ? strlen(m->error) + 1 : 0;
         kretry_inflight_t *r = calloc(1, sizeof(*r) + tl + cl + el);
         if (!r)
                 return NULL;
-        char *strs = (char *)(r + 1);
+        char *strs         = (char *)(r + 1);
         r->part            = part;
         r->gen             = part->gen;
         r->rkm             = m->rkm;
@@ -155,15 +155,14 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
                 }
         }
         kretry_copy_info_t *i = &r->info;
-        i->attempt = cp->parked || cp->no_attempt ? m->attempt - 1
-                                                  : m->attempt;
-        i->tier               = dest;
-        i->due_ts             = cp->due_ts;
-        i->followers          = cp->followers;
-        i->orig_topic         = r->orig_topic;
-        i->orig_partition     = m->orig_partition;
-        i->orig_offset        = m->orig_offset;
-        i->orig_ts            = m->orig_ts;
+        i->attempt = cp->parked || cp->no_attempt ? m->attempt - 1 : m->attempt;
+        i->tier    = dest;
+        i->due_ts  = cp->due_ts;
+        i->followers      = cp->followers;
+        i->orig_topic     = r->orig_topic;
+        i->orig_partition = m->orig_partition;
+        i->orig_offset    = m->orig_offset;
+        i->orig_ts        = m->orig_ts;
         /* A parked message did not fail: its failure times stay as they
          * were (absent before its first failure). */
         i->first_failure_ts = m->first_failure_ts >= 0 ? m->first_failure_ts
@@ -171,9 +170,9 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
                                                        : now;
         i->last_failure_ts  = cp->parked ? m->chain.last_failure_ts : now;
         i->error_class      = cp->cls;
-        i->error_code         = r->error_code;
-        i->error              = r->error;
-        i->group              = a->group;
+        i->error_code       = r->error_code;
+        i->error            = r->error;
+        i->group            = a->group;
         /* Borrowed from the consumed message, which the record keeps. */
         i->correlation_id     = m->chain.correlation_id;
         i->correlation_id_len = m->chain.correlation_id_len;
@@ -227,15 +226,15 @@ static void route_failure(kretry_adapter_t *a,
                  now - m->orig_ts > c->max_age_ms)
                 cls = "expired";
         if (cls) {
-                kretry_copy_t cp = {.cls       = cls,
-                                    .route     = KRETRY_ROUTE_DLQ,
-                                    .followers = kretry_keyed_failed(a, part,
-                                                                     0, 0)};
+                kretry_copy_t cp = {.cls   = cls,
+                                    .route = KRETRY_ROUTE_DLQ,
+                                    .followers =
+                                            kretry_keyed_failed(a, part, 0, 0)};
                 kretry_route_copy(a, part, &cp);
                 return;
         }
-        int tier   = kretry_tier_for(c->tiers_ms, c->tier_cnt, m->attempt,
-                                     m->retry_after_ms);
+        int tier    = kretry_tier_for(c->tiers_ms, c->tier_cnt, m->attempt,
+                                      m->retry_after_ms);
         int64_t due = kretry_due_ts(c->tiers_ms, tier, c->jitter,
                                     m->retry_after_ms, now, &a->rng);
         kretry_keyed_failed(a, part, tier, due);
@@ -281,8 +280,8 @@ static void breaker_feed(kretry_adapter_t *a, kretry_action_t action) {
         if (action == KRETRY_FAIL || a->conf->breaker_failures <= 0)
                 return; /* a permanent failure says nothing of the dependency */
         const rd_kafka_message_t *rkm = a->msg.rkm;
-        if (kretry_breaker_record(&a->breaker, action == KRETRY_RETRY,
-                                  rkm->key, rkm->key_len, kretry_now_ms())) {
+        if (kretry_breaker_record(&a->breaker, action == KRETRY_RETRY, rkm->key,
+                                  rkm->key_len, kretry_now_ms())) {
                 atomic_fetch_add_explicit(&a->stats.breaker_trips, 1,
                                           memory_order_relaxed);
                 kretry_breaker_apply(a, 1);
@@ -320,7 +319,7 @@ void kretry_dispatch(kretry_adapter_t *a,
                 clock_gettime(CLOCK_MONOTONIC, &t1);
                 kretry_latency_record(&a->latency,
                                       (t1.tv_sec - t0.tv_sec) * 1000000 +
-                                          (t1.tv_nsec - t0.tv_nsec) / 1000);
+                                              (t1.tv_nsec - t0.tv_nsec) / 1000);
         } else {
                 action = a->conf->handler(m, a->conf->opaque);
         }
@@ -341,8 +340,8 @@ void kretry_dispatch(kretry_adapter_t *a,
         }
         if (action != KRETRY_RETRY && action != KRETRY_FAIL) {
                 char why[64];
-                snprintf(why, sizeof(why),
-                         "handler returned invalid action %d", (int)action);
+                snprintf(why, sizeof(why), "handler returned invalid action %d",
+                         (int)action);
                 kretry_msg_set_error(m, "INVALID_ACTION", why);
                 action = KRETRY_FAIL;
         }
@@ -407,8 +406,8 @@ static void count_route(kretry_adapter_t *a, const kretry_inflight_t *r) {
                 for (int c = 0; c < KRETRY_CLASS_CNT; c++)
                         if (!strcmp(r->info.error_class, kretry_class_name(c)))
                                 atomic_fetch_add_explicit(
-                                    &a->stats.dlq_by_class[c], 1,
-                                    memory_order_relaxed);
+                                        &a->stats.dlq_by_class[c], 1,
+                                        memory_order_relaxed);
                 break;
         default: /* OK once its version is durable: counted when handled */
                 break;
@@ -430,9 +429,8 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                 kretry_part_update_pause(a, part);
         }
         count_route(a, r);
-        kretry_route_cb(a, part, r->rkm, r->route,
-                        r->dest > 0 ? r->dest : 0, r->info.error_class,
-                        r->handler_attempt);
+        kretry_route_cb(a, part, r->rkm, r->route, r->dest > 0 ? r->dest : 0,
+                        r->info.error_class, r->handler_attempt);
         kretry_complete(a, part, r->gen, r->rkm->offset);
         kretry_inflight_free(a, r);
 }

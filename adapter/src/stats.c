@@ -5,10 +5,11 @@
 #include <string.h>
 
 static const char *const class_names[KRETRY_CLASS_CNT] = {
-    "permanent", "exhausted", "expired", "schema", "parked"};
+        "permanent", "exhausted", "expired", "schema", "parked"};
 
 const char *kretry_class_name(int cls) {
-        return cls >= 0 && cls < KRETRY_CLASS_CNT ? class_names[cls] : "unknown";
+        return cls >= 0 && cls < KRETRY_CLASS_CNT ? class_names[cls]
+                                                  : "unknown";
 }
 
 static int64_t get(const atomic_llong *v) {
@@ -87,19 +88,20 @@ size_t kretry_adapter_stats_json(const kretry_adapter_t *a,
                 json_object_set_new(dlq, class_names[c],
                                     json_integer(get(&s->dlq_by_class[c])));
         json_t *o = json_pack(
-            "{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "consumed",
-            (json_int_t)get(&s->consumed), "ok", (json_int_t)get(&s->ok),
-            "handler_calls", (json_int_t)get(&s->handler_calls), "retried",
-            retried, "dead_lettered", dlq, "produce_errors",
-            (json_int_t)get(&s->produce_errors), "held",
-            (json_int_t)get(&s->held), "stale", (json_int_t)get(&s->stale),
-            "forwarded", (json_int_t)get(&s->forwarded), "chain_keys",
-            (json_int_t)get(&s->chain_keys), "version_keys",
-            (json_int_t)get(&s->version_keys), "version_bytes",
-            (json_int_t)get(&s->version_bytes), "duplicates",
-            (json_int_t)get(&s->duplicates), "breaker_trips",
-            (json_int_t)get(&s->breaker_trips), "breaker_open",
-            (int)get(&s->breaker_open));
+                "{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}",
+                "consumed", (json_int_t)get(&s->consumed), "ok",
+                (json_int_t)get(&s->ok), "handler_calls",
+                (json_int_t)get(&s->handler_calls), "retried", retried,
+                "dead_lettered", dlq, "produce_errors",
+                (json_int_t)get(&s->produce_errors), "held",
+                (json_int_t)get(&s->held), "stale", (json_int_t)get(&s->stale),
+                "forwarded", (json_int_t)get(&s->forwarded), "chain_keys",
+                (json_int_t)get(&s->chain_keys), "version_keys",
+                (json_int_t)get(&s->version_keys), "version_bytes",
+                (json_int_t)get(&s->version_bytes), "duplicates",
+                (json_int_t)get(&s->duplicates), "breaker_trips",
+                (json_int_t)get(&s->breaker_trips), "breaker_open",
+                (int)get(&s->breaker_open));
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         size_t len = text ? strlen(text) : 0;
         if (dest && dest_size) {

@@ -21,8 +21,8 @@ static void topic_depth(kretry_adapter_t *a,
                         int64_t *hi_sum,
                         int64_t *oldest_ms,
                         int64_t now) {
-        *waiting = -1;
-        *hi_sum  = 0;
+        *waiting   = -1;
+        *hi_sum    = 0;
         *oldest_ms = -1;
         for (int p = 0; p < a->part_cap[t]; p++) {
                 kretry_part_t *part = a->parts[t][p];
@@ -30,13 +30,13 @@ static void topic_depth(kretry_adapter_t *a,
                 if (!part || !part->assigned)
                         continue;
                 if (part->held) {
-                        int64_t ts = rd_kafka_message_timestamp(part->held,
-                                                                NULL);
+                        int64_t ts =
+                                rd_kafka_message_timestamp(part->held, NULL);
                         if (ts > 0 && now - ts > *oldest_ms)
                                 *oldest_ms = now - ts;
                 }
-                if (rd_kafka_get_watermark_offsets(a->consumer, a->topics[t],
-                                                   p, &lo, &hi) ||
+                if (rd_kafka_get_watermark_offsets(a->consumer, a->topics[t], p,
+                                                   &lo, &hi) ||
                     hi < 0)
                         continue;
                 int64_t done = part->stored >= 0 ? part->stored : lo;
@@ -48,16 +48,18 @@ static void topic_depth(kretry_adapter_t *a,
         }
 }
 
-static json_t *topic_json(kretry_adapter_t *a, int t, int64_t now,
-                          double secs) {
+static json_t *
+topic_json(kretry_adapter_t *a, int t, int64_t now, double secs) {
         int64_t waiting, hi, oldest;
         topic_depth(a, t, &waiting, &hi, &oldest, now);
-        double consume = secs > 0 ? (double)(a->topic_consumed[t] -
-                                             a->emit_consumed[t]) / secs
-                                  : 0;
+        double consume =
+                secs > 0
+                        ? (double)(a->topic_consumed[t] - a->emit_consumed[t]) /
+                                  secs
+                        : 0;
         double arrival = secs > 0 && a->emit_hi[t] > 0 && hi >= a->emit_hi[t]
-                             ? (double)(hi - a->emit_hi[t]) / secs
-                             : 0;
+                                 ? (double)(hi - a->emit_hi[t]) / secs
+                                 : 0;
         a->emit_consumed[t] = a->topic_consumed[t];
         a->emit_hi[t]       = hi;
         json_t *drain;
@@ -66,14 +68,13 @@ static json_t *topic_json(kretry_adapter_t *a, int t, int64_t now,
         else if (consume <= arrival)
                 drain = json_string("never");
         else
-                drain = json_integer(
-                    (json_int_t)((double)waiting / (consume - arrival) * 1000));
+                drain = json_integer((json_int_t)((double)waiting /
+                                                  (consume - arrival) * 1000));
         return json_pack("{s:s,s:s,s:i,s:I,s:f,s:f,s:o,s:I}", "topic",
-                         a->topics[t], "role", t ? "tier" : "source", "tier",
-                         t, "waiting", (json_int_t)waiting,
-                         "consume_per_s", consume, "arrival_per_s", arrival,
-                         "drain_ms", drain, "oldest_held_age_ms",
-                         (json_int_t)oldest);
+                         a->topics[t], "role", t ? "tier" : "source", "tier", t,
+                         "waiting", (json_int_t)waiting, "consume_per_s",
+                         consume, "arrival_per_s", arrival, "drain_ms", drain,
+                         "oldest_held_age_ms", (json_int_t)oldest);
 }
 
 static void emit(kretry_adapter_t *a, int64_t now) {
@@ -86,22 +87,23 @@ static void emit(kretry_adapter_t *a, int64_t now) {
         free(counters);
         if (!doc)
                 return;
-        double secs =
-            a->emit_at > 0 ? (double)(now - a->emit_at) / 1000.0 : 0;
+        double secs = a->emit_at > 0 ? (double)(now - a->emit_at) / 1000.0 : 0;
         json_t *topics = json_array();
         for (int t = 0; t < a->topic_cnt; t++)
                 json_array_append_new(topics, topic_json(a, t, now, secs));
         const kretry_latency_t *l = &a->latency;
         json_object_set_new(doc, "ts", json_integer(now));
-        json_object_set_new(doc, "interval_ms",
-                            json_integer(a->emit_at > 0 ? now - a->emit_at
-                                                        : 0));
         json_object_set_new(
-            doc, "handler_latency_ms",
-            json_pack("{s:I,s:f,s:f,s:f}", "count", (json_int_t)l->count,
-                      "p50", (double)kretry_latency_quantile(l, 0.5) / 1000.0,
-                      "p99", (double)kretry_latency_quantile(l, 0.99) / 1000.0,
-                      "max", (double)l->max_us / 1000.0));
+                doc, "interval_ms",
+                json_integer(a->emit_at > 0 ? now - a->emit_at : 0));
+        json_object_set_new(
+                doc, "handler_latency_ms",
+                json_pack("{s:I,s:f,s:f,s:f}", "count", (json_int_t)l->count,
+                          "p50",
+                          (double)kretry_latency_quantile(l, 0.5) / 1000.0,
+                          "p99",
+                          (double)kretry_latency_quantile(l, 0.99) / 1000.0,
+                          "max", (double)l->max_us / 1000.0));
         json_object_set_new(doc, "topics", topics);
         char *text = json_dumps(doc, JSON_COMPACT);
         json_decref(doc);
@@ -138,13 +140,11 @@ static const char *prom_escape(const char *s, char *buf, size_t size) {
 
 /* Append with snprintf semantics: @p len grows by what the text needs. */
 #define OUT(...)                                                               \
-        (len += (size_t)snprintf(dest && len < size ? dest + len : NULL,      \
-                                 dest && len < size ? size - len : 0,         \
-                                 __VA_ARGS__))
+        (len +=                                                                \
+         (size_t)snprintf(dest && len < size ? dest + len : NULL,              \
+                          dest && len < size ? size - len : 0, __VA_ARGS__))
 
-size_t kretry_stats_prometheus(const char *json,
-                               char *dest,
-                               size_t size) {
+size_t kretry_stats_prometheus(const char *json, char *dest, size_t size) {
         json_t *doc = json ? json_loads(json, 0, NULL) : NULL;
         size_t len  = 0;
         if (dest && size)
@@ -152,12 +152,13 @@ size_t kretry_stats_prometheus(const char *json,
         if (!doc)
                 return 0;
         static const char *const counters[][2] = {
-            {"consumed", "messages consumed from the source and the tiers"},
-            {"ok", "messages handled OK"},
-            {"handler_calls", "handler invocations"},
-            {"stale", "messages skipped as older versions"},
-            {"forwarded", "messages parked behind their key's head"},
-            {"produce_errors", "copy deliveries that failed and were retried"},
+                {"consumed", "messages consumed from the source and the tiers"},
+                {"ok", "messages handled OK"},
+                {"handler_calls", "handler invocations"},
+                {"stale", "messages skipped as older versions"},
+                {"forwarded", "messages parked behind their key's head"},
+                {"produce_errors",
+                 "copy deliveries that failed and were retried"},
         };
         for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
                 OUT("# HELP kretry_%s_total %s\n# TYPE kretry_%s_total "
@@ -165,30 +166,30 @@ size_t kretry_stats_prometheus(const char *json,
                     counters[i][0], counters[i][1], counters[i][0],
                     counters[i][0],
                     (long long)json_integer_value(
-                        json_object_get(doc, counters[i][0])));
+                            json_object_get(doc, counters[i][0])));
         }
         OUT("# HELP kretry_retried_total messages copied to a retry tier\n"
             "# TYPE kretry_retried_total counter\n");
         json_t *v;
         size_t i;
         json_array_foreach(json_object_get(doc, "retried"), i, v)
-            OUT("kretry_retried_total{tier=\"%zu\"} %lld\n", i + 1,
-                (long long)json_integer_value(v));
+                OUT("kretry_retried_total{tier=\"%zu\"} %lld\n", i + 1,
+                    (long long)json_integer_value(v));
         OUT("# HELP kretry_dead_lettered_total messages copied to the DLQ\n"
             "# TYPE kretry_dead_lettered_total counter\n");
         const char *cls;
         json_object_foreach(json_object_get(doc, "dead_lettered"), cls, v)
-            OUT("kretry_dead_lettered_total{class=\"%s\"} %lld\n", cls,
-                (long long)json_integer_value(v));
+                OUT("kretry_dead_lettered_total{class=\"%s\"} %lld\n", cls,
+                    (long long)json_integer_value(v));
         json_t *lat = json_object_get(doc, "handler_latency_ms");
         OUT("# HELP kretry_handler_latency_seconds handler latency over the "
             "last interval\n# TYPE kretry_handler_latency_seconds gauge\n");
         static const char *const qs[][2] = {
-            {"p50", "0.5"}, {"p99", "0.99"}, {"max", "1"}};
+                {"p50", "0.5"}, {"p99", "0.99"}, {"max", "1"}};
         for (size_t q = 0; lat && q < 3; q++)
-            OUT("kretry_handler_latency_seconds{quantile=\"%s\"} %g\n",
-                qs[q][1],
-                json_number_value(json_object_get(lat, qs[q][0])) / 1000.0);
+                OUT("kretry_handler_latency_seconds{quantile=\"%s\"} %g\n",
+                    qs[q][1],
+                    json_number_value(json_object_get(lat, qs[q][0])) / 1000.0);
         OUT("# HELP kretry_topic_waiting_messages messages not yet done per "
             "consumed topic\n# TYPE kretry_topic_waiting_messages gauge\n");
         json_array_foreach(json_object_get(doc, "topics"), i, v) {
@@ -198,7 +199,7 @@ size_t kretry_stats_prometheus(const char *json,
                         OUT("kretry_topic_waiting_messages{topic=\"%s\"} "
                             "%lld\n",
                             prom_escape(json_string_value(
-                                            json_object_get(v, "topic")),
+                                                json_object_get(v, "topic")),
                                         esc, sizeof(esc)),
                             (long long)w);
         }
@@ -208,12 +209,13 @@ size_t kretry_stats_prometheus(const char *json,
         json_array_foreach(json_object_get(doc, "topics"), i, v) {
                 char esc[512];
                 int64_t o = json_integer_value(
-                    json_object_get(v, "oldest_held_age_ms"));
+                        json_object_get(v, "oldest_held_age_ms"));
                 if (o >= 0)
-                        OUT("kretry_topic_oldest_held_age_seconds{topic=\"%s\"} "
+                        OUT("kretry_topic_oldest_held_age_seconds{topic=\"%s\"}"
+                            " "
                             "%g\n",
                             prom_escape(json_string_value(
-                                            json_object_get(v, "topic")),
+                                                json_object_get(v, "topic")),
                                         esc, sizeof(esc)),
                             (double)o / 1000.0);
         }

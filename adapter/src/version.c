@@ -7,7 +7,7 @@
 
 const char *kretry_version_str(void) {
         return KRETRY_STR(KRETRY_VERSION_MAJOR) "." KRETRY_STR(
-            KRETRY_VERSION_MINOR) "." KRETRY_STR(KRETRY_VERSION_PATCH);
+                KRETRY_VERSION_MINOR) "." KRETRY_STR(KRETRY_VERSION_PATCH);
 }
 
 int kretry_version(void) {

@@ -97,14 +97,14 @@ static kretry_err_t apply_storm(kretry_conf_t *conf,
         snprintf(v, sizeof(v), "%d", t->breaker ? t->breaker_failures : 0);
         snprintf(keys, sizeof(keys), "%d",
                  t->breaker && t->breaker_distinct_keys > 0
-                     ? t->breaker_distinct_keys
-                     : 1);
+                         ? t->breaker_distinct_keys
+                         : 1);
         snprintf(cool, sizeof(cool), "%lldms",
                  (long long)(t->breaker ? t->breaker_cooldown_ms : 30000));
         const char *const pairs[][2] = {{"retry.permanent.errors", codes},
-                                  {"breaker.failures", v},
-                                  {"breaker.distinct.keys", keys},
-                                  {"breaker.cooldown", cool}};
+                                        {"breaker.failures", v},
+                                        {"breaker.distinct.keys", keys},
+                                        {"breaker.cooldown", cool}};
         return set_pairs(conf, path, PAIRS(pairs), errstr, size);
 }
 
@@ -120,12 +120,12 @@ static kretry_err_t apply_keyed(kretry_conf_t *conf,
                 {"ordering.on.dead.letter",
                  t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY ? "park_key"
                                                              : "continue"},
-                {"versioning.header",
-                 t->versioning == KRETRY_VERSIONING_HEADER ? t->version_name
-                                                           : ""},
-                {"versioning.field",
-                 t->versioning == KRETRY_VERSIONING_FIELD ? t->version_name
-                                                          : ""},
+                {"versioning.header", t->versioning == KRETRY_VERSIONING_HEADER
+                                              ? t->version_name
+                                              : ""},
+                {"versioning.field", t->versioning == KRETRY_VERSIONING_FIELD
+                                             ? t->version_name
+                                             : ""},
                 {"versioning.discard",
                  t->discard_equal ? "older_or_equal" : "older"},
         };
@@ -143,9 +143,8 @@ static kretry_err_t apply_value(kretry_conf_t *conf,
         int avro   = t->format == KRETRY_FORMAT_AVRO;
         ids[0]     = '\0';
         for (size_t i = 0; i < t->schema_id_cnt && len < sizeof(ids); i++)
-                len += (size_t)snprintf(ids + len, sizeof(ids) - len,
-                                        "%s%d=%s", i ? "," : "",
-                                        (int)t->schema_ids[i],
+                len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%d=%s",
+                                        i ? "," : "", (int)t->schema_ids[i],
                                         t->schema_id_files[i]);
         if (len >= sizeof(ids)) {
                 fail(errstr, size, "%s: value.schemas: the paths are too long",

@@ -198,8 +198,7 @@ static int plan_versions_topic(kretry_plan_t *plan,
         const kretry_meta_topic_t *m = kretry_meta_find(meta, topic);
         kretry_plan_action_t *a;
         if (!m) {
-                if (!(a = push(plan, KRETRY_PLAN_CREATE, t, topic,
-                               "versions")))
+                if (!(a = push(plan, KRETRY_PLAN_CREATE, t, topic, "versions")))
                         return -1;
                 a->partitions  = partitions;
                 a->replication = t->replication;

@@ -97,7 +97,8 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_new(void);
 /** @brief Destroy @p conf. Accepts NULL. */
 KRETRY_EXPORT void kretry_conf_destroy(kretry_conf_t *conf);
 
-/** @returns a deep copy of @p conf, or NULL; free with kretry_conf_destroy(). */
+/** @returns a deep copy of @p conf, or NULL; free with kretry_conf_destroy().
+ */
 KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
 
 /**
@@ -107,31 +108,45 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  * | name | meaning | default |
  * |---|---|---|
  * | source.topic | topic consumed and retried (required) | |
- * | retry.tiers | comma-separated delays, e.g. "1s,10s,1m" (1..32 tiers; units ms, s, m, h, d) | 1s,10s,1m |
- * | retry.max.attempts | handler attempts in all, the first delivery included | tiers + 1 |
- * | retry.jitter | each delay varies by up to +/- this share, "0%".."100%" | 10% |
- * | retry.max.age | a message older than this (since it first entered) is dead-lettered at its next failure; 0 = never | 0 |
- * | retry.topic.pattern | tier topic names; {source} and {n} (1-based tier) are replaced; must contain {n} | {source}.retry.{n} |
+ * | retry.tiers | comma-separated delays, e.g. "1s,10s,1m" (1..32 tiers; units
+ * ms, s, m, h, d) | 1s,10s,1m | | retry.max.attempts | handler attempts in all,
+ * the first delivery included | tiers + 1 | | retry.jitter | each delay varies
+ * by up to +/- this share, "0%".."100%" | 10% | | retry.max.age | a message
+ * older than this (since it first entered) is dead-lettered at its next
+ * failure; 0 = never | 0 | | retry.topic.pattern | tier topic names; {source}
+ * and {n} (1-based tier) are replaced; must contain {n} | {source}.retry.{n} |
  * | dlq.topic | dead-letter topic; {source} is replaced | {source}.dlq |
- * | error.max.length | bytes of the handler's error message kept in kretry-error | 512 |
- * | revoke.timeout.ms | bounded wait for in-flight copies when partitions are revoked or the adapter closes | 30000 |
- * | produce.retry.backoff.ms | first wait before a copy whose delivery failed is produced again (doubles up to 10 s) | 100 |
- * | ordering | none, or key: a key's messages reach the handler in their original order, across retries | none |
- * | ordering.on.dead.letter | continue, or park_key: a dead-lettered key's following messages go to the DLQ until it is replayed | continue |
- * | versioning.header | header carrying a decimal version; versions not above the highest handled OK for the key are skipped (empty: off) | |
- * | versioning.field | with value.format avro: an int or long field of the record carrying the version, instead of a header | |
- * | versioning.discard | older, or older_or_equal | older |
- * | versioning.topic | compacted changelog of the version store; {group}, {source} | {group}.{source}.versions |
- * | restore.timeout.ms | bounded wait for rebuilding key chains and versions on assignment | 60000 |
- * | stats.interval.ms | how often the stats callback runs (0: never) | 0 |
- * | retry.permanent.errors | comma-separated handler error codes that always mean FAIL, even with a RETRY answer | |
- * | breaker.failures | circuit breaker: transient failures in a row (no success between) that open it; 0: no breaker | 0 |
- * | breaker.distinct.keys | circuit breaker: how many distinct keys that run must span (1..64) | 1 |
- * | breaker.cooldown | circuit breaker: first pause of consumption, doubled while the dependency stays down (up to 16 times) | 30s |
- * | value.format | bytes (opaque) or avro: values are decoded before the handler; one that does not decode is dead-lettered with class `schema` without calling the handler | bytes |
- * | value.schema | value.format avro: the value's schema, an .avsc file (the record kretry_msg_value_avro() returns) | |
- * | value.wire | raw (Avro binary) or confluent (magic byte 0, 4-byte big-endian schema id, Avro binary) | raw |
- * | value.schema.ids | value.wire confluent: "ID=PATH,ID=PATH", the writer schema of each id, resolved to value.schema; other ids are refused. Empty: every id is read with value.schema | |
+ * | error.max.length | bytes of the handler's error message kept in
+ * kretry-error | 512 | | revoke.timeout.ms | bounded wait for in-flight copies
+ * when partitions are revoked or the adapter closes | 30000 | |
+ * produce.retry.backoff.ms | first wait before a copy whose delivery failed is
+ * produced again (doubles up to 10 s) | 100 | | ordering | none, or key: a
+ * key's messages reach the handler in their original order, across retries |
+ * none | | ordering.on.dead.letter | continue, or park_key: a dead-lettered
+ * key's following messages go to the DLQ until it is replayed | continue | |
+ * versioning.header | header carrying a decimal version; versions not above the
+ * highest handled OK for the key are skipped (empty: off) | | |
+ * versioning.field | with value.format avro: an int or long field of the record
+ * carrying the version, instead of a header | | | versioning.discard | older,
+ * or older_or_equal | older | | versioning.topic | compacted changelog of the
+ * version store; {group}, {source} | {group}.{source}.versions | |
+ * restore.timeout.ms | bounded wait for rebuilding key chains and versions on
+ * assignment | 60000 | | stats.interval.ms | how often the stats callback runs
+ * (0: never) | 0 | | retry.permanent.errors | comma-separated handler error
+ * codes that always mean FAIL, even with a RETRY answer | | | breaker.failures
+ * | circuit breaker: transient failures in a row (no success between) that open
+ * it; 0: no breaker | 0 | | breaker.distinct.keys | circuit breaker: how many
+ * distinct keys that run must span (1..64) | 1 | | breaker.cooldown | circuit
+ * breaker: first pause of consumption, doubled while the dependency stays down
+ * (up to 16 times) | 30s | | value.format | bytes (opaque) or avro: values are
+ * decoded before the handler; one that does not decode is dead-lettered with
+ * class `schema` without calling the handler | bytes | | value.schema |
+ * value.format avro: the value's schema, an .avsc file (the record
+ * kretry_msg_value_avro() returns) | | | value.wire | raw (Avro binary) or
+ * confluent (magic byte 0, 4-byte big-endian schema id, Avro binary) | raw | |
+ * value.schema.ids | value.wire confluent: "ID=PATH,ID=PATH", the writer schema
+ * of each id, resolved to value.schema; other ids are refused. Empty: every id
+ * is read with value.schema | |
  *
  * Any other name is a librdkafka property and is passed through unchanged:
  * to both the consumer and the producer when unprefixed, to one of them only
@@ -185,8 +200,7 @@ typedef enum {
 
 /** @returns the key, or NULL for a null key; @p lenp (may be NULL) gets its
  *  length. Borrowed until the handler returns. */
-KRETRY_EXPORT const void *kretry_msg_key(const kretry_msg_t *msg,
-                                         size_t *lenp);
+KRETRY_EXPORT const void *kretry_msg_key(const kretry_msg_t *msg, size_t *lenp);
 /** @returns the value, or NULL for a null value; @p lenp (may be NULL) gets
  *  its length. Borrowed until the handler returns. */
 KRETRY_EXPORT const void *kretry_msg_value(const kretry_msg_t *msg,
@@ -261,9 +275,8 @@ KRETRY_EXPORT int kretry_msg_header_at(const kretry_msg_t *msg,
  * up in the `kretry-error-code` and `kretry-error` headers. Either may be
  * NULL. Only valid inside the handler.
  */
-KRETRY_EXPORT void kretry_msg_set_error(kretry_msg_t *msg,
-                                        const char *code,
-                                        const char *message);
+KRETRY_EXPORT void
+kretry_msg_set_error(kretry_msg_t *msg, const char *code, const char *message);
 
 /**
  * @brief Hint, with a RETRY answer, that the message should not be handled
@@ -294,15 +307,15 @@ typedef kretry_action_t(kretry_handler_t)(kretry_msg_t *msg, void *opaque);
 
 /** Where a message went once its outcome became durable. */
 typedef enum {
-        KRETRY_ROUTE_OK      = 0, /**< handled OK */
-        KRETRY_ROUTE_RETRY   = 1, /**< copied to a retry tier */
-        KRETRY_ROUTE_DLQ     = 2, /**< copied to the dead-letter topic */
-        KRETRY_ROUTE_INVALID = 3, /**< a malformed message on a tier, dead-
-                                        lettered without calling the handler */
-        KRETRY_ROUTE_STALE = 4,  /**< skipped: an older version of its key
-                                       (versioning); not handled */
-        KRETRY_ROUTE_PARKED = 5, /**< forwarded behind its key's head
-                                       (ordering key); not handled yet */
+        KRETRY_ROUTE_OK      = 0,  /**< handled OK */
+        KRETRY_ROUTE_RETRY   = 1,  /**< copied to a retry tier */
+        KRETRY_ROUTE_DLQ     = 2,  /**< copied to the dead-letter topic */
+        KRETRY_ROUTE_INVALID = 3,  /**< a malformed message on a tier, dead-
+                                         lettered without calling the handler */
+        KRETRY_ROUTE_STALE = 4,    /**< skipped: an older version of its key
+                                         (versioning); not handled */
+        KRETRY_ROUTE_PARKED = 5,   /**< forwarded behind its key's head
+                                         (ordering key); not handled yet */
         KRETRY_ROUTE_DUPLICATE = 6 /**< a source message consumed again after
                                          a restart whose copy already waits
                                          in a tier (ordering key): the copy
@@ -367,7 +380,8 @@ KRETRY_EXPORT void kretry_conf_set_route_cb(kretry_conf_t *conf,
  *        not known yet). Called on the thread driving the adapter; @p json
  *        is borrowed for the call; the opaque is the handler's.
  */
-typedef void(kretry_stats_cb_t)(const char *json, size_t json_len,
+typedef void(kretry_stats_cb_t)(const char *json,
+                                size_t json_len,
                                 void *opaque);
 
 /** @brief Set the stats callback (optional; see `stats.interval.ms`). */
@@ -439,9 +453,8 @@ typedef struct kretry_adapter_s kretry_adapter_t;
  * @returns the adapter, or NULL with @p errstr filled.
  *          Free with kretry_adapter_destroy().
  */
-KRETRY_EXPORT kretry_adapter_t *kretry_adapter_new(kretry_conf_t *conf,
-                                                   char *errstr,
-                                                   size_t errstr_size);
+KRETRY_EXPORT kretry_adapter_t *
+kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size);
 
 /**
  * @brief Serve the adapter for at most @p timeout_ms (-1: until there is
@@ -498,36 +511,36 @@ KRETRY_EXPORT void kretry_adapter_destroy(kretry_adapter_t *adapter);
 
 /** Counters kept by an adapter. */
 typedef enum {
-        KRETRY_COUNTER_CONSUMED  = 0, /**< messages consumed (source+tiers) */
-        KRETRY_COUNTER_OK        = 1, /**< handled OK */
-        KRETRY_COUNTER_RETRIED   = 2, /**< copied to tier @p tier (0: all) */
-        KRETRY_COUNTER_DLQ       = 3, /**< dead-lettered, all classes */
-        KRETRY_COUNTER_DLQ_PERMANENT = 4,
-        KRETRY_COUNTER_DLQ_EXHAUSTED = 5,
-        KRETRY_COUNTER_DLQ_EXPIRED   = 6,
-        KRETRY_COUNTER_DLQ_SCHEMA    = 7,
-        KRETRY_COUNTER_HANDLER_CALLS = 8, /**< handler invocations */
+        KRETRY_COUNTER_CONSUMED = 0, /**< messages consumed (source+tiers) */
+        KRETRY_COUNTER_OK       = 1, /**< handled OK */
+        KRETRY_COUNTER_RETRIED  = 2, /**< copied to tier @p tier (0: all) */
+        KRETRY_COUNTER_DLQ      = 3, /**< dead-lettered, all classes */
+        KRETRY_COUNTER_DLQ_PERMANENT  = 4,
+        KRETRY_COUNTER_DLQ_EXHAUSTED  = 5,
+        KRETRY_COUNTER_DLQ_EXPIRED    = 6,
+        KRETRY_COUNTER_DLQ_SCHEMA     = 7,
+        KRETRY_COUNTER_HANDLER_CALLS  = 8, /**< handler invocations */
         KRETRY_COUNTER_PRODUCE_ERRORS = 9, /**< failed deliveries re-produced */
-        KRETRY_COUNTER_HELD = 10, /**< messages held now, waiting to be due */
+        KRETRY_COUNTER_HELD  = 10, /**< messages held now, waiting to be due */
         KRETRY_COUNTER_STALE = 11, /**< skipped: older version (versioning) */
-        KRETRY_COUNTER_FORWARDED = 12, /**< parked behind their key's head
-                                             (ordering key) */
-        KRETRY_COUNTER_DLQ_PARKED = 13, /**< dead-lettered after their key
-                                              (park_key) */
-        KRETRY_COUNTER_CHAIN_KEYS = 14, /**< keys with messages in the retry
-                                              chain now (ordering key) */
-        KRETRY_COUNTER_VERSION_KEYS = 15, /**< keys in the version store now */
+        KRETRY_COUNTER_FORWARDED = 12,     /**< parked behind their key's head
+                                                 (ordering key) */
+        KRETRY_COUNTER_DLQ_PARKED = 13,    /**< dead-lettered after their key
+                                                 (park_key) */
+        KRETRY_COUNTER_CHAIN_KEYS = 14,    /**< keys with messages in the retry
+                                                 chain now (ordering key) */
+        KRETRY_COUNTER_VERSION_KEYS  = 15, /**< keys in the version store now */
         KRETRY_COUNTER_VERSION_BYTES = 16, /**< memory the version store
                                                 holds, bytes */
-        KRETRY_COUNTER_DUPLICATES = 17, /**< source messages skipped because
-                                             their copy waits in a tier */
+        KRETRY_COUNTER_DUPLICATES = 17,    /**< source messages skipped because
+                                                their copy waits in a tier */
         KRETRY_COUNTER_BREAKER_TRIPS = 18, /**< times the circuit breaker
                                                 opened */
-        KRETRY_COUNTER_BREAKER_OPEN = 19, /**< 1 while the breaker holds
-                                              consumption paused */
-        KRETRY_COUNTER_KEEPALIVES = 20 /**< handler calls that ran longer
-                                            than a second, during which the
-                                            group membership was kept */
+        KRETRY_COUNTER_BREAKER_OPEN = 19,  /**< 1 while the breaker holds
+                                               consumption paused */
+        KRETRY_COUNTER_KEEPALIVES = 20     /**< handler calls that ran longer
+                                                than a second, during which the
+                                                group membership was kept */
 } kretry_counter_t;
 
 /**
