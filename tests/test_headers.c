@@ -19,6 +19,14 @@ static void test_numbers(void) {
                 -1);
         KT_ASSERT_INT_EQ(
                 kretry_header_num("9223372036854775807", 19, INT64_MAX, &v), 0);
+        /* 19 digits past INT64_MAX: refused without overflowing (found by
+         * fuzz_headers under UBSan). */
+        KT_ASSERT_INT_EQ(
+                kretry_header_num("9999999999999999999", 19, INT64_MAX, &v),
+                -1);
+        KT_ASSERT_INT_EQ(
+                kretry_header_num("9223372036854775808", 19, INT64_MAX, &v),
+                -1);
         KT_ASSERT_INT_EQ(kretry_header_num("1\0", 2, 100, &v), -1);
 }
 

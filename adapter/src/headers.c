@@ -9,17 +9,18 @@ int kretry_header_num(const void *value,
                       int64_t max,
                       int64_t *out) {
         const char *s = value;
-        int64_t v     = 0;
+        uint64_t v    = 0;
         if (!s || size == 0 || size > 19)
                 return -1;
+        /* 19 digits fit in 64 unsigned bits: no overflow before the check. */
         for (size_t i = 0; i < size; i++) {
                 if (s[i] < '0' || s[i] > '9')
                         return -1;
-                v = v * 10 + (s[i] - '0');
+                v = v * 10 + (uint64_t)(s[i] - '0');
         }
-        if (v > max)
+        if (v > (uint64_t)max)
                 return -1;
-        *out = v;
+        *out = (int64_t)v;
         return 0;
 }
 
