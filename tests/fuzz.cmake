@@ -1,0 +1,26 @@
+# Fuzz targets for every parser of outside input: kretry-* headers, topology
+# files, Avro values. By default each links a small mutation driver and runs
+# as a bounded CTest case over its seed corpus (tests/fuzz/corpus/); with
+# clang and -DKRETRY_FUZZ=ON they link libFuzzer instead:
+#   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DKRETRY_FUZZ=ON \
+#         -DKRETRY_SANITIZER=address,undefined
+#   build-fuzz/tests/fuzz_topology tests/fuzz/corpus/topology
+foreach(target headers topology codec)
+  set(name fuzz_${target})
+  if(KRETRY_FUZZ)
+    add_executable(${name} fuzz/${name}.c)
+    target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  else()
+    add_executable(${name} fuzz/${name}.c fuzz/driver.c)
+    add_test(NAME ${name}
+             COMMAND ${name} --iterations 100000
+                     ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/${target})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS fuzz
+      PASS_REGULAR_EXPRESSION "no crash"
+      ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+  endif()
+  target_link_libraries(${name} PRIVATE kretry_static)
+  target_compile_definitions(${name} PRIVATE
+    KRETRY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+endforeach()
