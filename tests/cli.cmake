@@ -48,3 +48,15 @@ add_test(NAME install_check
                  "${KRETRY_SANITIZER}")
 set_tests_properties(install_check PROPERTIES TIMEOUT 60 LABELS cli
   PASS_REGULAR_EXPRESSION "retry.jitter: 150% is out of range")
+
+# Every command and sub-command answers --help with its usage and exit 0.
+foreach(cmd "demo" "run" "dev-broker" "topology" "topology validate"
+            "topology plan" "dlq" "dlq replay" "dlq export" "stats")
+  string(REPLACE " " ";" args "${cmd}")
+  string(REPLACE " " "_" tname "${cmd}")
+  # Exit 0 and the usage on stdout, both.
+  add_test(NAME cli_help_${tname}
+           COMMAND sh -c "out=$(\"$0\" \"$@\") && printf '%s' \"$out\" | grep -q 'usage: kretry'"
+                   $<TARGET_FILE:kretry_cli> ${args} --help)
+  set_tests_properties(cli_help_${tname} PROPERTIES LABELS cli)
+endforeach()

@@ -243,11 +243,12 @@ int cmd_topology(int argc, char **argv) {
                     {"plan", do_plan},
                     {"apply", do_apply}};
         opts_t o;
-        if (argc >= 2 &&
-            (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-                usage(stdout);
-                return 0;
-        }
+        /* --help anywhere ("kretry topology plan --help" too). */
+        for (int i = 1; i < argc; i++)
+                if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+                        usage(stdout);
+                        return 0;
+                }
         for (size_t i = 0; argc >= 2 && i < sizeof(subs) / sizeof(subs[0]);
              i++) {
                 if (strcmp(argv[1], subs[i].name))
