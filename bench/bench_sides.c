@@ -292,8 +292,30 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
         double deadline  = bench_mono() + job->timeout_s;
         int told         = 0;
         kretry_err_t err = KRETRY_ERR_OK;
+        int trace        = job->kind == BENCH_ORDERED_VERSIONED &&
+                    getenv("KRETRY_BENCH_DEBUG");
+        double t_trace = 0;
         while (k.done < job->n && !err && bench_mono() < deadline) {
                 err = kretry_adapter_poll(a, 100);
+                if (trace && bench_mono() - t_trace >= 0.05) {
+                        /* the key chains over time (ordering=key) */
+                        t_trace = bench_mono();
+                        fprintf(stderr,
+                                "  [kretry%s] done %ld consumed %lld "
+                                "forwarded %lld retried %lld chain keys "
+                                "%lld held %lld\n",
+                                job->plain ? " neither" : "", k.done,
+                                (long long)kretry_adapter_counter(
+                                        a, KRETRY_COUNTER_CONSUMED, 0),
+                                (long long)kretry_adapter_counter(
+                                        a, KRETRY_COUNTER_FORWARDED, 0),
+                                (long long)kretry_adapter_counter(
+                                        a, KRETRY_COUNTER_RETRIED, 0),
+                                (long long)kretry_adapter_counter(
+                                        a, KRETRY_COUNTER_CHAIN_KEYS, 0),
+                                (long long)kretry_adapter_counter(
+                                        a, KRETRY_COUNTER_HELD, 0));
+                }
                 if (job->kind == BENCH_DELAY && !told &&
                     atomic_load(&k.assigned)) {
                         char c = 'A';
