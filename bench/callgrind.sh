@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/callgrind.sh [SCENARIO [MESSAGES]]
 # Instructions per message for each side of one run of SCENARIO (happy,
-# retry_hop, dead_letter, delay; default happy, 20000 messages) under
+# retry_hop, dead_letter, ordered_versioned, delay; default happy, 20000
+# messages; ordered_versioned's sides are "kretry" and "neither") under
 # callgrind: exact counts, unaffected by other load on the machine. Process
 # totals include client setup and close, so they are upper bounds; "thread" is
 # the side's own thread (the handler loop), without librdkafka's threads.
@@ -23,7 +24,10 @@ valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" "$bin" \
         { echo "kretry_bench failed under callgrind: see $dir/bench.log" >&2; exit 1; }
 for f in "$dir"/cg.*; do
         ann=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null)
-        if echo "$ann" | grep -q 'bench_kretry_side'; then
+        if echo "$ann" | grep -q 'bench_kretry_plain_side'; then
+                # ordered_versioned's baseline: kretry, both features off
+                side=neither fn=bench_kretry_plain_side
+        elif echo "$ann" | grep -q 'bench_kretry_side'; then
                 side=kretry fn=bench_kretry_side
         elif echo "$ann" | grep -q 'bench_raw_side'; then
                 side=raw fn=bench_raw_side
