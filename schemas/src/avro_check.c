@@ -120,7 +120,7 @@ static int utf8_ok(const uint8_t *s, size_t n) {
 static int walk(walk_t *w, avro_schema_t s, int depth);
 
 static int walk_length(walk_t *w, const char *type, int utf8) {
-        int64_t n;
+        int64_t n = 0;
         size_t at = w->base + w->pos;
         if (read_long(w, type, &n))
                 return -1;

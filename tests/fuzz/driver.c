@@ -71,7 +71,8 @@ static size_t mutate(unsigned char *out) {
                 switch (next() % 5) {
                 case 0: /* flip a byte */
                         if (n)
-                                out[next() % n] ^= (unsigned char)(1 + next() % 255);
+                                out[next() % n] ^=
+                                        (unsigned char)(1 + next() % 255);
                         break;
                 case 1: /* cut */
                         if (n)
@@ -100,7 +101,8 @@ static size_t mutate(unsigned char *out) {
                 default: /* interesting bytes */
                         if (n) {
                                 static const unsigned char v[] = {
-                                    0, 0xff, 0x7f, 0x80, '\n', ':', '{', '-'};
+                                        0,    0xff, 0x7f, 0x80,
+                                        '\n', ':',  '{',  '-'};
                                 out[next() % n] = v[next() % sizeof(v)];
                         }
                 }

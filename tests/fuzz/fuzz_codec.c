@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!raw) {
                 const char *schema = getenv("KRETRY_FUZZ_SCHEMA");
                 if (!schema)
-                        schema = KRETRY_SOURCE_DIR "/schemas/examples/order.avsc";
+                        schema = KRETRY_SOURCE_DIR
+                                "/schemas/examples/order.avsc";
                 raw       = kretry_codec_new("avro", schema, "raw", "", err,
                                              sizeof(err));
                 confluent = kretry_codec_new("avro", schema, "confluent", "",
