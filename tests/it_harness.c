@@ -96,6 +96,13 @@ kretry_action_t it_handler(kretry_msg_t *msg, void *opaque) {
         }
         if (len >= 6 && !strncmp(v, "always", 6))
                 return KRETRY_RETRY;
+        if (len >= 6 && !strncmp(v, "okslow", 6)) {
+                /* A handler that costs 200 us: a source backlog that takes
+                 * seconds to work through. */
+                struct timespec ts = {0, 200 * 1000};
+                nanosleep(&ts, NULL);
+                return KRETRY_OK;
+        }
         if (len >= 5 && !strncmp(v, "slow", 4) && attempt == 1) {
                 /* "slowN": a handler call that takes N seconds. */
                 struct timespec ts = {v[4] - '0', 0};

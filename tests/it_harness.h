@@ -43,6 +43,7 @@ void it_env_destroy(it_env_t *env);
  *   "always..."    RETRY every time
  *   "hint..."      RETRY with a 150 ms retry-after hint on attempt 1, then OK
  *   "slowN..."     takes N seconds on attempt 1, then OK
+ *   "okslow..."    OK after 200 us
  * A null value is handled like "retry1".
  */
 kretry_action_t it_handler(kretry_msg_t *msg, void *opaque);

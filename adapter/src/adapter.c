@@ -291,6 +291,12 @@ setup_clients(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         static const uint64_t one = 1;
         a->cq                     = rd_kafka_queue_get_consumer(a->consumer);
         a->pq                     = rd_kafka_queue_get_main(a->producer);
+        a->tq                     = rd_kafka_queue_new(a->consumer);
+        if (!a->tq) {
+                snprintf(errstr, errstr_size, "cannot create the tier queue");
+                return KRETRY_ERR_NO_MEM;
+        }
+        rd_kafka_queue_io_event_enable(a->tq, a->efd, &one, sizeof(one));
         rd_kafka_queue_io_event_enable(a->cq, a->efd, &one, sizeof(one));
         rd_kafka_queue_io_event_enable(a->pq, a->efd, &one, sizeof(one));
         return KRETRY_ERR_OK;
@@ -448,6 +454,21 @@ static void refetch_later(kretry_adapter_t *a,
 
 static int dispatch_due(kretry_adapter_t *a, int64_t now);
 
+/* Tier messages first: a source backlog prefetched ahead of them must not
+ * make due retries wait (tier partitions feed their own queue, see
+ * rebalance.c). Every eighth take prefers the consumer queue, so the source
+ * and the group's events (served by consumer_poll) never starve. */
+static rd_kafka_message_t *next_message(kretry_adapter_t *a, int n) {
+        rd_kafka_message_t *rkm = NULL;
+        if (n % 8 != 7)
+                rkm = rd_kafka_consume_queue(a->tq, 0);
+        if (!rkm)
+                rkm = rd_kafka_consumer_poll(a->consumer, 0);
+        if (!rkm && n % 8 == 7)
+                rkm = rd_kafka_consume_queue(a->tq, 0);
+        return rkm;
+}
+
 static int consume(kretry_adapter_t *a) {
         int n;
         /* Nothing more is taken once the breaker paused every partition:
@@ -460,8 +481,7 @@ static int consume(kretry_adapter_t *a) {
                         if (a->held_list)
                                 dispatch_due(a, kretry_now_ms());
                 }
-                rd_kafka_message_t *rkm =
-                        rd_kafka_consumer_poll(a->consumer, 0);
+                rd_kafka_message_t *rkm = next_message(a, n);
                 if (!rkm)
                         return n;
                 if (rkm->err) {
@@ -685,6 +705,8 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
         for (int t = 0; a->rkts && t < a->topic_cnt; t++)
                 if (a->rkts[t])
                         rd_kafka_topic_destroy(a->rkts[t]);
+        if (a->tq)
+                rd_kafka_queue_destroy(a->tq);
         if (a->cq)
                 rd_kafka_queue_destroy(a->cq);
         if (a->consumer)

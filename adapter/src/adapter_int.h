@@ -139,6 +139,7 @@ struct kretry_adapter_s {
                 *prkts;         /* producer handles: [1..T] tiers, [T+1] DLQ */
         rd_kafka_topic_t *vrkt; /* producer handle of the version changelog */
         rd_kafka_queue_t *cq, *pq;
+        rd_kafka_queue_t *tq; /* tier partitions' messages, served first */
         int efd;
         kretry_part_t ***parts; /* [topic][partition] */
         int *part_cap;          /* per topic */

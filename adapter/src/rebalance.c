@@ -50,6 +50,25 @@ static void assign_parts(kretry_adapter_t *a,
         }
 }
 
+/* Tier partitions deliver to the adapter's tier queue, served before the
+ * consumer queue. The forward is set by the application (librdkafka keeps
+ * it when it starts fetching, and drops it when the partition is revoked),
+ * so it is set again on every assignment. */
+static void forward_tiers(kretry_adapter_t *a,
+                          rd_kafka_t *rk,
+                          const rd_kafka_topic_partition_list_t *l) {
+        for (int i = 0; i < l->cnt; i++) {
+                if (kretry_topic_index(a, l->elems[i].topic) <= 0)
+                        continue;
+                rd_kafka_queue_t *pq = rd_kafka_queue_get_partition(
+                        rk, l->elems[i].topic, l->elems[i].partition);
+                if (!pq)
+                        continue;
+                rd_kafka_queue_forward(pq, a->tq);
+                rd_kafka_queue_destroy(pq);
+        }
+}
+
 static void revoke_parts(kretry_adapter_t *a,
                          const rd_kafka_topic_partition_list_t *l) {
         for (int i = 0; i < l->cnt; i++) {
@@ -107,6 +126,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                         error = rd_kafka_incremental_assign(rk, l);
                 else
                         aerr = rd_kafka_assign(rk, l);
+                forward_tiers(a, rk, l);
                 /* An open breaker holds new partitions back as well. */
                 for (int i = 0; a->breaker_paused && i < l->cnt; i++) {
                         kretry_part_t *p = kretry_part_find(
