@@ -508,6 +508,10 @@ static int step(kretry_adapter_t *a) {
         int64_t now = kretry_now_ms();
         if (a->breaker_paused && !kretry_breaker_is_open(&a->breaker, now))
                 kretry_breaker_apply(a, 0);
+        if (now >= a->forward_at) {
+                kretry_forward_tiers_all(a);
+                a->forward_at = now + 1000;
+        }
         kretry_retry_failed(a, now);
         n += dispatch_due(a, now);
         n += consume(a);
@@ -531,6 +535,10 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
                 next = a->emit_next;
         if (a->breaker_paused && (next < 0 || a->breaker.open_until < next))
                 next = a->breaker.open_until;
+        /* Tier forwards are renewed every second while tiers are assigned. */
+        if (a->topic_cnt > 1 && a->forward_at > 0 &&
+            (next < 0 || a->forward_at < next))
+                next = a->forward_at;
         if (next < 0)
                 return -1;
         return next <= now

@@ -140,6 +140,7 @@ struct kretry_adapter_s {
         rd_kafka_topic_t *vrkt; /* producer handle of the version changelog */
         rd_kafka_queue_t *cq, *pq;
         rd_kafka_queue_t *tq; /* tier partitions' messages, served first */
+        int64_t forward_at;   /* next renewal of the tier forwards */
         int efd;
         kretry_part_t ***parts; /* [topic][partition] */
         int *part_cap;          /* per topic */
@@ -186,6 +187,10 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                          rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts,
                          void *opaque);
+/* Point the tier partitions of @p l (or every assigned one) at a->tq. */
+void kretry_forward_tiers(kretry_adapter_t *a,
+                          const rd_kafka_topic_partition_list_t *l);
+void kretry_forward_tiers_all(kretry_adapter_t *a);
 /* Finish in-flight copies (bounded), commit synchronously. */
 void kretry_drain_and_commit(kretry_adapter_t *a);
 

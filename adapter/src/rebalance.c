@@ -51,12 +51,15 @@ static void assign_parts(kretry_adapter_t *a,
 }
 
 /* Tier partitions deliver to the adapter's tier queue, served before the
- * consumer queue. The forward is set by the application (librdkafka keeps
- * it when it starts fetching, and drops it when the partition is revoked),
- * so it is set again on every assignment. */
-static void forward_tiers(kretry_adapter_t *a,
-                          rd_kafka_t *rk,
+ * consumer queue. The forward is set by the application: librdkafka keeps
+ * it when it starts fetching, and drops it when it stops fetching the
+ * partition — which, after a revocation, may happen after the partition
+ * was assigned again. So it is set on every assignment and renewed every
+ * second (kretry_forward_tiers_all): a dropped forward would otherwise
+ * leave the partition's messages in its own queue, never served. */
+void kretry_forward_tiers(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l) {
+        rd_kafka_t *rk = a->consumer;
         for (int i = 0; i < l->cnt; i++) {
                 if (kretry_topic_index(a, l->elems[i].topic) <= 0)
                         continue;
@@ -126,7 +129,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                         error = rd_kafka_incremental_assign(rk, l);
                 else
                         aerr = rd_kafka_assign(rk, l);
-                forward_tiers(a, rk, l);
+                kretry_forward_tiers(a, l);
                 /* An open breaker holds new partitions back as well. */
                 for (int i = 0; a->breaker_paused && i < l->cnt; i++) {
                         kretry_part_t *p = kretry_part_find(
@@ -156,5 +159,17 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
                            rd_kafka_err2str(aerr));
         }
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+void kretry_forward_tiers_all(kretry_adapter_t *a) {
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(8);
+        for (int t = 1; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++)
+                        if (a->parts[t][p] && a->parts[t][p]->assigned)
+                                rd_kafka_topic_partition_list_add(
+                                        l, a->topics[t], p);
+        kretry_forward_tiers(a, l);
         rd_kafka_topic_partition_list_destroy(l);
 }
