@@ -18,6 +18,10 @@ rd_kafka_t *kretry_admin_new(const kretry_topology_file_t *f,
                              char *errstr,
                              size_t errstr_size) {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        /* The library never prints: librdkafka's own logger would write
+         * connection errors to stderr. What the cluster did not answer is
+         * reported through the admin results and timeouts instead. */
+        rd_kafka_conf_set_log_cb(conf, NULL);
         for (size_t i = 0; i < kretry_topology_prop_count(f); i++) {
                 const kretry_topo_prop_t *p = kretry_topology_prop_at(f, i);
                 if (!strncmp(p->name, "consumer.", 9) ||
