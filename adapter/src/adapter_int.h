@@ -19,6 +19,7 @@
 #include "offsets.h"
 #include "versions.h"
 
+#include <jansson.h>
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -264,6 +265,9 @@ void kretry_msg_bind(kretry_msg_t *msg,
 
 /* stats.c */
 const char *kretry_class_name(int cls);
+/* Every counter as a JSON object (kretry_adapter_stats_json's document);
+ * the caller owns the reference. */
+json_t *kretry_stats_counters(const kretry_adapter_t *a);
 /* Refresh the per-key gauges (keys in chains and in the version store). */
 void kretry_stats_gauges(kretry_adapter_t *a);
 

@@ -1,5 +1,7 @@
 #include "breaker.h"
 
+#include "keymap.h"
+
 #include <string.h>
 
 #define KRETRY_BREAKER_MAX_FACTOR 16
@@ -17,20 +19,10 @@ void kretry_breaker_init(kretry_breaker_t *b,
         b->cooldown_cur_ms = cooldown_ms;
 }
 
-static uint64_t key_hash(const void *key, size_t len) {
-        const unsigned char *p = key;
-        uint64_t h             = 0xcbf29ce484222325ULL;
-        for (size_t i = 0; p && i < len; i++) {
-                h ^= p[i];
-                h *= 0x100000001b3ULL;
-        }
-        return h;
-}
-
 static void note_key(kretry_breaker_t *b, const void *key, size_t len) {
         if (b->key_cnt >= b->distinct_keys)
                 return; /* enough seen: the count only needs to reach it */
-        uint64_t h = key_hash(key, len);
+        uint64_t h = kretry_key_hash(key, len);
         for (int i = 0; i < b->key_cnt; i++)
                 if (b->keys[i] == h)
                         return;

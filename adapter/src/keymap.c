@@ -4,7 +4,7 @@
 #include <string.h>
 
 /* FNV-1a, 64 bit: keys are short and hashing must not allocate. */
-static uint64_t hash_key(const void *key, size_t len) {
+uint64_t kretry_key_hash(const void *key, size_t len) {
         const unsigned char *p = key;
         uint64_t h             = 0xcbf29ce484222325ULL;
         for (size_t i = 0; i < len; i++) {
@@ -61,7 +61,7 @@ find_slot(const kretry_keymap_t *m, const void *key, size_t len, uint64_t h) {
 void *kretry_keymap_get(const kretry_keymap_t *m, const void *key, size_t len) {
         if (!m->cnt)
                 return NULL;
-        uint64_t h = hash_key(key, len);
+        uint64_t h = kretry_key_hash(key, len);
         size_t i   = find_slot(m, key, len, h);
         return m->slots[i].entry ? entry_value(m, m->slots[i].entry, len)
                                  : NULL;
@@ -97,7 +97,7 @@ void *kretry_keymap_put(kretry_keymap_t *m,
         /* Keep the load under 3/4 so probes stay short. */
         if ((m->cnt + 1) * 4 > m->cap * 3 && grow(m))
                 return NULL;
-        uint64_t h = hash_key(key, len);
+        uint64_t h = kretry_key_hash(key, len);
         size_t i   = find_slot(m, key, len, h);
         if (m->slots[i].entry)
                 return entry_value(m, m->slots[i].entry, len);
@@ -120,7 +120,7 @@ void *kretry_keymap_put(kretry_keymap_t *m,
 int kretry_keymap_del(kretry_keymap_t *m, const void *key, size_t len) {
         if (!m->cnt)
                 return 0;
-        uint64_t h = hash_key(key, len);
+        uint64_t h = kretry_key_hash(key, len);
         size_t i   = find_slot(m, key, len, h);
         if (!m->slots[i].entry)
                 return 0;

@@ -25,6 +25,9 @@ typedef struct {
         size_t bytes; /* memory held by entries, for stats */
 } kretry_keymap_t;
 
+/* FNV-1a over the key's bytes (a NULL key of length 0 hashes like ""). */
+uint64_t kretry_key_hash(const void *key, size_t len);
+
 void kretry_keymap_init(kretry_keymap_t *m, size_t value_size);
 void kretry_keymap_clear(kretry_keymap_t *m);
 void kretry_keymap_free(kretry_keymap_t *m);

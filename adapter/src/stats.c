@@ -73,11 +73,7 @@ int64_t kretry_adapter_counter(const kretry_adapter_t *a,
         return -1;
 }
 
-size_t kretry_adapter_stats_json(const kretry_adapter_t *a,
-                                 char *dest,
-                                 size_t dest_size) {
-        if (!a)
-                return 0;
+json_t *kretry_stats_counters(const kretry_adapter_t *a) {
         const kretry_stats_t *s = &a->stats;
         json_t *retried         = json_array();
         for (int t = 1; t < a->topic_cnt; t++)
@@ -102,6 +98,15 @@ size_t kretry_adapter_stats_json(const kretry_adapter_t *a,
                 (json_int_t)get(&s->duplicates), "breaker_trips",
                 (json_int_t)get(&s->breaker_trips), "breaker_open",
                 (int)get(&s->breaker_open));
+        return o;
+}
+
+size_t kretry_adapter_stats_json(const kretry_adapter_t *a,
+                                 char *dest,
+                                 size_t dest_size) {
+        if (!a)
+                return 0;
+        json_t *o  = kretry_stats_counters(a);
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         size_t len = text ? strlen(text) : 0;
         if (dest && dest_size) {

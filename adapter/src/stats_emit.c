@@ -78,13 +78,7 @@ topic_json(kretry_adapter_t *a, int t, int64_t now, double secs) {
 }
 
 static void emit(kretry_adapter_t *a, int64_t now) {
-        char *counters = NULL;
-        size_t need    = kretry_adapter_stats_json(a, NULL, 0);
-        if (!(counters = malloc(need + 1)))
-                return;
-        kretry_adapter_stats_json(a, counters, need + 1);
-        json_t *doc = json_loads(counters, 0, NULL);
-        free(counters);
+        json_t *doc = kretry_stats_counters(a);
         if (!doc)
                 return;
         double secs = a->emit_at > 0 ? (double)(now - a->emit_at) / 1000.0 : 0;
