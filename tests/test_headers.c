@@ -1,6 +1,7 @@
 #include "headers.h"
 #include "testutil.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static void test_numbers(void) {
@@ -161,9 +162,83 @@ static void test_build(void) {
         rd_kafka_headers_destroy(src);
 }
 
+/* A source list without chain headers becomes the copy's own, chain headers
+ * appended (the producer takes it instead of a copy). */
+static void test_append_in_place(void) {
+        KT_ASSERT(!kretry_headers_have_chain(NULL));
+        static const char *const chain[] = {
+                KRETRY_H_ATTEMPT,         KRETRY_H_TIER,
+                KRETRY_H_DUE_TS,          KRETRY_H_ORIG_TOPIC,
+                KRETRY_H_ORIG_PARTITION,  KRETRY_H_ORIG_OFFSET,
+                KRETRY_H_ORIG_TS,         KRETRY_H_FIRST_FAILURE,
+                KRETRY_H_LAST_FAILURE,    KRETRY_H_ERROR_CLASS,
+                KRETRY_H_ERROR_CODE,      KRETRY_H_ERROR,
+                KRETRY_H_GROUP,           KRETRY_H_CORRELATION_ID,
+                KRETRY_H_PARKED_FOLLOWERS};
+        for (size_t i = 0; i < sizeof(chain) / sizeof(chain[0]); i++)
+                KT_ASSERT(kretry_header_is_chain(chain[i]));
+        KT_ASSERT(!kretry_header_is_chain(KRETRY_H_REPLAY_COUNT));
+        KT_ASSERT(!kretry_header_is_chain(KRETRY_H_REPLAYED_AT));
+        KT_ASSERT(!kretry_header_is_chain("kretry-original-partitions"));
+        KT_ASSERT(!kretry_header_is_chain("kretry-errors"));
+        rd_kafka_headers_t *h = rd_kafka_headers_new(2);
+        rd_kafka_header_add(h, "user", -1, "1", 1);
+        rd_kafka_header_add(h, "kretry-replay-count", -1, "2", 1);
+        rd_kafka_header_add(h, "kretry-", -1, "x", 1);
+        rd_kafka_header_add(h, "kretry-attemptx", -1, "x", 1);
+        rd_kafka_header_add(h, "kretry-tie", -1, "x", 1);
+        rd_kafka_header_add(h, "", -1, "x", 1);
+        KT_ASSERT(!kretry_headers_have_chain(h));
+        char topic[KRETRY_TOPIC_MAX + 1];
+        memset(topic, 't', KRETRY_TOPIC_MAX);
+        topic[KRETRY_TOPIC_MAX] = '\0';
+        kretry_copy_info_t info = {.attempt          = 1,
+                                   .tier             = 1,
+                                   .due_ts           = 1700000000123LL,
+                                   .orig_topic       = topic,
+                                   .orig_partition   = 2147483647,
+                                   .orig_offset      = INT64_MAX,
+                                   .orig_ts          = -1,
+                                   .first_failure_ts = 0,
+                                   .last_failure_ts  = 0,
+                                   .error_class      = "transient",
+                                   .group            = "g",
+                                   .followers        = -1};
+        kretry_headers_append(h, &info);
+        KT_ASSERT(kretry_headers_have_chain(h));
+        KT_ASSERT(rd_kafka_header_cnt(h) == 6 + 11);
+        const char *n;
+        const void *v;
+        size_t sz;
+        KT_REQUIRE(!rd_kafka_header_get_all(h, 0, &n, &v, &sz));
+        KT_ASSERT_STR_EQ(n, "user");
+        KT_REQUIRE(!rd_kafka_header_get_all(h, 6, &n, &v, &sz));
+        KT_ASSERT_STR_EQ(n, "kretry-attempt");
+        char b[512];
+        KT_ASSERT_STR_EQ(get(h, "kretry-due-ts", b), "1700000000123");
+        KT_ASSERT_STR_EQ(get(h, "kretry-original-offset", b),
+                         "9223372036854775807");
+        KT_ASSERT_STR_EQ(get(h, "kretry-first-failure-ts", b), "0");
+        KT_ASSERT(get(h, "kretry-original-timestamp", b) == NULL);
+        char want[KRETRY_TOPIC_MAX + 48];
+        snprintf(want, sizeof(want), "%s/2147483647/9223372036854775807",
+                 topic);
+        KT_ASSERT_STR_EQ(get(h, "kretry-correlation-id", b), want);
+        /* Names of equal length decode to their own fields. */
+        kretry_chain_t c;
+        kretry_chain_decode(h, &c);
+        KT_ASSERT(c.orig_partition_ok && c.orig_partition == 2147483647);
+        KT_ASSERT(!c.orig_ts_ok);
+        KT_ASSERT(c.orig_offset_ok && c.orig_offset == INT64_MAX);
+        KT_ASSERT(c.last_failure_ts == 0);
+        KT_ASSERT(c.orig_topic_ok && !strcmp(c.orig_topic, topic));
+        rd_kafka_headers_destroy(h);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-                KT_TEST(test_numbers), KT_TEST(test_decode_valid),
-                KT_TEST(test_decode_malformed), KT_TEST(test_build), KT_END};
+                KT_TEST(test_numbers),          KT_TEST(test_decode_valid),
+                KT_TEST(test_decode_malformed), KT_TEST(test_build),
+                KT_TEST(test_append_in_place),  KT_END};
         return kt_main("headers", tests, argc, argv);
 }

@@ -1,7 +1,6 @@
 #include "headers.h"
 
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 int kretry_header_num(const void *value,
@@ -24,51 +23,120 @@ int kretry_header_num(const void *value,
         return 0;
 }
 
-/* One chain field: where its value goes and the flag saying it was valid. */
+/* The chain headers a copy rewrites, by "kretry-" suffix. Decoding and
+ * filtering look a name up once: by its length (by_len), then one or two
+ * memcmp, instead of a strcmp per candidate (a tier message carries a
+ * dozen chain headers). */
+typedef enum {
+        CH_ATTEMPT,
+        CH_TIER,
+        CH_DUE_TS,
+        CH_ORIG_PARTITION,
+        CH_ORIG_OFFSET,
+        CH_ORIG_TS,
+        CH_FIRST_FAILURE,
+        CH_LAST_FAILURE,
+        CH_ORIG_TOPIC,
+        CH_CORRELATION_ID,
+        CH_ERROR_CLASS,
+        CH_ERROR_CODE,
+        CH_ERROR,
+        CH_GROUP,
+        CH_PARKED_FOLLOWERS,
+        CH_CNT
+} chain_id_t;
+
+static const char *const chain_sfx[CH_CNT] = {
+        [CH_ATTEMPT]          = "attempt",
+        [CH_TIER]             = "tier",
+        [CH_DUE_TS]           = "due-ts",
+        [CH_ORIG_PARTITION]   = "original-partition",
+        [CH_ORIG_OFFSET]      = "original-offset",
+        [CH_ORIG_TS]          = "original-timestamp",
+        [CH_FIRST_FAILURE]    = "first-failure-ts",
+        [CH_LAST_FAILURE]     = "last-failure-ts",
+        [CH_ORIG_TOPIC]       = "original-topic",
+        [CH_CORRELATION_ID]   = "correlation-id",
+        [CH_ERROR_CLASS]      = "error-class",
+        [CH_ERROR_CODE]       = "error-code",
+        [CH_ERROR]            = "error",
+        [CH_GROUP]            = "group",
+        [CH_PARKED_FOLLOWERS] = "parked-followers",
+};
+
+/* Chain ids by suffix length, plus one (0: none): at most two a length. */
+static const unsigned char by_len[19][2] = {
+        [4]  = {CH_TIER + 1},
+        [5]  = {CH_ERROR + 1, CH_GROUP + 1},
+        [6]  = {CH_DUE_TS + 1},
+        [7]  = {CH_ATTEMPT + 1},
+        [10] = {CH_ERROR_CODE + 1},
+        [11] = {CH_ERROR_CLASS + 1},
+        [14] = {CH_ORIG_TOPIC + 1, CH_CORRELATION_ID + 1},
+        [15] = {CH_ORIG_OFFSET + 1, CH_LAST_FAILURE + 1},
+        [16] = {CH_FIRST_FAILURE + 1, CH_PARKED_FOLLOWERS + 1},
+        [18] = {CH_ORIG_PARTITION + 1, CH_ORIG_TS + 1},
+};
+
+/* The chain id of header @p name, or -1 for any other name. */
+static int chain_id(const char *name) {
+        if (strncmp(name, "kretry-", 7) != 0)
+                return -1;
+        const char *sfx = name + 7;
+        size_t len      = strlen(sfx);
+        if (len >= sizeof(by_len) / sizeof(by_len[0]))
+                return -1;
+        for (int i = 0; i < 2 && by_len[len][i]; i++) {
+                int id = by_len[len][i] - 1;
+                if (!memcmp(sfx, chain_sfx[id], len))
+                        return id;
+        }
+        return -1;
+}
+
+int kretry_header_is_chain(const char *name) {
+        return chain_id(name) >= 0;
+}
+
+/* The numeric fields: where the value goes, the flag saying it was valid. */
 typedef struct {
-        const char *suffix; /* after "kretry-" */
         int64_t max;
         size_t value_off, ok_off;
-        int is_int; /* stored as int (else int64_t; int32_t for partition) */
-} chain_field_t;
+        int kind; /* 1: int, 2: int32_t, 0: int64_t */
+} num_field_t;
 
-#define CF(sfx, max, field, okf, kind)                                         \
+#define NF(max, field, okf, kind)                                              \
         {                                                                      \
-                sfx, max, offsetof(kretry_chain_t, field),                     \
+                max, offsetof(kretry_chain_t, field),                          \
                         offsetof(kretry_chain_t, okf), kind                    \
         }
 
-static const chain_field_t chain_fields[] = {
-        CF("attempt", KRETRY_ATTEMPT_MAX, attempt, attempt_ok, 1),
-        CF("tier", 1000, tier, tier_ok, 1),
-        CF("due-ts", INT64_MAX, due_ts, due_ok, 0),
-        CF("original-partition",
-           INT32_MAX,
-           orig_partition,
-           orig_partition_ok,
-           2),
-        CF("original-offset", INT64_MAX, orig_offset, orig_offset_ok, 0),
-        CF("original-timestamp", INT64_MAX, orig_ts, orig_ts_ok, 0),
-        CF("first-failure-ts",
-           INT64_MAX,
-           first_failure_ts,
-           first_failure_ok,
-           0),
+static const num_field_t num_fields[] = {
+        [CH_ATTEMPT] = NF(KRETRY_ATTEMPT_MAX, attempt, attempt_ok, 1),
+        [CH_TIER]    = NF(1000, tier, tier_ok, 1),
+        [CH_DUE_TS]  = NF(INT64_MAX, due_ts, due_ok, 0),
+        [CH_ORIG_PARTITION] =
+                NF(INT32_MAX, orig_partition, orig_partition_ok, 2),
+        [CH_ORIG_OFFSET] = NF(INT64_MAX, orig_offset, orig_offset_ok, 0),
+        [CH_ORIG_TS]     = NF(INT64_MAX, orig_ts, orig_ts_ok, 0),
+        [CH_FIRST_FAILURE] =
+                NF(INT64_MAX, first_failure_ts, first_failure_ok, 0),
 };
+#undef NF
 
-static void decode_field(kretry_chain_t *c,
-                         const chain_field_t *f,
-                         const void *val,
-                         size_t size) {
+static void decode_num(kretry_chain_t *c,
+                       const num_field_t *f,
+                       const void *val,
+                       size_t size) {
         int64_t v;
         int ok = kretry_header_num(val, size, f->max, &v) == 0;
         *(int *)((char *)c + f->ok_off) = ok; /* the last one decides */
         if (!ok)
                 return;
         char *dst = (char *)c + f->value_off;
-        if (f->is_int == 1)
+        if (f->kind == 1)
                 *(int *)dst = (int)v;
-        else if (f->is_int == 2)
+        else if (f->kind == 2)
                 *(int32_t *)dst = (int32_t)v;
         else
                 *(int64_t *)dst = v;
@@ -90,21 +158,17 @@ void kretry_chain_decode(const rd_kafka_headers_t *hdrs, kretry_chain_t *c) {
         size_t n;
         for (size_t i = 0;
              hdrs && !rd_kafka_header_get_all(hdrs, i, &name, &val, &n); i++) {
-                if (strncmp(name, "kretry-", 7))
-                        continue;
-                const char *sfx = name + 7;
+                int id = chain_id(name);
                 int64_t v;
-                for (size_t f = 0;
-                     f < sizeof(chain_fields) / sizeof(chain_fields[0]); f++)
-                        if (!strcmp(sfx, chain_fields[f].suffix)) {
-                                decode_field(c, &chain_fields[f], val, n);
-                                goto next;
-                        }
-                if (!strcmp(sfx, "last-failure-ts")) {
+                if (id < 0)
+                        continue;
+                if (id < (int)(sizeof(num_fields) / sizeof(num_fields[0]))) {
+                        decode_num(c, &num_fields[id], val, n);
+                } else if (id == CH_LAST_FAILURE) {
                         c->last_failure_ts =
                                 kretry_header_num(val, n, INT64_MAX, &v) ? -1
                                                                          : v;
-                } else if (!strcmp(sfx, "original-topic")) {
+                } else if (id == CH_ORIG_TOPIC) {
                         c->orig_topic_ok = val && n > 0 &&
                                            n <= KRETRY_TOPIC_MAX &&
                                            !memchr(val, '\0', n);
@@ -112,65 +176,98 @@ void kretry_chain_decode(const rd_kafka_headers_t *hdrs, kretry_chain_t *c) {
                                 memcpy(c->orig_topic, val, n);
                                 c->orig_topic[n] = '\0';
                         }
-                } else if (!strcmp(sfx, "correlation-id")) {
+                } else if (id == CH_CORRELATION_ID) {
                         c->correlation_id     = val && n > 0 ? val : NULL;
                         c->correlation_id_len = val && n > 0 ? n : 0;
                 }
-        next:;
         }
 }
 
-static const char *const chain_names[] = {
-        KRETRY_H_ATTEMPT,
-        KRETRY_H_TIER,
-        KRETRY_H_DUE_TS,
-        KRETRY_H_ORIG_TOPIC,
-        KRETRY_H_ORIG_PARTITION,
-        KRETRY_H_ORIG_OFFSET,
-        KRETRY_H_ORIG_TS,
-        KRETRY_H_FIRST_FAILURE,
-        KRETRY_H_LAST_FAILURE,
-        KRETRY_H_ERROR_CLASS,
-        KRETRY_H_ERROR_CODE,
-        KRETRY_H_ERROR,
-        KRETRY_H_GROUP,
-        KRETRY_H_CORRELATION_ID,
-        KRETRY_H_PARKED_FOLLOWERS,
-};
-
-#define CHAIN_NAME_CNT (sizeof(chain_names) / sizeof(chain_names[0]))
-
-int kretry_header_is_chain(const char *name) {
-        if (strncmp(name, "kretry-", 7))
-                return 0;
-        for (size_t i = 0; i < CHAIN_NAME_CNT; i++)
-                if (!strcmp(name, chain_names[i]))
-                        return 1;
-        return 0;
-}
-
-/* Decimal text of a non-negative number, without snprintf's cost (a copy
- * carries a dozen numbers). Negative values never occur in the contract. */
-static void add_num(rd_kafka_headers_t *h, const char *name, int64_t v) {
-        char buf[24];
-        char *p    = buf + sizeof(buf);
+/* Decimal text of a non-negative number, written backwards ending at @p end;
+ * returns its first character. Without snprintf's cost: a copy carries a
+ * dozen numbers. Negative values never occur in the contract. */
+static char *fmt_num(char *end, int64_t v) {
+        char *p    = end;
         uint64_t u = v < 0 ? 0 : (uint64_t)v;
         do {
                 *--p = (char)('0' + u % 10);
                 u /= 10;
         } while (u);
-        rd_kafka_header_add(h, name, -1, p, buf + sizeof(buf) - p);
+        return p;
 }
 
-static void add_str(rd_kafka_headers_t *h, const char *name, const char *s) {
-        if (s)
-                rd_kafka_header_add(h, name, -1, s, (ssize_t)strlen(s));
+/* Header names are literals: their length is known, librdkafka need not
+ * measure it. */
+#define ADD(h, name, val, len)                                                 \
+        rd_kafka_header_add(h, name, sizeof(name) - 1, val, (ssize_t)(len))
+#define ADD_NUM(h, name, v)                                                    \
+        do {                                                                   \
+                char b_[24];                                                   \
+                char *p_ = fmt_num(b_ + sizeof(b_), v);                        \
+                ADD(h, name, p_, b_ + sizeof(b_) - p_);                        \
+        } while (0)
+#define ADD_STR(h, name, s)                                                    \
+        do {                                                                   \
+                if (s)                                                         \
+                        ADD(h, name, s, strlen(s));                            \
+        } while (0)
+
+int kretry_headers_have_chain(const rd_kafka_headers_t *hdrs) {
+        const char *name;
+        const void *val;
+        size_t n;
+        for (size_t i = 0;
+             hdrs && !rd_kafka_header_get_all(hdrs, i, &name, &val, &n); i++)
+                if (chain_id(name) >= 0)
+                        return 1;
+        return 0;
+}
+
+void kretry_headers_append(rd_kafka_headers_t *h,
+                           const kretry_copy_info_t *info) {
+        ADD_NUM(h, KRETRY_H_ATTEMPT, info->attempt);
+        if (info->tier > 0) {
+                ADD_NUM(h, KRETRY_H_TIER, info->tier);
+                ADD_NUM(h, KRETRY_H_DUE_TS, info->due_ts);
+        }
+        ADD_STR(h, KRETRY_H_ORIG_TOPIC, info->orig_topic);
+        ADD_NUM(h, KRETRY_H_ORIG_PARTITION, info->orig_partition);
+        ADD_NUM(h, KRETRY_H_ORIG_OFFSET, info->orig_offset);
+        if (info->orig_ts >= 0)
+                ADD_NUM(h, KRETRY_H_ORIG_TS, info->orig_ts);
+        if (info->first_failure_ts >= 0)
+                ADD_NUM(h, KRETRY_H_FIRST_FAILURE, info->first_failure_ts);
+        if (info->last_failure_ts >= 0)
+                ADD_NUM(h, KRETRY_H_LAST_FAILURE, info->last_failure_ts);
+        if (info->followers >= 0)
+                ADD_NUM(h, KRETRY_H_PARKED_FOLLOWERS, info->followers);
+        ADD_STR(h, KRETRY_H_ERROR_CLASS, info->error_class);
+        ADD_STR(h, KRETRY_H_ERROR_CODE, info->error_code);
+        ADD_STR(h, KRETRY_H_ERROR, info->error);
+        ADD_STR(h, KRETRY_H_GROUP, info->group);
+        if (info->correlation_id) {
+                ADD(h, KRETRY_H_CORRELATION_ID, info->correlation_id,
+                    info->correlation_id_len);
+                return;
+        }
+        /* Created once: "<original topic>/<partition>/<offset>". */
+        char id[KRETRY_TOPIC_MAX + 48];
+        char *end = id + sizeof(id);
+        char *p   = fmt_num(end, info->orig_offset);
+        *--p      = '/';
+        p         = fmt_num(p, info->orig_partition);
+        *--p      = '/';
+        size_t tl = strlen(info->orig_topic);
+        tl        = tl > KRETRY_TOPIC_MAX ? KRETRY_TOPIC_MAX : tl;
+        p -= tl;
+        memcpy(p, info->orig_topic, tl);
+        ADD(h, KRETRY_H_CORRELATION_ID, p, end - p);
 }
 
 rd_kafka_headers_t *kretry_headers_build(const rd_kafka_headers_t *src,
                                          const kretry_copy_info_t *info) {
         size_t src_cnt        = src ? rd_kafka_header_cnt(src) : 0;
-        rd_kafka_headers_t *h = rd_kafka_headers_new(src_cnt + CHAIN_NAME_CNT);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(src_cnt + CH_CNT);
         if (!h)
                 return NULL;
         for (size_t i = 0; i < src_cnt; i++) {
@@ -179,39 +276,9 @@ rd_kafka_headers_t *kretry_headers_build(const rd_kafka_headers_t *src,
                 size_t n;
                 if (rd_kafka_header_get_all(src, i, &name, &val, &n))
                         break;
-                if (!kretry_header_is_chain(name))
+                if (chain_id(name) < 0)
                         rd_kafka_header_add(h, name, -1, val, (ssize_t)n);
         }
-        add_num(h, KRETRY_H_ATTEMPT, info->attempt);
-        if (info->tier > 0) {
-                add_num(h, KRETRY_H_TIER, info->tier);
-                add_num(h, KRETRY_H_DUE_TS, info->due_ts);
-        }
-        add_str(h, KRETRY_H_ORIG_TOPIC, info->orig_topic);
-        add_num(h, KRETRY_H_ORIG_PARTITION, info->orig_partition);
-        add_num(h, KRETRY_H_ORIG_OFFSET, info->orig_offset);
-        if (info->orig_ts >= 0)
-                add_num(h, KRETRY_H_ORIG_TS, info->orig_ts);
-        if (info->first_failure_ts >= 0)
-                add_num(h, KRETRY_H_FIRST_FAILURE, info->first_failure_ts);
-        if (info->last_failure_ts >= 0)
-                add_num(h, KRETRY_H_LAST_FAILURE, info->last_failure_ts);
-        if (info->followers >= 0)
-                add_num(h, KRETRY_H_PARKED_FOLLOWERS, info->followers);
-        add_str(h, KRETRY_H_ERROR_CLASS, info->error_class);
-        add_str(h, KRETRY_H_ERROR_CODE, info->error_code);
-        add_str(h, KRETRY_H_ERROR, info->error);
-        add_str(h, KRETRY_H_GROUP, info->group);
-        if (info->correlation_id) {
-                rd_kafka_header_add(h, KRETRY_H_CORRELATION_ID, -1,
-                                    info->correlation_id,
-                                    (ssize_t)info->correlation_id_len);
-        } else {
-                char id[KRETRY_TOPIC_MAX + 48];
-                int n = snprintf(id, sizeof(id), "%s/%d/%lld", info->orig_topic,
-                                 (int)info->orig_partition,
-                                 (long long)info->orig_offset);
-                rd_kafka_header_add(h, KRETRY_H_CORRELATION_ID, -1, id, n);
-        }
+        kretry_headers_append(h, info);
         return h;
 }

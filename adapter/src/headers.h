@@ -100,4 +100,12 @@ int kretry_header_is_chain(const char *name);
 rd_kafka_headers_t *kretry_headers_build(const rd_kafka_headers_t *src,
                                          const kretry_copy_info_t *info);
 
+/* 1 when @p hdrs (may be NULL) holds a chain header. */
+int kretry_headers_have_chain(const rd_kafka_headers_t *hdrs);
+
+/* Append the chain headers from @p info to @p h, which holds none: a copy's
+ * headers built on the source's own parsed list, without copying it. */
+void kretry_headers_append(rd_kafka_headers_t *h,
+                           const kretry_copy_info_t *info);
+
 #endif

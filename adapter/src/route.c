@@ -93,12 +93,27 @@ static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
                 send_version(a, r);
                 return;
         }
-        rd_kafka_headers_t *src = NULL;
+        rd_kafka_headers_t *src = NULL, *hdrs = NULL;
         if (rd_kafka_message_headers(r->rkm, &src))
                 src = NULL;
-        rd_kafka_headers_t *hdrs = kretry_headers_build(src, &r->info);
-        const char *topic        = r->dest ? a->topics[r->dest] : a->dlq;
-        rd_kafka_resp_err_t err  = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
+        if (src && !kretry_headers_have_chain(src) &&
+            !rd_kafka_message_detach_headers(r->rkm, &hdrs)) {
+                /* The usual source message: its parsed list becomes the
+                 * copy's, chain headers appended, instead of being copied.
+                 * The message keeps its wire headers: a later read (a
+                 * produce retried after a failed delivery) parses them again.
+                 * Nothing in the list is borrowed by r->info: without chain
+                 * headers there is no correlation id to borrow. */
+                if (a->msg.rkm == r->rkm) {
+                        a->msg.hdrs        = NULL;
+                        a->msg.hdrs_loaded = 0;
+                }
+                kretry_headers_append(hdrs, &r->info);
+        } else {
+                hdrs = kretry_headers_build(src, &r->info);
+        }
+        const char *topic       = r->dest ? a->topics[r->dest] : a->dlq;
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
         if (hdrs)
                 err = rd_kafka_producev(
                         a->producer, RD_KAFKA_V_TOPIC(topic),
