@@ -367,6 +367,13 @@ typedef struct {
         long done, failed, consumed;
         double t_first, t_last, t_consumed, c_first, c_last;
         int started;
+        /* KRETRY_BENCH_RAW_HEADERS=contract: copies carry the header set a
+         * kretry copy carries (DESIGN §3), and the retry_hop copy's due time
+         * and attempt are read back when consumed, as a retry consumer
+         * must. A diagnostic: how much of the gap is the size of the
+         * header contract under librdkafka's header API. */
+        int contract;
+        long seen_due; /* bytes of the header values read back */
 } rside_t;
 
 static void r_complete(rside_t *r) {
@@ -458,18 +465,52 @@ static int r_setup(const bench_job_t *job, rside_t *r, char *err, size_t sz) {
         return e ? -1 : 0;
 }
 
-/* Produce a copy of @p m with three added headers, borrowing its key and
- * value until the delivery report. */
+static void r_add_num(rd_kafka_headers_t *h, const char *name, int64_t v) {
+        char b[24];
+        int n = snprintf(b, sizeof(b), "%lld", (long long)v);
+        rd_kafka_header_add(h, name, -1, b, n);
+}
+
+/* The chain headers a kretry copy of @p m carries (its first failure). */
+static void r_add_contract(const rside_t *r,
+                           rd_kafka_headers_t *h,
+                           const rd_kafka_message_t *m,
+                           int64_t now) {
+        int tier = r->job->kind == BENCH_RETRY_HOP;
+        char id[256];
+        int n = snprintf(id, sizeof(id), "%s/%d/%lld", r->job->source,
+                         (int)m->partition, (long long)m->offset);
+        r_add_num(h, "kretry-attempt", 1);
+        if (tier) {
+                r_add_num(h, "kretry-tier", 1);
+                r_add_num(h, "kretry-due-ts", now + 1);
+        }
+        rd_kafka_header_add(h, "kretry-original-topic", -1, r->job->source, -1);
+        r_add_num(h, "kretry-original-partition", m->partition);
+        r_add_num(h, "kretry-original-offset", m->offset);
+        r_add_num(h, "kretry-original-timestamp",
+                  rd_kafka_message_timestamp(m, NULL));
+        r_add_num(h, "kretry-first-failure-ts", now);
+        r_add_num(h, "kretry-last-failure-ts", now);
+        rd_kafka_header_add(h, "kretry-error-class", -1,
+                            tier ? "transient" : "permanent", -1);
+        rd_kafka_header_add(h, "kretry-group", -1, r->job->group, -1);
+        rd_kafka_header_add(h, "kretry-correlation-id", -1, id, n);
+}
+
+/* Produce a copy of @p m with three added headers (or the contract's),
+ * borrowing its key and value until the delivery report. */
 static void r_copy(rside_t *r, rd_kafka_message_t *m, const char *topic) {
         rd_kafka_headers_t *src, *h;
-        char due[24], off[24];
         h = rd_kafka_message_headers(m, &src) ? rd_kafka_headers_new(3)
                                               : rd_kafka_headers_copy(src);
-        snprintf(due, sizeof(due), "%lld", (long long)realtime_ms() + 1);
-        snprintf(off, sizeof(off), "%lld", (long long)m->offset);
-        rd_kafka_header_add(h, "retry-attempt", -1, "1", 1);
-        rd_kafka_header_add(h, "retry-due-ts", -1, due, -1);
-        rd_kafka_header_add(h, "retry-original-offset", -1, off, -1);
+        if (r->contract) {
+                r_add_contract(r, h, m, realtime_ms());
+        } else {
+                r_add_num(h, "retry-attempt", 1);
+                r_add_num(h, "retry-due-ts", realtime_ms() + 1);
+                r_add_num(h, "retry-original-offset", m->offset);
+        }
         for (;;) {
                 rd_kafka_resp_err_t err = rd_kafka_producev(
                         r->p, RD_KAFKA_V_TOPIC(topic),
@@ -509,6 +550,18 @@ static void r_handle(rside_t *r, rd_kafka_message_t *m) {
         if (job->kind == BENCH_HAPPY ||
             (job->kind == BENCH_RETRY_HOP &&
              !strcmp(rd_kafka_topic_name(m->rkt), job->copy))) {
+                rd_kafka_headers_t *h;
+                const void *v;
+                size_t n;
+                if (r->contract && !rd_kafka_message_headers(m, &h)) {
+                        /* What a retry consumer reads before handling. */
+                        if (!rd_kafka_header_get_last(h, "kretry-due-ts", &v,
+                                                      &n))
+                                r->seen_due += n;
+                        if (!rd_kafka_header_get_last(h, "kretry-attempt", &v,
+                                                      &n))
+                                r->seen_due += n;
+                }
                 rd_kafka_offset_store(m->rkt, m->partition, m->offset);
                 rd_kafka_message_destroy(m);
                 r_complete(r);
@@ -557,7 +610,9 @@ int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd) {
         rside_t r;
         memset(&res, 0, sizeof(res));
         memset(&r, 0, sizeof(r));
-        r.job = job;
+        r.job          = job;
+        const char *hs = getenv("KRETRY_BENCH_RAW_HEADERS");
+        r.contract     = hs && !strcmp(hs, "contract");
         if (r_setup(job, &r, res.err, sizeof(res.err)))
                 return setup_failed(out_fd, &res);
         if (wait_go(go_fd, out_fd))
