@@ -458,14 +458,21 @@ static int dispatch_due(kretry_adapter_t *a, int64_t now);
  * make due retries wait (tier partitions feed their own queue, see
  * rebalance.c). Every eighth take prefers the consumer queue, so the source
  * and the group's events (served by consumer_poll) never starve. */
+static rd_kafka_message_t *take_tier(kretry_adapter_t *a) {
+        /* A length check is a lock and a read; an empty consume costs
+         * several times that, on every message of the happy path. */
+        return rd_kafka_queue_length(a->tq) ? rd_kafka_consume_queue(a->tq, 0)
+                                            : NULL;
+}
+
 static rd_kafka_message_t *next_message(kretry_adapter_t *a, int n) {
         rd_kafka_message_t *rkm = NULL;
         if (n % 8 != 7)
-                rkm = rd_kafka_consume_queue(a->tq, 0);
+                rkm = take_tier(a);
         if (!rkm)
                 rkm = rd_kafka_consumer_poll(a->consumer, 0);
         if (!rkm && n % 8 == 7)
-                rkm = rd_kafka_consume_queue(a->tq, 0);
+                rkm = take_tier(a);
         return rkm;
 }
 
