@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/callgrind.sh [SCENARIO [MESSAGES]]
+# bench/callgrind.sh [--json] [SCENARIO [MESSAGES]]
 # Instructions per message for each side of one run of SCENARIO (happy,
 # retry_hop, dead_letter, ordered_versioned, delay; default happy, 20000
 # messages; ordered_versioned's sides are "kretry" and "neither") under
@@ -7,8 +7,15 @@
 # totals include client setup and close, so they are upper bounds; "thread" is
 # the side's own thread (the handler loop), without librdkafka's threads.
 # The callgrind files are kept in the directory printed last.
+# --json: one JSON object on stdout instead (instructions per message, "own":
+# kretry's process minus the raw process), the directory on stderr.
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
+json=0
+if [ "$1" = --json ]; then
+        json=1
+        shift
+fi
 scenario=${1:-happy}
 n=${2:-20000}
 command -v valgrind >/dev/null || { echo "valgrind is required" >&2; exit 1; }
@@ -36,7 +43,25 @@ for f in "$dir"/cg.*; do
         fi
         total=$(echo "$ann" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
         thread=$(echo "$ann" | awk -v fn="$fn" '$0 ~ fn { gsub(",", "", $1); print $1; exit }')
-        printf '%-7s %s messages: process %s Ir (%d/msg), thread %s Ir (%d/msg)\n' \
-                "$side" "$n" "$total" $((total / n)) "$thread" $((thread / n))
-done | sort
-echo "callgrind files: $dir"
+        printf '%s %s %s %s\n' "$side" "$n" "$total" "$thread"
+done | sort >"$dir/counts"
+if [ "$json" = 1 ]; then
+        awk -v scenario="$scenario" -v n="$n" '
+                { p[$1] = int($3 / n); t[$1] = int($4 / n) }
+                END {
+                        other = ("raw" in p) ? "raw" : "neither"
+                        printf "{\"scenario\": \"%s\", \"messages\": %d", scenario, n
+                        for (s in p)
+                                printf ", \"%s\": {\"process_per_msg\": %d, \"thread_per_msg\": %d}", s, p[s], t[s]
+                        if (("kretry" in p) && (other in p))
+                                printf ", \"own_per_msg\": %d", p["kretry"] - p[other]
+                        printf "}\n"
+                }' "$dir/counts"
+        echo "callgrind files: $dir" >&2
+else
+        while read -r side n total thread; do
+                printf '%-7s %s messages: process %s Ir (%d/msg), thread %s Ir (%d/msg)\n' \
+                        "$side" "$n" "$total" $((total / n)) "$thread" $((thread / n))
+        done <"$dir/counts"
+        echo "callgrind files: $dir"
+fi
