@@ -304,12 +304,18 @@ static int run_tier_mem(long n,
         memset(e, 0, sizeof(*e));
         if (broker_start(&b, &job))
                 goto out;
+        /* The router joins its group (the mock holds a first join 3 s)
+         * while the input is produced. */
+        if (child_start(&r, bench_mem_router, &job))
+                goto out;
         if (child_start(&p, body_produce, &job) ||
             (close(p.go_fd), close(p.out_fd), reap(p.pid))) {
                 fprintf(stderr, "bench: producing the input failed\n");
+                kill(r.pid, SIGKILL);
+                child_finish(&r, router);
                 goto out;
         }
-        if (child_start(&r, bench_mem_router, &job) || child_finish(&r, router))
+        if (child_finish(&r, router))
                 goto out;
         if (child_start(&c, bench_mem_watermarks, &job) || child_finish(&c, wm))
                 goto out;
@@ -327,11 +333,8 @@ static int run_tier_mem(long n,
                 child_finish(&cw, w);
                 goto out;
         }
-        int ew = child_finish(&cw, w);
-        if (getenv("KRETRY_BENCH_DEBUG"))
-                fprintf(stderr, "  [tier_mem] waiting side done\n");
-        int ee = child_finish(&ce, e);
-        rc     = ew || ee ? -1 : 0;
+        int ew = child_finish(&cw, w), ee = child_finish(&ce, e);
+        rc = ew || ee ? -1 : 0;
 out:
         broker_stop(&b);
         return rc;
