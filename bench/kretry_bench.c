@@ -305,17 +305,22 @@ static int run_tier_mem(long n,
         if (broker_start(&b, &job))
                 goto out;
         /* The router joins its group (the mock holds a first join 3 s)
-         * while the input is produced. */
-        if (child_start(&r, bench_mem_router, &job))
+         * while the input is produced; on a real cluster only once the
+         * producer created the topics. */
+        r.pid = 0;
+        if (!job.real && child_start(&r, bench_mem_router, &job))
                 goto out;
         if (child_start(&p, body_produce, &job) ||
             (close(p.go_fd), close(p.out_fd), reap(p.pid))) {
                 fprintf(stderr, "bench: producing the input failed\n");
-                kill(r.pid, SIGKILL);
-                child_finish(&r, router);
+                if (r.pid > 0) {
+                        kill(r.pid, SIGKILL);
+                        child_finish(&r, router);
+                }
                 goto out;
         }
-        if (child_finish(&r, router))
+        if ((job.real && child_start(&r, bench_mem_router, &job)) ||
+            child_finish(&r, router))
                 goto out;
         if (child_start(&c, bench_mem_watermarks, &job) || child_finish(&c, wm))
                 goto out;
