@@ -8,7 +8,9 @@
  * messages through a 1 s tier), and ordered_versioned: kretry with
  * ordering=key and versioning against kretry with both off (same input,
  * same 5 % transient failures); its ratio is kretry-with-both over
- * kretry-with-neither, not over raw librdkafka.
+ * kretry-with-neither, not over raw librdkafka. tier_mem: the RSS of an
+ * adapter holding the heads of a tier in which N messages wait (1h),
+ * against the same adapter on an empty source and tier (bench_mem.c).
  *
  * This process stays single-threaded and never calls librdkafka: the broker,
  * the producer and each measured side are forked children.
