@@ -25,8 +25,15 @@ typedef enum {
         /* kretry with ordering=key and versioning against kretry with both
          * off: same input (a version header per key), same 5 % transient
          * failures (by key, sequence and attempt). */
-        BENCH_ORDERED_VERSIONED
+        BENCH_ORDERED_VERSIONED,
+        /* RSS of an adapter while N messages wait in a tier (bench_mem.c) */
+        BENCH_TIER_MEM
 } bench_kind_t;
+
+/* BENCH_TIER_MEM: partitions of its topics. A tier copy is ~0.55 KB: the
+ * mock's 5 MiB a partition holds ~9,500, so 1,000,000 need at least 106
+ * (more with the key hashing's uneven spread). */
+#define BENCH_MEM_PARTITIONS 256
 
 /* BENCH_ORDERED_VERSIONED: share of handler attempts that return RETRY. */
 #define BENCH_FAIL_PERCENT 5
@@ -51,7 +58,16 @@ typedef struct {
         long n;    /* input messages */
         long keys; /* distinct keys: message i has key i mod keys */
         int rate;  /* BENCH_DELAY: arrivals per second */
-        int timeout_s; /* a side gives up this long after "go" */
+        int timeout_s;  /* a side gives up this long after "go" */
+        int partitions; /* of every topic of the run */
+        /* BENCH_TIER_MEM: the baseline's source (and its tier and DLQ),
+         * never written to; which pair this adapter reads; and how many
+         * tier partitions hold messages (the heads it must hold). */
+        char empty_source[104];
+        char empty_tier[128];
+        char empty_dlq[128];
+        int empty;
+        long want_held;
 } bench_job_t;
 
 /* What a side reports to the orchestrator, through a pipe. */
@@ -67,6 +83,16 @@ typedef struct {
         /* kretry's counters at the end (BENCH_ORDERED_VERSIONED) */
         long forwarded, stale, retried, dlq, version_keys, version_bytes;
         long rss_kb; /* filled by the orchestrator (ru_maxrss) */
+        /* BENCH_TIER_MEM: the waiting adapter (or baseline) once settled */
+        long vm_rss_kb, vm_hwm_kb; /* /proc/self/status */
+        long held, handler_calls, consumed;
+        int assigned;    /* partitions (source and tier) */
+        double settle_s; /* from every head held to the reading */
+        /* BENCH_TIER_MEM: the tier's watermarks */
+        long waiting;        /* sum of high - low */
+        long nonempty_parts; /* partitions holding messages */
+        long dropped_parts;  /* partitions whose low watermark moved */
+        long max_part;       /* most messages in one partition */
         char err[200];
 } bench_result_t;
 
@@ -82,6 +108,14 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd);
 int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd);
 /* BENCH_ORDERED_VERSIONED's baseline: kretry with ordering and versions off. */
 int bench_kretry_plain_side(const bench_job_t *job, int go_fd, int out_fd);
+/* BENCH_TIER_MEM (no go protocol: each writes its bench_result_t when done):
+ * the router puts every input message into the tier; the waiting adapter
+ * (the baseline: on the empty pair) holds the heads and reads its memory;
+ * the watermark check counts what the tier holds. */
+int bench_mem_router(const bench_job_t *job, int go_fd, int out_fd);
+int bench_mem_waiting(const bench_job_t *job, int go_fd, int out_fd);
+int bench_mem_baseline(const bench_job_t *job, int go_fd, int out_fd);
+int bench_mem_watermarks(const bench_job_t *job, int go_fd, int out_fd);
 
 /* Monotonic seconds. */
 double bench_mono(void);

@@ -47,6 +47,12 @@ static const char *const *job_topics(const bench_job_t *job, int *cnt) {
         t[2] = job->dlq;
         t[3] = job->copy;
         *cnt = 4;
+        if (job->kind == BENCH_TIER_MEM) {
+                t[3] = job->empty_source;
+                t[4] = job->empty_tier;
+                t[5] = job->empty_dlq;
+                *cnt = 6;
+        }
         if (job->kind == BENCH_ORDERED_VERSIONED) {
                 t[(*cnt)++] = job->plain_tier;
                 t[(*cnt)++] = job->plain_dlq;
@@ -74,8 +80,8 @@ int bench_broker(const bench_job_t *job, int out_fd, int ctl_fd) {
         int cnt;
         const char *const *topics = job_topics(job, &cnt);
         for (int i = 0; i < cnt; i++)
-                if (rd_kafka_mock_topic_create(mock, topics[i],
-                                               BENCH_PARTITIONS, 1)) {
+                if (rd_kafka_mock_topic_create(mock, topics[i], job->partitions,
+                                               1)) {
                         fprintf(stderr, "bench broker: topic %s\n", topics[i]);
                         return 1;
                 }
@@ -112,7 +118,7 @@ static int create_real_topics(const bench_job_t *job) {
         const char *const *topics = job_topics(job, &cnt);
         rd_kafka_NewTopic_t *nt[MAX_TOPICS];
         for (int i = 0; i < cnt; i++)
-                nt[i] = rd_kafka_NewTopic_new(topics[i], BENCH_PARTITIONS, -1,
+                nt[i] = rd_kafka_NewTopic_new(topics[i], job->partitions, -1,
                                               errstr, sizeof(errstr));
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, nt, (size_t)cnt, NULL, q);

@@ -8,7 +8,9 @@
  * messages through a 1 s tier), and ordered_versioned: kretry with
  * ordering=key and versioning against kretry with both off (same input,
  * same 5 % transient failures); its ratio is kretry-with-both over
- * kretry-with-neither, not over raw librdkafka.
+ * kretry-with-neither, not over raw librdkafka. tier_mem: the RSS of an
+ * adapter holding the heads of a tier in which N messages wait (1h),
+ * against the same adapter on an empty source and tier (bench_mem.c).
  *
  * This process stays single-threaded and never calls librdkafka: the broker,
  * the producer and each measured side are forked children.
@@ -53,6 +55,7 @@ typedef struct {
         long keys;     /* distinct keys in the input */
         long delay_n;
         int delay_rate;
+        long mem_n; /* tier_mem: messages waiting in the tier */
 } opts_t;
 
 typedef struct {
@@ -189,7 +192,14 @@ static void job_init(bench_job_t *job, bench_kind_t kind, long n) {
          * "-k" side's group */
         snprintf(job->versions, sizeof(job->versions), "%s-k.%s.versions",
                  job->group, job->source);
-        job->timeout_s = 120;
+        job->timeout_s  = 120;
+        job->partitions = BENCH_PARTITIONS;
+        snprintf(job->empty_source, sizeof(job->empty_source), "%s-empty",
+                 job->source);
+        snprintf(job->empty_tier, sizeof(job->empty_tier), "%s.retry.1",
+                 job->empty_source);
+        snprintf(job->empty_dlq, sizeof(job->empty_dlq), "%s.dlq",
+                 job->empty_source);
 }
 
 /* One run of a throughput scenario: produce the input, start both sides
@@ -270,6 +280,68 @@ static int run_delay(const opts_t *o, bench_result_t *kres) {
         rc = child_finish(&k, kres);
         if (reap(p.pid))
                 rc = -1;
+out:
+        broker_stop(&b);
+        return rc;
+}
+
+/* One run of tier_mem: the input, the router putting all of it into the
+ * tier, the watermark check, then the waiting adapter and the baseline
+ * (concurrently: each joins its own group, the mock holds both first joins
+ * 3 s at once, and each process's memory is its own). */
+static int run_tier_mem(long n,
+                        bench_result_t *router,
+                        bench_result_t *wm,
+                        bench_result_t *w,
+                        bench_result_t *e) {
+        bench_job_t job;
+        child_t b, p, r, c, cw, ce;
+        int rc = -1;
+        job_init(&job, BENCH_TIER_MEM, n);
+        job.partitions = BENCH_MEM_PARTITIONS;
+        job.timeout_s  = 120 + (int)(n / 5000);
+        memset(router, 0, sizeof(*router));
+        memset(wm, 0, sizeof(*wm));
+        memset(w, 0, sizeof(*w));
+        memset(e, 0, sizeof(*e));
+        if (broker_start(&b, &job))
+                goto out;
+        /* The router joins its group (the mock holds a first join 3 s)
+         * while the input is produced; on a real cluster only once the
+         * producer created the topics. */
+        r.pid = 0;
+        if (!job.real && child_start(&r, bench_mem_router, &job))
+                goto out;
+        if (child_start(&p, body_produce, &job) ||
+            (close(p.go_fd), close(p.out_fd), reap(p.pid))) {
+                fprintf(stderr, "bench: producing the input failed\n");
+                if (r.pid > 0) {
+                        kill(r.pid, SIGKILL);
+                        child_finish(&r, router);
+                }
+                goto out;
+        }
+        if ((job.real && child_start(&r, bench_mem_router, &job)) ||
+            child_finish(&r, router))
+                goto out;
+        if (child_start(&c, bench_mem_watermarks, &job) || child_finish(&c, wm))
+                goto out;
+        if (wm->waiting != n || wm->dropped_parts) {
+                snprintf(wm->err, sizeof(wm->err),
+                         "the tier holds %ld of %ld copies (%ld partitions "
+                         "lost their oldest)",
+                         wm->waiting, n, wm->dropped_parts);
+                goto out;
+        }
+        job.want_held = wm->nonempty_parts;
+        if (child_start(&cw, bench_mem_waiting, &job))
+                goto out;
+        if (child_start(&ce, bench_mem_baseline, &job)) {
+                child_finish(&cw, w);
+                goto out;
+        }
+        int ew = child_finish(&cw, w), ee = child_finish(&ce, e);
+        rc = ew || ee ? -1 : 0;
 out:
         broker_stop(&b);
         return rc;
@@ -396,6 +468,72 @@ typedef struct {
         char err[200];
 } delay_summary_t;
 
+typedef struct {
+        int ok, runs, partitions;
+        long n, waiting;
+        double rss_empty, rss_waiting, hwm_empty, hwm_waiting, bytes_per_msg;
+        double growth_kb; /* median over runs of waiting - empty */
+        double router_s, load_max;
+        char err[200];
+} mem_summary_t;
+
+static void run_mem_scenario(const opts_t *o, mem_summary_t *m) {
+        double re[MAX_RUNS], rw[MAX_RUNS], he[MAX_RUNS], hw[MAX_RUNS];
+        double bpm[MAX_RUNS], rs[MAX_RUNS], gr[MAX_RUNS];
+        memset(m, 0, sizeof(*m));
+        m->n          = o->mem_n;
+        m->partitions = BENCH_MEM_PARTITIONS;
+        /* No warm-up: every run starts fresh processes, whose memory a
+         * warm-up does not change, and a run of 1,000,000 takes ~40 s. */
+        for (int i = 0; i < o->runs; i++) {
+                bench_result_t r, wm, w, e;
+                double load = loadavg();
+                if (load > m->load_max)
+                        m->load_max = load;
+                if (run_tier_mem(m->n, &r, &wm, &w, &e)) {
+                        snprintf(m->err, sizeof(m->err), "%s",
+                                 r.err[0]    ? r.err
+                                 : wm.err[0] ? wm.err
+                                 : w.err[0]  ? w.err
+                                 : e.err[0]  ? e.err
+                                             : "run failed");
+                        fprintf(stderr, "bench tier_mem: %s\n", m->err);
+                        return;
+                }
+                double b = (double)(w.vm_rss_kb - e.vm_rss_kb) * 1024 /
+                           (double)m->n;
+                fprintf(stderr,
+                        "bench tier_mem     %s %d (load %.2f): router %.1f "
+                        "s; tier holds %ld in %ld partitions (at most %ld "
+                        "in one); waiting: held %ld, consumed %ld, handler "
+                        "calls %ld, RSS %ld KB (HWM %ld KB, settled %.1f s); "
+                        "empty: RSS %ld KB (HWM %ld KB); %.1f bytes/msg\n",
+                        i < 0 ? "warm-up" : "run", i + 1, load, r.secs,
+                        wm.waiting, wm.nonempty_parts, wm.max_part, w.held,
+                        w.consumed, w.handler_calls, w.vm_rss_kb, w.vm_hwm_kb,
+                        w.settle_s, e.vm_rss_kb, e.vm_hwm_kb, b);
+                if (i < 0)
+                        continue;
+                re[m->runs]  = (double)e.vm_rss_kb;
+                rw[m->runs]  = (double)w.vm_rss_kb;
+                he[m->runs]  = (double)e.vm_hwm_kb;
+                hw[m->runs]  = (double)w.vm_hwm_kb;
+                bpm[m->runs] = b;
+                gr[m->runs]  = (double)(w.vm_rss_kb - e.vm_rss_kb);
+                rs[m->runs]  = r.secs;
+                m->waiting   = wm.waiting;
+                m->runs++;
+        }
+        m->rss_empty     = median(re, m->runs);
+        m->rss_waiting   = median(rw, m->runs);
+        m->hwm_empty     = median(he, m->runs);
+        m->hwm_waiting   = median(hw, m->runs);
+        m->bytes_per_msg = median(bpm, m->runs);
+        m->growth_kb     = median(gr, m->runs);
+        m->router_s      = median(rs, m->runs);
+        m->ok            = 1;
+}
+
 static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
         double p50[MAX_RUNS], p99[MAX_RUNS], mx[MAX_RUNS], rss[MAX_RUNS];
         memset(d, 0, sizeof(*d));
@@ -449,7 +587,9 @@ static void print_json(const opts_t *o,
                        const summary_t *s,
                        int cnt,
                        const delay_summary_t *d,
-                       int delay_ran) {
+                       int delay_ran,
+                       const mem_summary_t *m,
+                       int mem_ran) {
         printf("{\"quick\": %s, \"runs\": %d, \"partitions\": %d, "
                "\"keys\": %ld, \"scenarios\": [",
                o->quick ? "true" : "false", o->runs, BENCH_PARTITIONS, o->keys);
@@ -506,7 +646,7 @@ static void print_json(const opts_t *o,
                 printf("\"delay\": {\"messages\": %ld, \"rate_per_s\": %d, "
                        "\"tier\": \"1s\", \"p50_ms\": %.2f, \"p99_ms\": %.2f, "
                        "\"max_ms\": %.2f, \"early\": %ld, "
-                       "\"peak_rss_kb\": %.0f, \"load_max\": %.2f}}\n",
+                       "\"peak_rss_kb\": %.0f, \"load_max\": %.2f}",
                        o->delay_n, o->delay_rate, d->p50, d->p99, d->max,
                        d->early, d->rss, d->load_max);
         else {
@@ -516,15 +656,54 @@ static void print_json(const opts_t *o,
                         printf(", \"error\": ");
                         json_string(d->err);
                 }
-                printf("}}\n");
+                printf("}");
         }
+        printf(", \"tier_memory\": ");
+        if (mem_ran && m->ok)
+                printf("{\"messages\": %ld, \"partitions\": %d, "
+                       "\"waiting\": %ld, \"rss_empty_kb\": %.0f, "
+                       "\"rss_waiting_kb\": %.0f, "
+                       "\"bytes_per_waiting_msg\": %.1f, "
+                       "\"rss_growth_kb\": %.0f, "
+                       "\"hwm_empty_kb\": %.0f, \"hwm_waiting_kb\": %.0f, "
+                       "\"target_bytes_per_msg\": 100, \"load_max\": %.2f}",
+                       m->n, m->partitions, m->waiting, m->rss_empty,
+                       m->rss_waiting, m->bytes_per_msg, m->growth_kb,
+                       m->hwm_empty, m->hwm_waiting, m->load_max);
+        else {
+                printf("{\"rss_empty_kb\": null, \"rss_waiting_kb\": null, "
+                       "\"bytes_per_waiting_msg\": null");
+                if (mem_ran) {
+                        printf(", \"error\": ");
+                        json_string(m->err);
+                }
+                printf("}");
+        }
+        printf("}\n");
+}
+
+static void print_mem(const mem_summary_t *m) {
+        if (!m->ok) {
+                printf("\ntier_mem: FAILED: %s\n", m->err);
+                return;
+        }
+        printf("\ntier_mem (%ld msgs waiting in a 1h tier, %d partitions, "
+               "waiting checked: %ld): RSS empty %.0f KB (HWM %.0f KB), "
+               "waiting %.0f KB (HWM %.0f KB), growth %.0f KB: %.1f bytes "
+               "per waiting msg%s, load %.2f\n",
+               m->n, m->partitions, m->waiting, m->rss_empty, m->hwm_empty,
+               m->rss_waiting, m->hwm_waiting, m->growth_kb, m->bytes_per_msg,
+               m->bytes_per_msg <= 100 ? "" : " (MISS: target <= 100)",
+               m->load_max);
 }
 
 static void print_table(const opts_t *o,
                         const summary_t *s,
                         int cnt,
                         const delay_summary_t *d,
-                        int delay_ran) {
+                        int delay_ran,
+                        const mem_summary_t *m,
+                        int mem_ran) {
         printf("kretry benchmarks: %s, median of %d run(s), %d partitions, "
                "%ld keys\n\n",
                o->quick ? "quick" : "full", o->runs, BENCH_PARTITIONS, o->keys);
@@ -568,10 +747,10 @@ static void print_table(const opts_t *o,
                        s[i].version_keys, s[i].version_bytes);
         }
         if (!delay_ran)
-                return;
+                goto mem;
         if (!d->ok) {
                 printf("\ndelay: FAILED: %s\n", d->err);
-                return;
+                goto mem;
         }
         printf("\ndelay (%ld msgs at %d/s through a 1s tier): lateness p50 "
                "%.2f ms, p99 %.2f ms%s, max %.2f ms, early %ld, RSS %.0f KB, "
@@ -579,13 +758,16 @@ static void print_table(const opts_t *o,
                o->delay_n, o->delay_rate, d->p50, d->p99,
                d->p99 <= 20 ? "" : " (MISS: target <= 20)", d->max, d->early,
                d->rss, d->load_max);
+mem:
+        if (mem_ran)
+                print_mem(m);
 }
 
 static void usage(FILE *f) {
         fprintf(f, "usage: kretry_bench [--quick] [--output table|json] "
                    "[--runs N] [--messages N] [--keys N]\n"
                    "                    [--only happy|retry_hop|dead_letter|"
-                   "ordered_versioned|delay]\n");
+                   "ordered_versioned|delay|tier_mem]\n");
 }
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
@@ -617,6 +799,7 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
         o->warmup  = o->quick ? 0 : 1;
         o->delay_n = o->messages > 0 ? o->messages : o->quick ? 20000 : 100000;
         o->delay_rate = 10000;
+        o->mem_n = o->messages > 0 ? o->messages : o->quick ? 100000 : 1000000;
         if (o->keys <= 0)
                 o->keys = BENCH_KEYS;
         if (o->runs > MAX_RUNS)
@@ -628,7 +811,8 @@ int main(int argc, char **argv) {
         opts_t o;
         summary_t s[SCENARIOS];
         delay_summary_t d;
-        int cnt = 0, delay_ran = 0, failed = 0;
+        mem_summary_t m;
+        int cnt = 0, delay_ran = 0, mem_ran = 0, failed = 0;
         if (parse_opts(argc, argv, &o))
                 return 64;
         signal(SIGPIPE, SIG_IGN);
@@ -646,9 +830,15 @@ int main(int argc, char **argv) {
                 run_delay_scenario(&o, &d);
                 failed |= !d.ok;
         }
+        memset(&m, 0, sizeof(m));
+        if (!o.only || !strcmp(o.only, "tier_mem")) {
+                mem_ran = 1;
+                run_mem_scenario(&o, &m);
+                failed |= !m.ok;
+        }
         if (o.json)
-                print_json(&o, s, cnt, &d, delay_ran);
+                print_json(&o, s, cnt, &d, delay_ran, &m, mem_ran);
         else
-                print_table(&o, s, cnt, &d, delay_ran);
+                print_table(&o, s, cnt, &d, delay_ran, &m, mem_ran);
         return failed ? 1 : 0;
 }
