@@ -795,7 +795,7 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                         return -1;
                 }
         }
-        o->runs    = runs > 0 ? runs : o->quick ? 1 : 3;
+        o->runs    = runs > 0 ? runs : o->quick ? 1 : 5;
         o->warmup  = o->quick ? 0 : 1;
         o->delay_n = o->messages > 0 ? o->messages : o->quick ? 20000 : 100000;
         o->delay_rate = 10000;
