@@ -87,6 +87,33 @@ static void test_retry_twice(void) {
         it_env_destroy(env);
 }
 
+/* A tier of delay 0: the retry leaves the source partition and is handled as
+ * soon as its copy is read, never held, with the same headers. */
+static void test_zero_delay_tier(void) {
+        it_env_t *env = it_env_new("0ms", 1);
+        it_produce(env, 0, "key-z", "retry1", NULL);
+        it_produce(env, 0, "key-y", "ok-after", NULL);
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        const it_call_t *c[4];
+        KT_REQUIRE(it_calls_for(env, "retry1", c, 4) == 2);
+        KT_ASSERT_INT_EQ(c[1]->attempt, 2);
+        KT_ASSERT_INT_EQ(c[1]->tier, 1);
+        KT_ASSERT_STR_EQ(c[1]->topic, env->tiers[0]);
+        KT_ASSERT_STR_EQ(c[1]->hdr_attempt, "1");
+        /* Due at the failure itself: never held, never handled early. */
+        KT_ASSERT(c[1]->due_ts >= c[0]->now_ms);
+        KT_ASSERT(c[1]->due_ts - c[0]->now_ms < 50);
+        KT_ASSERT(c[1]->now_ms >= c[1]->due_ts);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1),
+                         1);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_HELD), 0);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 2);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 1);
+        it_env_destroy(env);
+}
+
 typedef struct {
         int seen;
         char hdrs[32][2][64];
@@ -246,9 +273,12 @@ static void test_stats_callback(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-                KT_TEST(test_all_ok),         KT_TEST(test_retry_twice),
-                KT_TEST(test_fail_to_dlq),    KT_TEST(test_exhausted),
-                KT_TEST(test_stats_callback), KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_all_ok),
+                                          KT_TEST(test_retry_twice),
+                                          KT_TEST(test_fail_to_dlq),
+                                          KT_TEST(test_exhausted),
+                                          KT_TEST(test_stats_callback),
+                                          KT_TEST(test_zero_delay_tier),
+                                          KT_END};
         return kt_main("it_core", tests, argc, argv);
 }

@@ -31,8 +31,16 @@ static void test_set_errors(void) {
                 KRETRY_ERR_INVALID_VALUE);
         KT_ASSERT_STR_EQ(e, "retry.jitter: 150% is out of range 0%..100%");
         KT_ASSERT_INT_EQ(
-                kretry_conf_set(c, "retry.tiers", "1s,0s", e, sizeof(e)),
+                kretry_conf_set(c, "retry.tiers", "1s,-1s", e, sizeof(e)),
                 KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(kretry_conf_set(c, "retry.tiers", "", e, sizeof(e)),
+                         KRETRY_ERR_INVALID_VALUE);
+        /* 0: an immediate retry through the tier. */
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "retry.tiers", "0s,1s", e, sizeof(e)), 0);
+        char v[64];
+        KT_ASSERT_INT_EQ(kretry_conf_get(c, "retry.tiers", v, sizeof(v)), 0);
+        KT_ASSERT_STR_EQ(v, "0ms,1s");
         KT_ASSERT_INT_EQ(
                 kretry_conf_set(c, "no.such.property", "1", e, sizeof(e)),
                 KRETRY_ERR_UNKNOWN_PROPERTY);

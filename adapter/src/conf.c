@@ -30,7 +30,8 @@ static const struct prop {
         {"source.topic", PROP_STR, offsetof(kretry_conf_t, source_topic), 0, 0,
          NULL, "topic consumed and retried (required)"},
         {"retry.tiers", PROP_TIERS, 0, 0, 0, "1s,10s,1m",
-         "comma-separated tier delays, 1..32 of them (units ms, s, m, h, d)"},
+         "comma-separated tier delays, 1..32 of them (units ms, s, m, h, d; "
+         "0 retries as soon as the copy is read)"},
         {"retry.max.attempts", PROP_INT, offsetof(kretry_conf_t, max_attempts),
          1, 1000000, NULL,
          "handler attempts in all, the first delivery included (default: tiers "
@@ -245,14 +246,8 @@ static kretry_err_t prop_set(kretry_conf_t *conf,
                         value, tiers, KRETRY_MAX_TIERS, reason, sizeof(reason));
                 if (n < 0)
                         break;
-                for (int i = 0; i < n; i++)
-                        if (tiers[i] <= 0 && n > 0 && !reason[0])
-                                snprintf(reason, sizeof(reason),
-                                         "tier %d has no delay; delays must "
-                                         "be positive",
-                                         i + 1);
-                if (reason[0])
-                        break;
+                /* A delay of 0 is an immediate retry that still leaves the
+                 * partition: the copy is handled as soon as it is read. */
                 memcpy(conf->tiers_ms, tiers, sizeof(tiers[0]) * (size_t)n);
                 conf->tier_cnt = n;
                 return KRETRY_ERR_OK;

@@ -93,7 +93,12 @@ static const char *text(vctx_t *c, const char *raw, const char *rel) {
         return s;
 }
 
-static int duration(vctx_t *c, const char *raw, const char *rel, int64_t *msp) {
+/* A duration of at least @p min_ms (0 or 1). */
+static int duration_min(vctx_t *c,
+                        const char *raw,
+                        const char *rel,
+                        int64_t *msp,
+                        int64_t min_ms) {
         label_t lb;
         char reason[256];
         const char *s = text(c, raw, rel);
@@ -103,12 +108,16 @@ static int duration(vctx_t *c, const char *raw, const char *rel, int64_t *msp) {
                 verr(c, rel, "%s: %s", label_of(rel, &lb), reason);
                 return -1;
         }
-        if (*msp <= 0) {
+        if (*msp < min_ms) {
                 verr(c, rel, "%s: %s is not a positive duration",
                      label_of(rel, &lb), s);
                 return -1;
         }
         return 0;
+}
+
+static int duration(vctx_t *c, const char *raw, const char *rel, int64_t *msp) {
+        return duration_min(c, raw, rel, msp, 1);
 }
 
 static int integer(vctx_t *c,
@@ -140,7 +149,8 @@ check_tiers(vctx_t *c, const kretry_raw_retry_t *r, kretry_topology_t *t) {
         for (unsigned i = 0; i < r->tiers_count; i++) {
                 char rel[64];
                 snprintf(rel, sizeof(rel), "retry.tiers[%u]", i);
-                if (duration(c, r->tiers[i], rel, &t->tiers_ms[i]))
+                /* 0: an immediate retry that still leaves the partition */
+                if (duration_min(c, r->tiers[i], rel, &t->tiers_ms[i], 0))
                         return;
                 if (i > 0 && t->tiers_ms[i] < t->tiers_ms[i - 1])
                         vwarn(c, rel,
