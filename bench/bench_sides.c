@@ -217,8 +217,8 @@ k_adapter(const bench_job_t *job, kside_t *k, char *err, size_t err_size) {
                 {"bootstrap.servers", job->bootstrap},
                 {"group.id", group},
                 {"source.topic", job->source},
-                /* retry.tiers refuses 0: 1ms is the smallest delay. */
-                {"retry.tiers", job->kind == BENCH_DELAY ? "1s" : "1ms"},
+                /* The "tier delay 0": an immediate retry. */
+                {"retry.tiers", job->kind == BENCH_DELAY ? "1s" : "0ms"},
                 {"retry.jitter", "0%"},
         };
         for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++)
