@@ -227,6 +227,44 @@ static void test_exhausted(void) {
         it_env_destroy(env);
 }
 
+/* A held tier message is kept in kretry's own memory while it waits (its
+ * Fetch response is released): what the handler then sees is the message
+ * as it was, key, value, headers and timestamp, and its DLQ copy too. */
+static void test_held_message_intact(void) {
+        it_env_t *env          = it_env_new("150ms", 1);
+        rd_kafka_headers_t *hs = rd_kafka_headers_new(2);
+        rd_kafka_header_add(hs, "trace-id", -1, "t-42", -1);
+        it_produce(env, 0, "key-held", "always-held", hs);
+        kretry_adapter_t *a =
+                it_adapter(it_conf(env, "retry.max.attempts", "2", NULL));
+        /* Held: not due for 150 ms after the failure. */
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_HELD, 1, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
+        const it_call_t *c[4];
+        KT_REQUIRE(it_calls_for(env, "always-held", c, 4) == 2);
+        KT_ASSERT_INT_EQ(c[1]->tier, 1);
+        KT_ASSERT_STR_EQ(c[1]->key, "key-held");
+        KT_ASSERT_STR_EQ(c[1]->trace, "t-42");
+        KT_ASSERT_STR_EQ(c[1]->hdr_attempt, "1");
+        KT_ASSERT(c[1]->ts > 0);
+        KT_ASSERT(c[1]->now_ms >= c[1]->due_ts);
+        KT_ASSERT_INT_EQ(c[1]->orig_offset, 0);
+        KT_ASSERT_STR_EQ(c[1]->orig_topic, env->source);
+        kretry_adapter_destroy(a);
+        dlq_msg_t d;
+        memset(&d, 0, sizeof(d));
+        KT_REQUIRE(kt_consume(env->c, env->dlq, 1, 10000, grab, &d) == 1);
+        KT_ASSERT_STR_EQ(d.key, "key-held");
+        KT_ASSERT_STR_EQ(d.value, "always-held");
+        KT_ASSERT_STR_EQ(hdr(&d, "trace-id"), "t-42");
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-attempt"), "2");
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-error-class"), "exhausted");
+        char cid[200];
+        snprintf(cid, sizeof(cid), "%s/0/0", env->source);
+        KT_ASSERT_STR_EQ(hdr(&d, "kretry-correlation-id"), cid);
+        it_env_destroy(env);
+}
+
 typedef struct {
         int calls;
         int64_t last_waiting, lat_count;
@@ -279,6 +317,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_exhausted),
                                           KT_TEST(test_stats_callback),
                                           KT_TEST(test_zero_delay_tier),
+                                          KT_TEST(test_held_message_intact),
                                           KT_END};
         return kt_main("it_core", tests, argc, argv);
 }

@@ -48,7 +48,11 @@ static void record(it_env_t *env, kretry_msg_t *msg) {
         c->value_len  = len;
         snprintf(c->value, sizeof(c->value), "%.*s", (int)(len < 40 ? len : 40),
                  v ? v : "");
-        c->key_null         = kretry_msg_key(msg, NULL) == NULL;
+        const char *k = kretry_msg_key(msg, &len);
+        c->key_null   = k == NULL;
+        snprintf(c->key, sizeof(c->key), "%.*s", (int)(len < 60 ? len : 60),
+                 k ? k : "");
+        c->ts               = kretry_msg_timestamp(msg);
         c->attempt          = kretry_msg_attempt(msg);
         c->tier             = kretry_msg_tier(msg);
         c->offset           = kretry_msg_offset(msg);
@@ -64,6 +68,9 @@ static void record(it_env_t *env, kretry_msg_t *msg) {
         if (!kretry_msg_header(msg, "kretry-attempt", &hv, &hn))
                 snprintf(c->hdr_attempt, sizeof(c->hdr_attempt), "%.*s",
                          (int)hn, (const char *)hv);
+        if (!kretry_msg_header(msg, "trace-id", &hv, &hn))
+                snprintf(c->trace, sizeof(c->trace), "%.*s",
+                         (int)(hn < 60 ? hn : 60), (const char *)hv);
         if (!kretry_msg_header(msg, "kretry-tier", &hv, &hn))
                 snprintf(c->hdr_tier, sizeof(c->hdr_tier), "%.*s", (int)hn,
                          (const char *)hv);

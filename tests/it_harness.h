@@ -19,6 +19,8 @@ typedef struct {
         char topic[160], hdr_attempt[32], hdr_tier[32], orig_topic[160];
         int key_null, value_null;
         size_t value_len;
+        char key[64], trace[64]; /* the key; the user header "trace-id" */
+        int64_t ts;              /* kretry_msg_timestamp */
 } it_call_t;
 
 typedef struct {

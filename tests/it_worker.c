@@ -70,7 +70,10 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
         char buf[32];
         if (!v || len < 3 || len > 20)
                 return KRETRY_FAIL;
-        int i = atoi(v + 2);
+        /* A value is bytes, not a C string. */
+        char num[24];
+        snprintf(num, sizeof(num), "%.*s", (int)(len - 2), v + 2);
+        int i = atoi(num);
         /* Slow enough that a kill lands mid-stream. */
         struct timespec ts = {0, 2 * 1000 * 1000};
         nanosleep(&ts, NULL);

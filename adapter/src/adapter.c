@@ -163,7 +163,7 @@ void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part) {
                         *pp = part->next_held;
                         break;
                 }
-        rd_kafka_message_destroy(part->held);
+        kretry_rkm_destroy(part->held);
         part->held      = NULL;
         part->next_held = NULL;
         atomic_fetch_sub_explicit(&a->stats.held, 1, memory_order_relaxed);

@@ -34,7 +34,8 @@ typedef struct kretry_part_s {
         uint64_t gen;
         kretry_offsets_t offsets;
         int64_t stored;           /* last offset stored for commit, -1 none */
-        rd_kafka_message_t *held; /* tier message waiting for its due time */
+        rd_kafka_message_t *held; /* tier message waiting for its due time,
+                                     in kretry's memory (kretry_rkm_own) */
         int64_t held_due;
         int produce_failures; /* copies from here waiting to be re-produced */
         int paused;           /* what we last asked librdkafka */
@@ -91,6 +92,20 @@ struct kretry_msg_s {
         int has_version;
         avro_value_t *value_avro; /* value.format avro: the decoded record */
 };
+
+/*
+ * Messages the engine keeps: librdkafka's, or a held tier message copied into
+ * kretry's own memory (owned.c), so that it does not keep its Fetch response
+ * allocated while it waits. These serve both kinds; a copy must never reach
+ * librdkafka's own message functions.
+ */
+rd_kafka_message_t *kretry_rkm_own(rd_kafka_message_t *rkm); /* or rkm: OOM */
+int kretry_rkm_owned(const rd_kafka_message_t *rkm);
+rd_kafka_resp_err_t kretry_rkm_headers(const rd_kafka_message_t *rkm,
+                                       rd_kafka_headers_t **hdrsp);
+int64_t kretry_rkm_timestamp(const rd_kafka_message_t *rkm,
+                             rd_kafka_timestamp_type_t *tstype);
+void kretry_rkm_destroy(rd_kafka_message_t *rkm);
 
 /* A copy's destination that is the version changelog, not a tier or DLQ. */
 #define KRETRY_DEST_VERSIONS (-1)

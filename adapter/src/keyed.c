@@ -83,7 +83,7 @@ already_chained(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_route_cb(a, part, m->rkm, KRETRY_ROUTE_DUPLICATE, 0, NULL,
                         m->attempt);
         kretry_complete(a, part, part->gen, m->rkm->offset);
-        rd_kafka_message_destroy(m->rkm);
+        kretry_rkm_destroy(m->rkm);
         return 1;
 }
 
@@ -142,7 +142,7 @@ static int stale(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_route_cb(a, part, m->rkm, KRETRY_ROUTE_STALE, 0, NULL,
                         m->attempt);
         kretry_complete(a, part, part->gen, m->rkm->offset);
-        rd_kafka_message_destroy(m->rkm);
+        kretry_rkm_destroy(m->rkm);
         return 1;
 }
 

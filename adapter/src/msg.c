@@ -21,7 +21,7 @@ rd_kafka_headers_t *kretry_msg_hdrs(kretry_msg_t *msg) {
          * of a source message never pays for it. */
         if (!msg->hdrs_loaded) {
                 msg->hdrs_loaded = 1;
-                if (rd_kafka_message_headers(msg->rkm, &msg->hdrs))
+                if (kretry_rkm_headers(msg->rkm, &msg->hdrs))
                         msg->hdrs = NULL;
         }
         return msg->hdrs;
@@ -41,7 +41,7 @@ void kretry_msg_bind(kretry_msg_t *msg,
         msg->hdrs           = NULL;
         msg->hdrs_loaded    = 0;
         rd_kafka_timestamp_type_t tstype;
-        int64_t ts = rd_kafka_message_timestamp(rkm, &tstype);
+        int64_t ts = kretry_rkm_timestamp(rkm, &tstype);
 
         kretry_chain_t *c = &msg->chain;
         if (tier == 0) {
@@ -91,7 +91,7 @@ int64_t kretry_msg_offset(const kretry_msg_t *msg) {
 }
 
 int64_t kretry_msg_timestamp(const kretry_msg_t *msg) {
-        return msg ? rd_kafka_message_timestamp(msg->rkm, NULL) : -1;
+        return msg ? kretry_rkm_timestamp(msg->rkm, NULL) : -1;
 }
 
 int kretry_msg_attempt(const kretry_msg_t *msg) {

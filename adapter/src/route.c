@@ -42,7 +42,7 @@ void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r) {
         if (!r)
                 return;
         if (r->rkm)
-                rd_kafka_message_destroy(r->rkm);
+                kretry_rkm_destroy(r->rkm);
         free(r); /* its strings live in the same allocation */
 }
 
@@ -94,9 +94,10 @@ static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
                 return;
         }
         rd_kafka_headers_t *src = NULL, *hdrs = NULL;
-        if (rd_kafka_message_headers(r->rkm, &src))
+        if (kretry_rkm_headers(r->rkm, &src))
                 src = NULL;
         if (src && !kretry_headers_have_chain(src) &&
+            !kretry_rkm_owned(r->rkm) &&
             !rd_kafka_message_detach_headers(r->rkm, &hdrs)) {
                 /* The usual source message: its parsed list becomes the
                  * copy's, chain headers appended, instead of being copied.
@@ -350,7 +351,7 @@ void kretry_dispatch(kretry_adapter_t *a,
                 kretry_route_cb(a, part, rkm, KRETRY_ROUTE_OK, 0, NULL,
                                 m->attempt);
                 kretry_complete(a, part, part->gen, rkm->offset);
-                rd_kafka_message_destroy(rkm);
+                kretry_rkm_destroy(rkm);
                 return;
         }
         if (action != KRETRY_RETRY && action != KRETRY_FAIL) {
@@ -367,7 +368,9 @@ static void hold(kretry_adapter_t *a,
                  kretry_part_t *part,
                  rd_kafka_message_t *rkm,
                  int64_t due) {
-        part->held      = rkm;
+        /* Copied out of librdkafka's memory: the Fetch response it came in
+         * is not kept allocated while it waits (owned.c). */
+        part->held      = kretry_rkm_own(rkm);
         part->held_due  = due;
         part->next_held = a->held_list;
         a->held_list    = part;

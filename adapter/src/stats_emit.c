@@ -30,8 +30,7 @@ static void topic_depth(kretry_adapter_t *a,
                 if (!part || !part->assigned)
                         continue;
                 if (part->held) {
-                        int64_t ts =
-                                rd_kafka_message_timestamp(part->held, NULL);
+                        int64_t ts = kretry_rkm_timestamp(part->held, NULL);
                         if (ts > 0 && now - ts > *oldest_ms)
                                 *oldest_ms = now - ts;
                 }

@@ -202,7 +202,8 @@ typedef enum {
  *  length. Borrowed until the handler returns. */
 KRETRY_EXPORT const void *kretry_msg_key(const kretry_msg_t *msg, size_t *lenp);
 /** @returns the value, or NULL for a null value; @p lenp (may be NULL) gets
- *  its length. Borrowed until the handler returns. */
+ *  its length. Borrowed until the handler returns. Like the key, it is
+ *  bytes, not a NUL-terminated string: read @p lenp bytes. */
 KRETRY_EXPORT const void *kretry_msg_value(const kretry_msg_t *msg,
                                            size_t *lenp);
 /** @returns the topic the message was consumed from (source or tier). */
