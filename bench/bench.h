@@ -11,6 +11,7 @@
 #ifndef KRETRY_BENCH_H
 #define KRETRY_BENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define BENCH_PARTITIONS 8
@@ -118,6 +119,17 @@ int bench_mem_router(const bench_job_t *job, int go_fd, int out_fd);
 int bench_mem_waiting(const bench_job_t *job, int go_fd, int out_fd);
 int bench_mem_baseline(const bench_job_t *job, int go_fd, int out_fd);
 int bench_mem_watermarks(const bench_job_t *job, int go_fd, int out_fd);
+
+/* Write all of @p buf to @p fd: 0, or -1. */
+int bench_write_all(int fd, const void *buf, size_t len);
+
+/* KRETRY_BENCH_KRETRY_PROPS="name=value,...": extra kretry properties for
+ * every kretry adapter of a run, for experiments (e.g.
+ * consumer.fetch.wait.max.ms=1). 0, or -1 with @p err filled. */
+struct kretry_conf_s;
+int bench_kretry_extra_props(struct kretry_conf_s *conf,
+                             char *err,
+                             size_t err_size);
 
 /* Monotonic seconds. */
 double bench_mono(void);

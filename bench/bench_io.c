@@ -4,6 +4,8 @@
  */
 #include "bench.h"
 
+#include "kretry/kretry.h"
+
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@ double bench_cpu(void) {
                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-static int write_all(int fd, const void *buf, size_t len) {
+int bench_write_all(int fd, const void *buf, size_t len) {
         const char *p = buf;
         while (len > 0) {
                 ssize_t w = write(fd, p, len);
@@ -34,6 +36,26 @@ static int write_all(int fd, const void *buf, size_t len) {
                         return -1;
                 p += w;
                 len -= (size_t)w;
+        }
+        return 0;
+}
+
+int bench_kretry_extra_props(kretry_conf_t *conf, char *err, size_t err_size) {
+        const char *env = getenv("KRETRY_BENCH_KRETRY_PROPS");
+        char buf[1024], *save = NULL;
+        if (!env)
+                return 0;
+        snprintf(buf, sizeof(buf), "%s", env);
+        for (char *kv = strtok_r(buf, ",", &save); kv;
+             kv       = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(kv, '=');
+                if (!eq) {
+                        snprintf(err, err_size, "%s: expected name=value", kv);
+                        return -1;
+                }
+                *eq = '\0';
+                if (kretry_conf_set(conf, kv, eq + 1, err, err_size))
+                        return -1;
         }
         return 0;
 }
@@ -88,7 +110,7 @@ int bench_broker(const bench_job_t *job, int out_fd, int ctl_fd) {
         memset(line, 0, sizeof(line));
         snprintf(line, sizeof(line), "%s",
                  rd_kafka_mock_cluster_bootstraps(mock));
-        if (write_all(out_fd, line, sizeof(line)))
+        if (bench_write_all(out_fd, line, sizeof(line)))
                 return 1;
         /* Serve until the orchestrator closes its end. */
         char c;

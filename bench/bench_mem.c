@@ -43,18 +43,6 @@ typedef struct {
         atomic_int assigns; /* assignments seen */
 } mside_t;
 
-static int write_all(int fd, const void *buf, size_t len) {
-        const char *p = buf;
-        while (len > 0) {
-                ssize_t w = write(fd, p, len);
-                if (w <= 0)
-                        return -1;
-                p += w;
-                len -= (size_t)w;
-        }
-        return 0;
-}
-
 static kretry_action_t m_handler(kretry_msg_t *msg, void *opaque) {
         (void)msg, (void)opaque;
         return KRETRY_RETRY;
@@ -91,27 +79,6 @@ static void m_log(kretry_log_level_t level,
                         msg);
 }
 
-/* KRETRY_BENCH_KRETRY_PROPS="name=value,...", as the other kretry sides. */
-static int m_extra_props(kretry_conf_t *conf, char *err, size_t err_size) {
-        const char *env = getenv("KRETRY_BENCH_KRETRY_PROPS");
-        char buf[1024], *save = NULL;
-        if (!env)
-                return 0;
-        snprintf(buf, sizeof(buf), "%s", env);
-        for (char *kv = strtok_r(buf, ",", &save); kv;
-             kv       = strtok_r(NULL, ",", &save)) {
-                char *eq = strchr(kv, '=');
-                if (!eq) {
-                        snprintf(err, err_size, "%s: expected name=value", kv);
-                        return -1;
-                }
-                *eq = '\0';
-                if (kretry_conf_set(conf, kv, eq + 1, err, err_size))
-                        return -1;
-        }
-        return 0;
-}
-
 /* The router's and the waiting adapter's configuration: kretry's defaults
  * but for the topics, the group and one long tier. */
 static kretry_adapter_t *
@@ -136,7 +103,7 @@ m_adapter(const bench_job_t *job, mside_t *m, char *err, size_t err_size) {
                 if (kretry_conf_set(conf, props[i][0], props[i][1], err,
                                     err_size))
                         goto fail;
-        if (m_extra_props(conf, err, err_size))
+        if (bench_kretry_extra_props(conf, err, err_size))
                 goto fail;
         kretry_conf_set_handler(conf, m_handler, m);
         kretry_conf_set_route_cb(conf, m_route);
@@ -149,16 +116,22 @@ fail:
         return NULL;
 }
 
+/* A process's state, its result and its adapter (NULL: res.err says why). */
+static kretry_adapter_t *
+m_start(const bench_job_t *job, mside_t *m, bench_result_t *res) {
+        memset(res, 0, sizeof(*res));
+        memset(m, 0, sizeof(*m));
+        m->job = job;
+        return m_adapter(job, m, res->err, sizeof(res->err));
+}
+
 int bench_mem_router(const bench_job_t *job, int go_fd, int out_fd) {
         bench_result_t res;
         mside_t m;
         (void)go_fd;
-        memset(&res, 0, sizeof(res));
-        memset(&m, 0, sizeof(m));
-        m.job               = job;
-        kretry_adapter_t *a = m_adapter(job, &m, res.err, sizeof(res.err));
+        kretry_adapter_t *a = m_start(job, &m, &res);
         if (!a)
-                return write_all(out_fd, &res, sizeof(res)), 1;
+                return bench_write_all(out_fd, &res, sizeof(res)), 1;
         double t0 = bench_mono(), deadline = t0 + job->timeout_s;
         kretry_err_t err = KRETRY_ERR_OK;
         while (m.routed + m.other < job->n && !err && bench_mono() < deadline)
@@ -177,7 +150,7 @@ int bench_mem_router(const bench_job_t *job, int go_fd, int out_fd) {
                          : cerr ? kretry_err2str(cerr)
                                 : "timed out");
         kretry_adapter_destroy(a);
-        return write_all(out_fd, &res, sizeof(res)) || !res.ok;
+        return bench_write_all(out_fd, &res, sizeof(res)) || !res.ok;
 }
 
 /* VmRSS and VmHWM of this process, KB. */
@@ -211,13 +184,10 @@ int bench_mem_waiting(const bench_job_t *job, int go_fd, int out_fd) {
         bench_result_t res;
         mside_t m;
         (void)go_fd;
-        memset(&res, 0, sizeof(res));
-        memset(&m, 0, sizeof(m));
-        m.job               = job;
         long want_held      = job->empty ? 0 : job->want_held;
-        kretry_adapter_t *a = m_adapter(job, &m, res.err, sizeof(res.err));
+        kretry_adapter_t *a = m_start(job, &m, &res);
         if (!a)
-                return write_all(out_fd, &res, sizeof(res)), 1;
+                return bench_write_all(out_fd, &res, sizeof(res)), 1;
         double t0 = bench_mono(), deadline = t0 + job->timeout_s;
         kretry_err_t err = KRETRY_ERR_OK;
         /* Assigned (source and tier partitions), every head held. */
@@ -269,7 +239,7 @@ int bench_mem_waiting(const bench_job_t *job, int go_fd, int out_fd) {
                          settled ? "settled" : "RSS not settled",
                          err ? kretry_err2str(err) : "-");
         kretry_adapter_destroy(a);
-        return write_all(out_fd, &res, sizeof(res)) || !res.ok;
+        return bench_write_all(out_fd, &res, sizeof(res)) || !res.ok;
 }
 
 int bench_mem_baseline(const bench_job_t *job, int go_fd, int out_fd) {
@@ -293,7 +263,7 @@ int bench_mem_watermarks(const bench_job_t *job, int go_fd, int out_fd) {
         if (!rk) {
                 snprintf(res.err, sizeof(res.err), "watermarks: %.180s",
                          errstr);
-                return write_all(out_fd, &res, sizeof(res)), 1;
+                return bench_write_all(out_fd, &res, sizeof(res)), 1;
         }
         rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
         for (int p = 0; p < job->partitions && !e; p++) {
@@ -313,5 +283,5 @@ int bench_mem_watermarks(const bench_job_t *job, int go_fd, int out_fd) {
         if (e)
                 snprintf(res.err, sizeof(res.err), "watermarks: %s",
                          rd_kafka_err2str(e));
-        return write_all(out_fd, &res, sizeof(res)) || !res.ok;
+        return bench_write_all(out_fd, &res, sizeof(res)) || !res.ok;
 }

@@ -27,29 +27,17 @@ static const char *const common_props[][2] = {
 };
 #define COMMON_PROPS (sizeof(common_props) / sizeof(common_props[0]))
 
-static int write_all(int fd, const void *buf, size_t len) {
-        const char *p = buf;
-        while (len > 0) {
-                ssize_t w = write(fd, p, len);
-                if (w <= 0)
-                        return -1;
-                p += w;
-                len -= (size_t)w;
-        }
-        return 0;
-}
-
 /* Setup failed: say so instead of 'R', then report why. */
 static int setup_failed(int out_fd, const bench_result_t *res) {
         char c = 'E';
-        if (!write_all(out_fd, &c, 1))
-                write_all(out_fd, res, sizeof(*res));
+        if (!bench_write_all(out_fd, &c, 1))
+                bench_write_all(out_fd, res, sizeof(*res));
         return 1;
 }
 
 static int wait_go(int go_fd, int out_fd) {
         char c = 'R';
-        if (write_all(out_fd, &c, 1) || read(go_fd, &c, 1) != 1)
+        if (bench_write_all(out_fd, &c, 1) || read(go_fd, &c, 1) != 1)
                 return -1;
         return 0;
 }
@@ -185,28 +173,6 @@ static void k_log(kretry_log_level_t level,
                 fprintf(stderr, "  [kretry %d %s] %s\n", (int)level, fac, msg);
 }
 
-/* KRETRY_BENCH_KRETRY_PROPS="name=value,...": extra kretry properties, for
- * experiments (e.g. consumer.fetch.wait.max.ms=1). */
-static int k_extra_props(kretry_conf_t *conf, char *err, size_t err_size) {
-        const char *env = getenv("KRETRY_BENCH_KRETRY_PROPS");
-        char buf[1024], *save = NULL;
-        if (!env)
-                return 0;
-        snprintf(buf, sizeof(buf), "%s", env);
-        for (char *kv = strtok_r(buf, ",", &save); kv;
-             kv       = strtok_r(NULL, ",", &save)) {
-                char *eq = strchr(kv, '=');
-                if (!eq) {
-                        snprintf(err, err_size, "%s: expected name=value", kv);
-                        return -1;
-                }
-                *eq = '\0';
-                if (kretry_conf_set(conf, kv, eq + 1, err, err_size))
-                        return -1;
-        }
-        return 0;
-}
-
 static kretry_adapter_t *
 k_adapter(const bench_job_t *job, kside_t *k, char *err, size_t err_size) {
         char group[128];
@@ -247,7 +213,7 @@ k_adapter(const bench_job_t *job, kside_t *k, char *err, size_t err_size) {
                 if (kretry_conf_set(conf, common_props[i][0],
                                     common_props[i][1], err, err_size))
                         goto fail;
-        if (k_extra_props(conf, err, err_size))
+        if (bench_kretry_extra_props(conf, err, err_size))
                 goto fail;
         kretry_conf_set_handler(conf, k_handler, k);
         kretry_conf_set_route_cb(conf, k_route);
@@ -321,7 +287,7 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
                 if (job->kind == BENCH_DELAY && !told &&
                     atomic_load(&k.assigned)) {
                         char c = 'A';
-                        told   = !write_all(out_fd, &c, 1);
+                        told   = !bench_write_all(out_fd, &c, 1);
                 }
         }
         res.done = k.done;
@@ -347,11 +313,11 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
                 a, KRETRY_COUNTER_VERSION_BYTES, 0);
         if (job->kind == BENCH_DELAY && !told) {
                 char c = 'E'; /* instead of the 'A' the orchestrator awaits */
-                write_all(out_fd, &c, 1);
+                bench_write_all(out_fd, &c, 1);
         }
         kretry_adapter_destroy(a);
         free(k.late);
-        return write_all(out_fd, &res, sizeof(res)) || !res.ok;
+        return bench_write_all(out_fd, &res, sizeof(res)) || !res.ok;
 }
 
 int bench_kretry_plain_side(const bench_job_t *job, int go_fd, int out_fd) {
@@ -652,5 +618,5 @@ int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd) {
         }
         rd_kafka_consumer_close(r.c);
         rd_kafka_destroy(r.c);
-        return write_all(out_fd, &res, sizeof(res)) || !res.ok;
+        return bench_write_all(out_fd, &res, sizeof(res)) || !res.ok;
 }
