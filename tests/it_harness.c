@@ -211,12 +211,22 @@ int it_wait_counter(kretry_adapter_t *a,
                     int64_t n,
                     int timeout_ms) {
         int64_t deadline = kt_now_ms() + timeout_ms;
+        kretry_err_t err = KRETRY_ERR_OK;
         while (kretry_adapter_counter(a, c, 0) < n) {
                 if (kt_now_ms() > deadline ||
-                    kretry_adapter_poll(a, 100) != KRETRY_ERR_OK)
-                        return kretry_adapter_counter(a, c, 0) >= n;
+                    (err = kretry_adapter_poll(a, 100)) != KRETRY_ERR_OK)
+                        break;
         }
-        return 1;
+        if (kretry_adapter_counter(a, c, 0) >= n)
+                return 1;
+        /* What a failure report needs: where the adapter stands. */
+        char json[2048];
+        kretry_adapter_stats_json(a, json, sizeof(json));
+        fprintf(stderr,
+                "  [it] counter %d stayed below %lld for %d ms (%s): %s\n",
+                (int)c, (long long)n, timeout_ms,
+                err ? kretry_err2str(err) : "timed out", json);
+        return 0;
 }
 
 void it_produce(it_env_t *env,
