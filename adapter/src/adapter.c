@@ -454,10 +454,7 @@ static void refetch_later(kretry_adapter_t *a,
 
 static int dispatch_due(kretry_adapter_t *a, int64_t now);
 
-/* Tier messages first: a source backlog prefetched ahead of them must not
- * make due retries wait (tier partitions feed their own queue, see
- * rebalance.c). Every eighth take prefers the consumer queue, so the source
- * and the group's events (served by consumer_poll) never starve. */
+/* The next tier message, if any. */
 static rd_kafka_message_t *take_tier(kretry_adapter_t *a) {
         /* A length check is a lock and a read; an empty consume costs
          * several times that, on every message of the happy path. */
@@ -465,6 +462,10 @@ static rd_kafka_message_t *take_tier(kretry_adapter_t *a) {
                                             : NULL;
 }
 
+/* Tier messages first: a source backlog prefetched ahead of them must not
+ * make due retries wait (tier partitions feed their own queue, see
+ * rebalance.c). Every eighth take prefers the consumer queue, so the source
+ * and the group's events (served by consumer_poll) never starve. */
 static rd_kafka_message_t *next_message(kretry_adapter_t *a, int n) {
         rd_kafka_message_t *rkm = NULL;
         if (n % 8 != 7)

@@ -24,9 +24,8 @@ int kretry_header_num(const void *value,
 }
 
 /* The chain headers a copy rewrites, by "kretry-" suffix. Decoding and
- * filtering look a name up once: by its length (by_len), then one or two
- * memcmp, instead of a strcmp per candidate (a tier message carries a
- * dozen chain headers). */
+ * filtering look a name up once, comparing lengths before bytes, instead of
+ * a strcmp per candidate (a tier message carries a dozen chain headers). */
 typedef enum {
         CH_ATTEMPT,
         CH_TIER,
@@ -46,37 +45,29 @@ typedef enum {
         CH_CNT
 } chain_id_t;
 
-static const char *const chain_sfx[CH_CNT] = {
-        [CH_ATTEMPT]          = "attempt",
-        [CH_TIER]             = "tier",
-        [CH_DUE_TS]           = "due-ts",
-        [CH_ORIG_PARTITION]   = "original-partition",
-        [CH_ORIG_OFFSET]      = "original-offset",
-        [CH_ORIG_TS]          = "original-timestamp",
-        [CH_FIRST_FAILURE]    = "first-failure-ts",
-        [CH_LAST_FAILURE]     = "last-failure-ts",
-        [CH_ORIG_TOPIC]       = "original-topic",
-        [CH_CORRELATION_ID]   = "correlation-id",
-        [CH_ERROR_CLASS]      = "error-class",
-        [CH_ERROR_CODE]       = "error-code",
-        [CH_ERROR]            = "error",
-        [CH_GROUP]            = "group",
-        [CH_PARKED_FOLLOWERS] = "parked-followers",
+#define SFX(s)                                                                 \
+        { s, sizeof(s) - 1 }
+static const struct {
+        const char *sfx;
+        size_t len;
+} chain_sfx[CH_CNT] = {
+        [CH_ATTEMPT]          = SFX("attempt"),
+        [CH_TIER]             = SFX("tier"),
+        [CH_DUE_TS]           = SFX("due-ts"),
+        [CH_ORIG_PARTITION]   = SFX("original-partition"),
+        [CH_ORIG_OFFSET]      = SFX("original-offset"),
+        [CH_ORIG_TS]          = SFX("original-timestamp"),
+        [CH_FIRST_FAILURE]    = SFX("first-failure-ts"),
+        [CH_LAST_FAILURE]     = SFX("last-failure-ts"),
+        [CH_ORIG_TOPIC]       = SFX("original-topic"),
+        [CH_CORRELATION_ID]   = SFX("correlation-id"),
+        [CH_ERROR_CLASS]      = SFX("error-class"),
+        [CH_ERROR_CODE]       = SFX("error-code"),
+        [CH_ERROR]            = SFX("error"),
+        [CH_GROUP]            = SFX("group"),
+        [CH_PARKED_FOLLOWERS] = SFX("parked-followers"),
 };
-
-/* Chain ids by suffix length, plus one (0: none): at most two a length. */
-static const unsigned char by_len[19][2] = {
-        [4]  = {CH_TIER + 1},
-        [5]  = {CH_ERROR + 1, CH_GROUP + 1},
-        [6]  = {CH_DUE_TS + 1},
-        [7]  = {CH_ATTEMPT + 1},
-        [10] = {CH_ERROR_CODE + 1},
-        [11] = {CH_ERROR_CLASS + 1},
-        [14] = {CH_ORIG_TOPIC + 1, CH_CORRELATION_ID + 1},
-        [15] = {CH_ORIG_OFFSET + 1, CH_LAST_FAILURE + 1},
-        [16] = {CH_FIRST_FAILURE + 1, CH_PARKED_FOLLOWERS + 1},
-        [18] = {CH_ORIG_PARTITION + 1, CH_ORIG_TS + 1},
-};
+#undef SFX
 
 /* The chain id of header @p name, or -1 for any other name. */
 static int chain_id(const char *name) {
@@ -84,13 +75,10 @@ static int chain_id(const char *name) {
                 return -1;
         const char *sfx = name + 7;
         size_t len      = strlen(sfx);
-        if (len >= sizeof(by_len) / sizeof(by_len[0]))
-                return -1;
-        for (int i = 0; i < 2 && by_len[len][i]; i++) {
-                int id = by_len[len][i] - 1;
-                if (!memcmp(sfx, chain_sfx[id], len))
-                        return id;
-        }
+        for (int i = 0; i < CH_CNT; i++)
+                if (chain_sfx[i].len == len &&
+                    !memcmp(sfx, chain_sfx[i].sfx, len))
+                        return i;
         return -1;
 }
 
@@ -211,6 +199,12 @@ static char *fmt_num(char *end, int64_t v) {
                 if (s)                                                         \
                         ADD(h, name, s, strlen(s));                            \
         } while (0)
+
+void kretry_header_add_num(rd_kafka_headers_t *h, const char *name, int64_t v) {
+        char b[24];
+        char *p = fmt_num(b + sizeof(b), v);
+        rd_kafka_header_add(h, name, -1, p, b + sizeof(b) - p);
+}
 
 int kretry_headers_have_chain(const rd_kafka_headers_t *hdrs) {
         const char *name;

@@ -100,6 +100,10 @@ int kretry_header_is_chain(const char *name);
 rd_kafka_headers_t *kretry_headers_build(const rd_kafka_headers_t *src,
                                          const kretry_copy_info_t *info);
 
+/* Add header @p name with @p v (>= 0; a negative value is written as 0) as
+ * decimal text. */
+void kretry_header_add_num(rd_kafka_headers_t *h, const char *name, int64_t v);
+
 /* 1 when @p hdrs (may be NULL) holds a chain header. */
 int kretry_headers_have_chain(const rd_kafka_headers_t *hdrs);
 

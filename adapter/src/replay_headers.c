@@ -2,7 +2,6 @@
 
 #include "headers.h"
 
-#include <stdio.h>
 #include <string.h>
 
 int kretry_replay_header_dropped(const char *name) {
@@ -24,12 +23,6 @@ static int64_t replay_count(const rd_kafka_headers_t *src) {
         return count;
 }
 
-static void add_num(rd_kafka_headers_t *h, const char *name, int64_t v) {
-        char buf[24];
-        int n = snprintf(buf, sizeof(buf), "%lld", (long long)v);
-        rd_kafka_header_add(h, name, -1, buf, n);
-}
-
 /* A fresh chain's first retry, waiting in @p tier and due at once. */
 static void add_tier_chain(rd_kafka_headers_t *h,
                            const rd_kafka_headers_t *src,
@@ -38,16 +31,17 @@ static void add_tier_chain(rd_kafka_headers_t *h,
                            const char *source) {
         kretry_chain_t c;
         kretry_chain_decode(src, &c);
-        add_num(h, KRETRY_H_ATTEMPT, 1);
-        add_num(h, KRETRY_H_TIER, tier);
-        add_num(h, KRETRY_H_DUE_TS, now_ms);
+        kretry_header_add_num(h, KRETRY_H_ATTEMPT, 1);
+        kretry_header_add_num(h, KRETRY_H_TIER, tier);
+        kretry_header_add_num(h, KRETRY_H_DUE_TS, now_ms);
         const char *topic = c.orig_topic_ok ? c.orig_topic : source;
         if (topic)
                 rd_kafka_header_add(h, KRETRY_H_ORIG_TOPIC, -1, topic, -1);
         if (c.orig_partition_ok)
-                add_num(h, KRETRY_H_ORIG_PARTITION, c.orig_partition);
+                kretry_header_add_num(h, KRETRY_H_ORIG_PARTITION,
+                                      c.orig_partition);
         if (c.orig_offset_ok)
-                add_num(h, KRETRY_H_ORIG_OFFSET, c.orig_offset);
+                kretry_header_add_num(h, KRETRY_H_ORIG_OFFSET, c.orig_offset);
 }
 
 rd_kafka_headers_t *kretry_replay_headers(const rd_kafka_headers_t *src,
@@ -69,7 +63,7 @@ rd_kafka_headers_t *kretry_replay_headers(const rd_kafka_headers_t *src,
         }
         if (tier > 0)
                 add_tier_chain(h, src, now_ms, tier, source);
-        add_num(h, KRETRY_H_REPLAY_COUNT, replay_count(src) + 1);
-        add_num(h, KRETRY_H_REPLAYED_AT, now_ms);
+        kretry_header_add_num(h, KRETRY_H_REPLAY_COUNT, replay_count(src) + 1);
+        kretry_header_add_num(h, KRETRY_H_REPLAYED_AT, now_ms);
         return h;
 }
