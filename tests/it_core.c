@@ -2,6 +2,7 @@
  * Integration tests of the engine on the test cluster: one message all the
  * way through — consume, handle, route, commit — for each outcome.
  */
+#include "adapter_int.h" /* owned.c, for test_owned_copy */
 #include "it_harness.h"
 
 #include <stdlib.h>
@@ -265,6 +266,80 @@ static void test_held_message_intact(void) {
         it_env_destroy(env);
 }
 
+/* Up to two messages of partition 0 as librdkafka hands them out, owned by
+ * the caller, who destroys them before the returned consumer. */
+static rd_kafka_t *
+consume_two(it_env_t *env, rd_kafka_message_t **out, int *n) {
+        char errstr[256], group[128];
+        rd_kafka_conf_t *conf = kt_rdkafka_conf(env->c);
+        kt_unique_name("it-owned", group, sizeof(group));
+        rd_kafka_conf_set(conf, "group.id", group, NULL, 0);
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
+        rd_kafka_t *rk =
+                rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+        KT_REQUIRE(rk != NULL);
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, env->source, 0)->offset =
+                RD_KAFKA_OFFSET_BEGINNING;
+        rd_kafka_assign(rk, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        *n               = 0;
+        int64_t deadline = kt_now_ms() + 10000;
+        while (*n < 2 && kt_now_ms() < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 50);
+                if (m && m->err)
+                        rd_kafka_message_destroy(m);
+                else if (m)
+                        out[(*n)++] = m;
+        }
+        return rk;
+}
+
+/* A held message is copied out of librdkafka's memory (owned.c): the copy
+ * says everything the engine reads of it, the original is gone, and the copy
+ * is never mistaken for librdkafka's. */
+static void test_owned_copy(void) {
+        it_env_t *env          = it_env_new("50ms", 1);
+        rd_kafka_headers_t *hs = rd_kafka_headers_new(2);
+        rd_kafka_header_add(hs, "trace-id", -1, "t-7", -1);
+        it_produce(env, 0, "key-o", "value-o", hs);
+        it_produce(env, 0, NULL, NULL, NULL);
+        rd_kafka_message_t *m[2];
+        int got;
+        rd_kafka_t *rk = consume_two(env, m, &got);
+        KT_REQUIRE(got == 2);
+        KT_ASSERT(!kretry_rkm_owned(m[0]));
+        rd_kafka_timestamp_type_t tt, ott;
+        int64_t ts            = rd_kafka_message_timestamp(m[0], &tt);
+        int64_t offset        = m[0]->offset;
+        rd_kafka_message_t *o = kretry_rkm_own(m[0]); /* m[0] destroyed */
+        KT_REQUIRE(kretry_rkm_owned(o));
+        KT_ASSERT(kretry_rkm_own(o) == o);
+        KT_ASSERT(o->err == 0 && o->partition == 0 && o->offset == offset);
+        KT_ASSERT(o->key_len == 5 && !memcmp(o->key, "key-o", 5));
+        KT_ASSERT(o->len == 7 && !memcmp(o->payload, "value-o", 7));
+        /* NUL-terminated past len, for handlers that read a C string. */
+        KT_ASSERT_STR_EQ((const char *)o->payload, "value-o");
+        KT_ASSERT(kretry_rkm_timestamp(o, &ott) == ts && ott == tt);
+        rd_kafka_headers_t *h;
+        const void *v;
+        size_t n;
+        KT_REQUIRE(!kretry_rkm_headers(o, &h));
+        KT_ASSERT(!rd_kafka_header_get_last(h, "trace-id", &v, &n) && n == 3 &&
+                  !memcmp(v, "t-7", 3));
+        kretry_rkm_destroy(o);
+        /* Null key and value, no headers. */
+        o = kretry_rkm_own(m[1]);
+        KT_REQUIRE(kretry_rkm_owned(o));
+        KT_ASSERT(o->key == NULL && o->key_len == 0);
+        KT_ASSERT(o->payload == NULL && o->len == 0);
+        KT_ASSERT(kretry_rkm_headers(o, &h) == RD_KAFKA_RESP_ERR__NOENT);
+        kretry_rkm_destroy(o);
+        rd_kafka_destroy(rk);
+        it_env_destroy(env);
+}
+
 typedef struct {
         int calls;
         int64_t last_waiting, lat_count;
@@ -318,6 +393,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_stats_callback),
                                           KT_TEST(test_zero_delay_tier),
                                           KT_TEST(test_held_message_intact),
+                                          KT_TEST(test_owned_copy),
                                           KT_END};
         return kt_main("it_core", tests, argc, argv);
 }
