@@ -581,6 +581,13 @@ int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd) {
         r.job          = job;
         const char *hs = getenv("KRETRY_BENCH_RAW_HEADERS");
         r.contract     = hs && !strcmp(hs, "contract");
+        if (hs && *hs && !r.contract) {
+                snprintf(res.err, sizeof(res.err),
+                         "KRETRY_BENCH_RAW_HEADERS=%s: only \"contract\" is "
+                         "known",
+                         hs);
+                return setup_failed(out_fd, &res);
+        }
         if (r_setup(job, &r, res.err, sizeof(res.err)))
                 return setup_failed(out_fd, &res);
         if (wait_go(go_fd, out_fd))
