@@ -16,8 +16,9 @@ foreach(target headers topology codec)
     add_test(NAME ${name}
              COMMAND ${name} --iterations 100000
                      ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/${target})
+    # The exit status decides: a crash, a sanitizer report or a leak found
+    # at exit fails the test even after the driver printed "no crash".
     set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS fuzz
-      PASS_REGULAR_EXPRESSION "no crash"
       ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
   endif()
   target_link_libraries(${name} PRIVATE kretry_static)

@@ -24,7 +24,15 @@ int main(void) {
 C
 cc -Wall -Wextra -Werror $san "$dir/app.c" -o "$dir/app" $(pkg-config --cflags --libs kretry)
 libdir=$(pkg-config --variable=libdir kretry)
-LD_LIBRARY_PATH="$libdir" "$dir/app"
+out=$(LD_LIBRARY_PATH="$libdir" "$dir/app")
+echo "$out"
+case "$out" in
+*"retry.jitter: 150% is out of range"*) ;;
+*)
+        echo "the program built against the install did not report the bad jitter" >&2
+        exit 1
+        ;;
+esac
 others=$(nm -D --defined-only "$libdir/libkretry.so" | awk '{print $3}' | grep -v '^kretry_' || true)
 if [ -n "$others" ]; then
         echo "exported symbols outside the public API:" $others >&2

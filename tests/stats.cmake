@@ -12,9 +12,12 @@ add_dependencies(it_stats kretry_cli)
 # The assertion messages format the command's output into a 2 KiB buffer
 # (cut short there, which is harmless in a message).
 target_compile_options(it_stats PRIVATE -Wno-format-truncation)
-add_test(NAME cli_stats_help COMMAND kretry_cli stats --help)
-set_tests_properties(cli_stats_help PROPERTIES LABELS cli
-  PASS_REGULAR_EXPRESSION "usage: kretry stats --topology FILE")
-add_test(NAME cli_stats_usage COMMAND kretry_cli stats --topology x --window 5)
-set_tests_properties(cli_stats_usage PROPERTIES LABELS cli
-  PASS_REGULAR_EXPRESSION "--window 5: expected a duration")
+# A usage error exits 64 (EX_USAGE) with the reason.
+add_test(NAME cli_stats_help
+         COMMAND ${KRETRY_EXPECT} --stdout 0 "usage: kretry stats --topology FILE"
+                 $<TARGET_FILE:kretry_cli> stats --help)
+set_tests_properties(cli_stats_help PROPERTIES LABELS cli)
+add_test(NAME cli_stats_usage
+         COMMAND ${KRETRY_EXPECT} 64 "--window 5: expected a duration"
+                 $<TARGET_FILE:kretry_cli> stats --topology x --window 5)
+set_tests_properties(cli_stats_usage PROPERTIES LABELS cli)
