@@ -255,7 +255,7 @@ static void test_export_empty(void) {
 /* Debian's avrocat prints one JSON object per record. */
 static void test_export_avrocat(void) {
         if (access(AVROCAT, X_OK)) {
-                fprintf(stderr, "  (skipped: %s not installed)\n", AVROCAT);
+                kt_skip("%s not installed (Debian package avro-bin)", AVROCAT);
                 return;
         }
         static char out[1 << 20];
@@ -297,7 +297,8 @@ static const char python_reader[] =
 static void test_export_python(void) {
         const char *probe[] = {PYTHON, "-c", "import avro.datafile", NULL};
         if (access(PYTHON, X_OK) || run(probe, NULL, 0)) {
-                fprintf(stderr, "  (skipped: python3-avro not installed)\n");
+                kt_skip("%s cannot import avro (Debian package python3-avro)",
+                        PYTHON);
                 return;
         }
         static char out[1 << 16];

@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <CUnit/Basic.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,37 @@ int64_t kt_now_ms(void) {
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int kt_skipped;
+
+void kt_skip(const char *fmt, ...) {
+        CU_pTest t = CU_get_current_test();
+        va_list ap;
+        va_start(ap, fmt);
+        printf("\nSKIPPED: %s: ", t ? t->pName : "?");
+        vprintf(fmt, ap);
+        printf("\n");
+        fflush(stdout);
+        va_end(ap);
+        kt_skipped++;
+}
+
+/* Is @p name selected by argv: argv[1] alone names the one test to run;
+ * "--except NAME" (repeatable) leaves NAME out. */
+static int kt_selected(const char *name, int argc, char **argv) {
+        if (argc > 1 && strcmp(argv[1], "--except"))
+                return !strcmp(argv[1], name);
+        for (int i = 1; i + 1 < argc; i += 2)
+                if (!strcmp(argv[i], "--except") && !strcmp(argv[i + 1], name))
+                        return 0;
+        return 1;
+}
+
 int kt_main(const char *suite, const kt_test_t *tests, int argc, char **argv) {
-        const char *only = argc > 1 ? argv[1] : NULL;
         if (CU_initialize_registry() != CUE_SUCCESS)
                 return 1;
         CU_pSuite s = CU_add_suite(suite, NULL, NULL);
         for (const kt_test_t *t = tests; t->name; t++)
-                if (!only || !strcmp(only, t->name))
+                if (kt_selected(t->name, argc, argv))
                         CU_add_test(s, t->name, t->fn);
         CU_basic_set_mode(CU_BRM_VERBOSE);
         CU_basic_run_tests();
@@ -31,7 +56,14 @@ int kt_main(const char *suite, const kt_test_t *tests, int argc, char **argv) {
                 fprintf(stderr, "%s: no test ran\n", suite);
                 return 1;
         }
-        return failed ? 1 : 0;
+        if (failed)
+                return 1;
+        if (kt_skipped) {
+                printf("%s: %d of %d tests skipped (see SKIPPED above)\n",
+                       suite, kt_skipped, ran);
+                return KT_SKIPPED;
+        }
+        return 0;
 }
 
 struct kt_cluster_s {

@@ -18,8 +18,19 @@ typedef struct {
         void (*fn)(void);
 } kt_test_t;
 
-/* Runs every test of one suite; the exit status is the failure count. */
+/* The exit status of a suite whose tests passed except some that skipped;
+ * CTest counts it as skipped (SKIP_RETURN_CODE), never as passed. */
+#define KT_SKIPPED 77
+
+/* Runs the tests of one suite: all of them, the one named by argv[1], or all
+ * but those named after "--except". Exits 1 when one failed (or none ran),
+ * KT_SKIPPED when none failed and one called kt_skip, else 0. */
 int kt_main(const char *suite, const kt_test_t *tests, int argc, char **argv);
+
+/* Marks the running test as skipped and says why on stdout ("SKIPPED:
+ * test: why"); the caller then returns. A skip is never counted as a pass:
+ * the suite exits KT_SKIPPED unless a test failed. */
+void kt_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define KT_TEST(fn)                                                            \
         { #fn, fn }
