@@ -313,11 +313,21 @@ int64_t kt_committed(const kt_cluster_t *c,
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, topic, partition);
-        int64_t off = -1000;
-        if (!rd_kafka_committed(rk, l, 5000))
-                off = l->elems[0].offset;
+        rd_kafka_resp_err_t err = rd_kafka_committed(rk, l, 15000);
+        if (!err)
+                err = l->elems[0].err;
+        int64_t off = l->elems[0].offset;
         rd_kafka_topic_partition_list_destroy(l);
         rd_kafka_destroy(rk);
+        if (err) {
+                char what[512];
+                snprintf(what, sizeof(what),
+                         "committed offset of %s on %s [%d]: %s", group, topic,
+                         (int)partition, rd_kafka_err2str(err));
+                if (!CU_get_current_test())
+                        kt_fatal("kt_committed", what);
+                KT_CHECK_MSG(0, CU_TRUE, "%s", what); /* leaves the test */
+        }
         return off;
 }
 

@@ -115,7 +115,10 @@ int kt_consume(const kt_cluster_t *c,
                void (*cb)(const rd_kafka_message_t *m, void *opaque),
                void *opaque);
 
-/* Committed offset of @p group on topic/partition, or a negative value. */
+/* Committed offset of @p group on topic/partition, or RD_KAFKA_OFFSET_INVALID
+ * when the group has committed none there. A lookup that fails (no answer,
+ * an error for the group or the partition) fails the running test with the
+ * error and does not return: no error value can pass for an offset. */
 int64_t kt_committed(const kt_cluster_t *c,
                      const char *group,
                      const char *topic,
