@@ -12,6 +12,11 @@ static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {
         return kretry_adapter_counter(a, c, 0);
 }
 
+static int source_committed_10(kretry_adapter_t *a, it_env_t *env) {
+        (void)a;
+        return kt_committed(env->c, env->group, env->source, 0) == 10;
+}
+
 /* (a) all OK: every message handled once, offsets committed to the end. */
 static void test_all_ok(void) {
         it_env_t *env = it_env_new("50ms,100ms", 2);
@@ -24,10 +29,7 @@ static void test_all_ok(void) {
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 20, 20000));
         /* Committed while running (auto-commit of stored offsets), not only
          * at close. */
-        int64_t end = kt_now_ms() + 400;
-        while (kt_now_ms() < end)
-                kretry_adapter_poll(a, 50);
-        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 10);
+        KT_ASSERT(it_run_until(a, source_committed_10, env, 20000));
         KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
         KT_ASSERT_INT_EQ(env->call_cnt, 20);
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_CONSUMED), 20);
@@ -232,13 +234,15 @@ static void test_exhausted(void) {
  * Fetch response is released): what the handler then sees is the message
  * as it was, key, value, headers and timestamp, and its DLQ copy too. */
 static void test_held_message_intact(void) {
-        it_env_t *env          = it_env_new("150ms", 1);
+        /* A whole second's wait: the held gauge is 1 only while it lasts,
+         * and the test must see it on a loaded machine. */
+        it_env_t *env          = it_env_new("1s", 1);
         rd_kafka_headers_t *hs = rd_kafka_headers_new(2);
         rd_kafka_header_add(hs, "trace-id", -1, "t-42", -1);
         it_produce(env, 0, "key-held", "always-held", hs);
         kretry_adapter_t *a =
                 it_adapter(it_conf(env, "retry.max.attempts", "2", NULL));
-        /* Held: not due for 150 ms after the failure. */
+        /* Held: not due for 1 s after the failure. */
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_HELD, 1, 20000));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
         const it_call_t *c[4];
@@ -366,13 +370,15 @@ static void test_stats_callback(void) {
         memset(&stats_seen, 0, sizeof(stats_seen));
         kretry_adapter_t *a = it_adapter(conf);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 10, 20000));
-        int before  = stats_seen.calls;
-        int64_t end = kt_now_ms() + 350;
-        while (kt_now_ms() < end)
+        /* Emitted even while idle: the wait wakes up for it. How close to
+         * every 100 ms is the bench's to measure; load stretches it. */
+        int before       = stats_seen.calls;
+        int64_t deadline = kt_now_ms() + 20000;
+        while (stats_seen.calls - before < 2 && kt_now_ms() < deadline)
                 kretry_adapter_poll(a, 50);
-        /* Emitted on time even while idle: the wait wakes up for it. */
         KT_CHECK_MSG(stats_seen.calls - before >= 2, CU_FALSE,
-                     "%d emissions in 350 ms", stats_seen.calls - before);
+                     "%d emissions in 20 s while idle",
+                     stats_seen.calls - before);
         KT_ASSERT(strstr(stats_seen.last, "\"ok\":10") != NULL);
         KT_ASSERT(strstr(stats_seen.last, "\"handler_latency_ms\"") != NULL);
         KT_ASSERT(strstr(stats_seen.last, env->source) != NULL);

@@ -154,7 +154,7 @@ static const char *row_str(json_t *rows, size_t i, const char *field) {
 
 /* The DLQ of the filter tests: 6 messages on 2 partitions. */
 static void fill_filters(env_t *e) {
-        int64_t now = kt_now_ms(), old = now - 2 * 3600 * 1000;
+        int64_t now = kt_wall_ms(), old = now - 2 * 3600 * 1000;
         dlq_put(e, 0, "k1", "v-a", "permanent", "VALIDATION", now);
         dlq_put(e, 0, "k2", "v-b", "exhausted", "HTTP_503", now);
         dlq_put(e, 1, "k1", "v-c", "permanent", "NOT_FOUND", old);
@@ -205,7 +205,7 @@ static void test_inspect_filters(void) {
         KT_ASSERT_INT_EQ(count(e, (const char *[]){"--until", "1h", NULL}), 2);
         char epoch[32];
         snprintf(epoch, sizeof(epoch), "%lld",
-                 (long long)(kt_now_ms() - 3 * 3600 * 1000));
+                 (long long)(kt_wall_ms() - 3 * 3600 * 1000));
         KT_ASSERT_INT_EQ(count(e, (const char *[]){"--since", epoch, "--until",
                                                    "1h", NULL}),
                          2);
@@ -460,7 +460,7 @@ static void check_identity(env_t *e, seen_t *s, int64_t t0, int tier) {
         KT_REQUIRE(rd_kafka_header_get_last(m->_private, "kretry-replayed-at",
                                             &v, &n) == 0);
         snprintf(b, sizeof(b), "%.*s", (int)n, (const char *)v);
-        KT_CHECK_MSG(atoll(b) >= t0 && atoll(b) <= kt_now_ms(), CU_FALSE,
+        KT_CHECK_MSG(atoll(b) >= t0 && atoll(b) <= kt_wall_ms(), CU_FALSE,
                      "replayed-at %s, test started %lld", b, (long long)t0);
 
         m = by_value(s, "binkey", 6);
@@ -487,7 +487,7 @@ static void test_replay_identity(void) {
         static char out[8192];
         env_t *e   = env_new(2);
         seen_t *s  = calloc(1, sizeof(*s));
-        int64_t t0 = kt_now_ms();
+        int64_t t0 = kt_wall_ms(); /* vs kretry-replayed-at */
         fill_binary(e);
         KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out), NULL), 0);
         KT_CHECK_MSG(strstr(out, "replayed 5 messages"), CU_FALSE, "%.1500s",
@@ -569,7 +569,7 @@ static void fill_many(env_t *e, int n, int parts) {
                 char v[16];
                 snprintf(v, sizeof(v), "m%d", i);
                 dlq_put(e, i % parts, v, v, "exhausted", "HTTP_503",
-                        kt_now_ms());
+                        kt_wall_ms());
         }
         flush(e);
 }
@@ -583,7 +583,11 @@ static void test_replay_rate(void) {
                                  (const char *[]){"--rate", "500", NULL}),
                          0);
         int64_t took = kt_now_ms() - t0;
-        KT_CHECK_MSG(took >= 3600 && took <= 4400, CU_FALSE,
+        /* Not faster than the rate allows: the bucket starts with one token
+         * and earns 500 a second (its burst only caps what a stall saves),
+         * so 2000 messages take at least 3998 ms. Only a lower bound holds
+         * on a loaded machine; how close to 4 s it gets is the bench's. */
+        KT_CHECK_MSG(took >= 3990, CU_FALSE,
                      "2000 messages at 500/s took %lld ms: %.500s",
                      (long long)took, out);
         KT_ASSERT_INT_EQ(hwm_sum(e, e->source, 4), 2000);
@@ -687,8 +691,9 @@ static void test_replay_batches_pause(void) {
                                          "--pause", "300ms", NULL}),
                 0);
         int64_t took = kt_now_ms() - t0;
-        /* three batches, a pause between them, none after the last */
-        KT_CHECK_MSG(took >= 600 && took < 900, CU_FALSE,
+        /* three batches, a pause between each two: at least 600 ms (a
+         * lower bound only, which load cannot break) */
+        KT_CHECK_MSG(took >= 600, CU_FALSE,
                      "30 messages in batches of 10, 300ms pauses: %lld ms",
                      (long long)took);
         KT_ASSERT_INT_EQ(hwm_sum(e, e->source, 2), 30);

@@ -58,7 +58,7 @@ static void record(it_env_t *env, kretry_msg_t *msg) {
         c->offset           = kretry_msg_offset(msg);
         c->orig_offset      = kretry_msg_original_offset(msg);
         c->first_failure_ts = kretry_msg_first_failure_ts(msg);
-        c->now_ms           = kt_now_ms();
+        c->now_ms           = kt_wall_ms();
         c->due_ts           = -1;
         snprintf(c->topic, sizeof(c->topic), "%s", kretry_msg_topic(msg));
         snprintf(c->orig_topic, sizeof(c->orig_topic), "%s",

@@ -61,7 +61,7 @@ static env_t *env_new(void) {
         e->producer = rd_kafka_new(RD_KAFKA_PRODUCER, kt_rdkafka_conf(e->c),
                                    errstr, sizeof(errstr));
         KT_REQUIRE(e->producer != NULL);
-        e->t0 = kt_now_ms() - 2 * HOUR_MS;
+        e->t0 = kt_wall_ms() - 2 * HOUR_MS;
         return e;
 }
 
@@ -126,7 +126,7 @@ static void commit(env_t *e, const char *topic, int32_t p, int64_t offset) {
 static void prepare(env_t *e) {
         put(e, e->source, 0, 5, e->t0);
         put(e, e->source, 1, 3, e->t0 + HOUR_MS);
-        put(e, e->tier1, 1, 2, kt_now_ms() - 300000);
+        put(e, e->tier1, 1, 2, kt_wall_ms() - 300000);
         put(e, e->dlq, 0, 3, e->t0 + 10);
         put(e, e->dlq, 1, 1, e->t0 + 20);
         commit(e, e->source, 0, 2);

@@ -9,10 +9,18 @@
 #include <time.h>
 #include <unistd.h>
 
-int64_t kt_now_ms(void) {
+static int64_t kt_clock_ms(clockid_t clock) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        clock_gettime(clock, &ts);
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t kt_now_ms(void) {
+        return kt_clock_ms(CLOCK_MONOTONIC);
+}
+
+int64_t kt_wall_ms(void) {
+        return kt_clock_ms(CLOCK_REALTIME);
 }
 
 static int kt_skipped;
@@ -122,7 +130,7 @@ rd_kafka_mock_cluster_t *kt_cluster_mock(const kt_cluster_t *c) {
 void kt_unique_name(const char *prefix, char *name, size_t name_size) {
         static atomic_int seq;
         snprintf(name, name_size, "%s-%d-%lld-%d", prefix, (int)getpid(),
-                 (long long)(kt_now_ms() % 100000000),
+                 (long long)(kt_wall_ms() % 100000000),
                  atomic_fetch_add(&seq, 1));
 }
 

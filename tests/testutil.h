@@ -67,7 +67,11 @@ void kt_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define KT_ASSERT(cond) KT_CHECK_MSG(cond, CU_FALSE, "%s", #cond)
 #define KT_REQUIRE(cond) KT_CHECK_MSG(cond, CU_TRUE, "%s", #cond)
 
+/* Milliseconds on the monotonic clock: for deadlines and intervals. */
 int64_t kt_now_ms(void);
+/* Milliseconds since the epoch: for comparing with Kafka timestamps and
+ * kretry's own (kretry-due-ts, kretry-replayed-at, ...), never for waiting. */
+int64_t kt_wall_ms(void);
 
 /* A Kafka cluster for one test. */
 typedef struct kt_cluster_s kt_cluster_t;
