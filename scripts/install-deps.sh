@@ -8,8 +8,12 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 PKGS="build-essential cmake pkg-config librdkafka-dev libjansson-dev \
 libcyaml-dev libavro-dev libcunit1-dev"
-# Independent Kafka clients used by the black-box tests.
-TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin"
+# What the test suites and CI use beyond the build: independent Kafka
+# clients for the black-box tests (kcat, python3-kafka), independent Avro
+# readers for it_dlq_export (avrocat from avro-bin, python3-avro), binutils'
+# nm for install_check, clang-format for scripts/check-format.sh. A test
+# whose tool is missing reports itself skipped; CI fails on that.
+TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin binutils clang-format"
 case "${1:-}" in
 --test) PKGS="$PKGS $TEST_PKGS" ;;
 esac
