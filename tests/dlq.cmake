@@ -6,3 +6,7 @@ kretry_add_suite(test_replay_headers LABELS unit)
 kretry_add_suite(it_dlq TIMEOUT 240 LABELS integration)
 target_link_libraries(it_dlq PRIVATE PkgConfig::JANSSON)
 add_dependencies(it_dlq kretry_cli)
+# The DLQ end to end: the engine dead-letters, the commands read and replay.
+kretry_add_suite(it_dlq_e2e TIMEOUT 240 LABELS integration SOURCES it_harness.c)
+target_link_libraries(it_dlq_e2e PRIVATE PkgConfig::JANSSON PkgConfig::AVRO)
+add_dependencies(it_dlq_e2e kretry_cli)

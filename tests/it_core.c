@@ -345,6 +345,62 @@ static void test_owned_copy(void) {
 }
 
 typedef struct {
+        int seen, wrong;
+        char why[256];
+} part_check_t;
+
+/* Every copy must sit in the partition its original came from: the value
+ * names it ("always-pN"), and so does kretry-original-partition. */
+static void check_partition(const rd_kafka_message_t *m, void *opaque) {
+        part_check_t *pc = opaque;
+        char buf[32];
+        const char *op =
+                kt_header(m, "kretry-original-partition", buf, sizeof(buf));
+        int from_value = -1;
+        if (m->len > 8 && !memcmp(m->payload, "always-p", 8))
+                from_value = ((const char *)m->payload)[8] - '0';
+        pc->seen++;
+        if (!op || atoi(op) != m->partition || from_value != m->partition) {
+                pc->wrong++;
+                snprintf(pc->why, sizeof(pc->why),
+                         "%s [%d]: original partition %s, value %.*s",
+                         rd_kafka_topic_name(m->rkt), (int)m->partition,
+                         op ? op : "(none)", (int)m->len,
+                         (const char *)m->payload);
+        }
+}
+
+/* A retried or dead-lettered message is produced to the partition number it
+ * came from, in every tier and in the DLQ (tier partitions follow their
+ * source partition, so per-key state stays on one instance). */
+static void test_same_partition(void) {
+        enum { PARTS = 4 };
+        it_env_t *env = it_env_new("20ms,40ms", PARTS);
+        char v[32];
+        for (int p = 0; p < PARTS; p++) {
+                snprintf(v, sizeof(v), "always-p%d", p);
+                it_produce(env, p, "k", v, NULL);
+        }
+        kretry_adapter_t *a =
+                it_adapter(it_conf(env, "retry.max.attempts", "3", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, PARTS, 20000));
+        kretry_adapter_destroy(a);
+        const char *dests[] = {env->tiers[0], env->tiers[1], env->dlq};
+        for (int d = 0; d < 3; d++) {
+                part_check_t pc;
+                memset(&pc, 0, sizeof(pc));
+                KT_ASSERT_INT_EQ(kt_consume(env->c, dests[d], PARTS, 10000,
+                                            check_partition, &pc),
+                                 PARTS);
+                KT_CHECK_MSG(pc.wrong == 0, CU_FALSE,
+                             "%d of %d copies in %s on the wrong partition, "
+                             "e.g. %s",
+                             pc.wrong, pc.seen, dests[d], pc.why);
+        }
+        it_env_destroy(env);
+}
+
+typedef struct {
         int calls;
         int64_t last_waiting, lat_count;
         char last[4096];
@@ -400,6 +456,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_zero_delay_tier),
                                           KT_TEST(test_held_message_intact),
                                           KT_TEST(test_owned_copy),
+                                          KT_TEST(test_same_partition),
                                           KT_END};
         return kt_main("it_core", tests, argc, argv);
 }
