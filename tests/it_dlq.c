@@ -36,21 +36,7 @@ static env_t *env_new(int parts) {
         KT_REQUIRE(kt_cluster_topic_named(e->c, e->tier2, parts) == 0);
         snprintf(e->yaml, sizeof(e->yaml), "/tmp/kretry-it-dlq-%d-%s.yaml",
                  (int)getpid(), e->group);
-        FILE *f = fopen(e->yaml, "w");
-        KT_REQUIRE(f != NULL);
-        fprintf(f,
-                "kafka:\n"
-                "  bootstrap.servers: \"%s\"\n"
-                "  socket.nagle.disable: \"true\"\n"
-                "  consumer.fetch.wait.max.ms: \"10\"\n"
-                "topologies:\n"
-                "  - name: orders\n"
-                "    source: %s\n"
-                "    group: %s\n"
-                "    retry:\n"
-                "      tiers: [1s, 10s]\n",
-                kt_cluster_bootstrap(e->c), e->source, e->group);
-        fclose(f);
+        kt_write_topology(e->c, e->yaml, e->source, e->group, "[1s, 10s]", "");
         char errstr[256];
         rd_kafka_conf_t *conf = kt_rdkafka_conf(e->c);
         rd_kafka_conf_set(conf, "linger.ms", "5", NULL, 0);

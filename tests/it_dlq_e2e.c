@@ -25,21 +25,8 @@ static void write_topology(e2e_t *e) {
                  (int)getpid(), env->group);
         snprintf(e->avro, sizeof(e->avro), "/tmp/kretry-it-e2e-%d-%s.avro",
                  (int)getpid(), env->group);
-        FILE *f = fopen(e->yaml, "w");
-        KT_REQUIRE(f != NULL);
-        fprintf(f,
-                "kafka:\n"
-                "  bootstrap.servers: \"%s\"\n"
-                "  socket.nagle.disable: \"true\"\n"
-                "  consumer.fetch.wait.max.ms: \"10\"\n"
-                "topologies:\n"
-                "  - name: orders\n"
-                "    source: %s\n"
-                "    group: %s\n"
-                "    retry:\n"
-                "      tiers: [20ms]\n",
-                kt_cluster_bootstrap(env->c), env->source, env->group);
-        fclose(f);
+        kt_write_topology(env->c, e->yaml, env->source, env->group, "[20ms]",
+                          "");
 }
 
 /* `kretry dlq SUB --topology FILE ARGS...`; stdout into @p out. */

@@ -35,19 +35,7 @@ static env_t *env_new(void) {
                  (int)getpid());
         snprintf(e->out, sizeof(e->out), "/tmp/kretry-it-export-%d.avro",
                  (int)getpid());
-        FILE *f = fopen(e->yaml, "w");
-        KT_REQUIRE(f != NULL);
-        fprintf(f,
-                "kafka:\n"
-                "  bootstrap.servers: \"%s\"\n"
-                "topologies:\n"
-                "  - name: orders\n"
-                "    source: %s\n"
-                "    group: %s\n"
-                "    retry:\n"
-                "      tiers: [1s, 10s]\n",
-                kt_cluster_bootstrap(e->c), e->source, e->group);
-        fclose(f);
+        kt_write_topology(e->c, e->yaml, e->source, e->group, "[1s, 10s]", "");
         return e;
 }
 

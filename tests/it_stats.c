@@ -24,22 +24,10 @@ typedef struct {
 
 /* (Re)write the topology file with this alerts: block ("" for none). */
 static void write_yaml(env_t *e, const char *alerts) {
-        FILE *f = fopen(e->yaml, "w");
-        KT_REQUIRE(f != NULL);
-        fprintf(f,
-                "kafka:\n"
-                "  bootstrap.servers: \"%s\"\n"
-                "  socket.nagle.disable: \"true\"\n"
-                "topologies:\n"
-                "  - name: orders\n"
-                "    source: %s\n"
-                "    group: %s\n"
-                "    retry:\n"
-                "      tiers: [1s, 10s]\n"
-                "      jitter: 0%%\n"
-                "%s",
-                kt_cluster_bootstrap(e->c), e->source, e->group, alerts);
-        fclose(f);
+        char extra[1024];
+        snprintf(extra, sizeof(extra), "      jitter: 0%%\n%s", alerts);
+        kt_write_topology(e->c, e->yaml, e->source, e->group, "[1s, 10s]",
+                          extra);
 }
 
 static env_t *env_new(void) {

@@ -134,6 +134,30 @@ void kt_unique_name(const char *prefix, char *name, size_t name_size) {
                  atomic_fetch_add(&seq, 1));
 }
 
+void kt_write_topology(const kt_cluster_t *c,
+                       const char *path,
+                       const char *source,
+                       const char *group,
+                       const char *tiers,
+                       const char *extra) {
+        FILE *f = fopen(path, "w");
+        KT_REQUIRE(f != NULL);
+        fprintf(f,
+                "kafka:\n"
+                "  bootstrap.servers: \"%s\"\n"
+                "  socket.nagle.disable: \"true\"\n"
+                "  consumer.fetch.wait.max.ms: \"10\"\n"
+                "topologies:\n"
+                "  - name: orders\n"
+                "    source: %s\n"
+                "    group: %s\n"
+                "    retry:\n"
+                "      tiers: %s\n"
+                "%s",
+                c->bootstrap, source, group, tiers, extra);
+        fclose(f);
+}
+
 rd_kafka_conf_t *kt_rdkafka_conf(const kt_cluster_t *c) {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         const char *kv[][2]   = {

@@ -95,6 +95,17 @@ int kt_cluster_topic_named(kt_cluster_t *c, const char *name, int partitions);
 /* A unique name with @p prefix (for groups). */
 void kt_unique_name(const char *prefix, char *name, size_t name_size);
 
+/* Write @p path: a topology file for the kretry commands with one topology
+ * "orders" on @p c (socket.nagle.disable, fetch.wait.max.ms 10): @p source,
+ * @p group, retry tiers @p tiers (a YAML list, e.g. "[1s, 10s]"), then
+ * @p extra (lines of the topology, indented by four spaces; "" for none). */
+void kt_write_topology(const kt_cluster_t *c,
+                       const char *path,
+                       const char *source,
+                       const char *group,
+                       const char *tiers,
+                       const char *extra);
+
 /* librdkafka client config for the test cluster (fast timings, Nagle off). */
 rd_kafka_conf_t *kt_rdkafka_conf(const kt_cluster_t *c);
 
