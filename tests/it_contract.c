@@ -1,0 +1,360 @@
+/*
+ * Integration tests of promises made in README.md "How it behaves" that no
+ * other suite checks: what the tier and DLQ copies carry (error message cut,
+ * correlation id, fallback coordinates, null key and value, invalid actions,
+ * parked followers), invalid version headers, the values of the stats
+ * callback's per-topic figures, logs without payloads, and an application's
+ * own poll loop on kretry_adapter_fd().
+ */
+#include "it_harness.h"
+
+#include <jansson.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {
+        return kretry_adapter_counter(a, c, 0);
+}
+
+/* What the handler saw, beyond it_call_t: the original coordinates. */
+typedef struct {
+        char value[64];
+        int attempt, tier, key_null, value_null;
+        int32_t orig_partition;
+        int64_t orig_offset, orig_ts, ts, now_ms;
+        char orig_topic[160];
+} ct_call_t;
+
+static struct {
+        ct_call_t calls[64];
+        int n;
+} ct;
+
+static void ct_record(kretry_msg_t *msg) {
+        if (ct.n >= (int)(sizeof(ct.calls) / sizeof(ct.calls[0])))
+                return;
+        ct_call_t *c = &ct.calls[ct.n++];
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        memset(c, 0, sizeof(*c));
+        snprintf(c->value, sizeof(c->value), "%.*s",
+                 (int)(len < 60 ? len : 60), v ? v : "");
+        c->value_null     = v == NULL;
+        c->key_null       = kretry_msg_key(msg, NULL) == NULL;
+        c->attempt        = kretry_msg_attempt(msg);
+        c->tier           = kretry_msg_tier(msg);
+        c->orig_partition = kretry_msg_original_partition(msg);
+        c->orig_offset    = kretry_msg_original_offset(msg);
+        c->orig_ts        = kretry_msg_original_timestamp(msg);
+        c->ts             = kretry_msg_timestamp(msg);
+        c->now_ms         = kt_now_ms();
+        snprintf(c->orig_topic, sizeof(c->orig_topic), "%s",
+                 kretry_msg_original_topic(msg));
+}
+
+/* The @p nth call for @p value; a call of nothing when there is none. */
+static const ct_call_t *ct_call(const char *value, int nth) {
+        static const ct_call_t none = {.value = "(no call)"};
+        for (int i = 0; i < ct.n; i++)
+                if (!strcmp(ct.calls[i].value, value) && nth-- == 0)
+                        return &ct.calls[i];
+        return &none;
+}
+
+static int ct_calls(const char *value) {
+        int n = 0;
+        for (int i = 0; i < ct.n; i++)
+                n += !strcmp(ct.calls[i].value, value);
+        return n;
+}
+
+/* Error messages whose last character straddles byte 16
+ * (error.max.length=16): 14 ASCII bytes and a 3-byte euro sign; 15 and a
+ * 2-byte e acute; 13 and a 4-byte emoji. */
+static const char *const utf_msgs[3][2] = {
+        {"0123456789abcd\xe2\x82\xac tail", "0123456789abcd"},
+        {"0123456789abcde\xc3\xa9 tail", "0123456789abcde"},
+        {"0123456789abc\xf0\x9f\x98\x80 tail", "0123456789abc"},
+};
+
+/*
+ * it_handler's script, and besides:
+ *   "utf"      RETRY, then FAIL, with the messages of utf_msgs[attempt - 1]
+ *   "inv..."   returns 42 (not an action)
+ *   null key and null value: RETRY every time
+ */
+static kretry_action_t ct_handler(kretry_msg_t *msg, void *opaque) {
+        ct_record(msg);
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        int attempt   = kretry_msg_attempt(msg);
+        if (!v && !kretry_msg_key(msg, NULL))
+                return KRETRY_RETRY;
+        if (v && len == 3 && !memcmp(v, "utf", 3) && attempt <= 3) {
+                kretry_msg_set_error(msg, "UTF", utf_msgs[attempt - 1][0]);
+                return attempt < 3 ? KRETRY_RETRY : KRETRY_FAIL;
+        }
+        if (v && len >= 3 && !memcmp(v, "inv", 3))
+                return (kretry_action_t)42;
+        return it_handler(msg, opaque);
+}
+
+static kretry_adapter_t *ct_adapter(kretry_conf_t *conf, it_env_t *env) {
+        memset(&ct, 0, sizeof(ct));
+        kretry_conf_set_handler(conf, ct_handler, env);
+        return it_adapter(conf);
+}
+
+/* A copy read back from a tier or the DLQ. */
+typedef struct {
+        int key_null, value_null, hdr_cnt;
+        char value[64];
+        char names[32][48];
+        char vals[32][128];
+        size_t lens[32];
+} ct_copy_t;
+
+typedef struct {
+        ct_copy_t m[16];
+        int n;
+} ct_copies_t;
+
+static void ct_grab(const rd_kafka_message_t *m, void *opaque) {
+        ct_copies_t *cs = opaque;
+        if (cs->n >= 16)
+                return;
+        ct_copy_t *c = &cs->m[cs->n++];
+        memset(c, 0, sizeof(*c));
+        c->key_null   = m->key == NULL;
+        c->value_null = m->payload == NULL;
+        snprintf(c->value, sizeof(c->value), "%.*s",
+                 (int)(m->len < 60 ? m->len : 60),
+                 m->payload ? (const char *)m->payload : "");
+        rd_kafka_headers_t *h;
+        if (rd_kafka_message_headers(m, &h))
+                return;
+        const char *n;
+        const void *v;
+        size_t sz;
+        for (size_t i = 0;
+             i < 32 && !rd_kafka_header_get_all(h, i, &n, &v, &sz); i++) {
+                snprintf(c->names[i], sizeof(c->names[i]), "%s", n);
+                memcpy(c->vals[i], v, sz < 127 ? sz : 127);
+                c->lens[i] = sz;
+                c->hdr_cnt++;
+        }
+}
+
+/* Read @p n copies of @p topic (all of them: the topic holds @p n). */
+static void ct_read(it_env_t *env, const char *topic, int n, ct_copies_t *cs) {
+        memset(cs, 0, sizeof(*cs));
+        KT_ASSERT_INT_EQ(kt_consume(env->c, topic, n, 10000, ct_grab, cs), n);
+}
+
+static const ct_copy_t *ct_copy(const ct_copies_t *cs, const char *value) {
+        for (int i = 0; i < cs->n; i++)
+                if (!strcmp(cs->m[i].value, value))
+                        return &cs->m[i];
+        return NULL;
+}
+
+/* The last header @p name of @p c, NULL when absent. */
+static const char *ct_hdr(const ct_copy_t *c, const char *name) {
+        const char *v = NULL;
+        for (int i = 0; c && i < c->hdr_cnt; i++)
+                if (!strcmp(c->names[i], name))
+                        v = c->vals[i];
+        return v;
+}
+
+static int ct_hdr_cnt(const ct_copy_t *c, const char *name) {
+        int n = 0;
+        for (int i = 0; c && i < c->hdr_cnt; i++)
+                n += !strcmp(c->names[i], name);
+        return n;
+}
+
+/* (c) A handler's error message longer than error.max.length is cut on a
+ * UTF-8 boundary: in both tier copies and in the DLQ copy, the character
+ * that straddles the limit is left out whole. */
+static void test_error_cut_utf8(void) {
+        it_env_t *env = it_env_new("20ms,20ms", 1);
+        it_produce(env, 0, "k", "utf", NULL);
+        kretry_adapter_t *a =
+                ct_adapter(it_conf(env, "error.max.length", "16", NULL), env);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
+        KT_ASSERT_INT_EQ(ct_calls("utf"), 3);
+        kretry_adapter_destroy(a);
+        ct_copies_t cs;
+        const char *topics[3] = {env->tiers[0], env->tiers[1], env->dlq};
+        for (int i = 0; i < 3; i++) {
+                ct_read(env, topics[i], 1, &cs);
+                KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-error"),
+                                 utf_msgs[i][1]);
+                KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-error-code"), "UTF");
+        }
+        KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-error-class"), "permanent");
+        it_env_destroy(env);
+}
+
+/* (d) A source message's kretry-correlation-id is kept, once and unchanged,
+ * in its tier and DLQ copies; without one, the copies carry
+ * "topic/partition/offset" of the original. */
+static void test_correlation_id(void) {
+        it_env_t *env         = it_env_new("20ms", 1);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+        rd_kafka_header_add(h, "kretry-correlation-id", -1, "order-77/abc", -1);
+        it_produce(env, 0, "k1", "always-cid", h);
+        it_produce(env, 0, "k2", "always-nocid", NULL);
+        kretry_adapter_t *a = ct_adapter(it_conf(env, NULL), env);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 2, 20000));
+        kretry_adapter_destroy(a);
+        char own[200];
+        snprintf(own, sizeof(own), "%s/0/1", env->source);
+        const char *topics[2] = {env->tiers[0], env->dlq};
+        for (int i = 0; i < 2; i++) {
+                ct_copies_t cs;
+                ct_read(env, topics[i], 2, &cs);
+                const ct_copy_t *kept = ct_copy(&cs, "always-cid");
+                const ct_copy_t *made = ct_copy(&cs, "always-nocid");
+                KT_REQUIRE(kept && made);
+                KT_ASSERT_INT_EQ(ct_hdr_cnt(kept, "kretry-correlation-id"), 1);
+                KT_ASSERT_STR_EQ(ct_hdr(kept, "kretry-correlation-id"),
+                                 "order-77/abc");
+                KT_ASSERT_INT_EQ(ct_hdr_cnt(made, "kretry-correlation-id"), 1);
+                KT_ASSERT_STR_EQ(ct_hdr(made, "kretry-correlation-id"), own);
+        }
+        it_env_destroy(env);
+}
+
+static void tier_msg(it_env_t *env,
+                     int32_t partition,
+                     const char *value,
+                     const char *const *hdrs /* name, value, ..., NULL */) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+        for (; *hdrs; hdrs += 2)
+                rd_kafka_header_add(h, hdrs[0], -1, hdrs[1], -1);
+        KT_REQUIRE(kt_produce(env->c, env->tiers[0], partition, "k", 1, value,
+                              strlen(value), h) == 0);
+}
+
+/* (e) On a tier message, malformed original coordinates fall back to the
+ * message's own (topic, partition, offset, timestamp), for the handler and
+ * in the DLQ copy; a malformed kretry-due-ts means due now (read leniently,
+ * "99999999999999zz" would hold it for millennia). Valid ones are kept. */
+static void test_malformed_coordinates(void) {
+        it_env_t *env = it_env_new("20ms", 2);
+        tier_msg(env, 1, "ok-filler", (const char *[]){"kretry-attempt", "1", NULL});
+        tier_msg(env, 1, "fail-bad",
+                 (const char *[]){"kretry-attempt", "1", "kretry-tier", "1",
+                                  "kretry-due-ts", "99999999999999zz",
+                                  "kretry-original-topic", "",
+                                  "kretry-original-partition", "p1",
+                                  "kretry-original-offset", "-7",
+                                  "kretry-original-timestamp", "12x", NULL});
+        tier_msg(env, 1, "fail-good",
+                 (const char *[]){"kretry-attempt", "1",
+                                  "kretry-original-topic", "elsewhere",
+                                  "kretry-original-partition", "3",
+                                  "kretry-original-offset", "42",
+                                  "kretry-original-timestamp", "1700000000000",
+                                  NULL});
+        kretry_adapter_t *a = ct_adapter(it_conf(env, NULL), env);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 2, 20000));
+        const ct_call_t *c = ct_call("fail-bad", 0);
+        KT_ASSERT_INT_EQ(c->attempt, 2);
+        KT_ASSERT_STR_EQ(c->orig_topic, env->tiers[0]);
+        KT_ASSERT_INT_EQ(c->orig_partition, 1);
+        KT_ASSERT_INT_EQ(c->orig_offset, 1);
+        KT_ASSERT(c->ts > 1000000000000LL);
+        KT_ASSERT_INT_EQ(c->orig_ts, c->ts);
+        const ct_call_t *g = ct_call("fail-good", 0);
+        KT_ASSERT_STR_EQ(g->orig_topic, "elsewhere");
+        KT_ASSERT_INT_EQ(g->orig_partition, 3);
+        KT_ASSERT_INT_EQ(g->orig_offset, 42);
+        KT_ASSERT_INT_EQ(g->orig_ts, 1700000000000LL);
+        kretry_adapter_destroy(a);
+
+        ct_copies_t cs;
+        ct_read(env, env->dlq, 2, &cs);
+        const ct_copy_t *bad = ct_copy(&cs, "fail-bad");
+        char want[200];
+        KT_REQUIRE(bad != NULL);
+        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-original-topic"), env->tiers[0]);
+        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-original-partition"), "1");
+        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-original-offset"), "1");
+        snprintf(want, sizeof(want), "%lld", (long long)c->ts);
+        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-original-timestamp"), want);
+        snprintf(want, sizeof(want), "%s/1/1", env->tiers[0]);
+        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-correlation-id"), want);
+        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-attempt"), "2");
+        const ct_copy_t *good = ct_copy(&cs, "fail-good");
+        KT_REQUIRE(good != NULL);
+        KT_ASSERT_STR_EQ(ct_hdr(good, "kretry-original-topic"), "elsewhere");
+        KT_ASSERT_STR_EQ(ct_hdr(good, "kretry-original-partition"), "3");
+        KT_ASSERT_STR_EQ(ct_hdr(good, "kretry-original-offset"), "42");
+        KT_ASSERT_STR_EQ(ct_hdr(good, "kretry-original-timestamp"),
+                         "1700000000000");
+        KT_ASSERT_STR_EQ(ct_hdr(good, "kretry-correlation-id"),
+                         "elsewhere/3/42");
+        it_env_destroy(env);
+}
+
+/* (f) A null key and a null value stay null, not empty: for the handler on
+ * the source and after the held tier hop, and in the tier and DLQ copies. */
+static void test_null_key_value(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        KT_REQUIRE(kt_produce(env->c, env->source, 0, NULL, 0, NULL, 0,
+                              NULL) == 0);
+        kretry_adapter_t *a = ct_adapter(it_conf(env, NULL), env);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_EXHAUSTED, 0), 1);
+        KT_REQUIRE(ct.n == 2);
+        for (int i = 0; i < 2; i++) {
+                KT_ASSERT_INT_EQ(ct.calls[i].tier, i);
+                KT_ASSERT(ct.calls[i].key_null);
+                KT_ASSERT(ct.calls[i].value_null);
+        }
+        kretry_adapter_destroy(a);
+        const char *topics[2] = {env->tiers[0], env->dlq};
+        for (int i = 0; i < 2; i++) {
+                ct_copies_t cs;
+                ct_read(env, topics[i], 1, &cs);
+                KT_ASSERT(cs.m[0].key_null);
+                KT_ASSERT(cs.m[0].value_null);
+        }
+        it_env_destroy(env);
+}
+
+/* (h) A handler returning something other than OK/RETRY/FAIL is treated as
+ * FAIL: dead-lettered at once, class permanent, code INVALID_ACTION. */
+static void test_invalid_action(void) {
+        it_env_t *env = it_env_new("20ms", 1);
+        it_produce(env, 0, "k", "inv", NULL);
+        kretry_adapter_t *a = ct_adapter(it_conf(env, NULL), env);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PERMANENT, 0), 1);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_RETRIED), 0);
+        KT_ASSERT_INT_EQ(ct_calls("inv"), 1);
+        kretry_adapter_destroy(a);
+        ct_copies_t cs;
+        ct_read(env, env->dlq, 1, &cs);
+        KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-error-class"), "permanent");
+        KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-error-code"),
+                         "INVALID_ACTION");
+        KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-attempt"), "1");
+        it_env_destroy(env);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {KT_TEST(test_error_cut_utf8),
+                                          KT_TEST(test_correlation_id),
+                                          KT_TEST(test_malformed_coordinates),
+                                          KT_TEST(test_null_key_value),
+                                          KT_TEST(test_invalid_action),
+                                          KT_END};
+        return kt_main("it_contract", tests, argc, argv);
+}
