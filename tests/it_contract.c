@@ -38,8 +38,8 @@ static void ct_record(kretry_msg_t *msg) {
         size_t len;
         const char *v = kretry_msg_value(msg, &len);
         memset(c, 0, sizeof(*c));
-        snprintf(c->value, sizeof(c->value), "%.*s",
-                 (int)(len < 60 ? len : 60), v ? v : "");
+        snprintf(c->value, sizeof(c->value), "%.*s", (int)(len < 60 ? len : 60),
+                 v ? v : "");
         c->value_null     = v == NULL;
         c->key_null       = kretry_msg_key(msg, NULL) == NULL;
         c->attempt        = kretry_msg_attempt(msg);
@@ -245,7 +245,8 @@ static void tier_msg(it_env_t *env,
  * "99999999999999zz" would hold it for millennia). Valid ones are kept. */
 static void test_malformed_coordinates(void) {
         it_env_t *env = it_env_new("20ms", 2);
-        tier_msg(env, 1, "ok-filler", (const char *[]){"kretry-attempt", "1", NULL});
+        tier_msg(env, 1, "ok-filler",
+                 (const char *[]){"kretry-attempt", "1", NULL});
         tier_msg(env, 1, "fail-bad",
                  (const char *[]){"kretry-attempt", "1", "kretry-tier", "1",
                                   "kretry-due-ts", "99999999999999zz",
@@ -254,12 +255,11 @@ static void test_malformed_coordinates(void) {
                                   "kretry-original-offset", "-7",
                                   "kretry-original-timestamp", "12x", NULL});
         tier_msg(env, 1, "fail-good",
-                 (const char *[]){"kretry-attempt", "1",
-                                  "kretry-original-topic", "elsewhere",
-                                  "kretry-original-partition", "3",
-                                  "kretry-original-offset", "42",
-                                  "kretry-original-timestamp", "1700000000000",
-                                  NULL});
+                 (const char *[]){
+                         "kretry-attempt", "1", "kretry-original-topic",
+                         "elsewhere", "kretry-original-partition", "3",
+                         "kretry-original-offset", "42",
+                         "kretry-original-timestamp", "1700000000000", NULL});
         kretry_adapter_t *a = ct_adapter(it_conf(env, NULL), env);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 2, 20000));
         const ct_call_t *c = ct_call("fail-bad", 0);
@@ -305,8 +305,8 @@ static void test_malformed_coordinates(void) {
  * the source and after the held tier hop, and in the tier and DLQ copies. */
 static void test_null_key_value(void) {
         it_env_t *env = it_env_new("50ms", 1);
-        KT_REQUIRE(kt_produce(env->c, env->source, 0, NULL, 0, NULL, 0,
-                              NULL) == 0);
+        KT_REQUIRE(kt_produce(env->c, env->source, 0, NULL, 0, NULL, 0, NULL) ==
+                   0);
         kretry_adapter_t *a = ct_adapter(it_conf(env, NULL), env);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
         KT_ASSERT_INT_EQ(
@@ -349,12 +349,117 @@ static void test_invalid_action(void) {
         it_env_destroy(env);
 }
 
+/* (i) ordering=key: a follower parked behind its retrying head goes into
+ * the head's tier with class parked and its attempt count unchanged (no
+ * failure of its own, however often it is parked again), and is handled
+ * once, on its first attempt, after the head. A null key is unordered: its
+ * follower is handled at once from the source, never parked. */
+static void test_parked_follower(void) {
+        it_env_t *env = it_env_new("100ms,100ms", 1);
+        it_produce(env, 0, "K", "retry2-head", NULL);
+        it_produce(env, 0, "K", "ok-follow", NULL);
+        KT_REQUIRE(kt_produce(env->c, env->source, 0, NULL, 0, "retry1-nh", 9,
+                              NULL) == 0);
+        KT_REQUIRE(kt_produce(env->c, env->source, 0, NULL, 0, "ok-nf", 5,
+                              NULL) == 0);
+        kretry_adapter_t *a =
+                ct_adapter(it_conf(env, "ordering", "key", NULL), env);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 4, 20000));
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_FORWARDED), 2);
+        KT_ASSERT_INT_EQ(ct_calls("ok-follow"), 1);
+        const ct_call_t *f = ct_call("ok-follow", 0);
+        KT_ASSERT_INT_EQ(f->attempt, 1);
+        KT_ASSERT_INT_EQ(f->tier, 2);
+        KT_ASSERT(f > ct_call("retry2-head", 2));
+        KT_ASSERT_INT_EQ(ct_calls("ok-nf"), 1);
+        KT_ASSERT_INT_EQ(ct_call("ok-nf", 0)->tier, 0);
+        KT_ASSERT(ct_call("ok-nf", 0) < ct_call("retry1-nh", 1));
+        kretry_adapter_destroy(a);
+
+        ct_copies_t cs;
+        /* Tier 1: the head, the parked follower, the null-key head. */
+        ct_read(env, env->tiers[0], 3, &cs);
+        KT_ASSERT_STR_EQ(
+                ct_hdr(ct_copy(&cs, "retry2-head"), "kretry-error-class"),
+                "transient");
+        KT_ASSERT_STR_EQ(
+                ct_hdr(ct_copy(&cs, "retry1-nh"), "kretry-error-class"),
+                "transient");
+        const ct_copy_t *p = ct_copy(&cs, "ok-follow");
+        KT_ASSERT_STR_EQ(ct_hdr(p, "kretry-error-class"), "parked");
+        KT_ASSERT_STR_EQ(ct_hdr(p, "kretry-attempt"), "0");
+        KT_ASSERT(ct_hdr(p, "kretry-first-failure-ts") == NULL);
+        KT_ASSERT(ct_copy(&cs, "ok-nf") == NULL);
+        /* Tier 2: the head again, the follower parked again, unchanged. */
+        ct_read(env, env->tiers[1], 2, &cs);
+        KT_ASSERT_STR_EQ(ct_hdr(ct_copy(&cs, "retry2-head"), "kretry-attempt"),
+                         "2");
+        p = ct_copy(&cs, "ok-follow");
+        KT_ASSERT_STR_EQ(ct_hdr(p, "kretry-error-class"), "parked");
+        KT_ASSERT_STR_EQ(ct_hdr(p, "kretry-attempt"), "0");
+        it_env_destroy(env);
+}
+
+static void
+produce_versioned(it_env_t *env, const char *value, const char *version) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+        rd_kafka_header_add(h, "version", -1, version, -1);
+        it_produce(env, 0, "K", value, h);
+}
+
+static void count_record(const rd_kafka_message_t *m, void *opaque) {
+        (void)m;
+        (*(int *)opaque)++;
+}
+
+/* (k) A version header that is not a decimal integer is no version: the
+ * message is handled normally (not stale) and leaves the store as it was,
+ * so a later valid version is judged against the last valid one. */
+static void test_invalid_version(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        char vt[300];
+        snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
+        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        static const char *const bad[][2] = {
+                {"ok-bad1", "9x"}, {"ok-bad2", "+9"},  {"ok-bad3", " 9"},
+                {"ok-bad4", ""},   {"ok-bad5", "9.0"}, {"ok-bad6", "0x9"},
+        };
+        int nbad = (int)(sizeof(bad) / sizeof(bad[0]));
+        produce_versioned(env, "ok-v5", "5");
+        for (int i = 0; i < nbad; i++)
+                produce_versioned(env, bad[i][0], bad[i][1]);
+        produce_versioned(env, "ok-v6", "6");
+        produce_versioned(env, "ok-v4", "4");
+        kretry_adapter_t *a = ct_adapter(
+                it_conf(env, "versioning.header", "version", NULL), env);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_STALE, 1, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, nbad + 2, 20000));
+        for (int i = 0; i < nbad; i++)
+                KT_CHECK_MSG(ct_calls(bad[i][0]) == 1, CU_FALSE,
+                             "version \"%s\": %d handler calls", bad[i][1],
+                             ct_calls(bad[i][0]));
+        KT_ASSERT_INT_EQ(ct_calls("ok-v5"), 1);
+        KT_ASSERT_INT_EQ(ct_calls("ok-v6"), 1);
+        KT_ASSERT_INT_EQ(ct_calls("ok-v4"), 0);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_STALE), 1);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0),
+                         nbad + 3);
+        /* The changelog holds the two valid raises, 5 and 6, nothing else. */
+        int n = 0;
+        kt_consume(env->c, vt, 3, 3000, count_record, &n);
+        KT_ASSERT_INT_EQ(n, 2);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_error_cut_utf8),
                                           KT_TEST(test_correlation_id),
                                           KT_TEST(test_malformed_coordinates),
                                           KT_TEST(test_null_key_value),
                                           KT_TEST(test_invalid_action),
+                                          KT_TEST(test_parked_follower),
+                                          KT_TEST(test_invalid_version),
                                           KT_END};
         return kt_main("it_contract", tests, argc, argv);
 }
