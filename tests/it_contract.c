@@ -452,6 +452,175 @@ static void test_invalid_version(void) {
         it_env_destroy(env);
 }
 
+/* One stats callback document, as far as the tests read it. */
+typedef struct {
+        int64_t ts, interval_ms, held;
+        struct {
+                int64_t waiting, oldest, drain; /* drain -2: "never" */
+                double consume, arrival;
+        } t[2]; /* by "tier": the source, tier 1 */
+} ct_emit_t;
+
+static struct {
+        ct_emit_t e[512];
+        int n;
+} emits;
+
+static void ct_stats(const char *json, size_t len, void *opaque) {
+        (void)opaque;
+        json_t *doc = json_loadb(json, len, 0, NULL);
+        KT_REQUIRE(doc != NULL);
+        if (emits.n >= 512) {
+                json_decref(doc);
+                return;
+        }
+        ct_emit_t *e = &emits.e[emits.n++];
+        e->ts        = json_integer_value(json_object_get(doc, "ts"));
+        e->interval_ms =
+                json_integer_value(json_object_get(doc, "interval_ms"));
+        e->held        = json_integer_value(json_object_get(doc, "held"));
+        json_t *topics = json_object_get(doc, "topics");
+        KT_ASSERT_INT_EQ(json_array_size(topics), 2);
+        size_t i;
+        json_t *t;
+        json_array_foreach(topics, i, t) {
+                int tier = (int)json_integer_value(json_object_get(t, "tier"));
+                if (tier < 0 || tier > 1)
+                        continue;
+                json_t *drain = json_object_get(t, "drain_ms");
+                e->t[tier].waiting =
+                        json_integer_value(json_object_get(t, "waiting"));
+                e->t[tier].oldest = json_integer_value(
+                        json_object_get(t, "oldest_held_age_ms"));
+                e->t[tier].consume =
+                        json_number_value(json_object_get(t, "consume_per_s"));
+                e->t[tier].arrival =
+                        json_number_value(json_object_get(t, "arrival_per_s"));
+                e->t[tier].drain =
+                        json_is_string(drain) ? -2 : json_integer_value(drain);
+                KT_ASSERT(json_is_integer(drain) ||
+                          !strcmp(json_string_value(drain), "never"));
+        }
+        json_decref(doc);
+}
+
+static int emits_target;
+
+/* The drain estimate of topic @p t: 0 with nothing waiting, "never" when
+ * arrival keeps up with consumption, else the time the net consumption
+ * takes to work off what waits. */
+static void check_drain(const ct_emit_t *e, int t) {
+        double net = e->t[t].consume - e->t[t].arrival;
+        if (e->t[t].waiting <= 0) {
+                KT_ASSERT_INT_EQ(e->t[t].drain, 0);
+        } else if (net <= 0) {
+                KT_ASSERT_INT_EQ(e->t[t].drain, -2);
+        } else {
+                double want = (double)e->t[t].waiting / net * 1000;
+                KT_CHECK_MSG(e->t[t].drain >= want - 1 &&
+                                     e->t[t].drain <= want + 1,
+                             CU_FALSE, "drain %lld ms, %lld waiting at %f/s",
+                             (long long)e->t[t].drain,
+                             (long long)e->t[t].waiting, net);
+        }
+}
+
+static int emitted(kretry_adapter_t *a, it_env_t *env) {
+        (void)a, (void)env;
+        return emits.n >= emits_target;
+}
+
+/* Both topics' figures known, nothing waiting. */
+static int figures_known(kretry_adapter_t *a, it_env_t *env) {
+        (void)a, (void)env;
+        return emits.n > 0 && emits.e[emits.n - 1].t[0].waiting == 0 &&
+               emits.e[emits.n - 1].t[1].waiting == 0;
+}
+
+static void wait_emits(kretry_adapter_t *a, it_env_t *env, int more) {
+        emits_target = emits.n + more;
+        KT_ASSERT(it_run_until(a, emitted, env, 20000));
+}
+
+/* (n) The stats callback's per-topic figures have the right values: the
+ * oldest held message's age is its age (it grows exactly with the time
+ * between documents, -1 once nothing is held); consume and arrival rates
+ * times their interval add up to the messages consumed and produced; the
+ * drain estimate is 0 with nothing waiting and "never" while a held message
+ * waits and nothing moves. */
+static void test_stats_figures(void) {
+        it_env_t *env = it_env_new("1500ms", 1);
+        memset(&emits, 0, sizeof(emits));
+        kretry_conf_t *conf = it_conf(env, "stats.interval.ms", "200", NULL);
+        kretry_conf_set_stats_cb(conf, ct_stats);
+        kretry_adapter_t *a = ct_adapter(conf, env);
+        /* Rates count from known figures: wait until both topics have
+         * them, then produce. */
+        KT_REQUIRE(it_run_until(a, figures_known, env, 20000));
+        int first = emits.n;
+        it_produce(env, 0, "k", "retry1-held", NULL);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_HELD, 1, 20000));
+        wait_emits(a, env, 2);
+        char v[32];
+        for (int i = 0; i < 20; i++) {
+                snprintf(v, sizeof(v), "ok-%d", i);
+                it_produce(env, 0, "k", v, NULL);
+        }
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 21, 20000));
+        wait_emits(a, env, 3);
+        kretry_adapter_destroy(a);
+
+        const ct_call_t *c0 = ct_call("retry1-held", 0);
+        int held_docs = 0, pairs = 0;
+        double consumed[2] = {0, 0}, arrived[2] = {0, 0};
+        for (int i = first; i < emits.n; i++) {
+                const ct_emit_t *e = &emits.e[i];
+                KT_ASSERT(e->interval_ms > 0);
+                for (int t = 0; t < 2; t++) {
+                        consumed[t] +=
+                                e->t[t].consume * e->interval_ms / 1000.0;
+                        arrived[t] += e->t[t].arrival * e->interval_ms / 1000.0;
+                        check_drain(e, t);
+                }
+                KT_ASSERT_INT_EQ(e->t[0].oldest, -1);
+                if (!e->held) {
+                        KT_ASSERT_INT_EQ(e->t[1].oldest, -1);
+                        continue;
+                }
+                /* The copy was made right after the first handler call. */
+                held_docs++;
+                int64_t since = e->ts - c0->now_ms;
+                KT_CHECK_MSG(e->t[1].oldest <= since + 1 &&
+                                     e->t[1].oldest >= since - 1000,
+                             CU_FALSE,
+                             "oldest held age %lld ms, %lld ms after the "
+                             "failure",
+                             (long long)e->t[1].oldest, (long long)since);
+                KT_ASSERT_INT_EQ(e->t[1].waiting, 1);
+                if (i > first && emits.e[i - 1].held) {
+                        pairs++;
+                        KT_ASSERT_INT_EQ(e->t[1].oldest -
+                                                 emits.e[i - 1].t[1].oldest,
+                                         e->ts - emits.e[i - 1].ts);
+                }
+        }
+        KT_CHECK_MSG(held_docs >= 2 && pairs >= 1, CU_FALSE,
+                     "%d documents while held, %d in a row", held_docs, pairs);
+        const ct_emit_t *last = &emits.e[emits.n - 1];
+        KT_ASSERT_INT_EQ(last->t[0].waiting, 0);
+        KT_ASSERT_INT_EQ(last->t[1].waiting, 0);
+        /* 21 messages in and through the source, one through the tier. */
+        KT_CHECK_MSG(consumed[0] > 20.99 && consumed[0] < 21.01, CU_FALSE,
+                     "source consume rates add up to %f", consumed[0]);
+        KT_CHECK_MSG(arrived[0] > 20.99 && arrived[0] < 21.01, CU_FALSE,
+                     "source arrival rates add up to %f", arrived[0]);
+        KT_CHECK_MSG(consumed[1] > 0.99 && consumed[1] < 1.01, CU_FALSE,
+                     "tier consume rates add up to %f", consumed[1]);
+        KT_CHECK_MSG(arrived[1] > 0.99 && arrived[1] < 1.01, CU_FALSE,
+                     "tier arrival rates add up to %f", arrived[1]);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_error_cut_utf8),
                                           KT_TEST(test_correlation_id),
@@ -460,6 +629,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_invalid_action),
                                           KT_TEST(test_parked_follower),
                                           KT_TEST(test_invalid_version),
+                                          KT_TEST(test_stats_figures),
                                           KT_END};
         return kt_main("it_contract", tests, argc, argv);
 }

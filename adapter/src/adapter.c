@@ -91,6 +91,7 @@ kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p) {
         part->tier      = tier;
         part->partition = p;
         part->stored    = -1;
+        part->emit_hi   = -1;
         kretry_offsets_init(&part->offsets);
         kretry_chains_init(&part->chains);
         kretry_versions_init(&part->versions);
@@ -187,9 +188,8 @@ setup_topics(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         a->prkts = calloc((size_t)a->topic_cnt + 1, sizeof(rd_kafka_topic_t *));
         a->topic_consumed = calloc((size_t)a->topic_cnt, sizeof(int64_t));
         a->emit_consumed  = calloc((size_t)a->topic_cnt, sizeof(int64_t));
-        a->emit_hi        = calloc((size_t)a->topic_cnt, sizeof(int64_t));
         if (!a->topics || !a->parts || !a->part_cap || !a->rkts || !a->prkts ||
-            !a->topic_consumed || !a->emit_consumed || !a->emit_hi)
+            !a->topic_consumed || !a->emit_consumed)
                 return KRETRY_ERR_NO_MEM;
         a->topics[0] = strdup(c->source_topic);
         for (int t = 1; t < a->topic_cnt; t++)
@@ -739,7 +739,6 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
         free(a->versions_topic);
         free(a->topic_consumed);
         free(a->emit_consumed);
-        free(a->emit_hi);
         if (!a->conf_borrowed)
                 kretry_conf_destroy(a->conf);
         free(a);
