@@ -9,7 +9,7 @@
 #include "it_harness.h"
 
 #include <jansson.h>
-#include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +22,7 @@ typedef struct {
         char value[64];
         int attempt, tier, key_null, value_null;
         int32_t orig_partition;
-        int64_t orig_offset, orig_ts, ts, now_ms;
+        int64_t orig_offset, orig_ts, ts, now_ms, due_ts;
         char orig_topic[160];
 } ct_call_t;
 
@@ -51,6 +51,12 @@ static void ct_record(kretry_msg_t *msg) {
         c->now_ms         = kt_now_ms();
         snprintf(c->orig_topic, sizeof(c->orig_topic), "%s",
                  kretry_msg_original_topic(msg));
+        const void *hv;
+        size_t hn;
+        char b[32] = "-1";
+        if (!kretry_msg_header(msg, "kretry-due-ts", &hv, &hn))
+                snprintf(b, sizeof(b), "%.*s", (int)hn, (const char *)hv);
+        c->due_ts = strtoll(b, NULL, 10);
 }
 
 /* The @p nth call for @p value; a call of nothing when there is none. */
@@ -621,6 +627,80 @@ static void test_stats_figures(void) {
         it_env_destroy(env);
 }
 
+/* Every log line, from kretry and from librdkafka's threads. */
+static struct {
+        pthread_mutex_t lock;
+        int lines, debug, produce_warnings;
+        char leak[1100];
+} logs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static const char *const secrets[] = {"SECRETKEY-5e1d", "SECRETVAL-91c4",
+                                      "SECRETHDR-77b2"};
+
+static void ct_log(kretry_log_level_t level,
+                   const char *fac,
+                   const char *msg,
+                   void *opaque) {
+        (void)opaque;
+        pthread_mutex_lock(&logs.lock);
+        logs.lines++;
+        logs.debug += level == KRETRY_LOG_DEBUG;
+        logs.produce_warnings += !strcmp(fac, "PRODUCE");
+        for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+                if (strstr(msg, secrets[i]) && !logs.leak[0])
+                        snprintf(logs.leak, sizeof(logs.leak), "%s: %s", fac,
+                                 msg);
+        pthread_mutex_unlock(&logs.lock);
+}
+
+static void produce_secret(it_env_t *env, const char *action) {
+        char v[64];
+        snprintf(v, sizeof(v), "%s-%s", action, secrets[1]);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+        rd_kafka_header_add(h, "trace-id", -1, secrets[2], -1);
+        it_produce(env, 0, secrets[0], v, h);
+}
+
+/* (o) Logs carry ids, never payloads: with librdkafka's every debug
+ * context on and each line captured, a message that is retried, one that
+ * is dead-lettered, one that exhausts its attempts, and copies whose
+ * produce fails and is retried leave neither key, value nor header value
+ * in any line. */
+static void test_logs_no_payload(void) {
+        it_env_t *env                 = it_env_new("20ms", 1);
+        rd_kafka_mock_cluster_t *mock = kt_cluster_mock(env->c);
+        if (!mock) {
+                it_env_destroy(env); /* produce errors need the mock */
+                return;
+        }
+        produce_secret(env, "retry1");
+        produce_secret(env, "fail");
+        produce_secret(env, "always");
+        rd_kafka_mock_push_request_errors(
+                mock, 0 /* Produce */, 3,
+                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+        logs.lines = logs.debug = logs.produce_warnings = 0;
+        logs.leak[0]                                    = '\0';
+        kretry_conf_t *conf =
+                it_conf(env, "debug", "all", "log_level", "7", NULL);
+        kretry_conf_set_log_cb(conf, ct_log, NULL);
+        kretry_adapter_t *a = ct_adapter(conf, env);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 2, 30000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 30000));
+        KT_ASSERT(counter(a, KRETRY_COUNTER_PRODUCE_ERRORS) >= 1);
+        kretry_adapter_destroy(a);
+        pthread_mutex_lock(&logs.lock);
+        KT_CHECK_MSG(logs.debug > 100, CU_FALSE, "%d debug lines of %d",
+                     logs.debug, logs.lines);
+        KT_ASSERT(logs.produce_warnings >= 1);
+        KT_CHECK_MSG(!logs.leak[0], CU_FALSE, "payload in a log line: %s",
+                     logs.leak);
+        pthread_mutex_unlock(&logs.lock);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_error_cut_utf8),
                                           KT_TEST(test_correlation_id),
@@ -630,6 +710,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_parked_follower),
                                           KT_TEST(test_invalid_version),
                                           KT_TEST(test_stats_figures),
+                                          KT_TEST(test_logs_no_payload),
                                           KT_END};
         return kt_main("it_contract", tests, argc, argv);
 }
