@@ -9,6 +9,7 @@
 #include "it_harness.h"
 
 #include <jansson.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -701,6 +702,68 @@ static void test_logs_no_payload(void) {
         it_env_destroy(env);
 }
 
+typedef struct {
+        int64_t now, timeout; /* when a wait began, and for how long */
+} ct_wait_t;
+
+/* (p) An application's own loop: poll(2) on kretry_adapter_fd() for
+ * kretry_adapter_next_timeout_ms() (or long: 30 s when nothing is due),
+ * kretry_adapter_poll(a, 0) only when woken. A retry with a 700 ms tier
+ * delay is handled on time: never early, and never waiting past its due
+ * time, since while it is held the timeout says when it is due. */
+static void test_own_poll_loop(void) {
+        it_env_t *env = it_env_new("700ms", 1);
+        it_produce(env, 0, "k", "retry1-fd", NULL);
+        kretry_adapter_t *a = ct_adapter(it_conf(env, NULL), env);
+        struct pollfd pfd   = {.fd = kretry_adapter_fd(a), .events = POLLIN};
+        KT_REQUIRE(pfd.fd >= 0);
+        static ct_wait_t held_waits[4096];
+        int nheld = 0, loops = 0;
+        int64_t deadline = kt_now_ms() + 30000;
+        while (counter(a, KRETRY_COUNTER_OK) < 1 && kt_now_ms() < deadline) {
+                int64_t at = kt_now_ms();
+                int t      = kretry_adapter_next_timeout_ms(a);
+                if (counter(a, KRETRY_COUNTER_HELD) > 0 && nheld < 4096)
+                        held_waits[nheld++] = (ct_wait_t){at, t};
+                poll(&pfd, 1, t < 0 ? 30000 : t);
+                KT_ASSERT_INT_EQ(kretry_adapter_poll(a, 0), KRETRY_ERR_OK);
+                loops++;
+        }
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_OK), 1);
+        KT_REQUIRE(ct_calls("retry1-fd") == 2);
+        const ct_call_t *c0 = ct_call("retry1-fd", 0);
+        const ct_call_t *c1 = ct_call("retry1-fd", 1);
+        KT_ASSERT_INT_EQ(c1->tier, 1);
+        int64_t due = c1->due_ts;
+        KT_ASSERT(due >= c0->now_ms + 700);
+        KT_CHECK_MSG(c1->now_ms >= due, CU_FALSE, "handled %lld ms early",
+                     (long long)(due - c1->now_ms));
+        KT_CHECK_MSG(c1->now_ms < due + 600, CU_FALSE, "handled %lld ms late",
+                     (long long)(c1->now_ms - due));
+        /* Every wait while held ended by the due time (the tier copy's
+         * kretry-due-ts): the held message, not a timer of a second or a
+         * long poll, sets how long the loop may sleep. */
+        KT_ASSERT(nheld > 0);
+        for (int i = 0; i < nheld; i++)
+                KT_CHECK_MSG(
+                        held_waits[i].timeout >= 0 &&
+                                held_waits[i].now + held_waits[i].timeout <=
+                                        due,
+                        CU_FALSE,
+                        "wait %d of %d while held: %lld ms from %lld, due at "
+                        "%lld",
+                        i, nheld, (long long)held_waits[i].timeout,
+                        (long long)held_waits[i].now, (long long)due);
+        /* Woken by work and timers only: an fd that stayed readable once
+         * its work was served would spin this loop (hundreds of thousands
+         * of turns in these few seconds). */
+        KT_CHECK_MSG(loops < 1000, CU_FALSE,
+                     "%d turns of the loop (%d while held): it spun", loops,
+                     nheld);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_error_cut_utf8),
                                           KT_TEST(test_correlation_id),
@@ -711,6 +774,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_invalid_version),
                                           KT_TEST(test_stats_figures),
                                           KT_TEST(test_logs_no_payload),
+                                          KT_TEST(test_own_poll_loop),
                                           KT_END};
         return kt_main("it_contract", tests, argc, argv);
 }

@@ -532,6 +532,8 @@ static int step(kretry_adapter_t *a) {
 int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
         if (!a)
                 return -1;
+        if (a->more)
+                return 0; /* the last poll stopped at its batch limit */
         int64_t now = kretry_now_ms(), next = -1;
         for (kretry_part_t *p = a->held_list; p; p = p->next_held)
                 if (next < 0 || p->held_due < next)
@@ -554,17 +556,21 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
                        : (int)(next - now > 86400000 ? 86400000 : next - now);
 }
 
+/* Consume the eventfd's signal. Done before serving, so no wake-up is
+ * lost: what is signalled after it is served now or signals again. */
+static void drain_fd(kretry_adapter_t *a) {
+        uint64_t v;
+        while (read(a->efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+                ;
+}
+
 static void wait_event(kretry_adapter_t *a, int timeout_ms) {
         int next = kretry_adapter_next_timeout_ms(a);
         if (next >= 0 && (timeout_ms < 0 || next < timeout_ms))
                 timeout_ms = next;
         struct pollfd pfd = {.fd = a->efd, .events = POLLIN};
-        if (poll(&pfd, 1, timeout_ms) > 0) {
-                uint64_t v;
-                /* Drain before serving, so no wake-up is lost. */
-                while (read(a->efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
-                        ;
-        }
+        if (poll(&pfd, 1, timeout_ms) > 0)
+                drain_fd(a);
 }
 
 kretry_err_t kretry_adapter_poll(kretry_adapter_t *a, int timeout_ms) {
@@ -576,6 +582,10 @@ kretry_err_t kretry_adapter_poll(kretry_adapter_t *a, int timeout_ms) {
                 return KRETRY_ERR_STOPPED;
         if (a->closed)
                 return KRETRY_ERR_STATE;
+        /* An application's own loop polls the fd and calls us with 0: the
+         * fd must not stay readable once its work is served, or that loop
+         * spins. */
+        drain_fd(a);
         if (step(a) == 0 && !a->more && timeout_ms != 0 &&
             !atomic_load(&a->stop)) {
                 wait_event(a, timeout_ms);
