@@ -356,6 +356,25 @@ static void test_invalid_action(void) {
         it_env_destroy(env);
 }
 
+/* Treated as FAIL also by the circuit breaker: an invalid action says
+ * nothing of the dependency, so it does not end a run of transient
+ * failures (as a success would). RETRY, 42, RETRY trips a breaker of 2. */
+static void test_invalid_action_breaker(void) {
+        it_env_t *env = it_env_new("10s", 1);
+        it_produce(env, 0, "k1", "always-a", NULL);
+        it_produce(env, 0, "k2", "inv-b", NULL);
+        it_produce(env, 0, "k3", "always-c", NULL);
+        kretry_adapter_t *a =
+                ct_adapter(it_conf(env, "breaker.failures", "2",
+                                   "breaker.cooldown", "10s", NULL),
+                           env);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_HANDLER_CALLS, 3, 20000));
+        KT_ASSERT_INT_EQ(ct_calls("always-c"), 1);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_BREAKER_TRIPS), 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* (i) ordering=key: a follower parked behind its retrying head goes into
  * the head's tier with class parked and its attempt count unchanged (no
  * failure of its own, however often it is parked again), and is handled
@@ -770,6 +789,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_malformed_coordinates),
                                           KT_TEST(test_null_key_value),
                                           KT_TEST(test_invalid_action),
+                                          KT_TEST(test_invalid_action_breaker),
                                           KT_TEST(test_parked_follower),
                                           KT_TEST(test_invalid_version),
                                           KT_TEST(test_stats_figures),
