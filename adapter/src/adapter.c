@@ -91,6 +91,7 @@ kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p) {
         part->tier      = tier;
         part->partition = p;
         part->stored    = -1;
+        part->emit_hi   = -1;
         kretry_offsets_init(&part->offsets);
         kretry_chains_init(&part->chains);
         kretry_versions_init(&part->versions);
@@ -187,9 +188,8 @@ setup_topics(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         a->prkts = calloc((size_t)a->topic_cnt + 1, sizeof(rd_kafka_topic_t *));
         a->topic_consumed = calloc((size_t)a->topic_cnt, sizeof(int64_t));
         a->emit_consumed  = calloc((size_t)a->topic_cnt, sizeof(int64_t));
-        a->emit_hi        = calloc((size_t)a->topic_cnt, sizeof(int64_t));
         if (!a->topics || !a->parts || !a->part_cap || !a->rkts || !a->prkts ||
-            !a->topic_consumed || !a->emit_consumed || !a->emit_hi)
+            !a->topic_consumed || !a->emit_consumed)
                 return KRETRY_ERR_NO_MEM;
         a->topics[0] = strdup(c->source_topic);
         for (int t = 1; t < a->topic_cnt; t++)
@@ -532,6 +532,8 @@ static int step(kretry_adapter_t *a) {
 int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
         if (!a)
                 return -1;
+        if (a->more)
+                return 0; /* the last poll stopped at its batch limit */
         int64_t now = kretry_now_ms(), next = -1;
         for (kretry_part_t *p = a->held_list; p; p = p->next_held)
                 if (next < 0 || p->held_due < next)
@@ -554,17 +556,21 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
                        : (int)(next - now > 86400000 ? 86400000 : next - now);
 }
 
+/* Consume the eventfd's signal. Done before serving, so no wake-up is
+ * lost: what is signalled after it is served now or signals again. */
+static void drain_fd(kretry_adapter_t *a) {
+        uint64_t v;
+        while (read(a->efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+                ;
+}
+
 static void wait_event(kretry_adapter_t *a, int timeout_ms) {
         int next = kretry_adapter_next_timeout_ms(a);
         if (next >= 0 && (timeout_ms < 0 || next < timeout_ms))
                 timeout_ms = next;
         struct pollfd pfd = {.fd = a->efd, .events = POLLIN};
-        if (poll(&pfd, 1, timeout_ms) > 0) {
-                uint64_t v;
-                /* Drain before serving, so no wake-up is lost. */
-                while (read(a->efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
-                        ;
-        }
+        if (poll(&pfd, 1, timeout_ms) > 0)
+                drain_fd(a);
 }
 
 kretry_err_t kretry_adapter_poll(kretry_adapter_t *a, int timeout_ms) {
@@ -576,6 +582,10 @@ kretry_err_t kretry_adapter_poll(kretry_adapter_t *a, int timeout_ms) {
                 return KRETRY_ERR_STOPPED;
         if (a->closed)
                 return KRETRY_ERR_STATE;
+        /* An application's own loop polls the fd and calls us with 0: the
+         * fd must not stay readable once its work is served, or that loop
+         * spins. */
+        drain_fd(a);
         if (step(a) == 0 && !a->more && timeout_ms != 0 &&
             !atomic_load(&a->stop)) {
                 wait_event(a, timeout_ms);
@@ -739,7 +749,6 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
         free(a->versions_topic);
         free(a->topic_consumed);
         free(a->emit_consumed);
-        free(a->emit_hi);
         if (!a->conf_borrowed)
                 kretry_conf_destroy(a->conf);
         free(a);

@@ -33,7 +33,8 @@ typedef struct kretry_part_s {
         int assigned;
         uint64_t gen;
         kretry_offsets_t offsets;
-        int64_t stored;           /* last offset stored for commit, -1 none */
+        int64_t stored;  /* last offset stored for commit, -1 none */
+        int64_t emit_hi; /* high watermark at the last stats document, -1 */
         rd_kafka_message_t *held; /* tier message waiting for its due time,
                                      in kretry's memory (kretry_rkm_own) */
         int64_t held_due;
@@ -172,8 +173,8 @@ struct kretry_adapter_s {
         kretry_stats_t stats;
         /* stats_emit.c, on the adapter's thread */
         kretry_latency_t latency;
-        int64_t *topic_consumed;          /* per topic */
-        int64_t *emit_consumed, *emit_hi; /* at the last emission */
+        int64_t *topic_consumed; /* per topic */
+        int64_t *emit_consumed;  /* at the last emission */
         int64_t emit_at, emit_next;
 };
 

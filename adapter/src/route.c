@@ -340,6 +340,15 @@ void kretry_dispatch(kretry_adapter_t *a,
                 action = a->conf->handler(m, a->conf->opaque);
         }
         atomic_fetch_add_explicit(&a->ka_seq, 1, memory_order_relaxed);
+        if (action != KRETRY_OK && action != KRETRY_RETRY &&
+            action != KRETRY_FAIL) {
+                /* Treated as FAIL everywhere, the breaker included. */
+                char why[64];
+                snprintf(why, sizeof(why), "handler returned invalid action %d",
+                         (int)action);
+                kretry_msg_set_error(m, "INVALID_ACTION", why);
+                action = KRETRY_FAIL;
+        }
         if (action == KRETRY_RETRY && code_is_permanent(a, m))
                 action = KRETRY_FAIL;
         breaker_feed(a, action);
@@ -353,13 +362,6 @@ void kretry_dispatch(kretry_adapter_t *a,
                 kretry_complete(a, part, part->gen, rkm->offset);
                 kretry_rkm_destroy(rkm);
                 return;
-        }
-        if (action != KRETRY_RETRY && action != KRETRY_FAIL) {
-                char why[64];
-                snprintf(why, sizeof(why), "handler returned invalid action %d",
-                         (int)action);
-                kretry_msg_set_error(m, "INVALID_ACTION", why);
-                action = KRETRY_FAIL;
         }
         route_failure(a, part, action);
 }

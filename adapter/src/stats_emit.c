@@ -13,16 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Waiting messages and the summed high watermark of one topic's assigned
- * partitions; -1 waiting when no partition's figures are known yet. */
+/* Waiting messages of one topic's assigned partitions (-1 when no
+ * partition's figures are known yet), and the messages that arrived since
+ * the last document: the growth of each high watermark known then and now
+ * (a partition assigned or first known since counts from the next one). */
 static void topic_depth(kretry_adapter_t *a,
                         int t,
                         int64_t *waiting,
-                        int64_t *hi_sum,
+                        int64_t *arrived,
                         int64_t *oldest_ms,
                         int64_t now) {
         *waiting   = -1;
-        *hi_sum    = 0;
+        *arrived   = 0;
         *oldest_ms = -1;
         for (int p = 0; p < a->part_cap[t]; p++) {
                 kretry_part_t *part = a->parts[t][p];
@@ -36,31 +38,32 @@ static void topic_depth(kretry_adapter_t *a,
                 }
                 if (rd_kafka_get_watermark_offsets(a->consumer, a->topics[t], p,
                                                    &lo, &hi) ||
-                    hi < 0)
+                    hi < 0) {
+                        part->emit_hi = -1;
                         continue;
+                }
                 int64_t done = part->stored >= 0 ? part->stored : lo;
                 if (done < lo)
                         done = lo;
                 *waiting = (*waiting < 0 ? 0 : *waiting) +
                            (hi > done ? hi - done : 0);
-                *hi_sum += hi;
+                if (part->emit_hi >= 0 && hi > part->emit_hi)
+                        *arrived += hi - part->emit_hi;
+                part->emit_hi = hi;
         }
 }
 
 static json_t *
 topic_json(kretry_adapter_t *a, int t, int64_t now, double secs) {
-        int64_t waiting, hi, oldest;
-        topic_depth(a, t, &waiting, &hi, &oldest, now);
+        int64_t waiting, arrived, oldest;
+        topic_depth(a, t, &waiting, &arrived, &oldest, now);
         double consume =
                 secs > 0
                         ? (double)(a->topic_consumed[t] - a->emit_consumed[t]) /
                                   secs
                         : 0;
-        double arrival = secs > 0 && a->emit_hi[t] > 0 && hi >= a->emit_hi[t]
-                                 ? (double)(hi - a->emit_hi[t]) / secs
-                                 : 0;
+        double arrival      = secs > 0 ? (double)arrived / secs : 0;
         a->emit_consumed[t] = a->topic_consumed[t];
-        a->emit_hi[t]       = hi;
         json_t *drain;
         if (waiting <= 0)
                 drain = json_integer(0);

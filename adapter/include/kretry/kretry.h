@@ -487,13 +487,19 @@ KRETRY_EXPORT void kretry_adapter_stop(kretry_adapter_t *adapter);
 
 /**
  * @returns a file descriptor that becomes readable when the adapter has work
- *          (messages, delivery reports, a stop). Owned by the adapter: do not
- *          close it or read from it.
+ *          (messages, delivery reports, a stop); kretry_adapter_poll()
+ *          clears it. Owned by the adapter: do not close it or read from it.
+ *          An application's own loop waits for it to be readable, for at
+ *          most kretry_adapter_next_timeout_ms(), then calls
+ *          kretry_adapter_poll(adapter, 0).
  */
 KRETRY_EXPORT int kretry_adapter_fd(const kretry_adapter_t *adapter);
 
-/** @returns milliseconds until the next held message is due, or -1 when none
- *           is held. */
+/** @returns milliseconds until the adapter has timed work (the next held
+ *           message due, a failed copy to produce again, the stats
+ *           callback, the breaker's cool-down), 0 when work waits now (the
+ *           last poll stopped at its batch limit), or -1 when nothing is
+ *           timed. Call from the thread driving the adapter. */
 KRETRY_EXPORT int kretry_adapter_next_timeout_ms(kretry_adapter_t *adapter);
 
 /**
