@@ -216,9 +216,48 @@ static void test_refused_copy_too_large(void) {
         it_env_destroy(env);
 }
 
+/* (m) a held tier message whose due time passes while the breaker is open
+ * waits for the breaker: it is handled once the cool-down is over (as the
+ * half-open probe, whose success closes the breaker), not at its due
+ * time. */
+static void test_held_waits_for_breaker(void) {
+        enum { DELAY = 1500, COOLDOWN = 3000 };
+        it_env_t *env = it_env_new("1500ms", 2);
+        it_produce(env, 0, "held", "retry1-m", NULL);
+        kretry_adapter_t *a = it_adapter(it_conf(
+                env, "breaker.failures", "3", "breaker.cooldown", "3s", NULL));
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_HELD, 1, 20000));
+        /* Two more transient failures, on other keys, open the breaker. */
+        it_produce(env, 1, "k1", "retry1-m1", NULL);
+        it_produce(env, 1, "k2", "retry1-m2", NULL);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_BREAKER_TRIPS, 1, 20000));
+        const it_call_t *first = call_of(env, "retry1-m", 0);
+        const it_call_t *trip  = &env->calls[env->call_cnt - 1];
+        KT_REQUIRE(first != NULL);
+        KT_REQUIRE(env->call_cnt == 3);
+        /* Meaningful only when the held message fell due while the breaker
+         * was open. */
+        KT_REQUIRE(first->now_ms + DELAY < trip->now_ms + COOLDOWN - 500);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 3, 30000));
+        const it_call_t *again = call_of(env, "retry1-m", 1);
+        KT_REQUIRE(again != NULL);
+        KT_ASSERT_INT_EQ(again->attempt, 2);
+        KT_CHECK_MSG(again->now_ms >= trip->now_ms + COOLDOWN - 20, CU_FALSE,
+                     "handled %lld ms after the breaker opened (cool-down "
+                     "%d ms; due %lld ms after)",
+                     (long long)(again->now_ms - trip->now_ms), COOLDOWN,
+                     (long long)(first->now_ms + DELAY - trip->now_ms));
+        /* It was the probe: nothing else was handled before it. */
+        KT_ASSERT(again == &env->calls[3]);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_BREAKER_TRIPS), 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_close_bounded_by_revoke_timeout),
-                KT_TEST(test_refused_copy_too_large), KT_END};
+                KT_TEST(test_refused_copy_too_large),
+                KT_TEST(test_held_waits_for_breaker), KT_END};
         return kt_main("it_lifecycle", tests, argc, argv);
 }
