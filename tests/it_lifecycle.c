@@ -254,10 +254,49 @@ static void test_held_waits_for_breaker(void) {
         it_env_destroy(env);
 }
 
+static int handled_any(kretry_adapter_t *a, it_env_t *env) {
+        (void)a;
+        return env->call_cnt > 0;
+}
+
+/* (j) restore.timeout.ms (ordering=key): when the tier partitions cannot be
+ * read (they have no leader), the assignment goes on after about
+ * restore.timeout.ms, with an error that says so, and the source flows. */
+static void test_restore_bounded(void) {
+        enum { PARTS = 4, RESTORE_MS = 1500 };
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = fault_env("200ms", PARTS, &mock);
+        if (!env)
+                return;
+        for (int p = 0; p < PARTS; p++) {
+                it_produce(env, p, "k", "ok-j", NULL);
+                KT_REQUIRE(rd_kafka_mock_partition_set_leader(
+                                   mock, env->tiers[0], p, -1) == 0);
+        }
+        kretry_adapter_t *a = it_adapter(capture(it_conf(
+                env, "ordering", "key", "restore.timeout.ms", "1500", NULL)));
+        KT_REQUIRE(it_run_until(a, handled_any, env, 40000));
+        int64_t assigned = logged(KRETRY_LOG_INFO, "assigned", NULL);
+        int64_t gave_up  = logged(KRETRY_LOG_ERR, "restore.timeout.ms", NULL);
+        KT_REQUIRE(assigned >= 0);
+        KT_CHECK_MSG(gave_up >= 0, CU_FALSE,
+                     "no error says the tiers were not read");
+        int64_t waited = env->calls[0].now_ms - assigned;
+        KT_CHECK_MSG(waited >= RESTORE_MS - 100 && waited < RESTORE_MS + 3000,
+                     CU_FALSE,
+                     "first message handled %lld ms after the assignment "
+                     "(restore.timeout.ms %d)",
+                     (long long)waited, RESTORE_MS);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, PARTS, 20000));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_close_bounded_by_revoke_timeout),
                 KT_TEST(test_refused_copy_too_large),
-                KT_TEST(test_held_waits_for_breaker), KT_END};
+                KT_TEST(test_held_waits_for_breaker),
+                KT_TEST(test_restore_bounded), KT_END};
         return kt_main("it_lifecycle", tests, argc, argv);
 }
