@@ -292,11 +292,124 @@ static void test_restore_bounded(void) {
         it_env_destroy(env);
 }
 
+#define COOP_N 80
+
+/* One adapter of the cooperative group, seen from its handler. */
+typedef struct {
+        it_env_t *env;
+        kretry_adapter_t *a;
+        int *done;      /* per message index, shared by the group */
+        int tier_calls; /* tier messages handled here */
+        int strays;     /* ...of a partition whose source is not ours */
+} member_t;
+
+static kretry_action_t member_handler(kretry_msg_t *msg, void *opaque) {
+        member_t *m = opaque;
+        if (kretry_msg_tier(msg) > 0) {
+                kretry_part_t *src =
+                        kretry_part_find(m->a, 0, kretry_msg_partition(msg));
+                m->tier_calls++;
+                m->strays += !src || !src->assigned;
+        }
+        kretry_action_t act = it_handler(msg, m->env);
+        size_t len;
+        const char *v    = kretry_msg_value(msg, &len);
+        const char *dash = v ? memchr(v, '-', len) : NULL;
+        if (act == KRETRY_OK && dash)
+                m->done[atoi(dash + 1)]++;
+        return act;
+}
+
+/* Bit masks of the source and tier partitions assigned to @p a. */
+static void assigned_masks(kretry_adapter_t *a, int *src, int *tier) {
+        rd_kafka_topic_partition_list_t *l = NULL;
+        *src = *tier = 0;
+        if (rd_kafka_assignment(a->consumer, &l))
+                return;
+        for (int i = 0; i < l->cnt; i++) {
+                int t = kretry_topic_index(a, l->elems[i].topic);
+                *(t == 0 ? src : tier) |= 1 << l->elems[i].partition;
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+static kretry_adapter_t *member_new(member_t *m, it_env_t *env, int *done) {
+        kretry_conf_t *conf =
+                it_conf(env, "consumer.partition.assignment.strategy",
+                        "cooperative-sticky", NULL);
+        m->env  = env;
+        m->done = done;
+        kretry_conf_set_handler(conf, member_handler, m);
+        kretry_conf_set_route_cb(conf, NULL); /* it_route's opaque is env */
+        return m->a = it_adapter(conf);
+}
+
+/* (q) the cooperative assignor: a second instance joins while retries wait
+ * in the tier; after the incremental handover each instance is assigned
+ * exactly the tier partitions of its source partitions, retries go on
+ * (handled by the new owner where their partition moved), nothing is
+ * lost. */
+static void test_cooperative_tiers_follow_source(void) {
+        enum { ALL = (1 << 4) - 1 };
+        it_env_t *env = it_env_new("8s", 4);
+        for (int i = 0; i < COOP_N; i++) {
+                char v[32];
+                snprintf(v, sizeof(v), "%s-%d", i % 3 == 0 ? "retry1" : "ok",
+                         i);
+                it_produce(env, i % 4, "k", v, NULL);
+        }
+        static int done[COOP_N];
+        static member_t ma, mb;
+        memset(done, 0, sizeof(done));
+        memset(&ma, 0, sizeof(ma));
+        memset(&mb, 0, sizeof(mb));
+        kretry_adapter_t *a = member_new(&ma, env, done);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_HELD, 1, 20000));
+        KT_ASSERT_STR_EQ(rd_kafka_rebalance_protocol(a->consumer),
+                         "COOPERATIVE");
+        kretry_adapter_t *b = member_new(&mb, env, done);
+        int64_t deadline    = kt_now_ms() + 90000;
+        int all = 0, split = 0, apart = 0, samples = 0;
+        while (!(all && split) && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 20);
+                kretry_adapter_poll(b, 20);
+                int sa, ta, sb, tb;
+                assigned_masks(a, &sa, &ta);
+                assigned_masks(b, &sb, &tb);
+                /* Tier partitions move with their source, in the same
+                 * rebalance callback. */
+                apart += sa != ta || sb != tb;
+                samples++;
+                split = sa && sb && (sa | sb) == ALL && !(sa & sb);
+                all   = 1;
+                for (int i = 0; i < COOP_N; i++)
+                        all &= done[i] > 0;
+        }
+        KT_ASSERT(all);
+        KT_CHECK_MSG(split, CU_FALSE,
+                     "source partitions not split between the two");
+        KT_CHECK_MSG(apart == 0, CU_FALSE,
+                     "%d of %d samples had tier partitions apart from their "
+                     "source",
+                     apart, samples);
+        KT_ASSERT_INT_EQ(ma.strays + mb.strays, 0);
+        /* Retries went on across the handover, on both sides. */
+        KT_ASSERT(ma.tier_calls > 0);
+        KT_ASSERT(mb.tier_calls > 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(b), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        kretry_adapter_destroy(b);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_close_bounded_by_revoke_timeout),
                 KT_TEST(test_refused_copy_too_large),
                 KT_TEST(test_held_waits_for_breaker),
-                KT_TEST(test_restore_bounded), KT_END};
+                KT_TEST(test_restore_bounded),
+                KT_TEST(test_cooperative_tiers_follow_source),
+                KT_END};
         return kt_main("it_lifecycle", tests, argc, argv);
 }
