@@ -201,7 +201,7 @@ static void test_refused_copy_too_large(void) {
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_PRODUCE_ERRORS), 3);
         KT_ASSERT_INT_EQ(unpaused, 0);
         /* Produced again with backoff: 50 ms, then 100 ms. */
-        KT_CHECK_MSG(failed_at[3] - failed_at[1] >= 140, CU_FALSE,
+        KT_CHECK_MSG(failed_at[3] - failed_at[1] >= 120, CU_FALSE,
                      "three refusals within %lld ms",
                      (long long)(failed_at[3] - failed_at[1]));
         KT_ASSERT(logged(KRETRY_LOG_ERR, "max.message.bytes", env->tiers[0]) >=
@@ -221,11 +221,11 @@ static void test_refused_copy_too_large(void) {
  * half-open probe, whose success closes the breaker), not at its due
  * time. */
 static void test_held_waits_for_breaker(void) {
-        enum { DELAY = 1500, COOLDOWN = 3000 };
+        enum { DELAY = 1500, COOLDOWN = 4000 };
         it_env_t *env = it_env_new("1500ms", 2);
         it_produce(env, 0, "held", "retry1-m", NULL);
         kretry_adapter_t *a = it_adapter(it_conf(
-                env, "breaker.failures", "3", "breaker.cooldown", "3s", NULL));
+                env, "breaker.failures", "3", "breaker.cooldown", "4s", NULL));
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_HELD, 1, 20000));
         /* Two more transient failures, on other keys, open the breaker. */
         it_produce(env, 1, "k1", "retry1-m1", NULL);
