@@ -259,6 +259,22 @@ static int handled_any(kretry_adapter_t *a, it_env_t *env) {
         return env->call_cnt > 0;
 }
 
+/* The rebuild gave up after about @p restore_ms, said so, and the first
+ * message was handled then. */
+static void check_restore_gave_up(const it_env_t *env, int restore_ms) {
+        int64_t assigned = logged(KRETRY_LOG_INFO, "assigned", NULL);
+        int64_t gave_up  = logged(KRETRY_LOG_ERR, "restore.timeout.ms", NULL);
+        KT_REQUIRE(assigned >= 0);
+        KT_CHECK_MSG(gave_up >= 0, CU_FALSE,
+                     "no error says the tiers were not read");
+        int64_t waited = env->calls[0].now_ms - assigned;
+        KT_CHECK_MSG(waited >= restore_ms - 100 && waited < restore_ms + 3000,
+                     CU_FALSE,
+                     "first message handled %lld ms after the assignment "
+                     "(restore.timeout.ms %d)",
+                     (long long)waited, restore_ms);
+}
+
 /* (j) restore.timeout.ms (ordering=key): when the tier partitions cannot be
  * read (they have no leader), the assignment goes on after about
  * restore.timeout.ms, with an error that says so, and the source flows. */
@@ -276,18 +292,31 @@ static void test_restore_bounded(void) {
         kretry_adapter_t *a = it_adapter(capture(it_conf(
                 env, "ordering", "key", "restore.timeout.ms", "1500", NULL)));
         KT_REQUIRE(it_run_until(a, handled_any, env, 40000));
-        int64_t assigned = logged(KRETRY_LOG_INFO, "assigned", NULL);
-        int64_t gave_up  = logged(KRETRY_LOG_ERR, "restore.timeout.ms", NULL);
-        KT_REQUIRE(assigned >= 0);
-        KT_CHECK_MSG(gave_up >= 0, CU_FALSE,
-                     "no error says the tiers were not read");
-        int64_t waited = env->calls[0].now_ms - assigned;
-        KT_CHECK_MSG(waited >= RESTORE_MS - 100 && waited < RESTORE_MS + 3000,
-                     CU_FALSE,
-                     "first message handled %lld ms after the assignment "
-                     "(restore.timeout.ms %d)",
-                     (long long)waited, RESTORE_MS);
+        check_restore_gave_up(env, RESTORE_MS);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, PARTS, 20000));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* (j) the read itself is bounded too: the restorer's first Fetch is
+ * answered only after 6 s; the assignment goes on after about
+ * restore.timeout.ms, with the error. */
+static void test_restore_read_bounded(void) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = fault_env("200ms", 1, &mock);
+        if (!env)
+                return;
+        /* Something in the tier for the rebuild to read. */
+        KT_REQUIRE(kt_produce(env->c, env->tiers[0], 0, "k", 1, "x", 1, NULL) ==
+                   0);
+        it_produce(env, 0, "k", "ok-jr", NULL);
+        KT_REQUIRE(rd_kafka_mock_broker_push_request_error_rtts(
+                           mock, 1, 1 /* Fetch */, 1,
+                           RD_KAFKA_RESP_ERR_NO_ERROR, 6000) == 0);
+        kretry_adapter_t *a = it_adapter(capture(it_conf(
+                env, "ordering", "key", "restore.timeout.ms", "1500", NULL)));
+        KT_REQUIRE(it_run_until(a, handled_any, env, 40000));
+        check_restore_gave_up(env, 1500);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
@@ -409,6 +438,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_refused_copy_too_large),
                 KT_TEST(test_held_waits_for_breaker),
                 KT_TEST(test_restore_bounded),
+                KT_TEST(test_restore_read_bounded),
                 KT_TEST(test_cooperative_tiers_follow_source),
                 KT_END};
         return kt_main("it_lifecycle", tests, argc, argv);
