@@ -102,19 +102,34 @@ refuse_produce(rd_kafka_mock_cluster_t *mock, rd_kafka_resp_err_t err, int n) {
                 mock, 0 /* Produce */, (size_t)(n < 500 ? n : 500), errs);
 }
 
+/* A fault environment holding @p values (NULL-terminated), the i-th on
+ * partition i % @p parts, whose next @p n Produce requests fail with
+ * @p err; NULL on a real cluster. */
+static it_env_t *refusing_env(int parts,
+                              const char *const *values,
+                              rd_kafka_resp_err_t err,
+                              int n,
+                              rd_kafka_mock_cluster_t **mock) {
+        it_env_t *env = fault_env("50ms", parts, mock);
+        for (int i = 0; env && values[i]; i++)
+                it_produce(env, i % parts, "k", values[i], NULL);
+        if (env)
+                refuse_produce(*mock, err, n);
+        return env;
+}
+
 /* (b) revoke.timeout.ms: close waits for an unacknowledged copy that long
  * and no longer, reports KRETRY_ERR_TIMED_OUT, commits the done offset
  * before the message and nothing past it; the next instance handles the
  * message again. */
 static void test_close_bounded_by_revoke_timeout(void) {
+        static const char *const values[] = {"ok-0", "retry1-b", "ok-2", NULL};
         rd_kafka_mock_cluster_t *mock;
-        it_env_t *env = fault_env("50ms", 1, &mock);
+        it_env_t *env = refusing_env(
+                1, values, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 500,
+                &mock);
         if (!env)
                 return;
-        it_produce(env, 0, "k", "ok-0", NULL);
-        it_produce(env, 0, "k", "retry1-b", NULL);
-        it_produce(env, 0, "k", "ok-2", NULL);
-        refuse_produce(mock, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 500);
         kretry_adapter_t *a = it_adapter(
                 capture(it_conf(env, "revoke.timeout.ms", "1500", NULL)));
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_PRODUCE_ERRORS, 1, 20000));
@@ -159,19 +174,70 @@ static kretry_part_t *source_part(kretry_adapter_t *a, int32_t p) {
         return kretry_part_find(a, 0, p);
 }
 
+static int ok_calls(const it_env_t *env, const char *value) {
+        int n = 0;
+        for (int i = 0; i < env->call_cnt; i++)
+                n += !strcmp(env->calls[i].value, value) &&
+                     (strncmp(value, "retry1", 6) || env->calls[i].attempt > 1);
+        return n;
+}
+
+/* (b) the same bound on revoke: a second instance joins while a copy keeps
+ * failing; the first one's revocation waits revoke.timeout.ms for it, no
+ * longer, commits nothing past it, and once the broker accepts again the
+ * message is retried by whichever instance owns its partition. */
+static void test_revoke_bounded_by_revoke_timeout(void) {
+        static const char *const values[] = {"retry1-r", "ok-r", NULL};
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = refusing_env(
+                2, values, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 500,
+                &mock);
+        if (!env)
+                return;
+        kretry_conf_t *conf =
+                capture(it_conf(env, "revoke.timeout.ms", "1500", NULL));
+        kretry_adapter_t *b, *a = it_adapter(kretry_conf_dup(conf));
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_PRODUCE_ERRORS, 1, 20000));
+        b                = it_adapter(conf);
+        int64_t deadline = kt_now_ms() + 40000, revoked = -1, gave_up = -1;
+        while (gave_up < 0 && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 20);
+                kretry_adapter_poll(b, 20);
+                revoked = logged(KRETRY_LOG_INFO, "revoking", NULL);
+                gave_up = logged(KRETRY_LOG_WARNING,
+                                 "1 copies still unacknowledged", NULL);
+        }
+        KT_REQUIRE(revoked >= 0 && gave_up >= 0);
+        KT_CHECK_MSG(gave_up - revoked >= 1400 && gave_up - revoked < 4500,
+                     CU_FALSE, "the revocation waited %lld ms for the copy",
+                     (long long)(gave_up - revoked));
+        KT_ASSERT(kt_committed(env->c, env->group, env->source, 0) <= 0);
+        rd_kafka_mock_clear_request_errors(mock, 0 /* Produce */);
+        deadline = kt_now_ms() + 60000;
+        while (!(ok_calls(env, "retry1-r") && ok_calls(env, "ok-r")) &&
+               kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 20);
+                kretry_adapter_poll(b, 20);
+        }
+        KT_ASSERT(ok_calls(env, "retry1-r") > 0);
+        KT_ASSERT(ok_calls(env, "ok-r") > 0);
+        kretry_adapter_destroy(a);
+        kretry_adapter_destroy(b);
+        it_env_destroy(env);
+}
+
 /* (g) a copy the broker refuses as too large is produced again with a
  * growing backoff; its partition stays paused and its offset uncommitted
  * meanwhile; an error says to raise the tier's max.message.bytes; once the
  * broker accepts, nothing is lost. (The mock broker enforces no size limit:
  * the refusal is injected.) */
 static void test_refused_copy_too_large(void) {
+        static const char *const values[] = {"retry1-g", "ok-1", NULL};
         rd_kafka_mock_cluster_t *mock;
-        it_env_t *env = fault_env("50ms", 1, &mock);
+        it_env_t *env = refusing_env(
+                1, values, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 3, &mock);
         if (!env)
                 return;
-        it_produce(env, 0, "k", "retry1-g", NULL);
-        it_produce(env, 0, "k", "ok-1", NULL);
-        refuse_produce(mock, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 3);
         kretry_adapter_t *a  = it_adapter(capture(it_conf(env, NULL)));
         int64_t failed_at[4] = {0};
         int unpaused = 0, uncommitted_checked = 0;
@@ -435,6 +501,7 @@ static void test_cooperative_tiers_follow_source(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_close_bounded_by_revoke_timeout),
+                KT_TEST(test_revoke_bounded_by_revoke_timeout),
                 KT_TEST(test_refused_copy_too_large),
                 KT_TEST(test_held_waits_for_breaker),
                 KT_TEST(test_restore_bounded),
