@@ -23,7 +23,7 @@ static struct {
         struct {
                 int level;
                 int64_t at;
-                char msg[200];
+                char msg[512];
         } lines[LOG_MAX];
 } logs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -282,6 +282,40 @@ static void test_refused_copy_too_large(void) {
         it_env_destroy(env);
 }
 
+/* (g) the same copy refused by the producer itself: a user's lower
+ * producer.message.max.bytes (kretry raises librdkafka's default to
+ * 16 MiB). It stays paused and uncommitted, the error names the setting,
+ * close gives up on it, and an instance without the limit retries it. */
+static void test_copy_over_producer_limit(void) {
+        enum { BIG = 1200 };
+        it_env_t *env = it_env_new("50ms", 1);
+        char *v       = malloc(BIG);
+        memset(v, 'L', BIG);
+        memcpy(v, "retry1-", 7);
+        KT_REQUIRE(kt_produce(env->c, env->source, 0, "k", 1, v, BIG, NULL) ==
+                   0);
+        free(v);
+        kretry_adapter_t *a = it_adapter(
+                capture(it_conf(env, "producer.message.max.bytes", "1000",
+                                "revoke.timeout.ms", "300", NULL)));
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_PRODUCE_ERRORS, 2, 20000));
+        kretry_part_t *src = source_part(a, 0);
+        KT_ASSERT(src && src->paused);
+        KT_ASSERT(logged(KRETRY_LOG_ERR, "producer.message.max.bytes",
+                         env->tiers[0]) >= 0);
+        KT_ASSERT(kt_committed(env->c, env->group, env->source, 0) <= 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_TIMED_OUT);
+        kretry_adapter_destroy(a);
+        KT_ASSERT(kt_committed(env->c, env->group, env->source, 0) <= 0);
+
+        a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 30000));
+        const it_call_t *last = &env->calls[env->call_cnt - 1];
+        KT_ASSERT(last->value_len == BIG && last->attempt == 2);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* (m) a held tier message whose due time passes while the breaker is open
  * waits for the breaker: it is handled once the cool-down is over (as the
  * half-open probe, whose success closes the breaker), not at its due
@@ -503,6 +537,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_close_bounded_by_revoke_timeout),
                 KT_TEST(test_revoke_bounded_by_revoke_timeout),
                 KT_TEST(test_refused_copy_too_large),
+                KT_TEST(test_copy_over_producer_limit),
                 KT_TEST(test_held_waits_for_breaker),
                 KT_TEST(test_restore_bounded),
                 KT_TEST(test_restore_read_bounded),
