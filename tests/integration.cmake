@@ -10,3 +10,4 @@ kretry_add_suite(it_ordering TIMEOUT 300 LABELS integration SOURCES it_harness.c
 kretry_add_suite(it_avro TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_contract TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 target_link_libraries(it_contract PRIVATE PkgConfig::JANSSON)
+kretry_add_suite(it_lifecycle TIMEOUT 300 LABELS integration SOURCES it_harness.c)

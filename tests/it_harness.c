@@ -136,10 +136,10 @@ static void it_route(const char *topic,
         env->routes[route]++;
 }
 
-static void it_log(kretry_log_level_t level,
-                   const char *fac,
-                   const char *msg,
-                   void *opaque) {
+void it_log(kretry_log_level_t level,
+            const char *fac,
+            const char *msg,
+            void *opaque) {
         (void)opaque;
         if (level <= KRETRY_LOG_WARNING || getenv("KRETRY_TEST_DEBUG"))
                 fprintf(stderr, "  [kretry %d %s] %s\n", (int)level, fac, msg);

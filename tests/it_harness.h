@@ -56,6 +56,13 @@ kretry_conf_t *it_conf(it_env_t *env, ...);
 
 kretry_adapter_t *it_adapter(kretry_conf_t *conf);
 
+/* it_conf()'s log callback: warnings and errors (everything with
+ * KRETRY_TEST_DEBUG set) to stderr. */
+void it_log(kretry_log_level_t level,
+            const char *fac,
+            const char *msg,
+            void *opaque);
+
 /* Poll until @p cond returns true or @p timeout_ms passes; returns cond. */
 int it_run_until(kretry_adapter_t *a,
                  int (*cond)(kretry_adapter_t *a, it_env_t *env),

@@ -643,11 +643,17 @@ static int drain_producer(kretry_adapter_t *a, int64_t deadline) {
 
 void kretry_drain_and_commit(kretry_adapter_t *a) {
         int64_t deadline = kretry_now_ms() + a->conf->revoke_timeout_ms;
-        if (drain_producer(a, deadline))
+        if (drain_producer(a, deadline)) {
+                /* In flight in the producer, or failed and waiting for
+                 * their next attempt. */
+                int n = a->inflight;
+                for (kretry_inflight_t *r = a->failed; r; r = r->next_failed)
+                        n++;
                 kretry_log(a, KRETRY_LOG_WARNING, "REVOKE",
                            "%d copies still unacknowledged after %d ms; their "
                            "offsets stay uncommitted",
-                           a->inflight, a->conf->revoke_timeout_ms);
+                           n, a->conf->revoke_timeout_ms);
+        }
         if (rd_kafka_assignment_lost(a->consumer))
                 return; /* committing would overwrite the new owner's work */
         rd_kafka_resp_err_t err = rd_kafka_commit(a->consumer, NULL, 0);

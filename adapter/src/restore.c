@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct {
         int tier; /* 0: the version changelog */
@@ -74,19 +75,48 @@ to_read(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *parts) {
         return l;
 }
 
+/* ms left until @p deadline, at least 0. */
+static int left_ms(int64_t deadline) {
+        int64_t left = deadline - kretry_now_ms();
+        return left > 0 ? (int)left : 0;
+}
+
+/* A partition's watermarks, asked again until @p deadline: one without a
+ * leader (a broker restarting) is answered at once with an error. */
+static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk,
+                                      const rd_kafka_topic_partition_t *tp,
+                                      int64_t *lo,
+                                      int64_t *hi,
+                                      int64_t deadline) {
+        for (;;) {
+                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+                        rk, tp->topic, tp->partition, lo, hi,
+                        left_ms(deadline));
+                int left = left_ms(deadline);
+                if (!err || !left)
+                        return err;
+                struct timespec ts = {0, (left < 100 ? left : 100) * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+}
+
 /* Start offsets: committed for tiers, the beginning for the changelog; drop
- * partitions with nothing to read. Returns how many remain. */
+ * partitions with nothing to read. Returns how many remain; @p unknown
+ * counts those whose end could not be learnt before @p deadline (not read
+ * either). */
 static int plan(kretry_adapter_t *a,
                 rd_kafka_t *rk,
                 rd_kafka_topic_partition_list_t *l,
-                int timeout_ms) {
-        rd_kafka_resp_err_t err = rd_kafka_committed(rk, l, timeout_ms);
+                int64_t deadline,
+                int *unknown) {
+        rd_kafka_resp_err_t err = rd_kafka_committed(rk, l, left_ms(deadline));
         if (err)
                 kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
                            "committed offsets: %s; reading tiers from the "
                            "beginning",
                            rd_kafka_err2str(err));
-        int n = 0;
+        int n    = 0;
+        *unknown = 0;
         for (int i = 0; i < l->cnt; i++) {
                 rd_kafka_topic_partition_t *tp = &l->elems[i];
                 restore_part_t *rp             = calloc(1, sizeof(*rp));
@@ -97,10 +127,14 @@ static int plan(kretry_adapter_t *a,
                         rp->tier = 0;
                 if (err || rp->tier == 0 || tp->offset < 0)
                         tp->offset = RD_KAFKA_OFFSET_BEGINNING;
-                if (rd_kafka_query_watermark_offsets(rk, tp->topic,
-                                                     tp->partition, &lo, &hi,
-                                                     timeout_ms)) {
-                        rp->done = 1; /* unknown: logged by librdkafka */
+                rd_kafka_resp_err_t werr =
+                        watermarks(rk, tp, &lo, &hi, deadline);
+                if (werr) {
+                        kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
+                                   "%s [%d]: end offset unknown: %s", tp->topic,
+                                   (int)tp->partition, rd_kafka_err2str(werr));
+                        rp->done = 1;
+                        (*unknown)++;
                         continue;
                 }
                 if (tp->offset == RD_KAFKA_OFFSET_BEGINNING)
@@ -147,8 +181,8 @@ static restore_part_t *find(rd_kafka_topic_partition_list_t *l,
 static int read_all(kretry_adapter_t *a,
                     rd_kafka_t *rk,
                     rd_kafka_topic_partition_list_t *l,
-                    int remaining) {
-        int64_t deadline = kretry_now_ms() + a->conf->restore_timeout_ms;
+                    int remaining,
+                    int64_t deadline) {
         rd_kafka_assign(rk, l);
         while (remaining > 0 && kretry_now_ms() < deadline) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
@@ -176,7 +210,12 @@ void kretry_restore(kretry_adapter_t *a,
         int64_t t0                         = kretry_now_ms();
         rd_kafka_topic_partition_list_t *l = to_read(a, parts);
         int timeout                        = a->conf->restore_timeout_ms;
-        int left = read_all(a, rk, l, plan(a, rk, l, timeout));
+        /* One bound for the whole rebuild: offsets, ends and the read. */
+        int64_t deadline = t0 + timeout;
+        int unknown;
+        int left = read_all(a, rk, l, plan(a, rk, l, deadline, &unknown),
+                            deadline);
+        left += unknown;
         if (left)
                 kretry_log(a, KRETRY_LOG_ERR, "RESTORE",
                            "%d partition(s) not read to their end within "

@@ -46,6 +46,13 @@ void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r) {
         free(r); /* its strings live in the same allocation */
 }
 
+/* Too large for its topic (or for the producer's own message.max.bytes,
+ * which librdkafka reports with the same code). */
+static int too_large(rd_kafka_resp_err_t err) {
+        return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+               err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
+}
+
 static void fail_record(kretry_adapter_t *a,
                         kretry_inflight_t *r,
                         rd_kafka_resp_err_t err) {
@@ -55,14 +62,21 @@ static void fail_record(kretry_adapter_t *a,
                 r->backoff_ms ? r->backoff_ms * 2 : a->conf->produce_backoff_ms;
         if (r->backoff_ms > KRETRY_BACKOFF_MAX_MS)
                 r->backoff_ms = KRETRY_BACKOFF_MAX_MS;
-        r->retry_at = kretry_now_ms() + r->backoff_ms;
-        kretry_log(a, KRETRY_LOG_WARNING, "PRODUCE",
+        r->retry_at      = kretry_now_ms() + r->backoff_ms;
+        const char *dest = r->dest == KRETRY_DEST_VERSIONS ? a->versions_topic
+                           : r->dest                       ? a->topics[r->dest]
+                                                           : a->dlq;
+        /* Too large never heals by itself: an operator must act. */
+        int big = too_large(err);
+        kretry_log(a, big ? KRETRY_LOG_ERR : KRETRY_LOG_WARNING, "PRODUCE",
                    "copy of %s [%d] offset %lld to %s failed: %s; producing "
-                   "again in %d ms (offset not committed meanwhile)",
+                   "again in %d ms (offset not committed meanwhile)%s%s%s",
                    a->topics[r->part->tier], (int)r->part->partition,
-                   (long long)r->rkm->offset,
-                   r->dest ? a->topics[r->dest] : a->dlq, rd_kafka_err2str(err),
-                   r->backoff_ms);
+                   (long long)r->rkm->offset, dest, rd_kafka_err2str(err),
+                   r->backoff_ms, big ? "; raise max.message.bytes of " : "",
+                   big ? dest : "",
+                   big ? " (and producer.message.max.bytes, if set lower)"
+                       : "");
         if (!r->failed && r->part->gen == r->gen) {
                 /* First failure of this copy: hold the partition back until
                  * it is delivered. */
