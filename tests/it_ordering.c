@@ -5,6 +5,7 @@
  */
 #include "it_harness.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,21 @@ static void produce_k(it_env_t *env,
         it_produce(env, 0, key, value, h);
 }
 
+/* A message on partition 0 of tier @p tier (0: the DLQ) as kretry or a
+ * replay writes it, its headers given as name/value pairs ending with NULL. */
+static void
+produce_copy(it_env_t *env, int tier, const char *key, const char *value, ...) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+        va_list ap;
+        va_start(ap, value);
+        const char *n;
+        while ((n = va_arg(ap, const char *)))
+                rd_kafka_header_add(h, n, -1, va_arg(ap, const char *), -1);
+        va_end(ap);
+        KT_REQUIRE(kt_produce(env->c, tier ? env->tiers[tier - 1] : env->dlq, 0,
+                              key, strlen(key), value, strlen(value), h) == 0);
+}
+
 /* continue: a key whose head dead-letters goes on with its next message,
  * which waited behind the head; other keys never waited. */
 static void test_dead_letter_continue(void) {
@@ -214,6 +230,28 @@ static void test_dead_letter_park_key(void) {
                          4);
         KT_ASSERT_INT_EQ(d.parked, 3);
         KT_ASSERT_INT_EQ(d.followers_hdr, 2);
+        it_env_destroy(env);
+}
+
+/* A tier copy with a malformed kretry-attempt but a valid original offset
+ * is restored as its key's head; dead-lettering it (class schema) resolves
+ * its chain entry, so the key's next message is handled instead of being
+ * parked behind it again and again. */
+static void test_malformed_head_leaves_chain(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        produce_copy(env, 1, "K", "ok-bad", "kretry-attempt", "x",
+                     "kretry-tier", "1", "kretry-due-ts", "0",
+                     "kretry-original-offset", "0", NULL);
+        produce_k(env, "L", "ok-other", NULL, NULL);
+        produce_k(env, "K", "ok-f", NULL, NULL);
+        kretry_adapter_t *a = it_adapter(it_conf(env, "ordering", "key", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_SCHEMA, 1, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 15000));
+        KT_ASSERT(call_at(env, "ok-f", 0) >= 0);
+        KT_ASSERT(call_at(env, "ok-bad", 0) < 0);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_CHAIN_KEYS, 0), 0);
+        kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
 
@@ -357,6 +395,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_key_order_under_failures),
                 KT_TEST(test_dead_letter_continue),
                 KT_TEST(test_dead_letter_park_key),
+                KT_TEST(test_malformed_head_leaves_chain),
                 KT_TEST(test_versions),
                 KT_TEST(test_overtaken_retry),
                 KT_TEST(test_chain_rebuilt),

@@ -96,6 +96,10 @@ static void test_chain_order(void) {
         KT_ASSERT(kretry_chains_has(&c, "K", 1, 12));
         KT_ASSERT(!kretry_chains_has(&c, "K", 1, 13));
         KT_ASSERT(!kretry_chains_has(&c, "L", 1, 12));
+        /* Only the head has nothing pending before it. */
+        KT_ASSERT(!kretry_chains_before(&c, "K", 1, 10));
+        KT_ASSERT(kretry_chains_before(&c, "K", 1, 12));
+        KT_ASSERT(!kretry_chains_before(&c, "L", 1, 12));
         KT_ASSERT_INT_EQ(c.pending, 3);
         /* The head moves to tier 2; re-adding updates, never duplicates. */
         KT_REQUIRE(kretry_chains_add(&c, "K", 1, 10, 2, 5000) == 0);

@@ -67,6 +67,14 @@ int kretry_chains_has(const kretry_chains_t *c,
         return 0;
 }
 
+int kretry_chains_before(const kretry_chains_t *c,
+                         const void *key,
+                         size_t len,
+                         int64_t orig_offset) {
+        kretry_chain_key_t *k = kretry_keymap_get(&c->map, key, len);
+        return k && k->cnt > 0 && items(k)[0].orig_offset < orig_offset;
+}
+
 static int reserve(kretry_chain_key_t *k) {
         if (k->cnt < (k->cap ? k->cap : 1))
                 return 0;

@@ -60,6 +60,13 @@ int kretry_chains_has(const kretry_chains_t *c,
                       size_t len,
                       int64_t orig_offset);
 
+/* 1 when a message of the key before @p orig_offset is still pending: the
+ * message at @p orig_offset is not the key's head. */
+int kretry_chains_before(const kretry_chains_t *c,
+                         const void *key,
+                         size_t len,
+                         int64_t orig_offset);
+
 /* The message at @p orig_offset is (still) in the chain, waiting in @p tier
  * until @p due_ts. Returns 0, or -1 when out of memory. */
 int kretry_chains_add(kretry_chains_t *c,

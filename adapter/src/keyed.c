@@ -192,8 +192,11 @@ int64_t kretry_keyed_failed(kretry_adapter_t *a,
                                   due_ts);
                 return -1;
         }
+        /* Dead-lettered before its turn (a malformed parked copy): the key
+         * is not parked for it, its head is still pending. */
         int64_t followers = -1;
-        if (a->conf->park_key)
+        if (a->conf->park_key &&
+            !kretry_chains_before(&src->chains, key, len, m->orig_offset))
                 followers =
                         (int64_t)kretry_chains_park(&src->chains, key, len, 1);
         kretry_chains_remove(&src->chains, key, len, m->orig_offset);
