@@ -4,6 +4,7 @@
  * versions, and both states rebuilt by a new instance.
  */
 #include "it_harness.h"
+#include "replay_headers.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -233,6 +234,40 @@ static void test_dead_letter_park_key(void) {
         it_env_destroy(env);
 }
 
+/* park_key: a replay of the key into a tier (dlq replay --to tier:1) lifts
+ * the park when the replayed copy arrives there; it is handled, not
+ * dead-lettered again as parked, and the key's next message flows. */
+static void test_replay_into_tier_lifts_park(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        produce_k(env, "K", "always-h", NULL, NULL);
+        produce_k(env, "K", "ok-f1", NULL, NULL);
+        kretry_adapter_t *a = it_adapter(
+                it_conf(env, "ordering", "key", "ordering.on.dead.letter",
+                        "park_key", "retry.max.attempts", "2", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_EXHAUSTED, 1, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
+        /* The head's DLQ copy, replayed into tier 1 as the CLI writes it. */
+        rd_kafka_headers_t *dlq = rd_kafka_headers_new(4);
+        rd_kafka_header_add(dlq, "kretry-attempt", -1, "2", -1);
+        rd_kafka_header_add(dlq, "kretry-original-partition", -1, "0", -1);
+        rd_kafka_header_add(dlq, "kretry-original-offset", -1, "0", -1);
+        rd_kafka_header_add(dlq, "kretry-error-class", -1, "exhausted", -1);
+        rd_kafka_headers_t *h =
+                kretry_replay_headers(dlq, kt_now_ms(), 1, env->source);
+        rd_kafka_headers_destroy(dlq);
+        KT_REQUIRE(kt_produce(env->c, env->tiers[0], 0, "K", 1, "ok-replayed",
+                              11, h) == 0);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        KT_ASSERT(call_at(env, "ok-replayed", 0) >= 0);
+        produce_k(env, "K", "ok-after", NULL, NULL);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        KT_ASSERT(call_at(env, "ok-after", 0) > call_at(env, "ok-replayed", 0));
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PARKED, 0), 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* A tier copy with a malformed kretry-attempt but a valid original offset
  * is restored as its key's head; dead-lettering it (class schema) resolves
  * its chain entry, so the key's next message is handled instead of being
@@ -395,6 +430,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_key_order_under_failures),
                 KT_TEST(test_dead_letter_continue),
                 KT_TEST(test_dead_letter_park_key),
+                KT_TEST(test_replay_into_tier_lifts_park),
                 KT_TEST(test_malformed_head_leaves_chain),
                 KT_TEST(test_versions),
                 KT_TEST(test_overtaken_retry),

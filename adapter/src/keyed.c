@@ -87,6 +87,16 @@ already_chained(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         return 1;
 }
 
+/* A copy written by kretry dlq replay, as it arrives: on the source any
+ * message with kretry-replay-count; on a tier (dlq replay --to tier:N) one
+ * without kretry-error-class, which the replay drops — kretry's own later
+ * copies of a replayed message carry the count and a class, and lift
+ * nothing. */
+static int replayed_arrival(kretry_msg_t *m) {
+        return has_header(m, KRETRY_H_REPLAY_COUNT) &&
+               (m->tier == 0 || !has_header(m, KRETRY_H_ERROR_CLASS));
+}
+
 static int
 ordered_before(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_msg_t *m = &a->msg;
@@ -94,9 +104,9 @@ ordered_before(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         size_t len      = m->rkm->key_len;
         if (already_chained(a, part, src))
                 return 1;
-        /* A replayed message of a parked key lifts the park. */
-        if (part->tier == 0 && a->conf->park_key &&
-            has_header(m, KRETRY_H_REPLAY_COUNT))
+        /* A replayed message of a parked key lifts the park, wherever it
+         * arrives. */
+        if (a->conf->park_key && replayed_arrival(m))
                 kretry_chains_park(&src->chains, key, len, 0);
         kretry_pending_t head;
         switch (kretry_chains_decide(&src->chains, key, len, m->orig_offset,
