@@ -357,6 +357,69 @@ static void test_overtaken_retry(void) {
         it_env_destroy(env);
 }
 
+/* Commit @p offset on partition 0 of @p topic for the test's group, from
+ * a client that never joins it; returns the partition's log start. */
+static int64_t commit_at(it_env_t *env, const char *topic, int64_t offset) {
+        rd_kafka_conf_t *conf = kt_rdkafka_conf(env->c);
+        rd_kafka_conf_set(conf, "group.id", env->group, NULL, 0);
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, NULL, 0);
+        KT_REQUIRE(rk != NULL);
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, topic, 0)->offset = offset;
+        KT_REQUIRE(rd_kafka_commit(rk, l, 0) == 0);
+        rd_kafka_topic_partition_list_destroy(l);
+        int64_t lo = -1, hi = -1;
+        KT_REQUIRE(rd_kafka_query_watermark_offsets(rk, topic, 0, &lo, &hi,
+                                                    10000) == 0);
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        return lo;
+}
+
+/* The group's committed offset in a tier lies below the log start (the
+ * mock drops a partition's oldest data past 5 MiB, as retention would):
+ * the restore reads from the log start — K's head, written after the
+ * dropped data, is restored and K's next message parks behind it — and
+ * does not wait restore.timeout.ms for an end it never reaches (with
+ * auto.offset.reset=latest the out-of-range fetch went to the end). */
+static void test_restore_below_log_start(void) {
+        it_env_t *env = it_env_new("60s", 1);
+        if (!kt_cluster_mock(env->c)) {
+                it_env_destroy(env); /* a real cluster keeps its data */
+                return;
+        }
+        char due[24], orig[24];
+        snprintf(due, sizeof(due), "%lld", (long long)(kt_now_ms() + 60000));
+        static char big[900000];
+        memset(big, 'x', sizeof(big) - 1);
+        for (int i = 0; i < 7; i++) {
+                snprintf(orig, sizeof(orig), "%d", 100 + i);
+                produce_copy(env, 1, "fill", big, "kretry-attempt", "1",
+                             "kretry-tier", "1", "kretry-due-ts", due,
+                             "kretry-original-offset", orig, NULL);
+        }
+        produce_copy(env, 1, "K", "ok-head", "kretry-attempt", "1",
+                     "kretry-tier", "1", "kretry-due-ts", due,
+                     "kretry-original-offset", "0", NULL);
+        KT_REQUIRE(commit_at(env, env->tiers[0], 0) > 0);
+        produce_k(env, "L", "ok-other", NULL, NULL);
+        produce_k(env, "K", "ok-f", NULL, NULL);
+        commit_at(env, env->source, 0);
+        int64_t t0          = kt_now_ms();
+        kretry_adapter_t *a = it_adapter(
+                it_conf(env, "ordering", "key", "auto.offset.reset", "latest",
+                        "restore.timeout.ms", "30000", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_FORWARDED, 1, 15000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 15000));
+        KT_ASSERT(call_at(env, "ok-other", 0) >= 0);
+        KT_ASSERT(call_at(env, "ok-f", 0) < 0);
+        fprintf(stderr, "  restored and parked in %lld ms\n",
+                (long long)(kt_now_ms() - t0));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* A new instance rebuilds the key chains from the tiers: a message that
  * arrives on the source after a restart still waits for its key's head,
  * which sits in a tier (without the rebuild it would be handled first). */
@@ -435,6 +498,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_versions),
                 KT_TEST(test_overtaken_retry),
                 KT_TEST(test_chain_rebuilt),
+                KT_TEST(test_restore_below_log_start),
                 KT_TEST(test_key_order_rebalance),
                 KT_END};
         return kt_main("it_ordering", tests, argc, argv);

@@ -1,5 +1,6 @@
 /* Unit tests of the per-partition key stores: the hash map, the ordering
  * chains and the version store. */
+#include "adapter_int.h"
 #include "keychain.h"
 #include "keymap.h"
 #include "testutil.h"
@@ -206,13 +207,24 @@ static void test_version_codec(void) {
                          -1);
 }
 
+/* The restore's start in a tier partition holding [lo, hi). */
+static void test_restore_start(void) {
+        /* From the committed offset; none: from the log start. */
+        KT_ASSERT_INT_EQ(kretry_restore_start(12, 10, 20), 12);
+        KT_ASSERT_INT_EQ(kretry_restore_start(-1001, 10, 20), 10);
+        /* Retention deleted unread copies: clamped to the log start. */
+        KT_ASSERT_INT_EQ(kretry_restore_start(3, 10, 20), 10);
+        /* Nothing left to read: at the end, past it, or an empty log. */
+        KT_ASSERT_INT_EQ(kretry_restore_start(20, 10, 20), -1);
+        KT_ASSERT_INT_EQ(kretry_restore_start(25, 10, 20), -1);
+        KT_ASSERT_INT_EQ(kretry_restore_start(3, 20, 20), -1);
+}
+
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {KT_TEST(test_keymap_basic),
-                                          KT_TEST(test_keymap_churn),
-                                          KT_TEST(test_chain_order),
-                                          KT_TEST(test_chain_park_key),
-                                          KT_TEST(test_versions),
-                                          KT_TEST(test_version_codec),
-                                          KT_END};
+        static const kt_test_t tests[] = {
+                KT_TEST(test_keymap_basic),  KT_TEST(test_keymap_churn),
+                KT_TEST(test_chain_order),   KT_TEST(test_chain_park_key),
+                KT_TEST(test_versions),      KT_TEST(test_version_codec),
+                KT_TEST(test_restore_start), KT_END};
         return kt_main("keys", tests, argc, argv);
 }

@@ -74,6 +74,11 @@ to_read(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *parts) {
         return l;
 }
 
+int64_t kretry_restore_start(int64_t committed, int64_t lo, int64_t hi) {
+        int64_t start = committed < lo ? lo : committed;
+        return start < hi ? start : -1;
+}
+
 /* Start offsets: committed for tiers, the beginning for the changelog; drop
  * partitions with nothing to read. Returns how many remain. */
 static int plan(kretry_adapter_t *a,
@@ -95,18 +100,21 @@ static int plan(kretry_adapter_t *a,
                 rp->tier   = kretry_topic_index(a, tp->topic);
                 if (rp->tier < 0)
                         rp->tier = 0;
-                if (err || rp->tier == 0 || tp->offset < 0)
-                        tp->offset = RD_KAFKA_OFFSET_BEGINNING;
+                if (err || rp->tier == 0)
+                        tp->offset = -1; /* from the log start */
                 if (rd_kafka_query_watermark_offsets(rk, tp->topic,
                                                      tp->partition, &lo, &hi,
                                                      timeout_ms)) {
                         rp->done = 1; /* unknown: logged by librdkafka */
                         continue;
                 }
-                if (tp->offset == RD_KAFKA_OFFSET_BEGINNING)
-                        tp->offset = lo;
-                rp->end  = hi;
-                rp->done = tp->offset >= hi;
+                /* A committed offset below the log start (retention deleted
+                 * unread copies) would be reset by auto.offset.reset — to
+                 * the end by librdkafka's default — and the wait for an end
+                 * never read would last restore.timeout.ms. */
+                tp->offset = kretry_restore_start(tp->offset, lo, hi);
+                rp->end    = hi;
+                rp->done   = tp->offset < 0;
                 n += !rp->done;
         }
         return n;
