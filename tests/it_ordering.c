@@ -420,6 +420,38 @@ static void test_restore_below_log_start(void) {
         it_env_destroy(env);
 }
 
+/* After a crash between producing a head's copy to tier 2 and committing
+ * its tier 1 offset, both copies wait above the committed offsets, with
+ * the follower parked behind the head in tier 1. The restore keeps the
+ * newest copy (attempt 2) as the head; the older one is acknowledged as a
+ * duplicate, never handled: the head is handled once, before its
+ * follower. */
+static void test_superseded_copy_is_duplicate(void) {
+        it_env_t *env = it_env_new("50ms,100ms", 1);
+        produce_k(env, "K", "ok-h", NULL, NULL);
+        produce_k(env, "K", "ok-f", NULL, NULL);
+        commit_at(env, env->source, 2);
+        produce_copy(env, 1, "K", "ok-h", "kretry-attempt", "1", "kretry-tier",
+                     "1", "kretry-due-ts", "0", "kretry-original-offset", "0",
+                     "kretry-error-class", "transient", NULL);
+        produce_copy(env, 1, "K", "ok-f", "kretry-attempt", "0", "kretry-tier",
+                     "1", "kretry-due-ts", "0", "kretry-original-offset", "1",
+                     "kretry-error-class", "parked", NULL);
+        produce_copy(env, 2, "K", "ok-h", "kretry-attempt", "2", "kretry-tier",
+                     "2", "kretry-due-ts", "0", "kretry-original-offset", "0",
+                     "kretry-error-class", "transient", NULL);
+        kretry_adapter_t *a = it_adapter(it_conf(env, "ordering", "key", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DUPLICATES, 1, 20000));
+        const it_call_t *c[4];
+        KT_ASSERT_INT_EQ(it_calls_for(env, "ok-h", c, 4), 1);
+        KT_ASSERT_INT_EQ(c[0]->attempt, 3);
+        KT_ASSERT(call_at(env, "ok-f", 0) > call_at(env, "ok-h", 0));
+        KT_ASSERT_INT_EQ(env->routes[KRETRY_ROUTE_DUPLICATE], 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* A new instance rebuilds the key chains from the tiers: a message that
  * arrives on the source after a restart still waits for its key's head,
  * which sits in a tier (without the rebuild it would be handled first). */
@@ -498,6 +530,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_versions),
                 KT_TEST(test_overtaken_retry),
                 KT_TEST(test_chain_rebuilt),
+                KT_TEST(test_superseded_copy_is_duplicate),
                 KT_TEST(test_restore_below_log_start),
                 KT_TEST(test_key_order_rebalance),
                 KT_END};

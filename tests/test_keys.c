@@ -157,6 +157,48 @@ static void test_chain_park_key(void) {
         kretry_chains_free(&c);
 }
 
+/* The restore keeps the newest copy of a message and remembers the
+ * others, in whatever order the tiers are read. */
+static void test_chain_restore_superseded(void) {
+        kretry_chains_t c;
+        kretry_chains_init(&c);
+        /* orig, due, copy offset, tier, attempt */
+        const kretry_pending_t t2 = {10, 900, 4, 2, 2};
+        const kretry_pending_t t1 = {10, 500, 7, 1, 1};
+        KT_REQUIRE(kretry_chains_restore(&c, "K", 1, &t2) == 0);
+        KT_REQUIRE(kretry_chains_restore(&c, "K", 1, &t1) == 0);
+        kretry_pending_t head;
+        KT_ASSERT_INT_EQ(kretry_chains_decide(&c, "K", 1, 11, &head),
+                         KRETRY_CHAIN_PARK);
+        KT_ASSERT_INT_EQ(head.tier, 2);
+        KT_ASSERT_INT_EQ(head.due_ts, 900);
+        KT_ASSERT_INT_EQ(c.pending, 1);
+        /* Parked twice into tier 1 with the same attempt: the later
+         * offset is current, read first or last. */
+        const kretry_pending_t p1 = {12, 500, 8, 1, 0};
+        const kretry_pending_t p2 = {12, 900, 9, 1, 0};
+        KT_REQUIRE(kretry_chains_restore(&c, "K", 1, &p1) == 0);
+        KT_REQUIRE(kretry_chains_restore(&c, "K", 1, &p2) == 0);
+        KT_ASSERT_INT_EQ(c.pending, 2);
+        /* Superseded: tier 1 offsets 7 and 8, each once; the current
+         * copies are not. */
+        KT_ASSERT(!kretry_chains_superseded(&c, 2, 4));
+        KT_ASSERT(!kretry_chains_superseded(&c, 1, 9));
+        KT_ASSERT(!kretry_chains_superseded(&c, 2, 7));
+        KT_ASSERT(kretry_chains_superseded(&c, 1, 7));
+        KT_ASSERT(kretry_chains_superseded(&c, 1, 8));
+        KT_ASSERT(!kretry_chains_superseded(&c, 1, 7));
+        /* Across tiers with the same attempt, the later due time wins. */
+        const kretry_pending_t q1 = {20, 800, 3, 2, 0};
+        const kretry_pending_t q2 = {20, 700, 5, 1, 0};
+        KT_REQUIRE(kretry_chains_restore(&c, "L", 1, &q1) == 0);
+        KT_REQUIRE(kretry_chains_restore(&c, "L", 1, &q2) == 0);
+        KT_ASSERT(kretry_chains_superseded(&c, 1, 5));
+        kretry_chains_clear(&c);
+        KT_ASSERT_INT_EQ(c.superseded.cnt, 0);
+        kretry_chains_free(&c);
+}
+
 static void test_versions(void) {
         kretry_versions_t v;
         kretry_versions_init(&v);
@@ -222,9 +264,14 @@ static void test_restore_start(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-                KT_TEST(test_keymap_basic),  KT_TEST(test_keymap_churn),
-                KT_TEST(test_chain_order),   KT_TEST(test_chain_park_key),
-                KT_TEST(test_versions),      KT_TEST(test_version_codec),
-                KT_TEST(test_restore_start), KT_END};
+                KT_TEST(test_keymap_basic),
+                KT_TEST(test_keymap_churn),
+                KT_TEST(test_chain_order),
+                KT_TEST(test_chain_park_key),
+                KT_TEST(test_chain_restore_superseded),
+                KT_TEST(test_versions),
+                KT_TEST(test_version_codec),
+                KT_TEST(test_restore_start),
+                KT_END};
         return kt_main("keys", tests, argc, argv);
 }

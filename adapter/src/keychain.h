@@ -17,10 +17,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* One pending message and the copy of it that is current: the tier where
+ * it waits and, as the restore found it, the copy's attempt and offset in
+ * that tier (-1 for copies made since). */
 typedef struct {
         int64_t orig_offset;
         int64_t due_ts;
+        int64_t copy_offset;
         int tier;
+        int attempt;
 } kretry_pending_t;
 
 typedef struct {
@@ -34,6 +39,10 @@ typedef struct {
 typedef struct {
         kretry_keymap_t map;
         size_t pending; /* messages in all chains */
+        /* Older copies of a pending message the restore found above the
+         * committed offsets (a crash between a copy and its commit), by
+         * tier and offset: acknowledged as duplicates when consumed. */
+        kretry_keymap_t superseded;
 } kretry_chains_t;
 
 typedef enum {
@@ -75,6 +84,20 @@ int kretry_chains_add(kretry_chains_t *c,
                       int64_t orig_offset,
                       int tier,
                       int64_t due_ts);
+
+/* The restore found @p copy (orig_offset, tier, due_ts, attempt,
+ * copy_offset) in a tier: the newest copy of a message — highest attempt;
+ * then, in one tier, the later offset, across tiers the later due time —
+ * is its entry; every other one is remembered as superseded. Returns 0, or
+ * -1 when out of memory. */
+int kretry_chains_restore(kretry_chains_t *c,
+                          const void *key,
+                          size_t len,
+                          const kretry_pending_t *copy);
+
+/* 1 when the copy at @p offset of @p tier was superseded (and forgets it:
+ * it is consumed once). */
+int kretry_chains_superseded(kretry_chains_t *c, int tier, int64_t offset);
 
 /* The message at @p orig_offset reached its end (OK, DLQ, stale). */
 void kretry_chains_remove(kretry_chains_t *c,

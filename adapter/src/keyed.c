@@ -70,13 +70,17 @@ static void dead_letter_after_key(kretry_adapter_t *a,
 /* A source message whose copy already waits in a tier was consumed again
  * after a restart or handover: its outcome was durable (the copy), so the
  * copy carries it on and this one is acknowledged without handling — else it
- * would be handled now and its copy again later, out of order. */
+ * would be handled now and its copy again later, out of order. Likewise a
+ * tier copy the restore found superseded by a newer copy of the same
+ * message (a crash between producing the newer copy and committing). */
 static int
 already_chained(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_msg_t *m = &a->msg;
-        if (part->tier != 0 ||
-            !kretry_chains_has(&src->chains, m->rkm->key, m->rkm->key_len,
-                               m->orig_offset))
+        if (part->tier == 0
+                    ? !kretry_chains_has(&src->chains, m->rkm->key,
+                                         m->rkm->key_len, m->orig_offset)
+                    : !kretry_chains_superseded(&src->chains, part->tier,
+                                                m->rkm->offset))
                 return 0;
         atomic_fetch_add_explicit(&a->stats.duplicates, 1,
                                   memory_order_relaxed);

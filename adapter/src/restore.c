@@ -139,10 +139,15 @@ static void apply(kretry_adapter_t *a,
         if (rd_kafka_message_headers(m, &h))
                 return;
         kretry_chain_decode(h, &c);
-        if (c.orig_offset_ok)
-                kretry_chains_add(&src->chains, m->key, m->key_len,
-                                  c.orig_offset, rp->tier,
-                                  c.due_ok ? c.due_ts : 0);
+        if (!c.orig_offset_ok)
+                return;
+        /* A malformed attempt ranks below every valid one. */
+        kretry_pending_t copy = {.orig_offset = c.orig_offset,
+                                 .due_ts      = c.due_ok ? c.due_ts : 0,
+                                 .copy_offset = m->offset,
+                                 .tier        = rp->tier,
+                                 .attempt     = c.attempt_ok ? c.attempt : -1};
+        kretry_chains_restore(&src->chains, m->key, m->key_len, &copy);
 }
 
 static restore_part_t *find(rd_kafka_topic_partition_list_t *l,
