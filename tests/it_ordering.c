@@ -200,6 +200,12 @@ static void see_dlq(const rd_kafka_message_t *m, void *opaque) {
                 d->followers_hdr = atoi(b);
 }
 
+static kretry_adapter_t *park_key_adapter(it_env_t *env, const char *attempts) {
+        return it_adapter(it_conf(env, "ordering", "key",
+                                  "ordering.on.dead.letter", "park_key",
+                                  "retry.max.attempts", attempts, NULL));
+}
+
 /* park_key: the followers of a dead-lettered head go to the DLQ without a
  * handler call, until a replayed message of the key arrives. */
 static void test_dead_letter_park_key(void) {
@@ -208,9 +214,7 @@ static void test_dead_letter_park_key(void) {
         produce_k(env, "K", "ok-f1", NULL, NULL);
         produce_k(env, "K", "ok-f2", NULL, NULL);
         produce_k(env, "L", "ok-other", NULL, NULL);
-        kretry_adapter_t *a = it_adapter(
-                it_conf(env, "ordering", "key", "ordering.on.dead.letter",
-                        "park_key", "retry.max.attempts", "3", NULL));
+        kretry_adapter_t *a = park_key_adapter(env, "3");
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 3, 20000));
         KT_ASSERT_INT_EQ(
                 kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PARKED, 0), 2);
@@ -241,9 +245,7 @@ static void test_replay_into_tier_lifts_park(void) {
         it_env_t *env = it_env_new("50ms", 1);
         produce_k(env, "K", "always-h", NULL, NULL);
         produce_k(env, "K", "ok-f1", NULL, NULL);
-        kretry_adapter_t *a = it_adapter(
-                it_conf(env, "ordering", "key", "ordering.on.dead.letter",
-                        "park_key", "retry.max.attempts", "2", NULL));
+        kretry_adapter_t *a = park_key_adapter(env, "2");
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_EXHAUSTED, 1, 20000));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
         /* The head's DLQ copy, replayed into tier 1 as the CLI writes it. */
@@ -480,6 +482,53 @@ static void test_chain_rebuilt(void) {
         it_env_destroy(env);
 }
 
+/* park_key across instances: a new instance rebuilds the park from the DLQ
+ * (the head's kretry-parked-followers copy, the parked followers), so the
+ * key's next message is dead-lettered after it, not handled out of order;
+ * once a replayed message of the key lifted the park, the next instance
+ * sees it on the source above the DLQ's evidence and does not park the key
+ * again. */
+/* Stop @p a, produce a message of K and one of L, start a new instance. */
+static kretry_adapter_t *restart_with(it_env_t *env,
+                                      kretry_adapter_t *a,
+                                      const char *k_value,
+                                      const char *l_value) {
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        produce_k(env, "K", k_value, NULL, NULL);
+        produce_k(env, "L", l_value, NULL, NULL);
+        env->call_cnt = 0;
+        return park_key_adapter(env, "2");
+}
+
+static void test_park_rebuilt(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        produce_k(env, "K", "always-h", NULL, NULL);
+        produce_k(env, "K", "ok-f1", NULL, NULL);
+        produce_k(env, "L", "always-l", NULL, NULL);
+        kretry_adapter_t *a = park_key_adapter(env, "2");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_EXHAUSTED, 2, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
+
+        /* Restarted: K and L are still parked. */
+        a = restart_with(env, a, "ok-late", "ok-late-l");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 2, 20000));
+        KT_ASSERT(call_at(env, "ok-late", 0) < 0);
+        KT_ASSERT(call_at(env, "ok-late-l", 0) < 0);
+        /* A replay of K lifts K's park (L's stays). */
+        produce_k(env, "K", "ok-replayed", "kretry-replay-count", "1");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+
+        /* Restarted again: K flows, L is still parked. */
+        a = restart_with(env, a, "ok-after", "ok-after-l");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
+        KT_ASSERT(call_at(env, "ok-after", 0) >= 0);
+        KT_ASSERT(call_at(env, "ok-after-l", 0) < 0);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* A second instance joins mid-run: per-key order still holds across the
  * handover (chains rebuilt by the new owner), nothing is lost. */
 static void test_key_order_rebalance(void) {
@@ -531,6 +580,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_overtaken_retry),
                 KT_TEST(test_chain_rebuilt),
                 KT_TEST(test_superseded_copy_is_duplicate),
+                KT_TEST(test_park_rebuilt),
                 KT_TEST(test_restore_below_log_start),
                 KT_TEST(test_key_order_rebalance),
                 KT_END};

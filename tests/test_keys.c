@@ -157,6 +157,37 @@ static void test_chain_park_key(void) {
         kretry_chains_free(&c);
 }
 
+/* What a new message (offset 20) of @p key gets. */
+static kretry_chain_decision_t later(kretry_chains_t *c, const char *key) {
+        return kretry_chains_decide(c, key, strlen(key), 20, NULL);
+}
+
+/* Parks rebuilt from DLQ copies; a replayed message lifts a park only when
+ * it came after the newest copy that parked the key. */
+static void test_chain_park_evidence(void) {
+        kretry_chains_t c;
+        kretry_chains_init(&c);
+        KT_ASSERT_INT_EQ(kretry_chains_parked_from(&c), -1);
+        /* K: head 3 (parked-followers) and a parked follower 7, read in
+         * any order; L: head 5. */
+        KT_REQUIRE(kretry_chains_park_evidence(&c, "K", 1, 7) == 0);
+        KT_REQUIRE(kretry_chains_park_evidence(&c, "K", 1, 3) == 0);
+        KT_REQUIRE(kretry_chains_park_evidence(&c, "L", 1, 5) == 0);
+        KT_ASSERT_INT_EQ(kretry_chains_parked_from(&c), 5);
+        KT_ASSERT_INT_EQ(later(&c, "K"), KRETRY_CHAIN_DEAD);
+        /* A replay of K at 6 came before the follower 7 was parked: the
+         * key was parked again since. One at 8 lifted it. */
+        kretry_chains_replayed(&c, "K", 1, 6);
+        KT_ASSERT_INT_EQ(later(&c, "K"), KRETRY_CHAIN_DEAD);
+        kretry_chains_replayed(&c, "K", 1, 8);
+        KT_ASSERT_INT_EQ(later(&c, "K"), KRETRY_CHAIN_HANDLE);
+        /* A replay of another key lifts nothing. */
+        kretry_chains_replayed(&c, "M", 1, 9);
+        KT_ASSERT_INT_EQ(later(&c, "L"), KRETRY_CHAIN_DEAD);
+        KT_ASSERT_INT_EQ(kretry_chains_keys(&c), 1);
+        kretry_chains_free(&c);
+}
+
 /* The restore keeps the newest copy of a message and remembers the
  * others, in whatever order the tiers are read. */
 static void test_chain_restore_superseded(void) {
@@ -268,6 +299,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_keymap_churn),
                 KT_TEST(test_chain_order),
                 KT_TEST(test_chain_park_key),
+                KT_TEST(test_chain_park_evidence),
                 KT_TEST(test_chain_restore_superseded),
                 KT_TEST(test_versions),
                 KT_TEST(test_version_codec),

@@ -218,6 +218,38 @@ kretry_chains_park(kretry_chains_t *c, const void *key, size_t len, int on) {
         return on && k->cnt > 0 ? (size_t)k->cnt - 1 : 0;
 }
 
+int kretry_chains_park_evidence(kretry_chains_t *c,
+                                const void *key,
+                                size_t len,
+                                int64_t orig_offset) {
+        kretry_chain_key_t *k = kretry_keymap_put(&c->map, key, len, NULL);
+        if (!k)
+                return -1;
+        if (!k->parked || orig_offset > k->parked_at)
+                k->parked_at = orig_offset;
+        k->parked = 1;
+        return 0;
+}
+
+int64_t kretry_chains_parked_from(const kretry_chains_t *c) {
+        size_t pos   = 0;
+        int64_t from = -1;
+        const kretry_chain_key_t *k;
+        while ((k = kretry_keymap_next(&c->map, &pos, NULL, NULL)))
+                if (k->parked && (from < 0 || k->parked_at < from))
+                        from = k->parked_at;
+        return from;
+}
+
+void kretry_chains_replayed(kretry_chains_t *c,
+                            const void *key,
+                            size_t len,
+                            int64_t offset) {
+        kretry_chain_key_t *k = kretry_keymap_get(&c->map, key, len);
+        if (k && k->parked && offset > k->parked_at)
+                kretry_chains_park(c, key, len, 0);
+}
+
 size_t kretry_chains_keys(const kretry_chains_t *c) {
         return c->map.cnt;
 }

@@ -32,8 +32,10 @@ typedef struct {
         int cnt, cap;
         kretry_pending_t one; /* inline storage while cap <= 1 */
         kretry_pending_t *many;
-        int parked;            /* park_key: the key's head was dead-lettered */
-        int64_t dead_lettered; /* messages of the key sent after it */
+        int parked; /* park_key: the key's head was dead-lettered */
+        /* Restore: the highest original offset among the DLQ copies that
+         * parked the key; a replayed message above it lifted the park. */
+        int64_t parked_at;
 } kretry_chain_key_t;
 
 typedef struct {
@@ -110,6 +112,26 @@ void kretry_chains_remove(kretry_chains_t *c,
  * pending when it was marked. */
 size_t
 kretry_chains_park(kretry_chains_t *c, const void *key, size_t len, int on);
+
+/* The restore found a DLQ copy that parks the key (the head's, with
+ * kretry-parked-followers, or a parked follower's) of the message at
+ * @p orig_offset. Returns 0, or -1 when out of memory. */
+int kretry_chains_park_evidence(kretry_chains_t *c,
+                                const void *key,
+                                size_t len,
+                                int64_t orig_offset);
+
+/* The lowest original offset among the parks the restore rebuilt, or -1:
+ * only a replayed message above it can have lifted one. */
+int64_t kretry_chains_parked_from(const kretry_chains_t *c);
+
+/* The restore found a replayed message of the key at source offset
+ * @p offset, handled before the assignment: it lifted a park whose evidence
+ * is older (a lower original offset). */
+void kretry_chains_replayed(kretry_chains_t *c,
+                            const void *key,
+                            size_t len,
+                            int64_t offset);
 
 size_t kretry_chains_keys(const kretry_chains_t *c);
 
