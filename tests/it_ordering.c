@@ -482,6 +482,31 @@ static void test_chain_rebuilt(void) {
         it_env_destroy(env);
 }
 
+/* A malformed copy superseded by a valid newer copy of the same message
+ * is dead-lettered (class schema) without taking the newer copy's place in
+ * the chain: the key's next message still waits for the head (due well
+ * after the group join, so it is still held when that message arrives). */
+static void test_malformed_superseded_copy(void) {
+        it_env_t *env = it_env_new("50ms,100ms", 1);
+        produce_k(env, "K", "ok-h", NULL, NULL);
+        commit_at(env, env->source, 1);
+        char due[24];
+        snprintf(due, sizeof(due), "%lld", (long long)(kt_now_ms() + 12000));
+        produce_copy(env, 1, "K", "ok-h", "kretry-attempt", "x", "kretry-tier",
+                     "1", "kretry-due-ts", "0", "kretry-original-offset", "0",
+                     NULL);
+        produce_copy(env, 2, "K", "ok-h", "kretry-attempt", "2", "kretry-tier",
+                     "2", "kretry-due-ts", due, "kretry-original-offset", "0",
+                     "kretry-error-class", "transient", NULL);
+        kretry_adapter_t *a = it_adapter(it_conf(env, "ordering", "key", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_SCHEMA, 1, 20000));
+        produce_k(env, "K", "ok-f", NULL, NULL);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        KT_ASSERT(call_at(env, "ok-f", 0) > call_at(env, "ok-h", 0));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* park_key across instances: a new instance rebuilds the park from the DLQ
  * (the head's kretry-parked-followers copy, the parked followers), so the
  * key's next message is dead-lettered after it, not handled out of order;
@@ -580,6 +605,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_overtaken_retry),
                 KT_TEST(test_chain_rebuilt),
                 KT_TEST(test_superseded_copy_is_duplicate),
+                KT_TEST(test_malformed_superseded_copy),
                 KT_TEST(test_park_rebuilt),
                 KT_TEST(test_restore_below_log_start),
                 KT_TEST(test_key_order_rebalance),

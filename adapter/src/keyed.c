@@ -201,6 +201,12 @@ int64_t kretry_keyed_failed(kretry_adapter_t *a,
                 return -1;
         const void *key = m->rkm->key;
         size_t len      = m->rkm->key_len;
+        /* A superseded copy dead-lettered as malformed before it could be
+         * acknowledged as a duplicate: the newer copy keeps the message's
+         * place in the chain. */
+        if (part->tier > 0 &&
+            kretry_chains_superseded(&src->chains, part->tier, m->rkm->offset))
+                return -1;
         if (dest > 0) {
                 kretry_chains_add(&src->chains, key, len, m->orig_offset, dest,
                                   due_ts);
