@@ -37,7 +37,7 @@ static void capture_log(kretry_log_level_t level,
         pthread_mutex_lock(&logs.lock);
         if (logs.cnt < LOG_MAX) {
                 logs.lines[logs.cnt].level = (int)level;
-                logs.lines[logs.cnt].at    = kt_now_ms();
+                logs.lines[logs.cnt].at    = kt_wall_ms();
                 snprintf(logs.lines[logs.cnt].msg, sizeof(logs.lines[0].msg),
                          "%s", msg);
                 logs.cnt++;

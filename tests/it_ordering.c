@@ -4,7 +4,9 @@
  * versions, and both states rebuilt by a new instance.
  */
 #include "it_harness.h"
+#include "replay_headers.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +141,21 @@ static void produce_k(it_env_t *env,
         it_produce(env, 0, key, value, h);
 }
 
+/* A message on partition 0 of tier @p tier (0: the DLQ) as kretry or a
+ * replay writes it, its headers given as name/value pairs ending with NULL. */
+static void
+produce_copy(it_env_t *env, int tier, const char *key, const char *value, ...) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+        va_list ap;
+        va_start(ap, value);
+        const char *n;
+        while ((n = va_arg(ap, const char *)))
+                rd_kafka_header_add(h, n, -1, va_arg(ap, const char *), -1);
+        va_end(ap);
+        KT_REQUIRE(kt_produce(env->c, tier ? env->tiers[tier - 1] : env->dlq, 0,
+                              key, strlen(key), value, strlen(value), h) == 0);
+}
+
 /* continue: a key whose head dead-letters goes on with its next message,
  * which waited behind the head; other keys never waited. */
 static void test_dead_letter_continue(void) {
@@ -183,6 +200,12 @@ static void see_dlq(const rd_kafka_message_t *m, void *opaque) {
                 d->followers_hdr = atoi(b);
 }
 
+static kretry_adapter_t *park_key_adapter(it_env_t *env, const char *attempts) {
+        return it_adapter(it_conf(env, "ordering", "key",
+                                  "ordering.on.dead.letter", "park_key",
+                                  "retry.max.attempts", attempts, NULL));
+}
+
 /* park_key: the followers of a dead-lettered head go to the DLQ without a
  * handler call, until a replayed message of the key arrives. */
 static void test_dead_letter_park_key(void) {
@@ -191,9 +214,7 @@ static void test_dead_letter_park_key(void) {
         produce_k(env, "K", "ok-f1", NULL, NULL);
         produce_k(env, "K", "ok-f2", NULL, NULL);
         produce_k(env, "L", "ok-other", NULL, NULL);
-        kretry_adapter_t *a = it_adapter(
-                it_conf(env, "ordering", "key", "ordering.on.dead.letter",
-                        "park_key", "retry.max.attempts", "3", NULL));
+        kretry_adapter_t *a = park_key_adapter(env, "3");
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 3, 20000));
         KT_ASSERT_INT_EQ(
                 kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PARKED, 0), 2);
@@ -214,6 +235,60 @@ static void test_dead_letter_park_key(void) {
                          4);
         KT_ASSERT_INT_EQ(d.parked, 3);
         KT_ASSERT_INT_EQ(d.followers_hdr, 2);
+        it_env_destroy(env);
+}
+
+/* park_key: a replay of the key into a tier (dlq replay --to tier:1) lifts
+ * the park when the replayed copy arrives there; it is handled, not
+ * dead-lettered again as parked, and the key's next message flows. */
+static void test_replay_into_tier_lifts_park(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        produce_k(env, "K", "always-h", NULL, NULL);
+        produce_k(env, "K", "ok-f1", NULL, NULL);
+        kretry_adapter_t *a = park_key_adapter(env, "2");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_EXHAUSTED, 1, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
+        /* The head's DLQ copy, replayed into tier 1 as the CLI writes it. */
+        rd_kafka_headers_t *dlq = rd_kafka_headers_new(4);
+        rd_kafka_header_add(dlq, "kretry-attempt", -1, "2", -1);
+        rd_kafka_header_add(dlq, "kretry-original-partition", -1, "0", -1);
+        rd_kafka_header_add(dlq, "kretry-original-offset", -1, "0", -1);
+        rd_kafka_header_add(dlq, "kretry-error-class", -1, "exhausted", -1);
+        rd_kafka_headers_t *h =
+                kretry_replay_headers(dlq, kt_now_ms(), 1, env->source);
+        rd_kafka_headers_destroy(dlq);
+        KT_REQUIRE(kt_produce(env->c, env->tiers[0], 0, "K", 1, "ok-replayed",
+                              11, h) == 0);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        KT_ASSERT(call_at(env, "ok-replayed", 0) >= 0);
+        produce_k(env, "K", "ok-after", NULL, NULL);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        KT_ASSERT(call_at(env, "ok-after", 0) > call_at(env, "ok-replayed", 0));
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PARKED, 0), 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* A tier copy with a malformed kretry-attempt but a valid original offset
+ * is restored as its key's head; dead-lettering it (class schema) resolves
+ * its chain entry, so the key's next message is handled instead of being
+ * parked behind it again and again. */
+static void test_malformed_head_leaves_chain(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        produce_copy(env, 1, "K", "ok-bad", "kretry-attempt", "x",
+                     "kretry-tier", "1", "kretry-due-ts", "0",
+                     "kretry-original-offset", "0", NULL);
+        produce_k(env, "L", "ok-other", NULL, NULL);
+        produce_k(env, "K", "ok-f", NULL, NULL);
+        kretry_adapter_t *a = it_adapter(it_conf(env, "ordering", "key", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_SCHEMA, 1, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 15000));
+        KT_ASSERT(call_at(env, "ok-f", 0) >= 0);
+        KT_ASSERT(call_at(env, "ok-bad", 0) < 0);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_CHAIN_KEYS, 0), 0);
+        kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
 
@@ -284,6 +359,101 @@ static void test_overtaken_retry(void) {
         it_env_destroy(env);
 }
 
+/* Commit @p offset on partition 0 of @p topic for the test's group, from
+ * a client that never joins it; returns the partition's log start. */
+static int64_t commit_at(it_env_t *env, const char *topic, int64_t offset) {
+        rd_kafka_conf_t *conf = kt_rdkafka_conf(env->c);
+        rd_kafka_conf_set(conf, "group.id", env->group, NULL, 0);
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, NULL, 0);
+        KT_REQUIRE(rk != NULL);
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, topic, 0)->offset = offset;
+        KT_REQUIRE(rd_kafka_commit(rk, l, 0) == 0);
+        rd_kafka_topic_partition_list_destroy(l);
+        int64_t lo = -1, hi = -1;
+        KT_REQUIRE(rd_kafka_query_watermark_offsets(rk, topic, 0, &lo, &hi,
+                                                    10000) == 0);
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        return lo;
+}
+
+/* The group's committed offset in a tier lies below the log start (the
+ * mock drops a partition's oldest data past 5 MiB, as retention would):
+ * the restore reads from the log start — K's head, written after the
+ * dropped data, is restored and K's next message parks behind it — and
+ * does not wait restore.timeout.ms for an end it never reaches (with
+ * auto.offset.reset=latest the out-of-range fetch went to the end). */
+static void test_restore_below_log_start(void) {
+        it_env_t *env = it_env_new("60s", 1);
+        if (!kt_cluster_mock(env->c)) {
+                it_env_destroy(env); /* a real cluster keeps its data */
+                return;
+        }
+        char due[24], orig[24];
+        snprintf(due, sizeof(due), "%lld", (long long)(kt_now_ms() + 60000));
+        static char big[900000];
+        memset(big, 'x', sizeof(big) - 1);
+        for (int i = 0; i < 7; i++) {
+                snprintf(orig, sizeof(orig), "%d", 100 + i);
+                produce_copy(env, 1, "fill", big, "kretry-attempt", "1",
+                             "kretry-tier", "1", "kretry-due-ts", due,
+                             "kretry-original-offset", orig, NULL);
+        }
+        produce_copy(env, 1, "K", "ok-head", "kretry-attempt", "1",
+                     "kretry-tier", "1", "kretry-due-ts", due,
+                     "kretry-original-offset", "0", NULL);
+        KT_REQUIRE(commit_at(env, env->tiers[0], 0) > 0);
+        produce_k(env, "L", "ok-other", NULL, NULL);
+        produce_k(env, "K", "ok-f", NULL, NULL);
+        commit_at(env, env->source, 0);
+        int64_t t0          = kt_now_ms();
+        kretry_adapter_t *a = it_adapter(
+                it_conf(env, "ordering", "key", "auto.offset.reset", "latest",
+                        "restore.timeout.ms", "30000", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_FORWARDED, 1, 15000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 15000));
+        KT_ASSERT(call_at(env, "ok-other", 0) >= 0);
+        KT_ASSERT(call_at(env, "ok-f", 0) < 0);
+        fprintf(stderr, "  restored and parked in %lld ms\n",
+                (long long)(kt_now_ms() - t0));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* After a crash between producing a head's copy to tier 2 and committing
+ * its tier 1 offset, both copies wait above the committed offsets, with
+ * the follower parked behind the head in tier 1. The restore keeps the
+ * newest copy (attempt 2) as the head; the older one is acknowledged as a
+ * duplicate, never handled: the head is handled once, before its
+ * follower. */
+static void test_superseded_copy_is_duplicate(void) {
+        it_env_t *env = it_env_new("50ms,100ms", 1);
+        produce_k(env, "K", "ok-h", NULL, NULL);
+        produce_k(env, "K", "ok-f", NULL, NULL);
+        commit_at(env, env->source, 2);
+        produce_copy(env, 1, "K", "ok-h", "kretry-attempt", "1", "kretry-tier",
+                     "1", "kretry-due-ts", "0", "kretry-original-offset", "0",
+                     "kretry-error-class", "transient", NULL);
+        produce_copy(env, 1, "K", "ok-f", "kretry-attempt", "0", "kretry-tier",
+                     "1", "kretry-due-ts", "0", "kretry-original-offset", "1",
+                     "kretry-error-class", "parked", NULL);
+        produce_copy(env, 2, "K", "ok-h", "kretry-attempt", "2", "kretry-tier",
+                     "2", "kretry-due-ts", "0", "kretry-original-offset", "0",
+                     "kretry-error-class", "transient", NULL);
+        kretry_adapter_t *a = it_adapter(it_conf(env, "ordering", "key", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DUPLICATES, 1, 20000));
+        const it_call_t *c[4];
+        KT_ASSERT_INT_EQ(it_calls_for(env, "ok-h", c, 4), 1);
+        KT_ASSERT_INT_EQ(c[0]->attempt, 3);
+        KT_ASSERT(call_at(env, "ok-f", 0) > call_at(env, "ok-h", 0));
+        KT_ASSERT_INT_EQ(env->routes[KRETRY_ROUTE_DUPLICATE], 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* A new instance rebuilds the key chains from the tiers: a message that
  * arrives on the source after a restart still waits for its key's head,
  * which sits in a tier (without the rebuild it would be handled first). */
@@ -308,6 +478,78 @@ static void test_chain_rebuilt(void) {
         KT_CHECK_MSG(head < fol && fol < late, CU_FALSE,
                      "calls: head %d, follower %d, late %d", head, fol, late);
         KT_ASSERT_INT_EQ(env->calls[head].attempt, 2);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* A malformed copy superseded by a valid newer copy of the same message
+ * is dead-lettered (class schema) without taking the newer copy's place in
+ * the chain: the key's next message still waits for the head (due well
+ * after the group join, so it is still held when that message arrives). */
+static void test_malformed_superseded_copy(void) {
+        it_env_t *env = it_env_new("50ms,100ms", 1);
+        produce_k(env, "K", "ok-h", NULL, NULL);
+        commit_at(env, env->source, 1);
+        char due[24];
+        snprintf(due, sizeof(due), "%lld", (long long)(kt_now_ms() + 12000));
+        produce_copy(env, 1, "K", "ok-h", "kretry-attempt", "x", "kretry-tier",
+                     "1", "kretry-due-ts", "0", "kretry-original-offset", "0",
+                     NULL);
+        produce_copy(env, 2, "K", "ok-h", "kretry-attempt", "2", "kretry-tier",
+                     "2", "kretry-due-ts", due, "kretry-original-offset", "0",
+                     "kretry-error-class", "transient", NULL);
+        kretry_adapter_t *a = it_adapter(it_conf(env, "ordering", "key", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_SCHEMA, 1, 20000));
+        produce_k(env, "K", "ok-f", NULL, NULL);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        KT_ASSERT(call_at(env, "ok-f", 0) > call_at(env, "ok-h", 0));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* park_key across instances: a new instance rebuilds the park from the DLQ
+ * (the head's kretry-parked-followers copy, the parked followers), so the
+ * key's next message is dead-lettered after it, not handled out of order;
+ * once a replayed message of the key lifted the park, the next instance
+ * sees it on the source above the DLQ's evidence and does not park the key
+ * again. */
+/* Stop @p a, produce a message of K and one of L, start a new instance. */
+static kretry_adapter_t *restart_with(it_env_t *env,
+                                      kretry_adapter_t *a,
+                                      const char *k_value,
+                                      const char *l_value) {
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        produce_k(env, "K", k_value, NULL, NULL);
+        produce_k(env, "L", l_value, NULL, NULL);
+        env->call_cnt = 0;
+        return park_key_adapter(env, "2");
+}
+
+static void test_park_rebuilt(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        produce_k(env, "K", "always-h", NULL, NULL);
+        produce_k(env, "K", "ok-f1", NULL, NULL);
+        produce_k(env, "L", "always-l", NULL, NULL);
+        kretry_adapter_t *a = park_key_adapter(env, "2");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_EXHAUSTED, 2, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
+
+        /* Restarted: K and L are still parked. */
+        a = restart_with(env, a, "ok-late", "ok-late-l");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 2, 20000));
+        KT_ASSERT(call_at(env, "ok-late", 0) < 0);
+        KT_ASSERT(call_at(env, "ok-late-l", 0) < 0);
+        /* A replay of K lifts K's park (L's stays). */
+        produce_k(env, "K", "ok-replayed", "kretry-replay-count", "1");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+
+        /* Restarted again: K flows, L is still parked. */
+        a = restart_with(env, a, "ok-after", "ok-after-l");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
+        KT_ASSERT(call_at(env, "ok-after", 0) >= 0);
+        KT_ASSERT(call_at(env, "ok-after-l", 0) < 0);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
@@ -357,9 +599,15 @@ int main(int argc, char **argv) {
                 KT_TEST(test_key_order_under_failures),
                 KT_TEST(test_dead_letter_continue),
                 KT_TEST(test_dead_letter_park_key),
+                KT_TEST(test_replay_into_tier_lifts_park),
+                KT_TEST(test_malformed_head_leaves_chain),
                 KT_TEST(test_versions),
                 KT_TEST(test_overtaken_retry),
                 KT_TEST(test_chain_rebuilt),
+                KT_TEST(test_superseded_copy_is_duplicate),
+                KT_TEST(test_malformed_superseded_copy),
+                KT_TEST(test_park_rebuilt),
+                KT_TEST(test_restore_below_log_start),
                 KT_TEST(test_key_order_rebalance),
                 KT_END};
         return kt_main("it_ordering", tests, argc, argv);

@@ -1,5 +1,6 @@
 /* Unit tests of the per-partition key stores: the hash map, the ordering
  * chains and the version store. */
+#include "adapter_int.h"
 #include "keychain.h"
 #include "keymap.h"
 #include "testutil.h"
@@ -96,6 +97,10 @@ static void test_chain_order(void) {
         KT_ASSERT(kretry_chains_has(&c, "K", 1, 12));
         KT_ASSERT(!kretry_chains_has(&c, "K", 1, 13));
         KT_ASSERT(!kretry_chains_has(&c, "L", 1, 12));
+        /* Only the head has nothing pending before it. */
+        KT_ASSERT(!kretry_chains_before(&c, "K", 1, 10));
+        KT_ASSERT(kretry_chains_before(&c, "K", 1, 12));
+        KT_ASSERT(!kretry_chains_before(&c, "L", 1, 12));
         KT_ASSERT_INT_EQ(c.pending, 3);
         /* The head moves to tier 2; re-adding updates, never duplicates. */
         KT_REQUIRE(kretry_chains_add(&c, "K", 1, 10, 2, 5000) == 0);
@@ -152,6 +157,79 @@ static void test_chain_park_key(void) {
         kretry_chains_free(&c);
 }
 
+/* What a new message (offset 20) of @p key gets. */
+static kretry_chain_decision_t later(kretry_chains_t *c, const char *key) {
+        return kretry_chains_decide(c, key, strlen(key), 20, NULL);
+}
+
+/* Parks rebuilt from DLQ copies; a replayed message lifts a park only when
+ * it came after the newest copy that parked the key. */
+static void test_chain_park_evidence(void) {
+        kretry_chains_t c;
+        kretry_chains_init(&c);
+        KT_ASSERT_INT_EQ(kretry_chains_parked_from(&c), -1);
+        /* K: head 3 (parked-followers) and a parked follower 7, read in
+         * any order; L: head 5. */
+        KT_REQUIRE(kretry_chains_park_evidence(&c, "K", 1, 7) == 0);
+        KT_REQUIRE(kretry_chains_park_evidence(&c, "K", 1, 3) == 0);
+        KT_REQUIRE(kretry_chains_park_evidence(&c, "L", 1, 5) == 0);
+        KT_ASSERT_INT_EQ(kretry_chains_parked_from(&c), 5);
+        KT_ASSERT_INT_EQ(later(&c, "K"), KRETRY_CHAIN_DEAD);
+        /* A replay of K at 6 came before the follower 7 was parked: the
+         * key was parked again since. One at 8 lifted it. */
+        kretry_chains_replayed(&c, "K", 1, 6);
+        KT_ASSERT_INT_EQ(later(&c, "K"), KRETRY_CHAIN_DEAD);
+        kretry_chains_replayed(&c, "K", 1, 8);
+        KT_ASSERT_INT_EQ(later(&c, "K"), KRETRY_CHAIN_HANDLE);
+        /* A replay of another key lifts nothing. */
+        kretry_chains_replayed(&c, "M", 1, 9);
+        KT_ASSERT_INT_EQ(later(&c, "L"), KRETRY_CHAIN_DEAD);
+        KT_ASSERT_INT_EQ(kretry_chains_keys(&c), 1);
+        kretry_chains_free(&c);
+}
+
+/* The restore keeps the newest copy of a message and remembers the
+ * others, in whatever order the tiers are read. */
+static void test_chain_restore_superseded(void) {
+        kretry_chains_t c;
+        kretry_chains_init(&c);
+        /* orig, due, copy offset, tier, attempt */
+        const kretry_pending_t t2 = {10, 900, 4, 2, 2};
+        const kretry_pending_t t1 = {10, 500, 7, 1, 1};
+        KT_REQUIRE(kretry_chains_restore(&c, "K", 1, &t2) == 0);
+        KT_REQUIRE(kretry_chains_restore(&c, "K", 1, &t1) == 0);
+        kretry_pending_t head;
+        KT_ASSERT_INT_EQ(kretry_chains_decide(&c, "K", 1, 11, &head),
+                         KRETRY_CHAIN_PARK);
+        KT_ASSERT_INT_EQ(head.tier, 2);
+        KT_ASSERT_INT_EQ(head.due_ts, 900);
+        KT_ASSERT_INT_EQ(c.pending, 1);
+        /* Parked twice into tier 1 with the same attempt: the later
+         * offset is current, read first or last. */
+        const kretry_pending_t p1 = {12, 500, 8, 1, 0};
+        const kretry_pending_t p2 = {12, 900, 9, 1, 0};
+        KT_REQUIRE(kretry_chains_restore(&c, "K", 1, &p1) == 0);
+        KT_REQUIRE(kretry_chains_restore(&c, "K", 1, &p2) == 0);
+        KT_ASSERT_INT_EQ(c.pending, 2);
+        /* Superseded: tier 1 offsets 7 and 8, each once; the current
+         * copies are not. */
+        KT_ASSERT(!kretry_chains_superseded(&c, 2, 4));
+        KT_ASSERT(!kretry_chains_superseded(&c, 1, 9));
+        KT_ASSERT(!kretry_chains_superseded(&c, 2, 7));
+        KT_ASSERT(kretry_chains_superseded(&c, 1, 7));
+        KT_ASSERT(kretry_chains_superseded(&c, 1, 8));
+        KT_ASSERT(!kretry_chains_superseded(&c, 1, 7));
+        /* Across tiers with the same attempt, the later due time wins. */
+        const kretry_pending_t q1 = {20, 800, 3, 2, 0};
+        const kretry_pending_t q2 = {20, 700, 5, 1, 0};
+        KT_REQUIRE(kretry_chains_restore(&c, "L", 1, &q1) == 0);
+        KT_REQUIRE(kretry_chains_restore(&c, "L", 1, &q2) == 0);
+        KT_ASSERT(kretry_chains_superseded(&c, 1, 5));
+        kretry_chains_clear(&c);
+        KT_ASSERT_INT_EQ(c.superseded.cnt, 0);
+        kretry_chains_free(&c);
+}
+
 static void test_versions(void) {
         kretry_versions_t v;
         kretry_versions_init(&v);
@@ -202,13 +280,30 @@ static void test_version_codec(void) {
                          -1);
 }
 
+/* The restore's start in a tier partition holding [lo, hi). */
+static void test_restore_start(void) {
+        /* From the committed offset; none: from the log start. */
+        KT_ASSERT_INT_EQ(kretry_restore_start(12, 10, 20), 12);
+        KT_ASSERT_INT_EQ(kretry_restore_start(-1001, 10, 20), 10);
+        /* Retention deleted unread copies: clamped to the log start. */
+        KT_ASSERT_INT_EQ(kretry_restore_start(3, 10, 20), 10);
+        /* Nothing left to read: at the end, past it, or an empty log. */
+        KT_ASSERT_INT_EQ(kretry_restore_start(20, 10, 20), -1);
+        KT_ASSERT_INT_EQ(kretry_restore_start(25, 10, 20), -1);
+        KT_ASSERT_INT_EQ(kretry_restore_start(3, 20, 20), -1);
+}
+
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {KT_TEST(test_keymap_basic),
-                                          KT_TEST(test_keymap_churn),
-                                          KT_TEST(test_chain_order),
-                                          KT_TEST(test_chain_park_key),
-                                          KT_TEST(test_versions),
-                                          KT_TEST(test_version_codec),
-                                          KT_END};
+        static const kt_test_t tests[] = {
+                KT_TEST(test_keymap_basic),
+                KT_TEST(test_keymap_churn),
+                KT_TEST(test_chain_order),
+                KT_TEST(test_chain_park_key),
+                KT_TEST(test_chain_park_evidence),
+                KT_TEST(test_chain_restore_superseded),
+                KT_TEST(test_versions),
+                KT_TEST(test_version_codec),
+                KT_TEST(test_restore_start),
+                KT_END};
         return kt_main("keys", tests, argc, argv);
 }

@@ -300,5 +300,11 @@ void kretry_keepalive_stop(kretry_adapter_t *a);
 void kretry_restore(kretry_adapter_t *a,
                     const rd_kafka_topic_partition_list_t *l);
 void kretry_restore_destroy(kretry_adapter_t *a);
+/* Where the restore reads a partition whose log holds [@p lo, @p hi) from,
+ * given the group's @p committed offset (< 0: none): the committed offset,
+ * clamped to the log start when retention deleted what it points at (as
+ * kretry stats counts), or -1 when nothing is left to read (also a
+ * committed offset at or past the end). */
+int64_t kretry_restore_start(int64_t committed, int64_t lo, int64_t hi);
 
 #endif

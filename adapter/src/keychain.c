@@ -14,6 +14,7 @@ static kretry_pending_t *items(kretry_chain_key_t *k) {
 
 void kretry_chains_init(kretry_chains_t *c) {
         kretry_keymap_init(&c->map, sizeof(kretry_chain_key_t));
+        kretry_keymap_init(&c->superseded, 1);
         c->pending = 0;
 }
 
@@ -23,12 +24,14 @@ void kretry_chains_clear(kretry_chains_t *c) {
         while ((k = kretry_keymap_next(&c->map, &pos, NULL, NULL)))
                 key_free(k);
         kretry_keymap_clear(&c->map);
+        kretry_keymap_clear(&c->superseded);
         c->pending = 0;
 }
 
 void kretry_chains_free(kretry_chains_t *c) {
         kretry_chains_clear(c);
         kretry_keymap_free(&c->map);
+        kretry_keymap_free(&c->superseded);
 }
 
 kretry_chain_decision_t kretry_chains_decide(kretry_chains_t *c,
@@ -67,6 +70,14 @@ int kretry_chains_has(const kretry_chains_t *c,
         return 0;
 }
 
+int kretry_chains_before(const kretry_chains_t *c,
+                         const void *key,
+                         size_t len,
+                         int64_t orig_offset) {
+        kretry_chain_key_t *k = kretry_keymap_get(&c->map, key, len);
+        return k && k->cnt > 0 && items(k)[0].orig_offset < orig_offset;
+}
+
 static int reserve(kretry_chain_key_t *k) {
         if (k->cnt < (k->cap ? k->cap : 1))
                 return 0;
@@ -81,32 +92,92 @@ static int reserve(kretry_chain_key_t *k) {
         return 0;
 }
 
+/* The entry of @p orig_offset in the key's chain, inserted (*createdp = 1)
+ * when absent; NULL when out of memory. */
+static kretry_pending_t *entry(kretry_chains_t *c,
+                               const void *key,
+                               size_t len,
+                               int64_t orig_offset,
+                               int *createdp) {
+        kretry_chain_key_t *k = kretry_keymap_put(&c->map, key, len, NULL);
+        if (!k)
+                return NULL;
+        kretry_pending_t *it = items(k);
+        int i                = 0;
+        while (i < k->cnt && it[i].orig_offset < orig_offset)
+                i++;
+        *createdp = !(i < k->cnt && it[i].orig_offset == orig_offset);
+        if (!*createdp)
+                return &it[i];
+        if (reserve(k))
+                return NULL;
+        it = items(k);
+        memmove(&it[i + 1], &it[i], sizeof(*it) * (size_t)(k->cnt - i));
+        k->cnt++;
+        c->pending++;
+        return &it[i];
+}
+
 int kretry_chains_add(kretry_chains_t *c,
                       const void *key,
                       size_t len,
                       int64_t orig_offset,
                       int tier,
                       int64_t due_ts) {
-        kretry_chain_key_t *k = kretry_keymap_put(&c->map, key, len, NULL);
-        if (!k)
+        int created;
+        kretry_pending_t *p = entry(c, key, len, orig_offset, &created);
+        if (!p)
                 return -1;
-        kretry_pending_t *it = items(k);
-        int i                = 0;
-        while (i < k->cnt && it[i].orig_offset < orig_offset)
-                i++;
-        if (i < k->cnt && it[i].orig_offset == orig_offset) {
-                it[i].tier   = tier;
-                it[i].due_ts = due_ts;
+        *p = (kretry_pending_t){orig_offset, due_ts, -1, tier, -1};
+        return 0;
+}
+
+static int newer(const kretry_pending_t *x, const kretry_pending_t *y) {
+        if (x->attempt != y->attempt)
+                return x->attempt > y->attempt;
+        if (x->tier == y->tier)
+                return x->copy_offset > y->copy_offset;
+        return x->due_ts > y->due_ts;
+}
+
+/* Key of the superseded map: tier and offset, packed. */
+static size_t copy_id(unsigned char *id, int tier, int64_t offset) {
+        int32_t t = tier;
+        memcpy(id, &t, sizeof(t));
+        memcpy(id + sizeof(t), &offset, sizeof(offset));
+        return sizeof(t) + sizeof(offset);
+}
+
+static int supersede(kretry_chains_t *c, const kretry_pending_t *old) {
+        unsigned char id[12];
+        size_t n = copy_id(id, old->tier, old->copy_offset);
+        return kretry_keymap_put(&c->superseded, id, n, NULL) ? 0 : -1;
+}
+
+int kretry_chains_restore(kretry_chains_t *c,
+                          const void *key,
+                          size_t len,
+                          const kretry_pending_t *copy) {
+        int created;
+        kretry_pending_t *p = entry(c, key, len, copy->orig_offset, &created);
+        if (!p)
+                return -1;
+        if (created) {
+                *p = *copy;
                 return 0;
         }
-        if (reserve(k))
-                return -1;
-        it = items(k);
-        memmove(&it[i + 1], &it[i], sizeof(*it) * (size_t)(k->cnt - i));
-        it[i] = (kretry_pending_t){orig_offset, due_ts, tier};
-        k->cnt++;
-        c->pending++;
-        return 0;
+        if (!newer(copy, p))
+                return supersede(c, copy);
+        kretry_pending_t old = *p;
+        *p                   = *copy;
+        return supersede(c, &old);
+}
+
+int kretry_chains_superseded(kretry_chains_t *c, int tier, int64_t offset) {
+        unsigned char id[12];
+        size_t n = copy_id(id, tier, offset);
+        return c->superseded.cnt > 0 &&
+               kretry_keymap_del(&c->superseded, id, n);
 }
 
 void kretry_chains_remove(kretry_chains_t *c,
@@ -145,6 +216,38 @@ kretry_chains_park(kretry_chains_t *c, const void *key, size_t len, int on) {
                 return 0;
         }
         return on && k->cnt > 0 ? (size_t)k->cnt - 1 : 0;
+}
+
+int kretry_chains_park_evidence(kretry_chains_t *c,
+                                const void *key,
+                                size_t len,
+                                int64_t orig_offset) {
+        kretry_chain_key_t *k = kretry_keymap_put(&c->map, key, len, NULL);
+        if (!k)
+                return -1;
+        if (!k->parked || orig_offset > k->parked_at)
+                k->parked_at = orig_offset;
+        k->parked = 1;
+        return 0;
+}
+
+int64_t kretry_chains_parked_from(const kretry_chains_t *c) {
+        size_t pos   = 0;
+        int64_t from = -1;
+        const kretry_chain_key_t *k;
+        while ((k = kretry_keymap_next(&c->map, &pos, NULL, NULL)))
+                if (k->parked && (from < 0 || k->parked_at < from))
+                        from = k->parked_at;
+        return from;
+}
+
+void kretry_chains_replayed(kretry_chains_t *c,
+                            const void *key,
+                            size_t len,
+                            int64_t offset) {
+        kretry_chain_key_t *k = kretry_keymap_get(&c->map, key, len);
+        if (k && k->parked && offset > k->parked_at)
+                kretry_chains_park(c, key, len, 0);
 }
 
 size_t kretry_chains_keys(const kretry_chains_t *c) {

@@ -17,23 +17,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* One pending message and the copy of it that is current: the tier where
+ * it waits and, as the restore found it, the copy's attempt and offset in
+ * that tier (-1 for copies made since). */
 typedef struct {
         int64_t orig_offset;
         int64_t due_ts;
+        int64_t copy_offset;
         int tier;
+        int attempt;
 } kretry_pending_t;
 
 typedef struct {
         int cnt, cap;
         kretry_pending_t one; /* inline storage while cap <= 1 */
         kretry_pending_t *many;
-        int parked;            /* park_key: the key's head was dead-lettered */
-        int64_t dead_lettered; /* messages of the key sent after it */
+        int parked; /* park_key: the key's head was dead-lettered */
+        /* Restore: the highest original offset among the DLQ copies that
+         * parked the key; a replayed message above it lifted the park. */
+        int64_t parked_at;
 } kretry_chain_key_t;
 
 typedef struct {
         kretry_keymap_t map;
         size_t pending; /* messages in all chains */
+        /* Older copies of a pending message the restore found above the
+         * committed offsets (a crash between a copy and its commit), by
+         * tier and offset: acknowledged as duplicates when consumed. */
+        kretry_keymap_t superseded;
 } kretry_chains_t;
 
 typedef enum {
@@ -60,6 +71,13 @@ int kretry_chains_has(const kretry_chains_t *c,
                       size_t len,
                       int64_t orig_offset);
 
+/* 1 when a message of the key before @p orig_offset is still pending: the
+ * message at @p orig_offset is not the key's head. */
+int kretry_chains_before(const kretry_chains_t *c,
+                         const void *key,
+                         size_t len,
+                         int64_t orig_offset);
+
 /* The message at @p orig_offset is (still) in the chain, waiting in @p tier
  * until @p due_ts. Returns 0, or -1 when out of memory. */
 int kretry_chains_add(kretry_chains_t *c,
@@ -68,6 +86,20 @@ int kretry_chains_add(kretry_chains_t *c,
                       int64_t orig_offset,
                       int tier,
                       int64_t due_ts);
+
+/* The restore found @p copy (orig_offset, tier, due_ts, attempt,
+ * copy_offset) in a tier: the newest copy of a message — highest attempt;
+ * then, in one tier, the later offset, across tiers the later due time —
+ * is its entry; every other one is remembered as superseded. Returns 0, or
+ * -1 when out of memory. */
+int kretry_chains_restore(kretry_chains_t *c,
+                          const void *key,
+                          size_t len,
+                          const kretry_pending_t *copy);
+
+/* 1 when the copy at @p offset of @p tier was superseded (and forgets it:
+ * it is consumed once). */
+int kretry_chains_superseded(kretry_chains_t *c, int tier, int64_t offset);
 
 /* The message at @p orig_offset reached its end (OK, DLQ, stale). */
 void kretry_chains_remove(kretry_chains_t *c,
@@ -80,6 +112,26 @@ void kretry_chains_remove(kretry_chains_t *c,
  * pending when it was marked. */
 size_t
 kretry_chains_park(kretry_chains_t *c, const void *key, size_t len, int on);
+
+/* The restore found a DLQ copy that parks the key (the head's, with
+ * kretry-parked-followers, or a parked follower's) of the message at
+ * @p orig_offset. Returns 0, or -1 when out of memory. */
+int kretry_chains_park_evidence(kretry_chains_t *c,
+                                const void *key,
+                                size_t len,
+                                int64_t orig_offset);
+
+/* The lowest original offset among the parks the restore rebuilt, or -1:
+ * only a replayed message above it can have lifted one. */
+int64_t kretry_chains_parked_from(const kretry_chains_t *c);
+
+/* The restore found a replayed message of the key at source offset
+ * @p offset, handled before the assignment: it lifted a park whose evidence
+ * is older (a lower original offset). */
+void kretry_chains_replayed(kretry_chains_t *c,
+                            const void *key,
+                            size_t len,
+                            int64_t offset);
 
 size_t kretry_chains_keys(const kretry_chains_t *c);
 

@@ -70,13 +70,17 @@ static void dead_letter_after_key(kretry_adapter_t *a,
 /* A source message whose copy already waits in a tier was consumed again
  * after a restart or handover: its outcome was durable (the copy), so the
  * copy carries it on and this one is acknowledged without handling — else it
- * would be handled now and its copy again later, out of order. */
+ * would be handled now and its copy again later, out of order. Likewise a
+ * tier copy the restore found superseded by a newer copy of the same
+ * message (a crash between producing the newer copy and committing). */
 static int
 already_chained(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_msg_t *m = &a->msg;
-        if (part->tier != 0 ||
-            !kretry_chains_has(&src->chains, m->rkm->key, m->rkm->key_len,
-                               m->orig_offset))
+        if (part->tier == 0
+                    ? !kretry_chains_has(&src->chains, m->rkm->key,
+                                         m->rkm->key_len, m->orig_offset)
+                    : !kretry_chains_superseded(&src->chains, part->tier,
+                                                m->rkm->offset))
                 return 0;
         atomic_fetch_add_explicit(&a->stats.duplicates, 1,
                                   memory_order_relaxed);
@@ -87,6 +91,16 @@ already_chained(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         return 1;
 }
 
+/* A copy written by kretry dlq replay, as it arrives: on the source any
+ * message with kretry-replay-count; on a tier (dlq replay --to tier:N) one
+ * without kretry-error-class, which the replay drops — kretry's own later
+ * copies of a replayed message carry the count and a class, and lift
+ * nothing. */
+static int replayed_arrival(kretry_msg_t *m) {
+        return has_header(m, KRETRY_H_REPLAY_COUNT) &&
+               (m->tier == 0 || !has_header(m, KRETRY_H_ERROR_CLASS));
+}
+
 static int
 ordered_before(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_msg_t *m = &a->msg;
@@ -94,9 +108,9 @@ ordered_before(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         size_t len      = m->rkm->key_len;
         if (already_chained(a, part, src))
                 return 1;
-        /* A replayed message of a parked key lifts the park. */
-        if (part->tier == 0 && a->conf->park_key &&
-            has_header(m, KRETRY_H_REPLAY_COUNT))
+        /* A replayed message of a parked key lifts the park, wherever it
+         * arrives. */
+        if (a->conf->park_key && replayed_arrival(m))
                 kretry_chains_park(&src->chains, key, len, 0);
         kretry_pending_t head;
         switch (kretry_chains_decide(&src->chains, key, len, m->orig_offset,
@@ -187,13 +201,22 @@ int64_t kretry_keyed_failed(kretry_adapter_t *a,
                 return -1;
         const void *key = m->rkm->key;
         size_t len      = m->rkm->key_len;
+        /* A superseded copy dead-lettered as malformed before it could be
+         * acknowledged as a duplicate: the newer copy keeps the message's
+         * place in the chain. */
+        if (part->tier > 0 &&
+            kretry_chains_superseded(&src->chains, part->tier, m->rkm->offset))
+                return -1;
         if (dest > 0) {
                 kretry_chains_add(&src->chains, key, len, m->orig_offset, dest,
                                   due_ts);
                 return -1;
         }
+        /* Dead-lettered before its turn (a malformed parked copy): the key
+         * is not parked for it, its head is still pending. */
         int64_t followers = -1;
-        if (a->conf->park_key)
+        if (a->conf->park_key &&
+            !kretry_chains_before(&src->chains, key, len, m->orig_offset))
                 followers =
                         (int64_t)kretry_chains_park(&src->chains, key, len, 1);
         kretry_chains_remove(&src->chains, key, len, m->orig_offset);

@@ -4,9 +4,19 @@
  * (from the group's committed offset to the end: what is still in the retry
  * chain) and the version store from its changelog partition (from the
  * beginning; compaction keeps it to one record per key). Its cost follows
- * the retry backlog and the number of keys, never the source topic. Runs on
- * the thread driving the adapter, inside the rebalance callback, with a
- * second consumer that never joins the group and never commits.
+ * the retry backlog and the number of keys, never the source topic.
+ *
+ * With park_key, the parked keys too: the DLQ partition of the same number,
+ * read from its beginning, holds the copies that parked a key (the head's,
+ * with kretry-parked-followers, and its parked followers'); a replayed
+ * message of the key that arrived after them lifted the park, and the only
+ * place it is sure to be is the source, between the newest such copy's
+ * original offset and the committed offset — that stretch of the source is
+ * read for the parked keys only (README, "Per-key order across retries").
+ *
+ * Runs on the thread driving the adapter, inside the rebalance callback,
+ * with a second consumer that never joins the group and never commits; the
+ * whole of it is bounded by restore.timeout.ms.
  */
 #include "adapter_int.h"
 
@@ -14,8 +24,11 @@
 #include <string.h>
 #include <time.h>
 
+typedef enum { R_TIER, R_VERSIONS, R_DLQ, R_SOURCE } restore_kind_t;
+
 typedef struct {
-        int tier; /* 0: the version changelog */
+        restore_kind_t kind;
+        int tier; /* R_TIER */
         int64_t end;
         int done;
 } restore_part_t;
@@ -56,23 +69,68 @@ void kretry_restore_destroy(kretry_adapter_t *a) {
         a->restorer = NULL;
 }
 
-/* Tier partitions (ordering) and changelog partitions (versioning) of the
- * source partitions in @p parts. */
+/* Tier partitions (ordering), changelog partitions (versioning) and DLQ
+ * partitions (park_key) of the source partitions in @p parts. */
 static rd_kafka_topic_partition_list_t *
 to_read(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *parts) {
-        rd_kafka_topic_partition_list_t *l =
-                rd_kafka_topic_partition_list_new(parts->cnt * a->topic_cnt);
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
+                parts->cnt * (a->topic_cnt + 1));
         for (int i = 0; i < parts->cnt; i++) {
                 int32_t p = parts->elems[i].partition;
                 if (strcmp(parts->elems[i].topic, a->topics[0]))
                         continue;
                 for (int t = 1; a->conf->ordering && t < a->topic_cnt; t++)
                         rd_kafka_topic_partition_list_add(l, a->topics[t], p);
+                if (a->conf->ordering && a->conf->park_key)
+                        rd_kafka_topic_partition_list_add(l, a->dlq, p);
                 if (a->versions_topic)
                         rd_kafka_topic_partition_list_add(l, a->versions_topic,
                                                           p);
         }
         return l;
+}
+
+int64_t kretry_restore_start(int64_t committed, int64_t lo, int64_t hi) {
+        int64_t start = committed < lo ? lo : committed;
+        return start < hi ? start : -1;
+}
+
+static restore_part_t *part_new(kretry_adapter_t *a, const char *topic) {
+        restore_part_t *rp = calloc(1, sizeof(*rp));
+        if (!rp)
+                return NULL;
+        rp->tier = kretry_topic_index(a, topic);
+        if (rp->tier == 0)
+                rp->kind = R_SOURCE;
+        else if (rp->tier > 0)
+                rp->kind = R_TIER;
+        else
+                rp->kind = strcmp(topic, a->dlq) ? R_VERSIONS : R_DLQ;
+        return rp;
+}
+
+/* Where to read [start, end) of one partition: tiers from the committed
+ * offset, the changelog and the DLQ from the log start, the source from
+ * above the oldest park evidence to the committed offset (what was handled
+ * before this assignment). Returns the start, or -1 when nothing. */
+static int64_t range(kretry_adapter_t *a,
+                     const rd_kafka_topic_partition_t *tp,
+                     int committed_ok,
+                     int64_t *endp) {
+        const restore_part_t *rp = tp->opaque;
+        kretry_part_t *src;
+        switch (rp->kind) {
+        case R_TIER:
+                return committed_ok ? tp->offset : -1;
+        case R_SOURCE:
+                src = kretry_part_find(a, 0, tp->partition);
+                if (!committed_ok || tp->offset < 0 || !src)
+                        return *endp = -1;
+                *endp = tp->offset < *endp ? tp->offset : *endp;
+                return kretry_chains_parked_from(&src->chains) + 1;
+        default:
+                return -1;
+        }
 }
 
 /* ms left until @p deadline, at least 0. */
@@ -100,10 +158,9 @@ static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk,
         }
 }
 
-/* Start offsets: committed for tiers, the beginning for the changelog; drop
- * partitions with nothing to read. Returns how many remain; @p unknown
- * counts those whose end could not be learnt before @p deadline (not read
- * either). */
+/* Start offsets; drop partitions with nothing to read. Returns how many
+ * remain; @p unknown counts those whose end could not be learnt before
+ * @p deadline (not read either). */
 static int plan(kretry_adapter_t *a,
                 rd_kafka_t *rk,
                 rd_kafka_topic_partition_list_t *l,
@@ -115,60 +172,108 @@ static int plan(kretry_adapter_t *a,
                            "committed offsets: %s; reading tiers from the "
                            "beginning",
                            rd_kafka_err2str(err));
-        int n    = 0;
-        *unknown = 0;
+        int n = 0;
         for (int i = 0; i < l->cnt; i++) {
                 rd_kafka_topic_partition_t *tp = &l->elems[i];
-                restore_part_t *rp             = calloc(1, sizeof(*rp));
+                restore_part_t *rp             = part_new(a, tp->topic);
                 int64_t lo = 0, hi = 0;
-                tp->opaque = rp;
-                rp->tier   = kretry_topic_index(a, tp->topic);
-                if (rp->tier < 0)
-                        rp->tier = 0;
-                if (err || rp->tier == 0 || tp->offset < 0)
-                        tp->offset = RD_KAFKA_OFFSET_BEGINNING;
-                rd_kafka_resp_err_t werr =
-                        watermarks(rk, tp, &lo, &hi, deadline);
+                rd_kafka_resp_err_t werr = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
+                tp->opaque               = rp;
+                if (rp)
+                        werr = watermarks(rk, tp, &lo, &hi, deadline);
                 if (werr) {
+                        /* Assigned at the end, where it reads nothing. */
                         kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
                                    "%s [%d]: end offset unknown: %s", tp->topic,
                                    (int)tp->partition, rd_kafka_err2str(werr));
-                        rp->done = 1;
+                        tp->offset = RD_KAFKA_OFFSET_END;
+                        if (rp)
+                                rp->done = 1;
                         (*unknown)++;
                         continue;
                 }
-                if (tp->offset == RD_KAFKA_OFFSET_BEGINNING)
-                        tp->offset = lo;
-                rp->end  = hi;
-                rp->done = tp->offset >= hi;
+                rp->end = hi;
+                /* A committed offset below the log start (retention deleted
+                 * unread copies) would be reset by auto.offset.reset — to
+                 * the end by librdkafka's default — and the wait for an end
+                 * never read would last restore.timeout.ms. */
+                tp->offset = kretry_restore_start(range(a, tp, !err, &rp->end),
+                                                  lo, rp->end);
+                rp->done   = tp->offset < 0;
                 n += !rp->done;
         }
         return n;
+}
+
+static void apply_tier(kretry_part_t *src,
+                       const restore_part_t *rp,
+                       const rd_kafka_message_t *m,
+                       rd_kafka_headers_t *h) {
+        kretry_chain_t c;
+        kretry_chain_decode(h, &c);
+        if (!c.orig_offset_ok)
+                return;
+        /* A malformed attempt ranks below every valid one. */
+        kretry_pending_t copy = {.orig_offset = c.orig_offset,
+                                 .due_ts      = c.due_ok ? c.due_ts : 0,
+                                 .copy_offset = m->offset,
+                                 .tier        = rp->tier,
+                                 .attempt     = c.attempt_ok ? c.attempt : -1};
+        kretry_chains_restore(&src->chains, m->key, m->key_len, &copy);
+}
+
+static int header_is(rd_kafka_headers_t *h, const char *name, const char *s) {
+        const void *v;
+        size_t n;
+        return !rd_kafka_header_get_last(h, name, &v, &n) && v &&
+               n == strlen(s) && !memcmp(v, s, n);
+}
+
+/* A DLQ copy this group wrote that parked its key: the head's (it carries
+ * the followers it left) or a parked follower's. */
+static void apply_dlq(kretry_adapter_t *a,
+                      kretry_part_t *src,
+                      const rd_kafka_message_t *m,
+                      rd_kafka_headers_t *h) {
+        const void *v;
+        size_t n;
+        kretry_chain_t c;
+        if (!header_is(h, KRETRY_H_GROUP, a->group) ||
+            (rd_kafka_header_get_last(h, KRETRY_H_PARKED_FOLLOWERS, &v, &n) &&
+             !header_is(h, KRETRY_H_ERROR_CLASS, "parked")))
+                return;
+        kretry_chain_decode(h, &c);
+        if (c.orig_offset_ok)
+                kretry_chains_park_evidence(&src->chains, m->key, m->key_len,
+                                            c.orig_offset);
 }
 
 static void apply(kretry_adapter_t *a,
                   const restore_part_t *rp,
                   const rd_kafka_message_t *m) {
         kretry_part_t *src = kretry_part_find(a, 0, m->partition);
+        rd_kafka_headers_t *h;
+        const void *v;
+        size_t n;
         if (!src || !m->key)
                 return;
-        if (rp->tier == 0) {
-                int64_t v;
+        if (rp->kind == R_VERSIONS) {
+                int64_t ver;
                 if (m->payload &&
-                    !kretry_version_decode(m->payload, m->len, &v))
+                    !kretry_version_decode(m->payload, m->len, &ver))
                         kretry_versions_raise(&src->versions, m->key,
-                                              m->key_len, v);
+                                              m->key_len, ver);
                 return;
         }
-        rd_kafka_headers_t *h;
-        kretry_chain_t c;
         if (rd_kafka_message_headers(m, &h))
                 return;
-        kretry_chain_decode(h, &c);
-        if (c.orig_offset_ok)
-                kretry_chains_add(&src->chains, m->key, m->key_len,
-                                  c.orig_offset, rp->tier,
-                                  c.due_ok ? c.due_ts : 0);
+        if (rp->kind == R_TIER)
+                apply_tier(src, rp, m, h);
+        else if (rp->kind == R_DLQ)
+                apply_dlq(a, src, m, h);
+        else if (!rd_kafka_header_get_last(h, KRETRY_H_REPLAY_COUNT, &v, &n))
+                kretry_chains_replayed(&src->chains, m->key, m->key_len,
+                                       m->offset);
 }
 
 static restore_part_t *find(rd_kafka_topic_partition_list_t *l,
@@ -178,12 +283,16 @@ static restore_part_t *find(rd_kafka_topic_partition_list_t *l,
         return tp ? tp->opaque : NULL;
 }
 
+/* Plan and read @p l (taken) until every partition's end or @p deadline;
+ * returns how many partitions were not read to their end. */
 static int read_all(kretry_adapter_t *a,
                     rd_kafka_t *rk,
                     rd_kafka_topic_partition_list_t *l,
-                    int remaining,
                     int64_t deadline) {
-        rd_kafka_assign(rk, l);
+        int unknown   = 0;
+        int remaining = l->cnt ? plan(a, rk, l, deadline, &unknown) : 0;
+        if (remaining)
+                rd_kafka_assign(rk, l);
         while (remaining > 0 && kretry_now_ms() < deadline) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
                 if (!m)
@@ -198,8 +307,32 @@ static int read_all(kretry_adapter_t *a,
                 }
                 rd_kafka_message_destroy(m);
         }
-        rd_kafka_assign(rk, NULL);
-        return remaining;
+        if (l->cnt)
+                rd_kafka_assign(rk, NULL);
+        for (int i = 0; i < l->cnt; i++) {
+                free(l->elems[i].opaque);
+                l->elems[i].opaque = NULL;
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        return remaining + unknown;
+}
+
+/* park_key: the source partitions of @p parts where the restore rebuilt a
+ * park, to look for replayed messages that lifted it. */
+static rd_kafka_topic_partition_list_t *
+parked_sources(kretry_adapter_t *a,
+               const rd_kafka_topic_partition_list_t *parts) {
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(parts->cnt);
+        for (int i = 0; i < parts->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+                kretry_part_t *src = kretry_part_find(a, 0, tp->partition);
+                if (!strcmp(tp->topic, a->topics[0]) && src &&
+                    kretry_chains_parked_from(&src->chains) >= 0)
+                        rd_kafka_topic_partition_list_add(l, tp->topic,
+                                                          tp->partition);
+        }
+        return l;
 }
 
 void kretry_restore(kretry_adapter_t *a,
@@ -207,26 +340,18 @@ void kretry_restore(kretry_adapter_t *a,
         rd_kafka_t *rk = restorer(a);
         if (!rk)
                 return;
-        int64_t t0                         = kretry_now_ms();
-        rd_kafka_topic_partition_list_t *l = to_read(a, parts);
-        int timeout                        = a->conf->restore_timeout_ms;
-        /* One bound for the whole rebuild: offsets, ends and the read. */
+        int64_t t0       = kretry_now_ms();
+        int timeout      = a->conf->restore_timeout_ms;
         int64_t deadline = t0 + timeout;
-        int unknown;
-        int left = read_all(a, rk, l, plan(a, rk, l, deadline, &unknown),
-                            deadline);
-        left += unknown;
+        int left         = read_all(a, rk, to_read(a, parts), deadline);
+        if (a->conf->ordering && a->conf->park_key)
+                left += read_all(a, rk, parked_sources(a, parts), deadline);
         if (left)
                 kretry_log(a, KRETRY_LOG_ERR, "RESTORE",
                            "%d partition(s) not read to their end within "
-                           "restore.timeout.ms (%d ms): key order and "
-                           "versions may be incomplete for them",
+                           "restore.timeout.ms (%d ms): key order, parked "
+                           "keys and versions may be incomplete for them",
                            left, timeout);
-        for (int i = 0; i < l->cnt; i++) {
-                free(l->elems[i].opaque);
-                l->elems[i].opaque = NULL;
-        }
-        rd_kafka_topic_partition_list_destroy(l);
         kretry_stats_gauges(a);
         kretry_log(a, KRETRY_LOG_INFO, "RESTORE",
                    "key state of %d source partition(s) rebuilt in %lld ms",

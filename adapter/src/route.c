@@ -330,7 +330,11 @@ void kretry_dispatch(kretry_adapter_t *a,
                 kretry_msg_set_error(m, "MALFORMED_HEADER",
                                      "kretry-attempt header missing or not "
                                      "a number in 0..1000000");
-                route_copy(a, part, 0, "schema", 0);
+                kretry_copy_t cp = {.cls   = "schema",
+                                    .route = KRETRY_ROUTE_DLQ,
+                                    .followers =
+                                            kretry_keyed_failed(a, part, 0, 0)};
+                kretry_route_copy(a, part, &cp);
                 return;
         }
         if (kretry_keyed_before(a, part))

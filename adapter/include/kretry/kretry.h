@@ -319,7 +319,9 @@ typedef enum {
                                          (ordering key); not handled yet */
         KRETRY_ROUTE_DUPLICATE = 6 /**< a source message consumed again after
                                          a restart whose copy already waits
-                                         in a tier (ordering key): the copy
+                                         in a tier, or a tier copy superseded
+                                         by a newer copy of the same message
+                                         (ordering key): the newer copy
                                          carries it; not handled */
 } kretry_route_t;
 
@@ -540,7 +542,8 @@ typedef enum {
         KRETRY_COUNTER_VERSION_BYTES = 16, /**< memory the version store
                                                 holds, bytes */
         KRETRY_COUNTER_DUPLICATES = 17,    /**< source messages skipped because
-                                                their copy waits in a tier */
+                                                their copy waits in a tier,
+                                                and superseded tier copies */
         KRETRY_COUNTER_BREAKER_TRIPS = 18, /**< times the circuit breaker
                                                 opened */
         KRETRY_COUNTER_BREAKER_OPEN = 19,  /**< 1 while the breaker holds
