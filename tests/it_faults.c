@@ -5,6 +5,7 @@
  */
 #include "it_harness.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,25 +19,39 @@ static void pause_ms(kretry_adapter_t *a, int ms) {
                 kretry_adapter_poll(a, 20);
 }
 
-/* (e) produce errors on the copy: the source offset does not advance past
- * the failed message until its copy is durable; nothing is lost. */
-static void test_produce_errors(void) {
-        it_env_t *env                 = it_env_new("30ms", 1);
+/* The mock cluster, or NULL on a real one: the test passes without running
+ * and @p env is destroyed. */
+static rd_kafka_mock_cluster_t *mock_or_skip(it_env_t *env) {
         rd_kafka_mock_cluster_t *mock = kt_cluster_mock(env->c);
         if (!mock) {
                 CU_PASS("fault injection needs the mock cluster");
                 it_env_destroy(env);
-                return;
         }
-        it_produce(env, 0, "k0", "retry1-e", NULL);
-        for (int i = 0; i < 5; i++)
-                it_produce(env, 0, "k1", "ok-e", NULL);
-        /* The copy keeps failing until the test clears the errors. */
+        return mock;
+}
+
+/* The next 200 Produce requests fail with an error librdkafka does not retry
+ * itself; rd_kafka_mock_clear_request_errors() ends it. */
+static void fail_produces(rd_kafka_mock_cluster_t *mock) {
         rd_kafka_resp_err_t errs[200];
         for (int i = 0; i < 200; i++)
                 errs[i] = RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
         rd_kafka_mock_push_request_errors_array(mock, 0 /* Produce */, 200,
                                                 errs);
+}
+
+/* (e) produce errors on the copy: the source offset does not advance past
+ * the failed message until its copy is durable; nothing is lost. */
+static void test_produce_errors(void) {
+        it_env_t *env                 = it_env_new("30ms", 1);
+        rd_kafka_mock_cluster_t *mock = mock_or_skip(env);
+        if (!mock)
+                return;
+        it_produce(env, 0, "k0", "retry1-e", NULL);
+        for (int i = 0; i < 5; i++)
+                it_produce(env, 0, "k1", "ok-e", NULL);
+        /* The copy keeps failing until the test clears the errors. */
+        fail_produces(mock);
         kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
         /* The messages behind the failing one may or may not be handled
          * yet: a failed copy pauses its partition. Either way nothing may be
@@ -57,6 +72,83 @@ static void test_produce_errors(void) {
         kretry_adapter_destroy(a);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 6);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 1);
+        it_env_destroy(env);
+}
+
+/* Log lines kept for a test to search; librdkafka's threads log too. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[16384];
+static size_t log_len;
+
+static void keep_log(kretry_log_level_t level,
+                     const char *fac,
+                     const char *msg,
+                     void *opaque) {
+        (void)level, (void)opaque;
+        pthread_mutex_lock(&log_lock);
+        int n = snprintf(log_text + log_len, sizeof(log_text) - log_len,
+                         "%s: %s\n", fac, msg);
+        if (n > 0 && (size_t)n < sizeof(log_text) - log_len)
+                log_len += (size_t)n;
+        pthread_mutex_unlock(&log_lock);
+}
+
+static void log_clear(void) {
+        pthread_mutex_lock(&log_lock);
+        log_len     = 0;
+        log_text[0] = '\0';
+        pthread_mutex_unlock(&log_lock);
+}
+
+static int log_has(const char *what) {
+        pthread_mutex_lock(&log_lock);
+        int found = strstr(log_text, what) != NULL;
+        pthread_mutex_unlock(&log_lock);
+        return found;
+}
+
+static int ok_reported(kretry_adapter_t *a, it_env_t *env) {
+        (void)a;
+        return env->routes[KRETRY_ROUTE_OK] >= 1;
+}
+
+/* A version changelog record whose delivery fails is produced again, and its
+ * failure is logged naming the changelog (the record has no tier: naming it
+ * by tier index read before the topic table and crashed); the offset waits
+ * until the record is durable. */
+static void test_changelog_produce_error(void) {
+        it_env_t *env                 = it_env_new("30ms", 1);
+        rd_kafka_mock_cluster_t *mock = mock_or_skip(env);
+        if (!mock)
+                return;
+        char vt[300];
+        snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
+        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+        rd_kafka_header_add(h, "version", -1, "3", -1);
+        it_produce(env, 0, "K", "ok-v3", h);
+        fail_produces(mock);
+        kretry_conf_t *conf =
+                it_conf(env, "versioning.header", "version", NULL);
+        log_clear();
+        kretry_conf_set_log_cb(conf, keep_log, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_PRODUCE_ERRORS, 2, 20000));
+        pause_ms(a, 250); /* auto-commit rounds while the record fails */
+        KT_REQUIRE(env->routes[KRETRY_ROUTE_OK] == 0);
+        int64_t committed = kt_committed(env->c, env->group, env->source, 0);
+        KT_CHECK_MSG(committed <= 0, CU_FALSE,
+                     "source committed at %lld before its changelog record "
+                     "was durable",
+                     (long long)committed);
+        char want[400];
+        snprintf(want, sizeof(want), "to %s failed", vt);
+        KT_CHECK_MSG(log_has(want), CU_FALSE, "no log line with \"%s\"", want);
+        rd_kafka_mock_clear_request_errors(mock, 0 /* Produce */);
+        KT_ASSERT(it_run_until(a, ok_reported, env, 40000));
+        KT_ASSERT_INT_EQ(env->call_cnt, 1);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
         it_env_destroy(env);
 }
 
@@ -299,6 +391,7 @@ static void test_tier_not_behind_backlog(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_produce_errors),
+                                          KT_TEST(test_changelog_produce_error),
                                           KT_TEST(test_null_and_huge),
                                           KT_TEST(test_malformed_headers),
                                           KT_TEST(test_hint),

@@ -46,6 +46,15 @@ void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r) {
         free(r); /* its strings live in the same allocation */
 }
 
+/* The topic a copy record is produced to: a tier, the DLQ (0) or the version
+ * changelog (KRETRY_DEST_VERSIONS). */
+static const char *dest_topic(const kretry_adapter_t *a,
+                              const kretry_inflight_t *r) {
+        if (r->dest == KRETRY_DEST_VERSIONS)
+                return a->versions_topic;
+        return r->dest ? a->topics[r->dest] : a->dlq;
+}
+
 static void fail_record(kretry_adapter_t *a,
                         kretry_inflight_t *r,
                         rd_kafka_resp_err_t err) {
@@ -60,9 +69,8 @@ static void fail_record(kretry_adapter_t *a,
                    "copy of %s [%d] offset %lld to %s failed: %s; producing "
                    "again in %d ms (offset not committed meanwhile)",
                    a->topics[r->part->tier], (int)r->part->partition,
-                   (long long)r->rkm->offset,
-                   r->dest ? a->topics[r->dest] : a->dlq, rd_kafka_err2str(err),
-                   r->backoff_ms);
+                   (long long)r->rkm->offset, dest_topic(a, r),
+                   rd_kafka_err2str(err), r->backoff_ms);
         if (!r->failed && r->part->gen == r->gen) {
                 /* First failure of this copy: hold the partition back until
                  * it is delivered. */
@@ -113,7 +121,7 @@ static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
         } else {
                 hdrs = kretry_headers_build(src, &r->info);
         }
-        const char *topic       = r->dest ? a->topics[r->dest] : a->dlq;
+        const char *topic       = dest_topic(a, r);
         rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
         if (hdrs)
                 err = rd_kafka_producev(
