@@ -3,6 +3,7 @@
  * copies, null keys and values, a 1 MiB value, malformed kretry headers,
  * retry-after hints and message age.
  */
+#include "adapter_int.h" /* the adapter's producer, for test_fatal_producer */
 #include "it_harness.h"
 
 #include <pthread.h>
@@ -87,7 +88,7 @@ static void keep_log(kretry_log_level_t level,
         (void)level, (void)opaque;
         pthread_mutex_lock(&log_lock);
         int n = snprintf(log_text + log_len, sizeof(log_text) - log_len,
-                         "%s: %s\n", fac, msg);
+                         "[%s] %s\n", fac, msg);
         if (n > 0 && (size_t)n < sizeof(log_text) - log_len)
                 log_len += (size_t)n;
         pthread_mutex_unlock(&log_lock);
@@ -149,6 +150,58 @@ static void test_changelog_produce_error(void) {
         KT_ASSERT_INT_EQ(env->call_cnt, 1);
         kretry_adapter_destroy(a);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
+        it_env_destroy(env);
+}
+
+static kretry_adapter_t *fatal_adapter;
+
+/* The scripted handler, but "retry1-lost" first breaks the adapter's
+ * producer (as a broken idempotent sequence would): its copy can never be
+ * made durable. */
+static kretry_action_t fatal_handler(kretry_msg_t *msg, void *opaque) {
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        if (v && len == 11 && !memcmp(v, "retry1-lost", 11))
+                KT_ASSERT_INT_EQ(
+                        rd_kafka_test_fatal_error(
+                                fatal_adapter->producer,
+                                RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                "sequence broken on purpose"),
+                        0);
+        return it_handler(msg, opaque);
+}
+
+/* A fatal producer error stops the adapter (KRETRY_ERR_FATAL) with a log
+ * line saying why, instead of retrying every copy forever; the source offset
+ * is committed up to the last durable outcome, not past the lost copy. */
+static void test_fatal_producer(void) {
+        it_env_t *env = it_env_new("30ms", 1);
+        it_produce(env, 0, "k0", "ok-before", NULL);
+        kretry_conf_t *conf = it_conf(env, "revoke.timeout.ms", "3000", NULL);
+        kretry_conf_set_handler(conf, fatal_handler, env);
+        log_clear();
+        kretry_conf_set_log_cb(conf, keep_log, NULL);
+        kretry_adapter_t *a = fatal_adapter = it_adapter(conf);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        it_produce(env, 0, "k1", "retry1-lost", NULL);
+        it_produce(env, 0, "k2", "ok-after", NULL);
+        kretry_err_t err;
+        int64_t deadline = kt_now_ms() + 20000;
+        while ((err = kretry_adapter_poll(a, 100)) == KRETRY_ERR_OK &&
+               kt_now_ms() < deadline)
+                ;
+        KT_ASSERT_INT_EQ(err, KRETRY_ERR_FATAL);
+        KT_ASSERT_INT_EQ(kretry_adapter_poll(a, 0), KRETRY_ERR_FATAL);
+        KT_CHECK_MSG(log_has("[FATAL] producer: ") &&
+                             log_has("sequence broken on purpose; stopping"),
+                     CU_FALSE, "no log line says the producer failed: %s",
+                     log_text);
+        const it_call_t *c[4];
+        KT_ASSERT_INT_EQ(it_calls_for(env, "retry1-lost", c, 4), 1);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
+        KT_ASSERT_INT_EQ(kt_consume(env->c, env->tiers[0], 1, 500, NULL, NULL),
+                         0);
         it_env_destroy(env);
 }
 
@@ -392,6 +445,7 @@ static void test_tier_not_behind_backlog(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_produce_errors),
                                           KT_TEST(test_changelog_produce_error),
+                                          KT_TEST(test_fatal_producer),
                                           KT_TEST(test_null_and_huge),
                                           KT_TEST(test_malformed_headers),
                                           KT_TEST(test_hint),

@@ -57,6 +57,18 @@ static void rdkafka_log_cb(const rd_kafka_t *rk,
                         a->conf->log_opaque);
 }
 
+/* The producer's errors. Without this callback librdkafka only logs them; a
+ * fatal one (idempotence broken) must stop the adapter. Served by
+ * rd_kafka_poll() on the adapter's thread. */
+static void
+producer_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+        kretry_adapter_t *a = opaque;
+        if (err == RD_KAFKA_RESP_ERR__FATAL && kretry_producer_fatal(a))
+                return;
+        kretry_log(a, KRETRY_LOG_ERR, "rdkafka.ERROR", "%s: %s",
+                   rd_kafka_name(rk), reason);
+}
+
 int kretry_topic_index(const kretry_adapter_t *a, const char *topic) {
         for (int i = 0; i < a->topic_cnt; i++)
                 if (!strcmp(a->topics[i], topic))
@@ -237,8 +249,10 @@ static rd_kafka_t *client_new(kretry_adapter_t *a,
         rd_kafka_conf_set_log_cb(rc, rdkafka_log_cb);
         if (type == RD_KAFKA_CONSUMER)
                 rd_kafka_conf_set_rebalance_cb(rc, kretry_rebalance_cb);
-        else
+        else {
                 rd_kafka_conf_set_dr_msg_cb(rc, kretry_dr_cb);
+                rd_kafka_conf_set_error_cb(rc, producer_error_cb);
+        }
         rd_kafka_t *rk = rd_kafka_new(type, rc, errstr, errstr_size);
         if (!rk)
                 rd_kafka_conf_destroy(rc);
@@ -482,7 +496,7 @@ static int consume(kretry_adapter_t *a) {
         /* Nothing more is taken once the breaker paused every partition:
          * a message polled now would be skipped on resume. */
         for (n = 0; n < KRETRY_POLL_BATCH && !atomic_load(&a->stop) &&
-                    !a->breaker_paused;
+                    !a->breaker_paused && !a->fatal;
              n++) {
                 if (n > 0 && n % KRETRY_SERVE_EVERY == 0) {
                         rd_kafka_poll(a->producer, 0);
@@ -621,6 +635,8 @@ static int drain_producer(kretry_adapter_t *a, int64_t deadline) {
                 int64_t wait = kretry_retry_failed(a, now);
                 if (!a->inflight && !a->failed)
                         return 0;
+                if (!a->inflight && a->producer_fatal)
+                        return -1; /* the failed copies can never be made */
                 if (now >= deadline)
                         return -1;
                 if (wait < 0 || wait > 100)
@@ -633,11 +649,15 @@ static int drain_producer(kretry_adapter_t *a, int64_t deadline) {
 
 void kretry_drain_and_commit(kretry_adapter_t *a) {
         int64_t deadline = kretry_now_ms() + a->conf->revoke_timeout_ms;
-        if (drain_producer(a, deadline))
+        if (drain_producer(a, deadline)) {
+                int n = a->inflight;
+                for (kretry_inflight_t *r = a->failed; r; r = r->next_failed)
+                        n++;
                 kretry_log(a, KRETRY_LOG_WARNING, "REVOKE",
                            "%d copies still unacknowledged after %d ms; their "
                            "offsets stay uncommitted",
-                           a->inflight, a->conf->revoke_timeout_ms);
+                           n, a->conf->revoke_timeout_ms);
+        }
         if (rd_kafka_assignment_lost(a->consumer))
                 return; /* committing would overwrite the new owner's work */
         rd_kafka_resp_err_t err = rd_kafka_commit(a->consumer, NULL, 0);

@@ -467,7 +467,10 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size);
  * passed, with @p timeout_ms 0.
  *
  * @returns KRETRY_ERR_OK, KRETRY_ERR_STOPPED once kretry_adapter_stop() was
- *          called, or KRETRY_ERR_FATAL when the clients cannot continue.
+ *          called, or KRETRY_ERR_FATAL when the consumer or the producer
+ *          raised a fatal error (the reason goes to the log callback; offsets
+ *          stay at the last durable outcome); every later call returns it
+ *          too. Close or destroy the adapter then.
  */
 KRETRY_EXPORT kretry_err_t kretry_adapter_poll(kretry_adapter_t *adapter,
                                                int timeout_ms);
