@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {
         return kretry_adapter_counter(a, c, 0);
@@ -331,19 +332,26 @@ static void test_permanent_codes(void) {
         it_env_destroy(env);
 }
 
-/* The breaker opens after a run of transient failures across keys, pauses
- * every partition (no handler call) for its cool-down, then lets one through;
- * that one failing reopens it. */
-static void test_breaker(void) {
-        it_env_t *env = it_env_new("20ms", 2);
+/* 30 always-failing messages of 30 keys over two partitions, and an adapter
+ * whose breaker opens after 5 of them (3 keys or more) for @p cooldown. */
+static kretry_adapter_t *breaker_adapter(it_env_t *env, const char *cooldown) {
         for (int i = 0; i < 30; i++) {
                 char key[16];
                 snprintf(key, sizeof(key), "key-%d", i);
                 it_produce(env, i % 2, key, "always-b", NULL);
         }
-        kretry_adapter_t *a = it_adapter(it_conf(
-                env, "breaker.failures", "5", "breaker.distinct.keys", "3",
-                "breaker.cooldown", "400ms", "retry.max.attempts", "50", NULL));
+        return it_adapter(it_conf(env, "breaker.failures", "5",
+                                  "breaker.distinct.keys", "3",
+                                  "breaker.cooldown", cooldown,
+                                  "retry.max.attempts", "50", NULL));
+}
+
+/* The breaker opens after a run of transient failures across keys, pauses
+ * every partition (no handler call) for its cool-down, then lets one through;
+ * that one failing reopens it. */
+static void test_breaker(void) {
+        it_env_t *env       = it_env_new("20ms", 2);
+        kretry_adapter_t *a = breaker_adapter(env, "400ms");
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_BREAKER_TRIPS, 1, 20000));
         int64_t opened = kt_now_ms();
         int calls      = env->call_cnt;
@@ -359,6 +367,75 @@ static void test_breaker(void) {
         KT_CHECK_MSG(env->calls[calls].now_ms - opened >= 380, CU_FALSE,
                      "probe %lld ms after opening",
                      (long long)(env->calls[calls].now_ms - opened));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+static void *run_adapter(void *arg) {
+        kretry_adapter_run(arg);
+        return NULL;
+}
+
+static int64_t thread_cpu_ms(pthread_t t) {
+        clockid_t cid;
+        struct timespec ts;
+        KT_REQUIRE(pthread_getcpuclockid(t, &cid) == 0);
+        KT_REQUIRE(clock_gettime(cid, &ts) == 0);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static kretry_action_t retry_handler(kretry_msg_t *msg, void *opaque) {
+        (void)msg, (void)opaque;
+        return KRETRY_RETRY;
+}
+
+/* An open breaker sleeps through its cool-down instead of spinning, and
+ * still serves the group: a member that joins meanwhile gets its share of
+ * the partitions before the cool-down ends (the mock completes a join
+ * session.timeout.ms - 1 s after it starts, so the cool-down outlasts it). */
+static void test_breaker_sleeps_and_serves_group(void) {
+        it_env_t *env       = it_env_new("20ms", 2);
+        kretry_adapter_t *a = breaker_adapter(env, "12s");
+        pthread_t thr;
+        KT_REQUIRE(pthread_create(&thr, NULL, run_adapter, a) == 0);
+        int64_t deadline = kt_now_ms() + 20000;
+        while (kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_TRIPS, 0) < 1 &&
+               kt_now_ms() < deadline) {
+                struct timespec ts = {0, 10 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+        }
+        KT_REQUIRE(kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_TRIPS, 0) ==
+                   1);
+        int64_t opened = kt_now_ms(), cpu0 = thread_cpu_ms(thr);
+
+        kretry_conf_t *conf = it_conf(env, NULL);
+        kretry_conf_set_handler(conf, retry_handler, NULL);
+        log_clear();
+        kretry_conf_set_log_cb(conf, keep_log, NULL);
+        kretry_adapter_t *b = it_adapter(conf);
+        /* The open breaker's thread over 2 s of its cool-down, while the
+         * second member joins. */
+        while (kt_now_ms() < opened + 2000)
+                kretry_adapter_poll(b, 50);
+        int64_t cpu = thread_cpu_ms(thr) - cpu0, wall = kt_now_ms() - opened;
+        fprintf(stderr, "  open breaker: %lld ms CPU in %lld ms\n",
+                (long long)cpu, (long long)wall);
+        KT_CHECK_MSG(cpu * 20 < wall, CU_FALSE,
+                     "open breaker used %lld ms CPU in %lld ms (5%% allowed)",
+                     (long long)cpu, (long long)wall);
+        while (!log_has("[REBALANCE] assigned ") &&
+               kt_now_ms() < opened + 11500)
+                kretry_adapter_poll(b, 50);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_OPEN, 0), 1);
+        /* One source partition and its tier: shared with the open member. */
+        KT_CHECK_MSG(log_has("[REBALANCE] assigned 2 partition(s)"), CU_FALSE,
+                     "the joining member got no share %lld ms into the "
+                     "cool-down: %s",
+                     (long long)(kt_now_ms() - opened), log_text);
+        kretry_adapter_destroy(b);
+        kretry_adapter_stop(a);
+        pthread_join(thr, NULL);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
@@ -443,17 +520,19 @@ static void test_tier_not_behind_backlog(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {KT_TEST(test_produce_errors),
-                                          KT_TEST(test_changelog_produce_error),
-                                          KT_TEST(test_fatal_producer),
-                                          KT_TEST(test_null_and_huge),
-                                          KT_TEST(test_malformed_headers),
-                                          KT_TEST(test_hint),
-                                          KT_TEST(test_expired),
-                                          KT_TEST(test_permanent_codes),
-                                          KT_TEST(test_breaker),
-                                          KT_TEST(test_long_handler),
-                                          KT_TEST(test_tier_not_behind_backlog),
-                                          KT_END};
+        static const kt_test_t tests[] = {
+                KT_TEST(test_produce_errors),
+                KT_TEST(test_changelog_produce_error),
+                KT_TEST(test_fatal_producer),
+                KT_TEST(test_null_and_huge),
+                KT_TEST(test_malformed_headers),
+                KT_TEST(test_hint),
+                KT_TEST(test_expired),
+                KT_TEST(test_permanent_codes),
+                KT_TEST(test_breaker),
+                KT_TEST(test_breaker_sleeps_and_serves_group),
+                KT_TEST(test_long_handler),
+                KT_TEST(test_tier_not_behind_backlog),
+                KT_END};
         return kt_main("it_faults", tests, argc, argv);
 }

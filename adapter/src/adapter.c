@@ -438,17 +438,17 @@ static void consumer_error(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
                    rkm->rkt ? ": " : "", rd_kafka_message_errstr(rkm));
 }
 
-/* A message for a partition whose head we hold cannot normally arrive: the
- * pause flushed its fetch queue. Should one slip through, fetch it again
- * after the held message rather than lose it. */
+/* A message for a paused partition (its head held, or the breaker open)
+ * cannot normally arrive: the pause flushed its fetch queue. Should one slip
+ * through, fetch it again once the partition resumes rather than lose it. */
 static void refetch_later(kretry_adapter_t *a,
                           kretry_part_t *part,
-                          rd_kafka_message_t *rkm) {
+                          rd_kafka_message_t *rkm,
+                          const char *why) {
         kretry_log(a, KRETRY_LOG_WARNING, "HOLD",
-                   "%s [%d] offset %lld arrived behind a held message; "
-                   "fetching it again later",
+                   "%s [%d] offset %lld arrived %s; fetching it again later",
                    a->topics[part->tier], (int)part->partition,
-                   (long long)rkm->offset);
+                   (long long)rkm->offset, why);
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
@@ -491,8 +491,43 @@ static rd_kafka_message_t *next_message(kretry_adapter_t *a, int n) {
         return rkm;
 }
 
+/* The partition @p rkm was consumed from, or NULL when not assigned. */
+static kretry_part_t *assigned_part(kretry_adapter_t *a,
+                                    const rd_kafka_message_t *rkm) {
+        int tier = kretry_topic_index(a, rd_kafka_topic_name(rkm->rkt));
+        kretry_part_t *part = kretry_part_find(a, tier, rkm->partition);
+        return part && part->assigned ? part : NULL;
+}
+
+/* The breaker paused every partition: nothing is handled, but the consumer
+ * is still polled, so rebalances and the group's traffic are served and
+ * max.poll.interval.ms is never exceeded, however long the cool-down. A
+ * message that still arrives (prefetched before the pause, or from a
+ * partition assigned just now) is fetched again after the cool-down. The
+ * caller then sleeps: a group event wakes it through the eventfd. */
+static void serve_paused(kretry_adapter_t *a) {
+        for (int n = 0; n < KRETRY_POLL_BATCH && !a->fatal; n++) {
+                rd_kafka_message_t *rkm =
+                        rd_kafka_consumer_poll(a->consumer, 0);
+                if (!rkm)
+                        return;
+                kretry_part_t *part = rkm->err ? NULL : assigned_part(a, rkm);
+                if (rkm->err)
+                        consumer_error(a, rkm);
+                if (part)
+                        refetch_later(a, part, rkm,
+                                      "while the breaker is open");
+                else
+                        rd_kafka_message_destroy(rkm);
+        }
+}
+
 static int consume(kretry_adapter_t *a) {
         int n;
+        if (a->breaker_paused) {
+                serve_paused(a);
+                return 0;
+        }
         /* Nothing more is taken once the breaker paused every partition:
          * a message polled now would be skipped on resume. */
         for (n = 0; n < KRETRY_POLL_BATCH && !atomic_load(&a->stop) &&
@@ -511,16 +546,17 @@ static int consume(kretry_adapter_t *a) {
                         rd_kafka_message_destroy(rkm);
                         continue;
                 }
-                int tier = kretry_topic_index(a, rd_kafka_topic_name(rkm->rkt));
-                kretry_part_t *part = kretry_part_find(a, tier, rkm->partition);
-                if (!part || !part->assigned)
+                kretry_part_t *part = assigned_part(a, rkm);
+                if (!part)
                         rd_kafka_message_destroy(rkm);
                 else if (part->held)
-                        refetch_later(a, part, rkm);
+                        refetch_later(a, part, rkm, "behind a held message");
                 else
                         kretry_process(a, part, rkm);
         }
-        a->more = 1;
+        /* A full batch: more may be waiting. A batch cut short by the
+         * breaker or a fatal error is not: the next poll may sleep. */
+        a->more = n >= KRETRY_POLL_BATCH;
         return n;
 }
 
