@@ -440,6 +440,52 @@ static void test_breaker_sleeps_and_serves_group(void) {
         it_env_destroy(env);
 }
 
+static rd_kafka_mock_cluster_t *down_mock;
+
+/* The scripted handler, but "retry1-down" first takes the cluster's only
+ * broker down: its copy is produced to a broker that is gone. */
+static kretry_action_t down_handler(kretry_msg_t *msg, void *opaque) {
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        if (v && len == 11 && !memcmp(v, "retry1-down", 11))
+                KT_ASSERT_INT_EQ(rd_kafka_mock_broker_set_down(down_mock, 1),
+                                 0);
+        return it_handler(msg, opaque);
+}
+
+/* Closing while the cluster is gone, with a copy in flight, ends within
+ * revoke.timeout.ms plus a few seconds (librdkafka's consumer close alone
+ * would wait for the group coordinator forever) and reports the timeout. */
+static void test_close_cluster_gone(void) {
+        it_env_t *env = it_env_new("30ms", 1);
+        if (!(down_mock = mock_or_skip(env)))
+                return;
+        it_produce(env, 0, "k0", "ok-before", NULL);
+        it_produce(env, 0, "k1", "retry1-down", NULL);
+        /* librdkafka's close alone waits about session.timeout.ms for the
+         * coordinator: make that long enough to tell from the bound. */
+        kretry_conf_t *conf =
+                it_conf(env, "revoke.timeout.ms", "2000",
+                        "consumer.session.timeout.ms", "20000", NULL);
+        kretry_conf_set_handler(conf, down_handler, env);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_HANDLER_CALLS, 2, 20000));
+        KT_REQUIRE(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0) == 0);
+        int64_t t0       = kt_now_ms();
+        kretry_err_t err = kretry_adapter_close(a);
+        int64_t closed   = kt_now_ms() - t0;
+        kretry_adapter_destroy(a);
+        int64_t gone = kt_now_ms() - t0;
+        fprintf(stderr, "  close %lld ms, destroy done at %lld ms\n",
+                (long long)closed, (long long)gone);
+        KT_ASSERT_INT_EQ(err, KRETRY_ERR_TIMED_OUT);
+        KT_CHECK_MSG(gone < 2000 + 10000, CU_FALSE,
+                     "close and destroy took %lld ms with revoke.timeout.ms "
+                     "2000",
+                     (long long)gone);
+        it_env_destroy(env);
+}
+
 static int poll_exceeded;
 
 static void watch_log(kretry_log_level_t level,
@@ -531,6 +577,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_permanent_codes),
                 KT_TEST(test_breaker),
                 KT_TEST(test_breaker_sleeps_and_serves_group),
+                KT_TEST(test_close_cluster_gone),
                 KT_TEST(test_long_handler),
                 KT_TEST(test_tier_not_behind_backlog),
                 KT_END};

@@ -167,6 +167,7 @@ struct kretry_adapter_s {
         kretry_rng_t rng;
         atomic_int stop;
         int closed;
+        int close_cut;      /* leaving the group was cut short at its bound */
         int more;           /* the last poll stopped with work left */
         int fatal;          /* a client raised a fatal error: stop */
         int producer_fatal; /* the producer's, logged; no copy is made */
