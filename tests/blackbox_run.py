@@ -127,23 +127,52 @@ def check_dlq(b):
           "killed by SIGKILL: code SIGNAL_9")
 
 
+class Setup:
+    """What a `kretry run` black-box test starts with: the kretry path from
+    the command line, @handler_text written as handler.sh beside the log
+    file $LOG it may append to, and a dev-broker with @broker_args. `status`
+    is not None when the test must end at once with it (usage, skip)."""
+
+    def __init__(self, doc, handler_text, broker_args):
+        self.status = None
+        if len(sys.argv) != 2:
+            print(doc)
+            self.status = 2
+            return
+        if not shutil.which("kcat"):
+            print("SKIP: kcat is not installed (Debian package kcat)")
+            self.status = SKIP
+            return
+        self.cli = sys.argv[1]
+        self.tmp = tempfile.TemporaryDirectory()
+        self.log = os.path.join(self.tmp.name, "calls.log")
+        self.handler = os.path.join(self.tmp.name, "handler.sh")
+        with open(self.handler, "w") as f:
+            f.write(handler_text)
+        self.broker = Broker(self.cli, broker_args)
+        self.run_err = tempfile.TemporaryFile()
+
+    def cleanup(self, run):
+        """Kill what is still running: kretry run (@run, may be None) and
+        the broker."""
+        if run and run.poll() is None:
+            run.kill()
+            run.wait(timeout=10)
+        self.broker.kill()
+
+    def run_stderr(self):
+        self.run_err.seek(0)
+        return self.run_err.read().decode(errors="replace")
+
+
 def main():
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    if not shutil.which("kcat"):
-        print("SKIP: kcat is not installed (Debian package kcat)")
-        return SKIP
-    cli = sys.argv[1]
     t0 = time.monotonic()
-    tmp = tempfile.TemporaryDirectory()
-    log = os.path.join(tmp.name, "calls.log")
-    handler = os.path.join(tmp.name, "handler.sh")
-    with open(handler, "w") as f:
-        f.write(HANDLER)
-    broker = Broker(cli, ["--topic", "orders:2"])
+    s = Setup(__doc__, HANDLER, ["--topic", "orders:2"])
+    if s.status is not None:
+        return s.status
+    cli, log, handler, broker, run_err = (s.cli, s.log, s.handler, s.broker,
+                                          s.run_err)
     run = None
-    run_err = tempfile.TemporaryFile()
     try:
         b = broker.bootstrap
         nul_key = produce_input(b)
@@ -165,23 +194,16 @@ def main():
         run.send_signal(signal.SIGTERM)
         rc = run.wait(timeout=15)
         check(rc == 0, "SIGTERM stops kretry run with exit 0 (got %d)" % rc)
-        run_err.seek(0)
-        err = run_err.read().decode(errors="replace")
-        check("orders[0]@2 attempt 1 -> dlq (permanent)" in err,
+        check("orders[0]@2 attempt 1 -> dlq (permanent)" in s.run_stderr(),
               "--verbose prints one line per routed message")
         check(broker.stop() == 0, "dev-broker stops with exit 0")
     except Exception as e:
         print("FAIL:", e)
-        run_err.seek(0)
-        print("--- kretry run stderr ---\n" +
-              run_err.read().decode(errors="replace"))
+        print("--- kretry run stderr ---\n" + s.run_stderr())
         print("--- dev-broker stderr ---\n" + broker.stderr_text())
         return 1
     finally:
-        if run and run.poll() is None:
-            run.kill()
-            run.wait(timeout=10)
-        broker.kill()
+        s.cleanup(run)
     print("# blackbox_run: %.1fs" % (time.monotonic() - t0))
     return 0
 

@@ -31,6 +31,17 @@ if(EXISTS /usr/bin/python3)
                        SKIP_RETURN_CODE 77 LABELS blackbox)
 endif()
 
+# kretry run's shutdown stays bounded when the broker dies with the SIGTERM;
+# needs kcat (77 when it is missing).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_shutdown
+           COMMAND /usr/bin/python3
+                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_shutdown.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_shutdown PROPERTIES TIMEOUT 120
+                       SKIP_RETURN_CODE 77 LABELS blackbox)
+endif()
+
 # kretry demo runs the whole story on its embedded cluster: every order must
 # reach an end (OK or the DLQ) and the table must show each route taken.
 add_test(NAME cli_demo

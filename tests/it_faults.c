@@ -3,10 +3,13 @@
  * copies, null keys and values, a 1 MiB value, malformed kretry headers,
  * retry-after hints and message age.
  */
+#include "adapter_int.h" /* the adapter's producer, for test_fatal_producer */
 #include "it_harness.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {
         return kretry_adapter_counter(a, c, 0);
@@ -18,25 +21,39 @@ static void pause_ms(kretry_adapter_t *a, int ms) {
                 kretry_adapter_poll(a, 20);
 }
 
-/* (e) produce errors on the copy: the source offset does not advance past
- * the failed message until its copy is durable; nothing is lost. */
-static void test_produce_errors(void) {
-        it_env_t *env                 = it_env_new("30ms", 1);
+/* The mock cluster, or NULL on a real one: the test passes without running
+ * and @p env is destroyed. */
+static rd_kafka_mock_cluster_t *mock_or_skip(it_env_t *env) {
         rd_kafka_mock_cluster_t *mock = kt_cluster_mock(env->c);
         if (!mock) {
                 kt_skip("fault injection needs the mock cluster");
                 it_env_destroy(env);
-                return;
         }
-        it_produce(env, 0, "k0", "retry1-e", NULL);
-        for (int i = 0; i < 5; i++)
-                it_produce(env, 0, "k1", "ok-e", NULL);
-        /* The copy keeps failing until the test clears the errors. */
+        return mock;
+}
+
+/* The next 200 Produce requests fail with an error librdkafka does not retry
+ * itself; rd_kafka_mock_clear_request_errors() ends it. */
+static void fail_produces(rd_kafka_mock_cluster_t *mock) {
         rd_kafka_resp_err_t errs[200];
         for (int i = 0; i < 200; i++)
                 errs[i] = RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
         rd_kafka_mock_push_request_errors_array(mock, 0 /* Produce */, 200,
                                                 errs);
+}
+
+/* (e) produce errors on the copy: the source offset does not advance past
+ * the failed message until its copy is durable; nothing is lost. */
+static void test_produce_errors(void) {
+        it_env_t *env                 = it_env_new("30ms", 1);
+        rd_kafka_mock_cluster_t *mock = mock_or_skip(env);
+        if (!mock)
+                return;
+        it_produce(env, 0, "k0", "retry1-e", NULL);
+        for (int i = 0; i < 5; i++)
+                it_produce(env, 0, "k1", "ok-e", NULL);
+        /* The copy keeps failing until the test clears the errors. */
+        fail_produces(mock);
         kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
         /* The messages behind the failing one may or may not be handled
          * yet: a failed copy pauses its partition. Either way nothing may be
@@ -57,6 +74,135 @@ static void test_produce_errors(void) {
         kretry_adapter_destroy(a);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 6);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 1);
+        it_env_destroy(env);
+}
+
+/* Log lines kept for a test to search; librdkafka's threads log too. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[16384];
+static size_t log_len;
+
+static void keep_log(kretry_log_level_t level,
+                     const char *fac,
+                     const char *msg,
+                     void *opaque) {
+        (void)level, (void)opaque;
+        pthread_mutex_lock(&log_lock);
+        int n = snprintf(log_text + log_len, sizeof(log_text) - log_len,
+                         "[%s] %s\n", fac, msg);
+        if (n > 0 && (size_t)n < sizeof(log_text) - log_len)
+                log_len += (size_t)n;
+        pthread_mutex_unlock(&log_lock);
+}
+
+static void log_clear(void) {
+        pthread_mutex_lock(&log_lock);
+        log_len     = 0;
+        log_text[0] = '\0';
+        pthread_mutex_unlock(&log_lock);
+}
+
+static int log_has(const char *what) {
+        pthread_mutex_lock(&log_lock);
+        int found = strstr(log_text, what) != NULL;
+        pthread_mutex_unlock(&log_lock);
+        return found;
+}
+
+static int ok_reported(kretry_adapter_t *a, it_env_t *env) {
+        (void)a;
+        return env->routes[KRETRY_ROUTE_OK] >= 1;
+}
+
+/* A version changelog record whose delivery fails is produced again, and its
+ * failure is logged naming the changelog (the record has no tier: naming it
+ * by tier index read before the topic table and crashed); the offset waits
+ * until the record is durable. */
+static void test_changelog_produce_error(void) {
+        it_env_t *env                 = it_env_new("30ms", 1);
+        rd_kafka_mock_cluster_t *mock = mock_or_skip(env);
+        if (!mock)
+                return;
+        char vt[300];
+        snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
+        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+        rd_kafka_header_add(h, "version", -1, "3", -1);
+        it_produce(env, 0, "K", "ok-v3", h);
+        fail_produces(mock);
+        kretry_conf_t *conf =
+                it_conf(env, "versioning.header", "version", NULL);
+        log_clear();
+        kretry_conf_set_log_cb(conf, keep_log, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_PRODUCE_ERRORS, 2, 20000));
+        pause_ms(a, 250); /* auto-commit rounds while the record fails */
+        KT_REQUIRE(env->routes[KRETRY_ROUTE_OK] == 0);
+        int64_t committed = kt_committed(env->c, env->group, env->source, 0);
+        KT_CHECK_MSG(committed <= 0, CU_FALSE,
+                     "source committed at %lld before its changelog record "
+                     "was durable",
+                     (long long)committed);
+        char want[400];
+        snprintf(want, sizeof(want), "to %s failed", vt);
+        KT_CHECK_MSG(log_has(want), CU_FALSE, "no log line with \"%s\"", want);
+        rd_kafka_mock_clear_request_errors(mock, 0 /* Produce */);
+        KT_ASSERT(it_run_until(a, ok_reported, env, 40000));
+        KT_ASSERT_INT_EQ(env->call_cnt, 1);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
+        it_env_destroy(env);
+}
+
+static kretry_adapter_t *fatal_adapter;
+
+/* The scripted handler, but "retry1-lost" first breaks the adapter's
+ * producer (as a broken idempotent sequence would): its copy can never be
+ * made durable. */
+static kretry_action_t fatal_handler(kretry_msg_t *msg, void *opaque) {
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        if (v && len == 11 && !memcmp(v, "retry1-lost", 11))
+                KT_ASSERT_INT_EQ(
+                        rd_kafka_test_fatal_error(
+                                fatal_adapter->producer,
+                                RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                "sequence broken on purpose"),
+                        0);
+        return it_handler(msg, opaque);
+}
+
+/* A fatal producer error stops the adapter (KRETRY_ERR_FATAL) with a log
+ * line saying why, instead of retrying every copy forever; the source offset
+ * is committed up to the last durable outcome, not past the lost copy. */
+static void test_fatal_producer(void) {
+        it_env_t *env = it_env_new("30ms", 1);
+        it_produce(env, 0, "k0", "ok-before", NULL);
+        kretry_conf_t *conf = it_conf(env, "revoke.timeout.ms", "3000", NULL);
+        kretry_conf_set_handler(conf, fatal_handler, env);
+        log_clear();
+        kretry_conf_set_log_cb(conf, keep_log, NULL);
+        kretry_adapter_t *a = fatal_adapter = it_adapter(conf);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        it_produce(env, 0, "k1", "retry1-lost", NULL);
+        it_produce(env, 0, "k2", "ok-after", NULL);
+        kretry_err_t err;
+        int64_t deadline = kt_now_ms() + 20000;
+        while ((err = kretry_adapter_poll(a, 100)) == KRETRY_ERR_OK &&
+               kt_now_ms() < deadline)
+                ;
+        KT_ASSERT_INT_EQ(err, KRETRY_ERR_FATAL);
+        KT_ASSERT_INT_EQ(kretry_adapter_poll(a, 0), KRETRY_ERR_FATAL);
+        KT_CHECK_MSG(log_has("[FATAL] producer: ") &&
+                             log_has("sequence broken on purpose; stopping"),
+                     CU_FALSE, "no log line says the producer failed: %s",
+                     log_text);
+        const it_call_t *c[4];
+        KT_ASSERT_INT_EQ(it_calls_for(env, "retry1-lost", c, 4), 1);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
+        KT_ASSERT_INT_EQ(kt_consume(env->c, env->tiers[0], 1, 500, NULL, NULL),
+                         0);
         it_env_destroy(env);
 }
 
@@ -186,20 +332,26 @@ static void test_permanent_codes(void) {
         it_env_destroy(env);
 }
 
-/* The breaker opens after a run of transient failures across keys, pauses
- * every partition (no handler call) for its cool-down, then lets one through;
- * that one failing reopens it. */
-static void test_breaker(void) {
-        it_env_t *env = it_env_new("20ms", 2);
+/* 30 always-failing messages of 30 keys over two partitions, and an adapter
+ * whose breaker opens after 5 of them (3 keys or more) for @p cooldown. */
+static kretry_adapter_t *breaker_adapter(it_env_t *env, const char *cooldown) {
         for (int i = 0; i < 30; i++) {
                 char key[16];
                 snprintf(key, sizeof(key), "key-%d", i);
                 it_produce(env, i % 2, key, "always-b", NULL);
         }
-        kretry_adapter_t *a = it_adapter(
-                it_conf(env, "breaker.failures", "5", "breaker.distinct.keys",
-                        "3", "breaker.cooldown", "1500ms", "retry.max.attempts",
-                        "50", NULL));
+        return it_adapter(it_conf(env, "breaker.failures", "5",
+                                  "breaker.distinct.keys", "3",
+                                  "breaker.cooldown", cooldown,
+                                  "retry.max.attempts", "50", NULL));
+}
+
+/* The breaker opens after a run of transient failures across keys, pauses
+ * every partition (no handler call) for its cool-down, then lets one through;
+ * that one failing reopens it. */
+static void test_breaker(void) {
+        it_env_t *env       = it_env_new("20ms", 2);
+        kretry_adapter_t *a = breaker_adapter(env, "1500ms");
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_BREAKER_TRIPS, 1, 20000));
         int calls = env->call_cnt;
         KT_ASSERT_INT_EQ(calls, 5);
@@ -216,6 +368,121 @@ static void test_breaker(void) {
                      "probe %lld ms after the call that opened the breaker",
                      (long long)gap);
         kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+static void *run_adapter(void *arg) {
+        kretry_adapter_run(arg);
+        return NULL;
+}
+
+static int64_t thread_cpu_ms(pthread_t t) {
+        clockid_t cid;
+        struct timespec ts;
+        KT_REQUIRE(pthread_getcpuclockid(t, &cid) == 0);
+        KT_REQUIRE(clock_gettime(cid, &ts) == 0);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static kretry_action_t retry_handler(kretry_msg_t *msg, void *opaque) {
+        (void)msg, (void)opaque;
+        return KRETRY_RETRY;
+}
+
+/* An open breaker sleeps through its cool-down instead of spinning, and
+ * still serves the group: a member that joins meanwhile gets its share of
+ * the partitions before the cool-down ends (the mock completes a join
+ * session.timeout.ms - 1 s after it starts, so the cool-down outlasts it). */
+static void test_breaker_sleeps_and_serves_group(void) {
+        it_env_t *env       = it_env_new("20ms", 2);
+        kretry_adapter_t *a = breaker_adapter(env, "12s");
+        pthread_t thr;
+        KT_REQUIRE(pthread_create(&thr, NULL, run_adapter, a) == 0);
+        int64_t deadline = kt_now_ms() + 20000;
+        while (kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_TRIPS, 0) < 1 &&
+               kt_now_ms() < deadline) {
+                struct timespec ts = {0, 10 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+        }
+        KT_REQUIRE(kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_TRIPS, 0) ==
+                   1);
+        int64_t opened = kt_now_ms(), cpu0 = thread_cpu_ms(thr);
+
+        kretry_conf_t *conf = it_conf(env, NULL);
+        kretry_conf_set_handler(conf, retry_handler, NULL);
+        log_clear();
+        kretry_conf_set_log_cb(conf, keep_log, NULL);
+        kretry_adapter_t *b = it_adapter(conf);
+        /* The open breaker's thread over 2 s of its cool-down, while the
+         * second member joins. */
+        while (kt_now_ms() < opened + 2000)
+                kretry_adapter_poll(b, 50);
+        int64_t cpu = thread_cpu_ms(thr) - cpu0, wall = kt_now_ms() - opened;
+        fprintf(stderr, "  open breaker: %lld ms CPU in %lld ms\n",
+                (long long)cpu, (long long)wall);
+        KT_CHECK_MSG(cpu * 20 < wall, CU_FALSE,
+                     "open breaker used %lld ms CPU in %lld ms (5%% allowed)",
+                     (long long)cpu, (long long)wall);
+        while (!log_has("[REBALANCE] assigned ") &&
+               kt_now_ms() < opened + 11500)
+                kretry_adapter_poll(b, 50);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_OPEN, 0), 1);
+        /* One source partition and its tier: shared with the open member. */
+        KT_CHECK_MSG(log_has("[REBALANCE] assigned 2 partition(s)"), CU_FALSE,
+                     "the joining member got no share %lld ms into the "
+                     "cool-down: %s",
+                     (long long)(kt_now_ms() - opened), log_text);
+        kretry_adapter_destroy(b);
+        kretry_adapter_stop(a);
+        pthread_join(thr, NULL);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+static rd_kafka_mock_cluster_t *down_mock;
+
+/* The scripted handler, but "retry1-down" first takes the cluster's only
+ * broker down: its copy is produced to a broker that is gone. */
+static kretry_action_t down_handler(kretry_msg_t *msg, void *opaque) {
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        if (v && len == 11 && !memcmp(v, "retry1-down", 11))
+                KT_ASSERT_INT_EQ(rd_kafka_mock_broker_set_down(down_mock, 1),
+                                 0);
+        return it_handler(msg, opaque);
+}
+
+/* Closing while the cluster is gone, with a copy in flight, ends within
+ * revoke.timeout.ms plus a few seconds (librdkafka's consumer close alone
+ * would wait for the group coordinator forever) and reports the timeout. */
+static void test_close_cluster_gone(void) {
+        it_env_t *env = it_env_new("30ms", 1);
+        if (!(down_mock = mock_or_skip(env)))
+                return;
+        it_produce(env, 0, "k0", "ok-before", NULL);
+        it_produce(env, 0, "k1", "retry1-down", NULL);
+        /* librdkafka's close alone waits about session.timeout.ms for the
+         * coordinator: make that long enough to tell from the bound. */
+        kretry_conf_t *conf =
+                it_conf(env, "revoke.timeout.ms", "2000",
+                        "consumer.session.timeout.ms", "20000", NULL);
+        kretry_conf_set_handler(conf, down_handler, env);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_HANDLER_CALLS, 2, 20000));
+        KT_REQUIRE(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0) == 0);
+        int64_t t0       = kt_now_ms();
+        kretry_err_t err = kretry_adapter_close(a);
+        int64_t closed   = kt_now_ms() - t0;
+        kretry_adapter_destroy(a);
+        int64_t gone = kt_now_ms() - t0;
+        fprintf(stderr, "  close %lld ms, destroy done at %lld ms\n",
+                (long long)closed, (long long)gone);
+        KT_ASSERT_INT_EQ(err, KRETRY_ERR_TIMED_OUT);
+        KT_CHECK_MSG(gone < 2000 + 10000, CU_FALSE,
+                     "close and destroy took %lld ms with revoke.timeout.ms "
+                     "2000",
+                     (long long)gone);
         it_env_destroy(env);
 }
 
@@ -299,15 +566,20 @@ static void test_tier_not_behind_backlog(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {KT_TEST(test_produce_errors),
-                                          KT_TEST(test_null_and_huge),
-                                          KT_TEST(test_malformed_headers),
-                                          KT_TEST(test_hint),
-                                          KT_TEST(test_expired),
-                                          KT_TEST(test_permanent_codes),
-                                          KT_TEST(test_breaker),
-                                          KT_TEST(test_long_handler),
-                                          KT_TEST(test_tier_not_behind_backlog),
-                                          KT_END};
+        static const kt_test_t tests[] = {
+                KT_TEST(test_produce_errors),
+                KT_TEST(test_changelog_produce_error),
+                KT_TEST(test_fatal_producer),
+                KT_TEST(test_null_and_huge),
+                KT_TEST(test_malformed_headers),
+                KT_TEST(test_hint),
+                KT_TEST(test_expired),
+                KT_TEST(test_permanent_codes),
+                KT_TEST(test_breaker),
+                KT_TEST(test_breaker_sleeps_and_serves_group),
+                KT_TEST(test_close_cluster_gone),
+                KT_TEST(test_long_handler),
+                KT_TEST(test_tier_not_behind_backlog),
+                KT_END};
         return kt_main("it_faults", tests, argc, argv);
 }

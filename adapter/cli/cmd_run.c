@@ -113,8 +113,11 @@ static void usage(FILE *out) {
                 "SIGINT/SIGTERM: finish the current message, commit, leave "
                 "the group, exit 0.\nA second one stops at once (the "
                 "message is consumed again next time).\n"
-                "Exit status: 0 after a stop, 1 on a fatal error, 64 on a "
-                "usage error.\n");
+                "The stop takes at most revoke.timeout.ms + 5 s (default "
+                "35 s) whatever the\ncluster does.\n"
+                "Exit status: 0 after a stop, 1 on a fatal error or when the "
+                "stop was cut short\nat that bound or left copies "
+                "unacknowledged, 64 on a usage error.\n");
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -530,7 +533,11 @@ static int serve(kretry_conf_t *conf, const run_ctx_t *ctx) {
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         kretry_err_t err = kretry_adapter_run(adapter);
         if (err != KRETRY_ERR_OK)
-                fprintf(stderr, PROG ": %s\n", kretry_err2str(err));
+                fprintf(stderr, PROG ": %s%s\n", kretry_err2str(err),
+                        err == KRETRY_ERR_TIMED_OUT
+                                ? " while stopping: what was not committed is "
+                                  "consumed again next time"
+                                : "");
         if (ctx->verbose)
                 stats_print(adapter);
         kretry_adapter_destroy(adapter);

@@ -57,6 +57,18 @@ static void rdkafka_log_cb(const rd_kafka_t *rk,
                         a->conf->log_opaque);
 }
 
+/* The producer's errors. Without this callback librdkafka only logs them; a
+ * fatal one (idempotence broken) must stop the adapter. Served by
+ * rd_kafka_poll() on the adapter's thread. */
+static void
+producer_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+        kretry_adapter_t *a = opaque;
+        if (err == RD_KAFKA_RESP_ERR__FATAL && kretry_producer_fatal(a))
+                return;
+        kretry_log(a, KRETRY_LOG_ERR, "rdkafka.ERROR", "%s: %s",
+                   rd_kafka_name(rk), reason);
+}
+
 int kretry_topic_index(const kretry_adapter_t *a, const char *topic) {
         for (int i = 0; i < a->topic_cnt; i++)
                 if (!strcmp(a->topics[i], topic))
@@ -237,8 +249,10 @@ static rd_kafka_t *client_new(kretry_adapter_t *a,
         rd_kafka_conf_set_log_cb(rc, rdkafka_log_cb);
         if (type == RD_KAFKA_CONSUMER)
                 rd_kafka_conf_set_rebalance_cb(rc, kretry_rebalance_cb);
-        else
+        else {
                 rd_kafka_conf_set_dr_msg_cb(rc, kretry_dr_cb);
+                rd_kafka_conf_set_error_cb(rc, producer_error_cb);
+        }
         rd_kafka_t *rk = rd_kafka_new(type, rc, errstr, errstr_size);
         if (!rk)
                 rd_kafka_conf_destroy(rc);
@@ -424,17 +438,17 @@ static void consumer_error(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
                    rkm->rkt ? ": " : "", rd_kafka_message_errstr(rkm));
 }
 
-/* A message for a partition whose head we hold cannot normally arrive: the
- * pause flushed its fetch queue. Should one slip through, fetch it again
- * after the held message rather than lose it. */
+/* A message for a paused partition (its head held, or the breaker open)
+ * cannot normally arrive: the pause flushed its fetch queue. Should one slip
+ * through, fetch it again once the partition resumes rather than lose it. */
 static void refetch_later(kretry_adapter_t *a,
                           kretry_part_t *part,
-                          rd_kafka_message_t *rkm) {
+                          rd_kafka_message_t *rkm,
+                          const char *why) {
         kretry_log(a, KRETRY_LOG_WARNING, "HOLD",
-                   "%s [%d] offset %lld arrived behind a held message; "
-                   "fetching it again later",
+                   "%s [%d] offset %lld arrived %s; fetching it again later",
                    a->topics[part->tier], (int)part->partition,
-                   (long long)rkm->offset);
+                   (long long)rkm->offset, why);
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
@@ -477,12 +491,47 @@ static rd_kafka_message_t *next_message(kretry_adapter_t *a, int n) {
         return rkm;
 }
 
+/* The partition @p rkm was consumed from, or NULL when not assigned. */
+static kretry_part_t *assigned_part(kretry_adapter_t *a,
+                                    const rd_kafka_message_t *rkm) {
+        int tier = kretry_topic_index(a, rd_kafka_topic_name(rkm->rkt));
+        kretry_part_t *part = kretry_part_find(a, tier, rkm->partition);
+        return part && part->assigned ? part : NULL;
+}
+
+/* The breaker paused every partition: nothing is handled, but the consumer
+ * is still polled, so rebalances and the group's traffic are served and
+ * max.poll.interval.ms is never exceeded, however long the cool-down. A
+ * message that still arrives (prefetched before the pause, or from a
+ * partition assigned just now) is fetched again after the cool-down. The
+ * caller then sleeps: a group event wakes it through the eventfd. */
+static void serve_paused(kretry_adapter_t *a) {
+        for (int n = 0; n < KRETRY_POLL_BATCH && !a->fatal; n++) {
+                rd_kafka_message_t *rkm =
+                        rd_kafka_consumer_poll(a->consumer, 0);
+                if (!rkm)
+                        return;
+                kretry_part_t *part = rkm->err ? NULL : assigned_part(a, rkm);
+                if (rkm->err)
+                        consumer_error(a, rkm);
+                if (part)
+                        refetch_later(a, part, rkm,
+                                      "while the breaker is open");
+                else
+                        rd_kafka_message_destroy(rkm);
+        }
+}
+
 static int consume(kretry_adapter_t *a) {
         int n;
+        if (a->breaker_paused) {
+                serve_paused(a);
+                return 0;
+        }
         /* Nothing more is taken once the breaker paused every partition:
          * a message polled now would be skipped on resume. */
         for (n = 0; n < KRETRY_POLL_BATCH && !atomic_load(&a->stop) &&
-                    !a->breaker_paused;
+                    !a->breaker_paused && !a->fatal;
              n++) {
                 if (n > 0 && n % KRETRY_SERVE_EVERY == 0) {
                         rd_kafka_poll(a->producer, 0);
@@ -497,16 +546,17 @@ static int consume(kretry_adapter_t *a) {
                         rd_kafka_message_destroy(rkm);
                         continue;
                 }
-                int tier = kretry_topic_index(a, rd_kafka_topic_name(rkm->rkt));
-                kretry_part_t *part = kretry_part_find(a, tier, rkm->partition);
-                if (!part || !part->assigned)
+                kretry_part_t *part = assigned_part(a, rkm);
+                if (!part)
                         rd_kafka_message_destroy(rkm);
                 else if (part->held)
-                        refetch_later(a, part, rkm);
+                        refetch_later(a, part, rkm, "behind a held message");
                 else
                         kretry_process(a, part, rkm);
         }
-        a->more = 1;
+        /* A full batch: more may be waiting. A batch cut short by the
+         * breaker or a fatal error is not: the next poll may sleep. */
+        a->more = n >= KRETRY_POLL_BATCH;
         return n;
 }
 
@@ -631,6 +681,8 @@ static int drain_producer(kretry_adapter_t *a, int64_t deadline) {
                 int64_t wait = kretry_retry_failed(a, now);
                 if (!a->inflight && !a->failed)
                         return 0;
+                if (!a->inflight && a->producer_fatal)
+                        return -1; /* the failed copies can never be made */
                 if (now >= deadline)
                         return -1;
                 if (wait < 0 || wait > 100)
@@ -639,6 +691,54 @@ static int drain_producer(kretry_adapter_t *a, int64_t deadline) {
                         wait = deadline - now;
                 rd_kafka_poll(a->producer, (int)wait);
         }
+}
+
+/* How long the synchronous commit on revoke and close may take beyond
+ * revoke.timeout.ms. */
+#define KRETRY_COMMIT_GRACE_MS 3000
+
+/* Commit the stored offsets and wait for the answer until @p deadline:
+ * rd_kafka_commit() waits for a group coordinator as long as it takes. */
+static rd_kafka_resp_err_t commit_bounded(kretry_adapter_t *a,
+                                          int64_t deadline) {
+        rd_kafka_queue_t *q = rd_kafka_queue_new(a->consumer);
+        if (!q)
+                return RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
+        rd_kafka_resp_err_t err =
+                rd_kafka_commit_queue(a->consumer, NULL, q, NULL, NULL);
+        int64_t now;
+        while (!err && (now = kretry_now_ms()) < deadline) {
+                rd_kafka_event_t *ev = rd_kafka_queue_poll(
+                        q, (int)(deadline - now > 100 ? 100 : deadline - now));
+                if (!ev)
+                        continue;
+                int done =
+                        rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT;
+                if (done)
+                        err = rd_kafka_event_error(ev);
+                rd_kafka_event_destroy(ev);
+                if (done) {
+                        rd_kafka_queue_destroy(q);
+                        return err;
+                }
+        }
+        rd_kafka_queue_destroy(q);
+        return err ? err : RD_KAFKA_RESP_ERR__TIMED_OUT;
+}
+
+/* "topic[p]@offset ..." of every assigned partition with a stored offset. */
+static void stored_offsets(kretry_adapter_t *a, char *buf, size_t size) {
+        size_t len = 0;
+        buf[0]     = '\0';
+        for (int t = 0; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t] && len < size; p++) {
+                        kretry_part_t *part = a->parts[t][p];
+                        if (part && part->assigned && part->stored >= 0)
+                                len += (size_t)snprintf(
+                                        buf + len, size - len, "%s%s[%d]@%lld",
+                                        len ? " " : "", a->topics[t], p,
+                                        (long long)part->stored);
+                }
 }
 
 void kretry_drain_and_commit(kretry_adapter_t *a) {
@@ -656,10 +756,16 @@ void kretry_drain_and_commit(kretry_adapter_t *a) {
         }
         if (rd_kafka_assignment_lost(a->consumer))
                 return; /* committing would overwrite the new owner's work */
-        rd_kafka_resp_err_t err = rd_kafka_commit(a->consumer, NULL, 0);
-        if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
-                kretry_log(a, KRETRY_LOG_WARNING, "COMMIT", "commit: %s",
-                           rd_kafka_err2str(err));
+        rd_kafka_resp_err_t err =
+                commit_bounded(a, deadline + KRETRY_COMMIT_GRACE_MS);
+        if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+                char stored[512];
+                stored_offsets(a, stored, sizeof(stored));
+                kretry_log(a, KRETRY_LOG_WARNING, "COMMIT",
+                           "commit: %s; not committed (consumed again by the "
+                           "next owner): %s",
+                           rd_kafka_err2str(err), stored);
+        }
 }
 
 /* Give up every copy still queued: the producer reports each as purged, so
@@ -678,6 +784,59 @@ static void purge_producer(kretry_adapter_t *a) {
         }
 }
 
+/* How long a close may take beyond revoke.timeout.ms (the drain of copies in
+ * flight) for the commit and the LeaveGroup. */
+#define KRETRY_CLOSE_GRACE_MS 5000
+
+/* Leave the group, bounded: librdkafka's own consumer close waits for the
+ * group coordinator as long as it takes, which is forever when the cluster
+ * went away with us. The close runs in librdkafka's background; its
+ * rebalance callback (drain the producer, commit synchronously) is served
+ * here until it finishes or the deadline passes. Returns 0 when it
+ * finished. */
+static int close_consumer(kretry_adapter_t *a) {
+        int64_t t0 = kretry_now_ms();
+        int64_t deadline =
+                t0 + a->conf->revoke_timeout_ms + KRETRY_CLOSE_GRACE_MS;
+        rd_kafka_queue_t *q = rd_kafka_queue_new(a->consumer);
+        rd_kafka_error_t *e =
+                q ? rd_kafka_consumer_close_queue(a->consumer, q) : NULL;
+        if (e) {
+                kretry_log(a, KRETRY_LOG_WARNING, "CLOSE", "consumer close: %s",
+                           rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+        }
+        int64_t now;
+        while (q && !e && !rd_kafka_consumer_closed(a->consumer) &&
+               (now = kretry_now_ms()) < deadline) {
+                int64_t wait = deadline - now > 100 ? 100 : deadline - now;
+                rd_kafka_message_t *rkm = rd_kafka_consume_queue(q, (int)wait);
+                if (rkm)
+                        rd_kafka_message_destroy(rkm);
+        }
+        int done = !q || e || rd_kafka_consumer_closed(a->consumer);
+        if (q)
+                rd_kafka_queue_destroy(q);
+        if (!done) {
+                /* Its destroy goes on past the adapter's life (see
+                 * destroy_consumer): from now on it must not reach the
+                 * adapter through the log callback, nor its eventfd. */
+                a->close_cut = 1;
+                rd_kafka_set_log_level(a->consumer, -1);
+                rd_kafka_queue_io_event_enable(a->cq, -1, NULL, 0);
+                rd_kafka_queue_io_event_enable(a->tq, -1, NULL, 0);
+                kretry_log(a, KRETRY_LOG_ERR, "CLOSE",
+                           "leaving the group cut short after %lld ms "
+                           "(revoke.timeout.ms %d + %d): the cluster does not "
+                           "answer; offsets not committed are consumed again "
+                           "by the next owner, which the group assigns once "
+                           "session.timeout.ms has passed",
+                           (long long)(kretry_now_ms() - t0),
+                           a->conf->revoke_timeout_ms, KRETRY_CLOSE_GRACE_MS);
+        }
+        return done ? 0 : -1;
+}
+
 kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         if (!a)
                 return KRETRY_ERR_INVALID_ARG;
@@ -686,13 +845,34 @@ kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         a->closed = 1;
         /* Leaving the group revokes every partition: the rebalance callback
          * drains the producer and commits synchronously. */
-        rd_kafka_resp_err_t err = rd_kafka_consumer_close(a->consumer);
-        if (err)
-                kretry_log(a, KRETRY_LOG_WARNING, "CLOSE", "consumer close: %s",
-                           rd_kafka_err2str(err));
-        int timed_out = a->inflight > 0 || a->failed;
+        int cut       = close_consumer(a);
+        int timed_out = cut || a->inflight > 0 || a->failed;
         purge_producer(a);
         return timed_out ? KRETRY_ERR_TIMED_OUT : KRETRY_ERR_OK;
+}
+
+static void *destroy_consumer_main(void *rk) {
+        rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        return NULL;
+}
+
+/* Closed already, bounded (close_consumer), so librdkafka must not close it
+ * again. After a close cut short, librdkafka still waits for the commits it
+ * has pending until session.timeout.ms ends the membership, and its destroy
+ * waits with it: that wait runs on a detached thread of its own, so that
+ * shutdown stays bounded and the consumer is still freed in the end. */
+static void destroy_consumer(kretry_adapter_t *a) {
+        pthread_attr_t attr;
+        pthread_t t;
+        if (a->close_cut && !pthread_attr_init(&attr)) {
+                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                int rc = pthread_create(&t, &attr, destroy_consumer_main,
+                                        a->consumer);
+                pthread_attr_destroy(&attr);
+                if (!rc)
+                        return;
+        }
+        destroy_consumer_main(a->consumer);
 }
 
 static void free_parts(kretry_adapter_t *a) {
@@ -742,7 +922,7 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
         if (a->cq)
                 rd_kafka_queue_destroy(a->cq);
         if (a->consumer)
-                rd_kafka_destroy(a->consumer);
+                destroy_consumer(a);
         if (a->efd >= 0)
                 close(a->efd);
         kretry_msg_free(&a->msg);

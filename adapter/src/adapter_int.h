@@ -168,8 +168,10 @@ struct kretry_adapter_s {
         kretry_rng_t rng;
         atomic_int stop;
         int closed;
-        int more; /* the last poll stopped with work left */
-        int fatal;
+        int close_cut;      /* leaving the group was cut short at its bound */
+        int more;           /* the last poll stopped with work left */
+        int fatal;          /* a client raised a fatal error: stop */
+        int producer_fatal; /* the producer's, logged; no copy is made */
         kretry_stats_t stats;
         /* stats_emit.c, on the adapter's thread */
         kretry_latency_t latency;
@@ -267,6 +269,10 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
  * returns ms until the next one is due, or -1. */
 int64_t kretry_retry_failed(kretry_adapter_t *a, int64_t now);
 void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r);
+/* 1 once the producer raised a fatal error (an idempotent producer whose
+ * sequence broke): nothing it sends can be acknowledged any more, so the
+ * adapter stops (a->fatal); logged once, with librdkafka's reason. */
+int kretry_producer_fatal(kretry_adapter_t *a);
 
 /* msg.c */
 int kretry_msg_init(kretry_msg_t *msg, size_t error_cap);

@@ -53,19 +53,50 @@ static int too_large(rd_kafka_resp_err_t err) {
                err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
 }
 
+/* The topic a copy record is produced to: a tier, the DLQ (0) or the version
+ * changelog (KRETRY_DEST_VERSIONS). */
+static const char *dest_topic(const kretry_adapter_t *a,
+                              const kretry_inflight_t *r) {
+        if (r->dest == KRETRY_DEST_VERSIONS)
+                return a->versions_topic;
+        return r->dest ? a->topics[r->dest] : a->dlq;
+}
+
+int kretry_producer_fatal(kretry_adapter_t *a) {
+        char reason[512];
+        if (a->producer_fatal)
+                return 1;
+        if (!a->producer ||
+            !rd_kafka_fatal_error(a->producer, reason, sizeof(reason)))
+                return 0;
+        a->producer_fatal = 1;
+        a->fatal          = 1;
+        kretry_log(a, KRETRY_LOG_ERR, "FATAL",
+                   "producer: %s; stopping: no copy to a tier, the DLQ or the "
+                   "changelog can be acknowledged any more, so offsets stay "
+                   "at the last durable outcome (%d copies not durable)",
+                   reason, a->inflight);
+        return 1;
+}
+
 static void fail_record(kretry_adapter_t *a,
                         kretry_inflight_t *r,
                         rd_kafka_resp_err_t err) {
         atomic_fetch_add_explicit(&a->stats.produce_errors, 1,
                                   memory_order_relaxed);
+        if (err == RD_KAFKA_RESP_ERR__FATAL && kretry_producer_fatal(a)) {
+                /* Never produced again: kept until close releases it, its
+                 * offset uncommitted. */
+                r->next_failed = a->failed;
+                a->failed      = r;
+                return;
+        }
         r->backoff_ms =
                 r->backoff_ms ? r->backoff_ms * 2 : a->conf->produce_backoff_ms;
         if (r->backoff_ms > KRETRY_BACKOFF_MAX_MS)
                 r->backoff_ms = KRETRY_BACKOFF_MAX_MS;
         r->retry_at      = kretry_now_ms() + r->backoff_ms;
-        const char *dest = r->dest == KRETRY_DEST_VERSIONS ? a->versions_topic
-                           : r->dest                       ? a->topics[r->dest]
-                                                           : a->dlq;
+        const char *dest = dest_topic(a, r);
         /* Too large never heals by itself: an operator must act. */
         int big = too_large(err);
         kretry_log(a, big ? KRETRY_LOG_ERR : KRETRY_LOG_WARNING, "PRODUCE",
@@ -127,7 +158,7 @@ static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
         } else {
                 hdrs = kretry_headers_build(src, &r->info);
         }
-        const char *topic       = r->dest ? a->topics[r->dest] : a->dlq;
+        const char *topic       = dest_topic(a, r);
         rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
         if (hdrs)
                 err = rd_kafka_producev(
@@ -476,7 +507,9 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
 int64_t kretry_retry_failed(kretry_adapter_t *a, int64_t now) {
         kretry_inflight_t *list = a->failed, *r;
         int64_t wait            = -1;
-        a->failed               = NULL;
+        if (a->producer_fatal)
+                return -1; /* nothing can be produced any more */
+        a->failed = NULL;
         while ((r = list)) {
                 list = r->next_failed;
                 if (!r->part->assigned || r->part->gen != r->gen) {

@@ -469,7 +469,10 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size);
  * passed, with @p timeout_ms 0.
  *
  * @returns KRETRY_ERR_OK, KRETRY_ERR_STOPPED once kretry_adapter_stop() was
- *          called, or KRETRY_ERR_FATAL when the clients cannot continue.
+ *          called, or KRETRY_ERR_FATAL when the consumer or the producer
+ *          raised a fatal error (the reason goes to the log callback; offsets
+ *          stay at the last durable outcome); every later call returns it
+ *          too. Close or destroy the adapter then.
  */
 KRETRY_EXPORT kretry_err_t kretry_adapter_poll(kretry_adapter_t *adapter,
                                                int timeout_ms);
@@ -477,7 +480,9 @@ KRETRY_EXPORT kretry_err_t kretry_adapter_poll(kretry_adapter_t *adapter,
 /**
  * @brief Serve the adapter until kretry_adapter_stop() is called, then close
  *        it (finish in-flight copies, commit synchronously, leave the group).
- * @returns KRETRY_ERR_OK after a stop, or KRETRY_ERR_FATAL.
+ * @returns KRETRY_ERR_OK after a stop, KRETRY_ERR_TIMED_OUT when the close
+ *          after it was cut short or left copies unacknowledged (see
+ *          kretry_adapter_close()), or KRETRY_ERR_FATAL.
  */
 KRETRY_EXPORT kretry_err_t kretry_adapter_run(kretry_adapter_t *adapter);
 
@@ -509,9 +514,17 @@ KRETRY_EXPORT int kretry_adapter_next_timeout_ms(kretry_adapter_t *adapter);
  *        revoke.timeout.ms), done offsets are committed synchronously, the
  *        consumer leaves the group. Idempotent; kretry_adapter_destroy() calls
  *        it when it has not run.
- * @returns KRETRY_ERR_OK, or KRETRY_ERR_TIMED_OUT when copies were still
- *          unacknowledged (their offsets stay uncommitted: they will be
- *          consumed again).
+ *
+ * Bounded whatever the cluster does: it returns within revoke.timeout.ms
+ * plus 5 seconds. When the cluster does not answer in that time the close is
+ * cut short: what could not be committed is logged, and the group reassigns
+ * the partitions once session.timeout.ms has passed. kretry_adapter_destroy()
+ * then returns at once too; librdkafka finishes releasing the consumer on a
+ * thread of its own.
+ *
+ * @returns KRETRY_ERR_OK, or KRETRY_ERR_TIMED_OUT when the close was cut
+ *          short or copies were still unacknowledged (their offsets stay
+ *          uncommitted: they will be consumed again).
  */
 KRETRY_EXPORT kretry_err_t kretry_adapter_close(kretry_adapter_t *adapter);
 
