@@ -144,6 +144,41 @@ static void test_malformed_headers(void) {
         it_env_destroy(env);
 }
 
+/* A tier message whose kretry-due-ts is an hour ahead (written under a
+ * longer delay, or by another writer) is held no longer than its tier's
+ * delay plus jitter, not an hour; the message behind it follows. */
+static void test_due_far_ahead(void) {
+        it_env_t *env = it_env_new("300ms", 1);
+        char due[32];
+        snprintf(due, sizeof(due), "%lld", (long long)(kt_now_ms() + 3600000));
+        tier_msg(env, "1", due, "ok-far");
+        tier_msg(env, "1", NULL, "ok-behind");
+        kretry_adapter_t *a =
+                it_adapter(it_conf(env, "retry.jitter", "20%", NULL));
+        /* When it is held: seen between polls of 10 ms, well inside the
+         * 300-360 ms it waits. */
+        int64_t held = -1, deadline = kt_now_ms() + 20000;
+        while (counter(a, KRETRY_COUNTER_OK) < 2 && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 10);
+                if (held < 0 && counter(a, KRETRY_COUNTER_HELD) == 1)
+                        held = kt_now_ms();
+        }
+        KT_ASSERT(held > 0);
+        KT_REQUIRE(counter(a, KRETRY_COUNTER_OK) == 2);
+        const it_call_t *c[2];
+        KT_REQUIRE(it_calls_for(env, "ok-far", c, 2) == 1);
+        int64_t waited = c[0]->now_ms - held;
+        /* 360 ms at most, plus room for a loaded machine. */
+        KT_CHECK_MSG(waited <= 360 + 1500, CU_FALSE,
+                     "held %lld ms with a 300 ms tier (20%% jitter)",
+                     (long long)waited);
+        KT_ASSERT_STR_EQ(env->calls[0].value, "ok-far");
+        KT_ASSERT_STR_EQ(env->calls[1].value, "ok-behind");
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 2);
+        it_env_destroy(env);
+}
+
 /* A retry-after hint picks the first tier whose delay covers it. */
 static void test_hint(void) {
         it_env_t *env = it_env_new("20ms,200ms,2s", 1);
@@ -301,6 +336,7 @@ int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_produce_errors),
                                           KT_TEST(test_null_and_huge),
                                           KT_TEST(test_malformed_headers),
+                                          KT_TEST(test_due_far_ahead),
                                           KT_TEST(test_hint),
                                           KT_TEST(test_expired),
                                           KT_TEST(test_permanent_codes),

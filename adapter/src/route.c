@@ -251,7 +251,7 @@ static void route_failure(kretry_adapter_t *a,
         }
         int tier    = kretry_tier_for(c->tiers_ms, c->tier_cnt, m->attempt,
                                       m->retry_after_ms);
-        int64_t due = kretry_due_ts(c->tiers_ms, tier, c->jitter,
+        int64_t due = kretry_due_ts(c->tiers_ms, c->tier_cnt, tier, c->jitter,
                                     m->retry_after_ms, now, &a->rng);
         kretry_keyed_failed(a, part, tier, due);
         route_copy(a, part, tier, "transient", due);
@@ -395,12 +395,19 @@ void kretry_process(kretry_adapter_t *a,
                 rd_kafka_headers_t *h;
                 const void *v;
                 size_t n;
-                int64_t due;
+                int64_t due, now;
                 if (!rd_kafka_message_headers(rkm, &h) &&
                     !rd_kafka_header_get_last(h, KRETRY_H_DUE_TS, &v, &n) &&
                     !kretry_header_num(v, n, INT64_MAX, &due) &&
-                    due > kretry_now_ms()) {
-                        hold(a, part, rkm, due);
+                    due > (now = kretry_now_ms())) {
+                        /* No copy kretry makes is due later than this; one
+                         * that says so (a topology whose delays were
+                         * shortened, another writer) must not hold up its
+                         * partition longer than the tier's delay. */
+                        int64_t bound =
+                                kretry_due_bound(a->conf->tiers_ms, part->tier,
+                                                 a->conf->jitter, now);
+                        hold(a, part, rkm, due < bound ? due : bound);
                         return;
                 }
         }
