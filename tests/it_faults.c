@@ -1,9 +1,11 @@
 /*
  * Fault and bad-input tests on the test cluster: failed deliveries of
- * copies, null keys and values, a 1 MiB value, malformed kretry headers,
- * retry-after hints and message age.
+ * copies, allocation failures, null keys and values, a 1 MiB value,
+ * malformed kretry headers, due times far ahead, retry-after hints and
+ * message age.
  */
 #include "it_harness.h"
+#include "offsets.h" /* kretry_test_alloc_fails */
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,101 @@ static void test_produce_errors(void) {
         kretry_adapter_destroy(a);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 6);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 1);
+        it_env_destroy(env);
+}
+
+/* Allocation failures injected through kretry_test_alloc_fails: a site
+ * named in oom_sites fails, at most oom_budget times (-1: no limit);
+ * oom_reserve_ok lets that many "reserve" allocations through first. */
+static const char *oom_sites;
+static int oom_reserve_ok, oom_budget, oom_failed, oom_record_failed;
+static int64_t oom_last_ms; /* when the last failure was injected */
+
+static int oom_hook(const char *site) {
+        if (!oom_sites || !strstr(oom_sites, site) || oom_budget == 0)
+                return 0;
+        if (!strcmp(site, "reserve") && oom_reserve_ok > 0) {
+                oom_reserve_ok--;
+                return 0;
+        }
+        oom_budget -= oom_budget > 0;
+        oom_failed++;
+        oom_record_failed += !strcmp(site, "record");
+        oom_last_ms = kt_now_ms();
+        return 1;
+}
+
+static void oom_set(const char *sites, int reserve_ok, int budget) {
+        oom_sites               = sites;
+        oom_reserve_ok          = reserve_ok;
+        oom_budget              = budget;
+        oom_failed              = 0;
+        oom_record_failed       = 0;
+        kretry_test_alloc_fails = sites ? oom_hook : NULL;
+}
+
+/* One partition, a 20 ms tier, five messages "<prefix>0".."<prefix>4". */
+static it_env_t *oom_env(const char *prefix) {
+        it_env_t *env = it_env_new("20ms", 1);
+        for (int i = 0; i < 5; i++) {
+                char v[16];
+                snprintf(v, sizeof(v), "%s%d", prefix, i);
+                it_produce(env, 0, "k", v, NULL);
+        }
+        return env;
+}
+
+/* The offset tracker cannot grow for the first message, four times in a
+ * row: it is neither dropped nor passed. Nothing behind it is handled (or
+ * committed) before it is tracked; every message is handled once, in
+ * order, and all are committed. */
+static void test_oom_tracking(void) {
+        char v[16];
+        it_env_t *env = oom_env("ok-m");
+        oom_set("offsets", 0, 4);
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 5, 20000));
+        KT_ASSERT_INT_EQ(oom_failed, 4);
+        oom_set(NULL, 0, 0);
+        KT_ASSERT_INT_EQ(env->call_cnt, 5);
+        for (int i = 0; i < 5 && i < env->call_cnt; i++) {
+                snprintf(v, sizeof(v), "ok-m%d", i);
+                KT_ASSERT_STR_EQ(env->calls[i].value, v);
+                KT_CHECK_MSG(env->calls[i].now_ms >= oom_last_ms, CU_FALSE,
+                             "%s handled %lld ms before offset 0 was tracked",
+                             v,
+                             (long long)(oom_last_ms - env->calls[i].now_ms));
+        }
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 5);
+        it_env_destroy(env);
+}
+
+/* No copy record can be allocated, all along, and the reserve only once:
+ * each copy goes out in the reserve record, and the next message waits
+ * (its partition paused) until the reserve comes back with the previous
+ * copy's acknowledgement. Nothing is lost, skipped or handled twice. */
+static void test_oom_copy_record(void) {
+        char v[16];
+        it_env_t *env = oom_env("retry1-r");
+        oom_set("record,reserve", 1, -1);
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 5, 30000));
+        /* Every copy went out in the reserve. */
+        KT_ASSERT_INT_EQ(oom_record_failed, 5);
+        oom_set(NULL, 0, 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1),
+                         5);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ, 0), 0);
+        KT_ASSERT_INT_EQ(env->call_cnt, 10);
+        for (int i = 0; i < 5; i++) {
+                const it_call_t *c[3];
+                snprintf(v, sizeof(v), "retry1-r%d", i);
+                KT_ASSERT_INT_EQ(it_calls_for(env, v, c, 3), 2);
+        }
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 5);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 5);
         it_env_destroy(env);
 }
 
@@ -334,6 +431,8 @@ static void test_tier_not_behind_backlog(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_produce_errors),
+                                          KT_TEST(test_oom_tracking),
+                                          KT_TEST(test_oom_copy_record),
                                           KT_TEST(test_null_and_huge),
                                           KT_TEST(test_malformed_headers),
                                           KT_TEST(test_due_far_ahead),
