@@ -157,7 +157,7 @@ static kretry_inflight_t *reserve_new(kretry_adapter_t *a) {
 }
 
 /* Build the copy record of the message bound to a->msg: its own
- * allocation, or, when memory is short, the reserve that kretry_dispatch
+ * allocation, or, when memory is short, the reserve that dispatch()
  * made sure of before the outcome was decided. */
 static kretry_inflight_t *record_new(kretry_adapter_t *a,
                                      kretry_part_t *part,
@@ -235,7 +235,7 @@ void kretry_route_copy(kretry_adapter_t *a,
         kretry_inflight_t *r = record_new(a, part, cp, kretry_now_ms());
         if (!r) {
                 /* Cannot happen: a dispatch makes at most one copy, and
-                 * kretry_dispatch reserved its record. Should it, the offset
+                 * dispatch() reserved its record. Should it, the offset
                  * stays in flight (nothing is committed past it) until the
                  * partition is assigned again. */
                 kretry_log(a, KRETRY_LOG_ERR, "ROUTE",
@@ -343,12 +343,12 @@ static void breaker_feed(kretry_adapter_t *a, kretry_action_t action) {
 }
 
 static int
-lacks_memory(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm);
+no_reserve(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm);
 
-void kretry_dispatch(kretry_adapter_t *a,
-                     kretry_part_t *part,
-                     rd_kafka_message_t *rkm) {
-        if (lacks_memory(a, part, rkm))
+/* Hand a tracked message to the handler (kretry_dispatch). */
+static void
+dispatch(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
+        if (no_reserve(a, part, rkm))
                 return;
         kretry_msg_t *m = &a->msg;
         kretry_msg_bind(m, rkm, a->topics[part->tier], part->tier);
@@ -479,25 +479,29 @@ admit(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
                         return;
                 }
         }
-        kretry_dispatch(a, part, rkm);
+        dispatch(a, part, rkm);
 }
 
-/* Before anything about @p rkm is decided (handler, keyed state, copy):
- * its offset must be tracked and a copy record reserved, or it waits for
- * memory. Returns 1 when it was taken care of here. */
-static int lacks_memory(kretry_adapter_t *a,
-                        kretry_part_t *part,
-                        rd_kafka_message_t *rkm) {
-        if (!kretry_offsets_pending(&part->offsets, rkm->offset)) {
-                /* Held for want of memory before it could be tracked. */
+/* Before anything about @p rkm is decided (handler, keyed state, copy), a
+ * copy record is reserved, or the message waits for memory. Returns 1 when
+ * it waits. */
+static int
+no_reserve(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
+        if (a->msg.reserve || (a->msg.reserve = reserve_new(a)))
+                return 0;
+        retry_later(a, part, rkm, "reserving a copy record for");
+        return 1;
+}
+
+void kretry_dispatch(kretry_adapter_t *a,
+                     kretry_part_t *part,
+                     rd_kafka_message_t *rkm) {
+        /* A held message whose offset could not be tracked (out of memory)
+         * starts over; any other was tracked when it was consumed. */
+        if (kretry_offsets_pending(&part->offsets, rkm->offset))
+                dispatch(a, part, rkm);
+        else
                 admit(a, part, rkm);
-                return 1;
-        }
-        if (!a->msg.reserve && !(a->msg.reserve = reserve_new(a))) {
-                retry_later(a, part, rkm, "reserving a copy record for");
-                return 1;
-        }
-        return 0;
 }
 
 void kretry_process(kretry_adapter_t *a,
