@@ -4,7 +4,8 @@
  * from the consumed message), and on the broker's acknowledgement mark the
  * offset done so it can be committed. A copy whose delivery failed is
  * produced again after a backoff; its partition is paused meanwhile and its
- * offset is never stored, so nothing is dropped.
+ * offset is never stored, so nothing is dropped. Memory running out before
+ * an outcome is decided holds the message the same way (retry_later).
  */
 #include "adapter_int.h"
 
