@@ -29,22 +29,43 @@ valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" "$bin" \
         --only "$scenario" --runs 1 --quick --messages "$n" \
         >"$dir/bench.out" 2>"$dir/bench.log" ||
         { echo "kretry_bench failed under callgrind: see $dir/bench.log" >&2; exit 1; }
+# The inclusive count of function $1 in the function list on stdin ("" when
+# the process never ran it). Its line reads "COUNT (PCT)  FILE:FUNCTION [OBJ]",
+# FILE "???" without debug information.
+fn_count() {
+        awk -v fn="$1" '{
+                f = $3; sub(/^.*:/, "", f)
+                if (f == fn) { gsub(",", "", $1); print $1; exit }
+        }'
+}
 for f in "$dir"/cg.*; do
-        ann=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null)
-        if echo "$ann" | grep -q 'bench_kretry_plain_side'; then
-                # ordered_versioned's baseline: kretry, both features off
-                side=neither fn=bench_kretry_plain_side
-        elif echo "$ann" | grep -q 'bench_kretry_side'; then
-                side=kretry fn=bench_kretry_side
-        elif echo "$ann" | grep -q 'bench_raw_side'; then
-                side=raw fn=bench_raw_side
-        else
-                continue
-        fi
+        # --auto=no: with debug information callgrind_annotate would also
+        # print the benchmark's source, where every side's name appears
+        # (a call, a declaration) whichever process this was.
+        ann=$(callgrind_annotate --inclusive=yes --auto=no "$f" 2>/dev/null)
+        side= thread=
+        # ordered_versioned's baseline "neither": kretry, both features off
+        for s in neither:bench_kretry_plain_side kretry:bench_kretry_side \
+                raw:bench_raw_side; do
+                thread=$(echo "$ann" | fn_count "${s#*:}")
+                if [ -n "$thread" ]; then
+                        side=${s%%:*}
+                        break
+                fi
+        done
+        [ -n "$side" ] || continue
         total=$(echo "$ann" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
-        thread=$(echo "$ann" | awk -v fn="$fn" '$0 ~ fn { gsub(",", "", $1); print $1; exit }')
         printf '%s %s %s %s\n' "$side" "$n" "$total" "$thread"
 done | sort >"$dir/counts"
+# Both sides or nothing: a table with one side missing would read as a
+# measurement.
+if ! grep -q '^kretry ' "$dir/counts" ||
+        ! grep -Eq '^(raw|neither) ' "$dir/counts" ||
+        [ "$(wc -l <"$dir/counts")" -ne 2 ]; then
+        echo "callgrind.sh: expected one kretry and one baseline process in $dir, found:" >&2
+        cat "$dir/counts" >&2
+        exit 1
+fi
 if [ "$json" = 1 ]; then
         awk -v scenario="$scenario" -v n="$n" '
                 { p[$1] = int($3 / n); t[$1] = int($4 / n) }

@@ -1,5 +1,5 @@
 kretry_add_suite(it_core TIMEOUT 240 LABELS integration SOURCES it_harness.c)
-kretry_add_suite(it_faults TIMEOUT 240 LABELS integration SOURCES it_harness.c)
+kretry_add_suite(it_faults TIMEOUT 480 LABELS integration SOURCES it_harness.c)
 add_executable(it_worker it_worker.c)
 target_link_libraries(it_worker PRIVATE kretry_static)
 kretry_add_suite(it_kill TIMEOUT 240 LABELS integration)

@@ -1,10 +1,12 @@
 /*
  * Fault and bad-input tests on the test cluster: failed deliveries of
- * copies, null keys and values, a 1 MiB value, malformed kretry headers,
- * retry-after hints and message age.
+ * copies, allocation failures, null keys and values, a 1 MiB value,
+ * malformed kretry headers, due times far ahead, retry-after hints and
+ * message age.
  */
 #include "adapter_int.h" /* the adapter's producer, for test_fatal_producer */
 #include "it_harness.h"
+#include "offsets.h" /* kretry_test_alloc_fails */
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -206,6 +208,101 @@ static void test_fatal_producer(void) {
         it_env_destroy(env);
 }
 
+/* Allocation failures injected through kretry_test_alloc_fails: a site
+ * named in oom_sites fails, at most oom_budget times (-1: no limit);
+ * oom_reserve_ok lets that many "reserve" allocations through first. */
+static const char *oom_sites;
+static int oom_reserve_ok, oom_budget, oom_failed, oom_record_failed;
+static int64_t oom_last_ms; /* when the last failure was injected */
+
+static int oom_hook(const char *site) {
+        if (!oom_sites || !strstr(oom_sites, site) || oom_budget == 0)
+                return 0;
+        if (!strcmp(site, "reserve") && oom_reserve_ok > 0) {
+                oom_reserve_ok--;
+                return 0;
+        }
+        oom_budget -= oom_budget > 0;
+        oom_failed++;
+        oom_record_failed += !strcmp(site, "record");
+        oom_last_ms = kt_wall_ms();
+        return 1;
+}
+
+static void oom_set(const char *sites, int reserve_ok, int budget) {
+        oom_sites               = sites;
+        oom_reserve_ok          = reserve_ok;
+        oom_budget              = budget;
+        oom_failed              = 0;
+        oom_record_failed       = 0;
+        kretry_test_alloc_fails = sites ? oom_hook : NULL;
+}
+
+/* One partition, a 20 ms tier, five messages "<prefix>0".."<prefix>4". */
+static it_env_t *oom_env(const char *prefix) {
+        it_env_t *env = it_env_new("20ms", 1);
+        for (int i = 0; i < 5; i++) {
+                char v[16];
+                snprintf(v, sizeof(v), "%s%d", prefix, i);
+                it_produce(env, 0, "k", v, NULL);
+        }
+        return env;
+}
+
+/* The offset tracker cannot grow for the first message, four times in a
+ * row: it is neither dropped nor passed. Nothing behind it is handled (or
+ * committed) before it is tracked; every message is handled once, in
+ * order, and all are committed. */
+static void test_oom_tracking(void) {
+        char v[16];
+        it_env_t *env = oom_env("ok-m");
+        oom_set("offsets", 0, 4);
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 5, 20000));
+        KT_ASSERT_INT_EQ(oom_failed, 4);
+        oom_set(NULL, 0, 0);
+        KT_ASSERT_INT_EQ(env->call_cnt, 5);
+        for (int i = 0; i < 5 && i < env->call_cnt; i++) {
+                snprintf(v, sizeof(v), "ok-m%d", i);
+                KT_ASSERT_STR_EQ(env->calls[i].value, v);
+                KT_CHECK_MSG(env->calls[i].now_ms >= oom_last_ms, CU_FALSE,
+                             "%s handled %lld ms before offset 0 was tracked",
+                             v,
+                             (long long)(oom_last_ms - env->calls[i].now_ms));
+        }
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 5);
+        it_env_destroy(env);
+}
+
+/* No copy record can be allocated, all along, and the reserve only once:
+ * each copy goes out in the reserve record, and the next message waits
+ * (its partition paused) until the reserve comes back with the previous
+ * copy's acknowledgement. Nothing is lost, skipped or handled twice. */
+static void test_oom_copy_record(void) {
+        char v[16];
+        it_env_t *env = oom_env("retry1-r");
+        oom_set("record,reserve", 1, -1);
+        kretry_adapter_t *a = it_adapter(it_conf(env, NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 5, 30000));
+        /* Every copy went out in the reserve. */
+        KT_ASSERT_INT_EQ(oom_record_failed, 5);
+        oom_set(NULL, 0, 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1),
+                         5);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ, 0), 0);
+        KT_ASSERT_INT_EQ(env->call_cnt, 10);
+        for (int i = 0; i < 5; i++) {
+                const it_call_t *c[3];
+                snprintf(v, sizeof(v), "retry1-r%d", i);
+                KT_ASSERT_INT_EQ(it_calls_for(env, v, c, 3), 2);
+        }
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 5);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 5);
+        it_env_destroy(env);
+}
+
 /* (g) null key, null value and a 1 MiB value pass through a retry hop. */
 static void test_null_and_huge(void) {
         it_env_t *env = it_env_new("20ms", 1);
@@ -287,6 +384,42 @@ static void test_malformed_headers(void) {
         KT_ASSERT_INT_EQ(c[0]->attempt, 1);
         kretry_adapter_destroy(a);
         KT_ASSERT_INT_EQ(kt_consume(env->c, env->dlq, 4, 10000, NULL, NULL), 4);
+        it_env_destroy(env);
+}
+
+/* A tier message whose kretry-due-ts is an hour ahead (written under a
+ * longer delay, or by another writer) is held no longer than its tier's
+ * delay plus jitter, not an hour; the message behind it follows. */
+static void test_due_far_ahead(void) {
+        it_env_t *env = it_env_new("300ms", 1);
+        char due[32];
+        snprintf(due, sizeof(due), "%lld", (long long)(kt_wall_ms() + 3600000));
+        tier_msg(env, "1", due, "ok-far");
+        tier_msg(env, "1", NULL, "ok-behind");
+        kretry_adapter_t *a =
+                it_adapter(it_conf(env, "retry.jitter", "20%", NULL));
+        /* When it is held: seen between polls of 10 ms, well inside the
+         * 300-360 ms it waits. */
+        int64_t held = -1, deadline = kt_now_ms() + 20000;
+        while (counter(a, KRETRY_COUNTER_OK) < 2 && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 10);
+                if (held < 0 && counter(a, KRETRY_COUNTER_HELD) == 1)
+                        held = kt_wall_ms();
+        }
+        KT_ASSERT(held > 0);
+        KT_REQUIRE(counter(a, KRETRY_COUNTER_OK) == 2);
+        const it_call_t *c[2];
+        KT_REQUIRE(it_calls_for(env, "ok-far", c, 2) == 1);
+        int64_t waited = c[0]->now_ms - held;
+        /* 360 ms at most (test_delay checks the bound itself); the
+         * margin is for a loaded machine, and far below the hour. */
+        KT_CHECK_MSG(waited <= 10000, CU_FALSE,
+                     "held %lld ms with a 300 ms tier (20%% jitter)",
+                     (long long)waited);
+        KT_ASSERT_STR_EQ(env->calls[0].value, "ok-far");
+        KT_ASSERT_STR_EQ(env->calls[1].value, "ok-behind");
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 2);
         it_env_destroy(env);
 }
 
@@ -570,8 +703,11 @@ int main(int argc, char **argv) {
                 KT_TEST(test_produce_errors),
                 KT_TEST(test_changelog_produce_error),
                 KT_TEST(test_fatal_producer),
+                KT_TEST(test_oom_tracking),
+                KT_TEST(test_oom_copy_record),
                 KT_TEST(test_null_and_huge),
                 KT_TEST(test_malformed_headers),
+                KT_TEST(test_due_far_ahead),
                 KT_TEST(test_hint),
                 KT_TEST(test_expired),
                 KT_TEST(test_permanent_codes),

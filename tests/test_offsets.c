@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static void test_in_order(void) {
         kretry_offsets_t t;
@@ -90,10 +91,77 @@ static void test_random_completion(void) {
         kretry_offsets_free(&t);
 }
 
+static int fail_offsets;
+
+static int fail_growth(const char *site) {
+        return fail_offsets && !strcmp(site, "offsets");
+}
+
+/* The ring cannot grow: the add says "no memory", not "out of order";
+ * nothing changes, so the untracked offset is never passed by the
+ * committable one; once memory is back the same offset is tracked. */
+static void test_no_memory(void) {
+        kretry_offsets_t t;
+        kretry_offsets_init(&t);
+        kretry_test_alloc_fails = fail_growth;
+        fail_offsets            = 1;
+        /* The very first add allocates the ring. */
+        KT_ASSERT_INT_EQ(kretry_offsets_add(&t, 0), KRETRY_OFFSETS_NO_MEM);
+        KT_ASSERT_INT_EQ(kretry_offsets_committable(&t), -1);
+        KT_ASSERT_INT_EQ(kretry_offsets_pending(&t, 0), 0);
+        fail_offsets = 0;
+        for (int64_t o = 0; o < 64; o++)
+                KT_REQUIRE(kretry_offsets_add(&t, o) == 0);
+        /* Full: 64 needs a bigger ring. */
+        fail_offsets = 1;
+        KT_ASSERT_INT_EQ(kretry_offsets_add(&t, 64), KRETRY_OFFSETS_NO_MEM);
+        /* Out of order is still told apart while memory is short. */
+        KT_ASSERT_INT_EQ(kretry_offsets_add(&t, 63),
+                         KRETRY_OFFSETS_OUT_OF_ORDER);
+        KT_ASSERT_INT_EQ(kretry_offsets_pending(&t, 64), 0);
+        KT_ASSERT_INT_EQ(kretry_offsets_inflight(&t), 64);
+        for (int64_t o = 63; o >= 0; o--)
+                KT_REQUIRE(kretry_offsets_done(&t, o) >= 0);
+        /* Everything tracked is done: commit up to 64, not past it. */
+        KT_ASSERT_INT_EQ(kretry_offsets_committable(&t), 64);
+        KT_ASSERT_INT_EQ(kretry_offsets_done(&t, 64), -1);
+        fail_offsets = 0;
+        KT_ASSERT_INT_EQ(kretry_offsets_add(&t, 64), 0);
+        KT_ASSERT_INT_EQ(kretry_offsets_pending(&t, 64), 1);
+        KT_ASSERT_INT_EQ(kretry_offsets_committable(&t), 64);
+        KT_ASSERT_INT_EQ(kretry_offsets_done(&t, 64), 1);
+        KT_ASSERT_INT_EQ(kretry_offsets_committable(&t), 65);
+        kretry_test_alloc_fails = NULL;
+        kretry_offsets_free(&t);
+}
+
+/* Growth failing with offsets in flight and completed out of order keeps
+ * every tracked one as it was. */
+static void test_no_memory_keeps_ring(void) {
+        kretry_offsets_t t;
+        kretry_offsets_init(&t);
+        for (int64_t o = 100; o < 164; o++)
+                KT_REQUIRE(kretry_offsets_add(&t, o) == 0);
+        for (int64_t o = 101; o < 164; o += 2)
+                KT_REQUIRE(kretry_offsets_done(&t, o) == 0);
+        kretry_test_alloc_fails = fail_growth;
+        fail_offsets            = 1;
+        KT_ASSERT_INT_EQ(kretry_offsets_add(&t, 164), KRETRY_OFFSETS_NO_MEM);
+        kretry_test_alloc_fails = NULL;
+        for (int64_t o = 100; o < 164; o++)
+                KT_REQUIRE(kretry_offsets_pending(&t, o) == (o % 2 == 0));
+        KT_ASSERT_INT_EQ(kretry_offsets_done(&t, 100), 1);
+        KT_ASSERT_INT_EQ(kretry_offsets_committable(&t), 102);
+        kretry_offsets_free(&t);
+}
+
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-                KT_TEST(test_in_order), KT_TEST(test_out_of_order),
-                KT_TEST(test_gaps_and_order), KT_TEST(test_random_completion),
-                KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_in_order),
+                                          KT_TEST(test_out_of_order),
+                                          KT_TEST(test_gaps_and_order),
+                                          KT_TEST(test_random_completion),
+                                          KT_TEST(test_no_memory),
+                                          KT_TEST(test_no_memory_keeps_ring),
+                                          KT_END};
         return kt_main("offsets", tests, argc, argv);
 }

@@ -64,6 +64,8 @@ typedef struct kretry_inflight_s {
         int failed; /* counted in its partition's produce_failures */
         unsigned char vbuf[10]; /* KRETRY_DEST_VERSIONS: the encoded version */
         size_t vlen;
+        size_t reserve_cap; /* > 0: the reserve record (kretry_msg_t), room
+                               for this many bytes of strings */
         struct kretry_inflight_s *next_failed;
 } kretry_inflight_t;
 
@@ -92,6 +94,10 @@ struct kretry_msg_s {
         int64_t version; /* versioning: parsed from the header */
         int has_version;
         avro_value_t *value_avro; /* value.format avro: the decoded record */
+        /* A copy record big enough for any message, allocated before the
+         * message's outcome is decided: the copy it decides on never waits
+         * for memory (route.c). NULL while in use. */
+        struct kretry_inflight_s *reserve;
 };
 
 /*

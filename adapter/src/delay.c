@@ -39,14 +39,40 @@ int kretry_tier_for(const int64_t *tiers_ms,
         return failed_attempts < tier_cnt ? failed_attempts : tier_cnt;
 }
 
+int64_t kretry_add_sat(int64_t a, int64_t b) {
+        if (b > 0 && a > INT64_MAX - b)
+                return INT64_MAX;
+        if (b < 0 && a < INT64_MIN - b)
+                return INT64_MIN;
+        return a + b;
+}
+
 int64_t kretry_due_ts(const int64_t *tiers_ms,
+                      int tier_cnt,
                       int tier,
                       double jitter,
                       int64_t hint_ms,
                       int64_t now_ms,
                       kretry_rng_t *rng) {
         int64_t d = kretry_jittered_delay(tiers_ms[tier - 1], jitter, rng);
+        /* A hint past the last tier's delay would hold the copy at the head
+         * of its paused tier partition, and everything behind it, that much
+         * longer than the topology (and the retention validated for it)
+         * allows. */
+        if (hint_ms > tiers_ms[tier_cnt - 1])
+                hint_ms = tiers_ms[tier_cnt - 1];
         if (hint_ms > d)
                 d = hint_ms;
-        return now_ms + d;
+        return kretry_add_sat(now_ms, d);
+}
+
+int64_t kretry_due_bound(const int64_t *tiers_ms,
+                         int tier,
+                         double jitter,
+                         int64_t now_ms) {
+        int64_t delay = tiers_ms[tier - 1] > 0 ? tiers_ms[tier - 1] : 0;
+        double d      = (double)delay * (1.0 + (jitter > 0 ? jitter : 0));
+        /* 2^63 as a double: anything at or above it does not fit. */
+        return d >= 9223372036854775808.0 ? INT64_MAX
+                                          : kretry_add_sat(now_ms, (int64_t)d);
 }

@@ -32,13 +32,29 @@ int kretry_tier_for(const int64_t *tiers_ms,
                     int failed_attempts,
                     int64_t hint_ms);
 
-/* The due time of a copy sent to @p tier at @p now_ms: its jittered delay,
- * and never before the hint has passed. */
+/* @p a + @p b, held at INT64_MAX / INT64_MIN instead of wrapping: a due
+ * time far in the future must not become one in the past. */
+int64_t kretry_add_sat(int64_t a, int64_t b);
+
+/* The due time of a copy sent to @p tier (1..@p tier_cnt) at @p now_ms: its
+ * jittered delay, and never before the hint has passed — the hint counted
+ * at most as the last tier's delay. Saturates at INT64_MAX. */
 int64_t kretry_due_ts(const int64_t *tiers_ms,
+                      int tier_cnt,
                       int tier,
                       double jitter,
                       int64_t hint_ms,
                       int64_t now_ms,
                       kretry_rng_t *rng);
+
+/* The latest a message read from @p tier at @p now_ms may be due: the
+ * tier's delay plus full jitter. kretry_due_ts() never goes past it (a hint
+ * that picks a tier is at most its delay, or the last tier's); a
+ * kretry-due-ts header further ahead (a changed topology, another writer) is
+ * held only until then. Saturates at INT64_MAX. */
+int64_t kretry_due_bound(const int64_t *tiers_ms,
+                         int tier,
+                         double jitter,
+                         int64_t now_ms);
 
 #endif

@@ -37,7 +37,8 @@ static void park(kretry_adapter_t *a,
          * due time passed (or is unknown) gives the tier's own delay. */
         int64_t due = head->due_ts > now
                               ? head->due_ts
-                              : now + a->conf->tiers_ms[head->tier - 1];
+                              : kretry_add_sat(
+                                        now, a->conf->tiers_ms[head->tier - 1]);
         kretry_chains_add(&src->chains, m->rkm->key, m->rkm->key_len,
                           m->orig_offset, head->tier, due);
         kretry_copy_t cp = {.dest      = head->tier,

@@ -13,6 +13,8 @@ int kretry_msg_init(kretry_msg_t *msg, size_t error_cap) {
 void kretry_msg_free(kretry_msg_t *msg) {
         free(msg->error);
         msg->error = NULL;
+        free(msg->reserve);
+        msg->reserve = NULL;
 }
 
 rd_kafka_headers_t *kretry_msg_hdrs(kretry_msg_t *msg) {

@@ -26,9 +26,14 @@ static int64_t *slot(const kretry_offsets_t *t, size_t i) {
         return &t->offs[(t->head + i) & (t->cap - 1)];
 }
 
+int (*kretry_test_alloc_fails)(const char *site);
+
 static int grow(kretry_offsets_t *t) {
-        size_t ncap   = t->cap ? t->cap * 2 : 64;
-        int64_t *offs = malloc(ncap * sizeof(*offs));
+        size_t ncap = t->cap ? t->cap * 2 : 64;
+        int64_t *offs =
+                kretry_test_alloc_fails && kretry_test_alloc_fails("offsets")
+                        ? NULL
+                        : malloc(ncap * sizeof(*offs));
         if (!offs)
                 return -1;
         for (size_t i = 0; i < t->cnt; i++)
@@ -48,9 +53,9 @@ static int64_t last_tracked(const kretry_offsets_t *t) {
 int kretry_offsets_add(kretry_offsets_t *t, int64_t offset) {
         if (offset < 0 || (t->cnt && offset <= last_tracked(t)) ||
             (!t->cnt && t->next >= 0 && offset < t->next))
-                return -1;
+                return KRETRY_OFFSETS_OUT_OF_ORDER;
         if (t->cnt == t->cap && grow(t))
-                return -1;
+                return KRETRY_OFFSETS_NO_MEM;
         *slot(t, t->cnt) = offset;
         t->cnt++;
         return 0;
@@ -71,6 +76,16 @@ static int64_t *find(const kretry_offsets_t *t, int64_t offset) {
                         hi = mid;
         }
         return NULL;
+}
+
+int kretry_offsets_pending(const kretry_offsets_t *t, int64_t offset) {
+        if (!t->cnt)
+                return 0;
+        /* Usually the last one: a message is dispatched before anything
+         * behind it in its partition is tracked. */
+        const int64_t *s = *slot(t, t->cnt - 1) == offset ? slot(t, t->cnt - 1)
+                                                          : find(t, offset);
+        return s && *s >= 0;
 }
 
 int kretry_offsets_done(kretry_offsets_t *t, int64_t offset) {

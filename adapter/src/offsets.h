@@ -22,9 +22,20 @@ void kretry_offsets_init(kretry_offsets_t *t);
 void kretry_offsets_clear(kretry_offsets_t *t);
 void kretry_offsets_free(kretry_offsets_t *t);
 
-/* Track @p offset as in flight. Returns 0, or -1 when out of memory or when
- * @p offset does not increase (the caller's bug: it is ignored). */
+enum {
+        KRETRY_OFFSETS_OUT_OF_ORDER = -1, /* not above the last tracked */
+        KRETRY_OFFSETS_NO_MEM       = -2  /* the ring could not grow */
+};
+
+/* Track @p offset as in flight. Returns 0; KRETRY_OFFSETS_OUT_OF_ORDER when
+ * @p offset does not increase (the caller's bug: it is ignored); or
+ * KRETRY_OFFSETS_NO_MEM, nothing changed: the offset is not tracked, so the
+ * caller must not let anything after it complete (committable() would pass
+ * it) and must add it again later. */
 int kretry_offsets_add(kretry_offsets_t *t, int64_t offset);
+
+/* 1 when @p offset is tracked and not done yet. */
+int kretry_offsets_pending(const kretry_offsets_t *t, int64_t offset);
 
 /* Mark @p offset done. Returns 1 when the committable offset advanced, 0 when
  * not, -1 when @p offset is not tracked. */
@@ -35,5 +46,13 @@ int64_t kretry_offsets_committable(const kretry_offsets_t *t);
 
 /* Offsets still in flight. */
 size_t kretry_offsets_inflight(const kretry_offsets_t *t);
+
+/*
+ * Test only, never set in production: when set and it returns nonzero for
+ * @p site, that allocation fails as if memory were exhausted. Sites:
+ * "offsets" (this tracker's ring), "record" and "reserve" (route.c: a copy's
+ * record and the one kept in reserve). Called on the adapter's thread.
+ */
+extern int (*kretry_test_alloc_fails)(const char *site);
 
 #endif

@@ -4,7 +4,8 @@
  * from the consumed message), and on the broker's acknowledgement mark the
  * offset done so it can be committed. A copy whose delivery failed is
  * produced again after a backoff; its partition is paused meanwhile and its
- * offset is never stored, so nothing is dropped.
+ * offset is never stored, so nothing is dropped. Memory running out before
+ * an outcome is decided holds the message the same way (retry_later).
  */
 #include "adapter_int.h"
 
@@ -38,11 +39,14 @@ void kretry_complete(kretry_adapter_t *a,
 }
 
 void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r) {
-        (void)a;
         if (!r)
                 return;
         if (r->rkm)
                 kretry_rkm_destroy(r->rkm);
+        if (r->reserve_cap && !a->msg.reserve) {
+                a->msg.reserve = r; /* back in reserve (see record_new) */
+                return;
+        }
         free(r); /* its strings live in the same allocation */
 }
 
@@ -177,7 +181,30 @@ static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
         a->inflight++;
 }
 
-/* Build the copy record of the message bound to a->msg. */
+static void *alloc_record(const char *site, size_t size) {
+        if (kretry_test_alloc_fails && kretry_test_alloc_fails(site))
+                return NULL;
+        return calloc(1, size);
+}
+
+/* The reserve record: room for any message's strings (its original topic
+ * is one of ours or at most KRETRY_TOPIC_MAX long; its code and error are
+ * bounded by the view's buffers). */
+static kretry_inflight_t *reserve_new(kretry_adapter_t *a) {
+        size_t tl = KRETRY_TOPIC_MAX;
+        for (int t = 0; t < a->topic_cnt; t++)
+                if (strlen(a->topics[t]) > tl)
+                        tl = strlen(a->topics[t]);
+        size_t cap = tl + 1 + sizeof(a->msg.code) + a->msg.error_cap + 1;
+        kretry_inflight_t *r = alloc_record("reserve", sizeof(*r) + cap);
+        if (r)
+                r->reserve_cap = cap;
+        return r;
+}
+
+/* Build the copy record of the message bound to a->msg: its own
+ * allocation, or, when memory is short, the reserve that dispatch()
+ * made sure of before the outcome was decided. */
 static kretry_inflight_t *record_new(kretry_adapter_t *a,
                                      kretry_part_t *part,
                                      const kretry_copy_t *cp,
@@ -186,10 +213,18 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
         kretry_msg_t *m = &a->msg;
         /* One allocation: the record and the strings it must own (the view's
          * buffers are reused by the next message). */
-        size_t tl            = strlen(m->orig_topic) + 1;
-        size_t cl            = m->has_code ? strlen(m->code) + 1 : 0;
-        size_t el            = m->has_error ? strlen(m->error) + 1 : 0;
-        kretry_inflight_t *r = calloc(1, sizeof(*r) + tl + cl + el);
+        size_t tl = strlen(m->orig_topic) + 1;
+        size_t cl = m->has_code ? strlen(m->code) + 1 : 0;
+        size_t el = m->has_error ? strlen(m->error) + 1 : 0;
+        kretry_inflight_t *r =
+                alloc_record("record", sizeof(*r) + tl + cl + el);
+        if (!r && m->reserve && m->reserve->reserve_cap >= tl + cl + el) {
+                r          = m->reserve;
+                m->reserve = NULL;
+                size_t cap = r->reserve_cap;
+                memset(r, 0, sizeof(*r));
+                r->reserve_cap = cap;
+        }
         if (!r)
                 return NULL;
         char *strs         = (char *)(r + 1);
@@ -245,10 +280,14 @@ void kretry_route_copy(kretry_adapter_t *a,
                        const kretry_copy_t *cp) {
         kretry_inflight_t *r = record_new(a, part, cp, kretry_now_ms());
         if (!r) {
-                /* Out of memory: leave the offset in flight; the message is
-                 * consumed again after a restart or rebalance. */
+                /* Cannot happen: a dispatch makes at most one copy, and
+                 * dispatch() reserved its record. Should it, the offset
+                 * stays in flight (nothing is committed past it) until the
+                 * partition is assigned again. */
                 kretry_log(a, KRETRY_LOG_ERR, "ROUTE",
-                           "out of memory routing %s [%d] offset %lld",
+                           "no record for the copy of %s [%d] offset %lld; "
+                           "its partition commits nothing further until it "
+                           "is reassigned",
                            a->topics[part->tier], (int)part->partition,
                            (long long)a->msg.rkm->offset);
                 return;
@@ -296,7 +335,7 @@ static void route_failure(kretry_adapter_t *a,
         }
         int tier    = kretry_tier_for(c->tiers_ms, c->tier_cnt, m->attempt,
                                       m->retry_after_ms);
-        int64_t due = kretry_due_ts(c->tiers_ms, tier, c->jitter,
+        int64_t due = kretry_due_ts(c->tiers_ms, c->tier_cnt, tier, c->jitter,
                                     m->retry_after_ms, now, &a->rng);
         kretry_keyed_failed(a, part, tier, due);
         route_copy(a, part, tier, "transient", due);
@@ -349,9 +388,14 @@ static void breaker_feed(kretry_adapter_t *a, kretry_action_t action) {
         }
 }
 
-void kretry_dispatch(kretry_adapter_t *a,
-                     kretry_part_t *part,
-                     rd_kafka_message_t *rkm) {
+static int
+no_reserve(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm);
+
+/* Hand a tracked message to the handler (kretry_dispatch). */
+static void
+dispatch(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
+        if (no_reserve(a, part, rkm))
+                return;
         kretry_msg_t *m = &a->msg;
         kretry_msg_bind(m, rkm, a->topics[part->tier], part->tier);
         if (part->tier > 0 && !m->chain.attempt_ok) {
@@ -415,6 +459,9 @@ void kretry_dispatch(kretry_adapter_t *a,
         route_failure(a, part, action);
 }
 
+/* Held messages wait their due time in kretry's memory, their partition
+ * paused (kretry_part_update_pause); dispatch_due hands them to
+ * kretry_dispatch. */
 static void hold(kretry_adapter_t *a,
                  kretry_part_t *part,
                  rd_kafka_message_t *rkm,
@@ -429,33 +476,92 @@ static void hold(kretry_adapter_t *a,
         kretry_part_update_pause(a, part);
 }
 
-void kretry_process(kretry_adapter_t *a,
-                    kretry_part_t *part,
-                    rd_kafka_message_t *rkm) {
-        atomic_fetch_add_explicit(&a->stats.consumed, 1, memory_order_relaxed);
-        a->topic_consumed[part->tier]++;
-        if (kretry_offsets_add(&part->offsets, rkm->offset)) {
+/* How long a message waits when memory ran out before its outcome was
+ * decided. */
+#define KRETRY_NO_MEM_RETRY_MS 100
+
+/* Out of memory before @p rkm's outcome was decided: hold it like a message
+ * not yet due (its partition paused, so nothing behind it completes and no
+ * commit passes it) and try again shortly, instead of dropping it. */
+static void retry_later(kretry_adapter_t *a,
+                        kretry_part_t *part,
+                        rd_kafka_message_t *rkm,
+                        const char *what) {
+        kretry_log(a, KRETRY_LOG_ERR, "MEMORY",
+                   "out of memory %s %s [%d] offset %lld; trying again in "
+                   "%d ms, nothing committed past it meanwhile",
+                   what, a->topics[part->tier], (int)part->partition,
+                   (long long)rkm->offset, KRETRY_NO_MEM_RETRY_MS);
+        hold(a, part, rkm, kretry_now_ms() + KRETRY_NO_MEM_RETRY_MS);
+}
+
+/* Track the offset, then hold the message until due or dispatch it. */
+static void
+admit(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
+        int rc = kretry_offsets_add(&part->offsets, rkm->offset);
+        if (rc == KRETRY_OFFSETS_NO_MEM) {
+                retry_later(a, part, rkm, "tracking");
+                return;
+        }
+        if (rc) {
                 kretry_log(a, KRETRY_LOG_WARNING, "OFFSET",
                            "%s [%d] offset %lld out of order; ignored",
                            a->topics[part->tier], (int)part->partition,
                            (long long)rkm->offset);
-                rd_kafka_message_destroy(rkm);
+                kretry_rkm_destroy(rkm);
                 return;
         }
         if (part->tier > 0) {
                 rd_kafka_headers_t *h;
                 const void *v;
                 size_t n;
-                int64_t due;
-                if (!rd_kafka_message_headers(rkm, &h) &&
+                int64_t due, now;
+                if (!kretry_rkm_headers(rkm, &h) &&
                     !rd_kafka_header_get_last(h, KRETRY_H_DUE_TS, &v, &n) &&
                     !kretry_header_num(v, n, INT64_MAX, &due) &&
-                    due > kretry_now_ms()) {
-                        hold(a, part, rkm, due);
+                    due > (now = kretry_now_ms())) {
+                        /* No copy kretry makes is due later than this; one
+                         * that says so (a topology whose delays were
+                         * shortened, another writer) must not hold up its
+                         * partition longer than the tier's delay. */
+                        int64_t bound =
+                                kretry_due_bound(a->conf->tiers_ms, part->tier,
+                                                 a->conf->jitter, now);
+                        hold(a, part, rkm, due < bound ? due : bound);
                         return;
                 }
         }
-        kretry_dispatch(a, part, rkm);
+        dispatch(a, part, rkm);
+}
+
+/* Before anything about @p rkm is decided (handler, keyed state, copy), a
+ * copy record is reserved, or the message waits for memory. Returns 1 when
+ * it waits. */
+static int
+no_reserve(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
+        if (a->msg.reserve || (a->msg.reserve = reserve_new(a)))
+                return 0;
+        retry_later(a, part, rkm, "reserving a copy record for");
+        return 1;
+}
+
+void kretry_dispatch(kretry_adapter_t *a,
+                     kretry_part_t *part,
+                     rd_kafka_message_t *rkm) {
+        /* A held message whose offset could not be tracked (out of memory)
+         * starts over; any other was tracked when it was consumed. */
+        if (kretry_offsets_pending(&part->offsets, rkm->offset))
+                dispatch(a, part, rkm);
+        else
+                admit(a, part, rkm);
+}
+
+void kretry_process(kretry_adapter_t *a,
+                    kretry_part_t *part,
+                    rd_kafka_message_t *rkm) {
+        atomic_fetch_add_explicit(&a->stats.consumed, 1, memory_order_relaxed);
+        a->topic_consumed[part->tier]++;
+        admit(a, part, rkm);
 }
 
 static void count_route(kretry_adapter_t *a, const kretry_inflight_t *r) {

@@ -284,7 +284,9 @@ kretry_msg_set_error(kretry_msg_t *msg, const char *code, const char *message);
  *        again for @p after_ms milliseconds (e.g. an HTTP Retry-After).
  *
  * The first tier whose delay is at least the hint is used (the last tier when
- * none is), and the message is not due before the hint has passed.
+ * none is), and the message is not due before the hint has passed. A hint
+ * longer than the last tier's delay counts as that delay: a retry is never
+ * due later than its tier's delay plus jitter. Zero or negative: no hint.
  */
 KRETRY_EXPORT void kretry_msg_set_retry_after(kretry_msg_t *msg,
                                               int64_t after_ms);
