@@ -1,8 +1,9 @@
 /*
  * A kretry consumer process for the kill test: values "n-<i>"; i % 7 == 0
  * fails transiently once, i % 11 == 0 fails permanently, the rest succeed.
- * Every OK appends "<i>\n" to OUTFILE with one write(2), so a SIGKILL never
- * leaves half a line. Runs until SIGTERM.
+ * Every OK appends "<pid> <i>\n" to OUTFILE with one write(2), so a SIGKILL
+ * never leaves half a line and the test sees how far each process got. Runs
+ * until SIGTERM, then exits 0 after a clean stop.
  *   it_worker BOOTSTRAP SOURCE GROUP OUTFILE
  */
 #include "kretry/kretry.h"
@@ -67,7 +68,7 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
         (void)opaque;
         size_t len;
         const char *v = kretry_msg_value(msg, &len);
-        char buf[32];
+        char buf[40];
         if (!v || len < 3 || len > 20)
                 return KRETRY_FAIL;
         /* A value is bytes, not a C string. */
@@ -81,7 +82,7 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
                 return KRETRY_FAIL;
         if (i % 7 == 0 && kretry_msg_attempt(msg) == 1)
                 return KRETRY_RETRY;
-        int n = snprintf(buf, sizeof(buf), "%d\n", i);
+        int n = snprintf(buf, sizeof(buf), "%d %d\n", (int)getpid(), i);
         if (write(out_fd, buf, (size_t)n) != n)
                 return KRETRY_RETRY;
         return KRETRY_OK;
@@ -103,8 +104,8 @@ int main(int argc, char **argv) {
                                {"retry.tiers", "30ms"},
                                {"socket.nagle.disable", "true"},
                                {"fetch.wait.max.ms", "10"},
-                               {"session.timeout.ms", "6000"},
-                               {"heartbeat.interval.ms", "500"},
+                               {"session.timeout.ms", "3000"},
+                               {"heartbeat.interval.ms", "300"},
                                {"auto.commit.interval.ms", "100"},
                                {"linger.ms", "1"},
                                {"log_level", "3"}};
