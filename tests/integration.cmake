@@ -8,3 +8,4 @@ target_compile_definitions(it_kill PRIVATE IT_WORKER_PATH="$<TARGET_FILE:it_work
 kretry_add_suite(it_rebalance TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_ordering TIMEOUT 300 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_avro TIMEOUT 240 LABELS integration SOURCES it_harness.c)
+kretry_add_suite(it_chaos TIMEOUT 300 LABELS integration SOURCES it_harness.c)
