@@ -61,8 +61,10 @@ static void fail_record(kretry_adapter_t *a,
                    "again in %d ms (offset not committed meanwhile)",
                    a->topics[r->part->tier], (int)r->part->partition,
                    (long long)r->rkm->offset,
-                   r->dest ? a->topics[r->dest] : a->dlq, rd_kafka_err2str(err),
-                   r->backoff_ms);
+                   r->dest == KRETRY_DEST_VERSIONS ? a->versions_topic
+                   : r->dest                       ? a->topics[r->dest]
+                                                   : a->dlq,
+                   rd_kafka_err2str(err), r->backoff_ms);
         if (!r->failed && r->part->gen == r->gen) {
                 /* First failure of this copy: hold the partition back until
                  * it is delivered. */
