@@ -118,8 +118,8 @@ static const char *inject(rd_kafka_mock_cluster_t *mock, unsigned which) {
                 rd_kafka_mock_push_request_errors(
                         mock, 0 /* Produce */, 3,
                         RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
-                        RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
-                        RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+                        RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE,
+                        RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
                 return "Produce errors";
         case 2:
                 rd_kafka_mock_push_request_errors(
@@ -208,9 +208,10 @@ static void kill_round(run_t *r) {
         /* Still running: the kill, not the worker, ends it. */
         KT_CHECK_MSG(waitpid(pid, &st, WNOHANG) == 0, CU_TRUE,
                      "worker %d ended before the kill", (int)pid);
-        r->kill_at[k] = log_size(r);
         kill(pid, SIGKILL);
         KT_REQUIRE(waitpid(pid, &st, 0) == pid);
+        /* Everything before this was written before the kill. */
+        r->kill_at[k] = log_size(r);
         char how[64];
         describe_status(st, how, sizeof(how));
         KT_CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, CU_FALSE,
