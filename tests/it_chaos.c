@@ -308,6 +308,29 @@ static int skip_without(const rd_kafka_mock_cluster_t *mock) {
         return 1;
 }
 
+/* The next @p n requests of type @p api to @p broker fail with @p err
+ * (or, when @p errs is given, with errs[0..n-1] in turn). */
+static void fail_next(rd_kafka_mock_cluster_t *mock,
+                      int32_t broker,
+                      int16_t api,
+                      rd_kafka_resp_err_t err,
+                      const rd_kafka_resp_err_t *errs,
+                      int n) {
+        for (int i = 0; i < n; i++)
+                rd_kafka_mock_broker_push_request_error_rtts(
+                        mock, broker, api, 1, errs ? errs[i] : err, 0);
+}
+
+/* Injected errors not yet used up: 0 once the fault fully happened. */
+static void
+check_errors_used(rd_kafka_mock_cluster_t *mock, int32_t broker, int16_t api) {
+        size_t left = 0;
+        rd_kafka_mock_broker_error_stack_cnt(mock, broker, api, &left);
+        KT_CHECK_MSG(left == 0, CU_FALSE,
+                     "%zu injected errors of request type %d left unused", left,
+                     (int)api);
+}
+
 static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {
         return kretry_adapter_counter(a, c, 0);
 }
@@ -366,13 +389,8 @@ static void test_dlq_copy_fails(void) {
         send_msg(0, "a", "fail-a1", NULL, EXP_DLQ);
         send_msg(0, "a", "ok-a2", NULL, EXP_OK);
         send_msg(1, "b", "ok-b0", NULL, EXP_OK);
-        rd_kafka_mock_broker_push_request_error_rtts(
-                mock, 3, 0 /* Produce */, 5,
-                RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0,
-                RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0,
-                RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0,
-                RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0,
-                RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0);
+        fail_next(mock, 3, 0 /* Produce */,
+                  RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, NULL, 5);
         kretry_adapter_t *a =
                 it_adapter(chaos_conf("produce.retry.backoff.ms", "50"));
         drive_until_fails(a, 1);
@@ -417,11 +435,8 @@ static void test_changelog_write_fails(void) {
         send_msg(0, "L", "ok-l0", NULL, EXP_OK);
         send_msg(1, "M", "ok-m5", "5", EXP_OK);
         send_msg(1, "M", "ok-m4", "4", EXP_STALE);
-        rd_kafka_mock_broker_push_request_error_rtts(
-                mock, 3, 0 /* Produce */, 3,
-                RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0,
-                RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0,
-                RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0);
+        fail_next(mock, 3, 0 /* Produce */,
+                  RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, NULL, 3);
         kretry_adapter_t *a =
                 it_adapter(chaos_conf("versioning.header", "version"));
         drive_until_fails(a, 1);
@@ -429,6 +444,7 @@ static void test_changelog_write_fails(void) {
         drive_until_fails(a, 3);
         KT_ASSERT(drive_until_done(a, 30000));
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_STALE), 2);
+        check_errors_used(mock, 3, 0 /* Produce */);
         kretry_adapter_destroy(a);
         /* Partition 0 waits from its write's first failure until the write
          * is durable. */
@@ -457,8 +473,8 @@ static void test_backoff_cap(void) {
         send_msg(0, "c", "fail-c1", NULL, EXP_DLQ);
         send_msg(0, "c", "ok-c2", NULL, EXP_OK);
         send_msg(1, "d", "ok-d0", NULL, EXP_OK);
-        rd_kafka_mock_push_request_errors(mock, 0 /* Produce */, 1,
-                                          RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+        fail_next(mock, 1, 0 /* Produce */,
+                  RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, NULL, 1);
         kretry_conf_t *conf = chaos_conf("produce.retry.backoff.ms", "20000");
         char err[256];
         KT_REQUIRE(kretry_conf_set(conf, "revoke.timeout.ms", "300", err,
@@ -488,16 +504,17 @@ static void test_fetch_errors(void) {
         ch.watch            = "Fetch from broker";
         kretry_adapter_t *a = it_adapter(chaos_conf("retry.jitter", "0%"));
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
-        rd_kafka_mock_push_request_errors(
-                mock, 1 /* Fetch */, 6,
+        static const rd_kafka_resp_err_t errs[] = {
                 RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
                 RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
                 RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
                 RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
                 RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE,
-                RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
+                RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT};
+        fail_next(mock, 1, 1 /* Fetch */, 0, errs, 6);
         send_mix("g", 10);
         KT_ASSERT(drive_until_done(a, 30000));
+        check_errors_used(mock, 1, 1 /* Fetch */);
         KT_CHECK_MSG(ch.watched >= 1, CU_FALSE, "no Fetch failed");
         kretry_adapter_destroy(a);
         KT_ASSERT_INT_EQ(account(), 0);
@@ -514,8 +531,7 @@ static void test_commit_errors(void) {
         ch.watch            = "Offset commit";
         kretry_adapter_t *a = it_adapter(chaos_conf("retry.jitter", "0%"));
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
-        rd_kafka_mock_push_request_errors(
-                mock, 8 /* OffsetCommit */, 8,
+        static const rd_kafka_resp_err_t errs[] = {
                 RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
                 RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS,
                 RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
@@ -523,13 +539,15 @@ static void test_commit_errors(void) {
                 RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE,
                 RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
                 RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
-                RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
+                RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT};
+        fail_next(mock, 1, 8 /* OffsetCommit */, 0, errs, 8);
         send_mix("d", 10);
         /* Auto-commit every 100 ms uses the errors up in about a second:
          * the committed offsets are checked meanwhile. */
         drive(a, 1000);
         KT_ASSERT(drive_until_done(a, 30000));
         KT_CHECK_MSG(ch.watched >= 1, CU_FALSE, "no commit failed");
+        check_errors_used(mock, 1, 8 /* OffsetCommit */);
         kretry_adapter_destroy(a);
         KT_ASSERT_INT_EQ(account(), 0);
         chaos_destroy();
@@ -545,22 +563,18 @@ static void test_group_errors(void) {
                 return;
         send_mix("j", 20);
         ch.watch = "revoking";
-        rd_kafka_mock_push_request_errors(
-                mock, 11 /* JoinGroup */, 2,
-                RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS,
-                RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE);
-        rd_kafka_mock_push_request_errors(
-                mock, 14 /* SyncGroup */, 1,
-                RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS);
+        fail_next(mock, 1, 11 /* JoinGroup */,
+                  RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS, NULL, 2);
+        fail_next(mock, 1, 14 /* SyncGroup */,
+                  RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS, NULL, 1);
         kretry_adapter_t *a = it_adapter(chaos_conf("retry.jitter", "0%"));
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 30000));
-        rd_kafka_mock_push_request_errors(
-                mock, 12 /* Heartbeat */, 2,
-                RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS,
-                RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS);
-        rd_kafka_mock_push_request_errors(
-                mock, 11 /* JoinGroup */, 1,
-                RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+        check_errors_used(mock, 1, 11 /* JoinGroup */);
+        check_errors_used(mock, 1, 14 /* SyncGroup */);
+        fail_next(mock, 1, 12 /* Heartbeat */,
+                  RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS, NULL, 2);
+        fail_next(mock, 1, 11 /* JoinGroup */,
+                  RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS, NULL, 1);
         send_mix("h", 10);
         int64_t deadline = kt_now_ms() + 30000;
         while (!ch.watched && kt_now_ms() < deadline)
@@ -568,6 +582,8 @@ static void test_group_errors(void) {
         KT_CHECK_MSG(ch.watched >= 1, CU_FALSE, "no rebalance happened");
         send_mix("i", 10);
         KT_ASSERT(drive_until_done(a, 60000));
+        check_errors_used(mock, 1, 12 /* Heartbeat */);
+        check_errors_used(mock, 1, 11 /* JoinGroup */);
         kretry_adapter_destroy(a);
         account();
         chaos_destroy();
