@@ -68,8 +68,9 @@ typedef int (*id_fn)(const char *fields);
 
 typedef struct {
         kt_cluster_t *c;
-        char src[128], grp[128], dlq[200], out[256];
-        const char *mode; /* it_worker's mode argument, or NULL */
+        char src[128], grp[128], dlq[200], out[256], trace[270];
+        unsigned failures; /* the suite's failures when the test began */
+        const char *mode;  /* it_worker's mode argument, or NULL */
         id_fn id;
         int nids;
         int *seen; /* OK handlings per id, as last read */
@@ -317,11 +318,22 @@ static void run_init(run_t *r, const char *prefix, const char *mode) {
         kt_unique_name(t, r->grp, sizeof(r->grp));
         snprintf(r->out, sizeof(r->out), "/tmp/kretry-it-%s-%d.out", prefix,
                  (int)getpid());
+        snprintf(r->trace, sizeof(r->trace), "%s.trace", r->out);
         unlink(r->out);
+        unlink(r->trace);
+        /* Workers append every handler call there (it_worker.c). */
+        setenv("KRETRY_IT_TRACE", r->trace, 1);
+        r->failures = CU_get_number_of_failures();
 }
 
 static void run_destroy(run_t *r) {
-        unlink(r->out);
+        if (CU_get_number_of_failures() > r->failures) {
+                /* Kept for reading the failure, with the seed above. */
+                fprintf(stderr, "  kept %s and %s\n", r->out, r->trace);
+        } else {
+                unlink(r->out);
+                unlink(r->trace);
+        }
         free(r->seen);
         kt_cluster_destroy(r->c);
 }
@@ -419,10 +431,12 @@ static int ordered_missing(const void *run) {
 static int check_order(const char *out, int *last) {
         static int ok[OKEYS][OSEQ];
         FILE *f = fopen(out, "r");
+        char line[128];
         int pid, k, q, disorder = 0;
         memset(ok, 0, sizeof(ok));
-        while (f && fscanf(f, "%d %d %d", &pid, &k, &q) == 3) {
-                if (k < 0 || k >= OKEYS || q < 0 || q >= OSEQ)
+        while (f && fgets(line, sizeof(line), f)) {
+                if (sscanf(line, "%d %d %d", &pid, &k, &q) != 3 || k < 0 ||
+                    k >= OKEYS || q < 0 || q >= OSEQ)
                         continue;
                 for (int e = 0; e < q; e++)
                         if (!ok[k][e] && disorder++ < 5)
