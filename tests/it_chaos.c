@@ -589,6 +589,69 @@ static void test_group_errors(void) {
         chaos_destroy();
 }
 
+/* The index of the first call of @p value with @p attempt, or -1. */
+static int call_index(const char *value, int attempt) {
+        for (int i = 0; i < ch.env->call_cnt; i++)
+                if (!strcmp(ch.env->calls[i].value, value) &&
+                    ch.env->calls[i].attempt == attempt)
+                        return i;
+        return -1;
+}
+
+/* ordering=key: key K's head fails and its tier copy is refused (the
+ * refusal answered 500 ms late), while K's next message is parked behind
+ * it and that parked copy is delivered. The instance then stops without
+ * producing the head's copy again (revoke.timeout.ms 0: as if it died), so
+ * the head is only on the source, uncommitted. The next instance must
+ * still handle the head before the follower. */
+static void test_ordered_head_copy_refused(void) {
+        rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
+        if (skip_without(mock))
+                return;
+        send_msg(0, "K", "retry1-h", NULL, EXP_OK);
+        /* Other keys in between: the head's copy leaves in a request of
+         * its own before the follower is parked. */
+        for (int i = 0; i < 10; i++) {
+                char k[8];
+                snprintf(k, sizeof(k), "x%d", i);
+                send_msg(0, k, "okslow", NULL, EXP_OK);
+        }
+        send_msg(0, "K", "ok-f", NULL, EXP_OK);
+        rd_kafka_mock_broker_push_request_error_rtts(
+                mock, 1, 0 /* Produce */, 1,
+                RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 500);
+        kretry_conf_t *conf = chaos_conf("ordering", "key");
+        char err[256];
+        KT_REQUIRE(kretry_conf_set(conf, "revoke.timeout.ms", "0", err,
+                                   sizeof(err)) == KRETRY_ERR_OK);
+        KT_REQUIRE(kretry_conf_set(conf, "produce.retry.backoff.ms", "5000",
+                                   err, sizeof(err)) == KRETRY_ERR_OK);
+        kretry_adapter_t *a = it_adapter(conf);
+        int64_t deadline    = kt_now_ms() + 20000;
+        while ((ch.fail_cnt < 1 || !ch.env->routes[KRETRY_ROUTE_PARKED]) &&
+               kt_now_ms() < deadline)
+                drive(a, 50);
+        fprintf(stderr, "  failed copies %d, parked copies delivered %d\n",
+                ch.fail_cnt, ch.env->routes[KRETRY_ROUTE_PARKED]);
+        KT_REQUIRE(ch.fail_cnt >= 1 && ch.env->routes[KRETRY_ROUTE_PARKED]);
+        kretry_adapter_destroy(a);
+        /* Nothing of partition 0 committed: its first offset is the head. */
+        KT_ASSERT(committed(ch.env->source, 0) <= 0);
+        a        = it_adapter(chaos_conf("ordering", "key"));
+        deadline = kt_now_ms() + 30000;
+        while ((call_index("retry1-h", 2) < 0 || call_index("ok-f", 1) < 0) &&
+               kt_now_ms() < deadline)
+                drive(a, 50);
+        kretry_adapter_destroy(a);
+        int head = call_index("retry1-h", 2), follower = call_index("ok-f", 1);
+        KT_REQUIRE(head >= 0 && follower >= 0);
+        KT_CHECK_MSG(head < follower, CU_FALSE,
+                     "the follower was handled (call %d) before its key's "
+                     "head succeeded (call %d)",
+                     follower, head);
+        chaos_destroy();
+}
+
 /* Leaders of the source, tier and DLQ partitions move between three
  * brokers mid-stream, then a broker that leads some of them goes down and
  * comes back. */
@@ -619,13 +682,15 @@ static void test_leaders_and_broker_down(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {KT_TEST(test_dlq_copy_fails),
-                                          KT_TEST(test_changelog_write_fails),
-                                          KT_TEST(test_backoff_cap),
-                                          KT_TEST(test_fetch_errors),
-                                          KT_TEST(test_commit_errors),
-                                          KT_TEST(test_group_errors),
-                                          KT_TEST(test_leaders_and_broker_down),
-                                          KT_END};
+        static const kt_test_t tests[] = {
+                KT_TEST(test_dlq_copy_fails),
+                KT_TEST(test_changelog_write_fails),
+                KT_TEST(test_backoff_cap),
+                KT_TEST(test_ordered_head_copy_refused),
+                KT_TEST(test_fetch_errors),
+                KT_TEST(test_commit_errors),
+                KT_TEST(test_group_errors),
+                KT_TEST(test_leaders_and_broker_down),
+                KT_END};
         return kt_main("it_chaos", tests, argc, argv);
 }
