@@ -6,8 +6,12 @@
 #include <time.h>
 
 it_env_t *it_env_new(const char *tiers, int parts) {
+        return it_env_new_brokers(tiers, parts, 1);
+}
+
+it_env_t *it_env_new_brokers(const char *tiers, int parts, int brokers) {
         it_env_t *env = calloc(1, sizeof(*env));
-        env->c        = kt_cluster_new(1);
+        env->c        = kt_cluster_new(brokers);
         env->parts    = parts;
         KT_REQUIRE(kt_cluster_topic(env->c, "src", parts, env->source,
                                     sizeof(env->source)) == 0);

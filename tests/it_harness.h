@@ -35,6 +35,9 @@ typedef struct {
 /* Create the cluster (or use KRETRY_TEST_BOOTSTRAP) and the topics:
  * @p tiers like "50ms,100ms". */
 it_env_t *it_env_new(const char *tiers, int parts);
+/* The same on a mock cluster of @p brokers brokers (leader moves, one
+ * broker failing). */
+it_env_t *it_env_new_brokers(const char *tiers, int parts, int brokers);
 void it_env_destroy(it_env_t *env);
 
 /*

@@ -1,7 +1,13 @@
 /*
- * (f) A consumer process is SIGKILLed mid-stream; a fresh one finishes.
- * Every produced message must be accounted for — handled OK at least once,
- * or in the DLQ. Duplicates are allowed (at least once) and reported.
+ * (f) Consumer processes are SIGKILLed mid-stream, repeatedly, at random
+ * points, some while the cluster injects faults; a fresh one finishes. Every
+ * produced message must be accounted for — handled OK at least once, or in
+ * the DLQ. Duplicates are allowed (at least once); the repeated handlings
+ * after each kill are reported.
+ *
+ * The kill points and faults come from a seed printed at the start;
+ * KRETRY_TEST_SEED=<seed> repeats the same choices (the timing of the
+ * processes still varies).
  */
 #include "testutil.h"
 
@@ -14,12 +20,24 @@
 #include <unistd.h>
 
 #define N 600
+#define KILLS 3
 
-static pid_t spawn_mode(const kt_cluster_t *c,
-                        const char *src,
-                        const char *grp,
-                        const char *out,
-                        const char *mode) {
+static unsigned seed;
+static uint64_t rng;
+
+static unsigned rand_below(unsigned n) {
+        /* xorshift64: the same choices on every libc for one seed. */
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return n ? (unsigned)(rng % n) : 0;
+}
+
+static pid_t spawn(const kt_cluster_t *c,
+                   const char *src,
+                   const char *grp,
+                   const char *out,
+                   const char *mode) {
         pid_t pid = fork();
         if (pid == 0) {
                 execl(IT_WORKER_PATH, "it_worker", kt_cluster_bootstrap(c), src,
@@ -29,36 +47,313 @@ static pid_t spawn_mode(const kt_cluster_t *c,
         return pid;
 }
 
-static pid_t spawn(const kt_cluster_t *c,
-                   const char *src,
-                   const char *grp,
-                   const char *out) {
-        return spawn_mode(c, src, grp, out, NULL);
-}
-
-/* Count lines handled so far and mark them in @p seen. */
-static int read_done(const char *out, int *seen, int *dups) {
-        FILE *f   = fopen(out, "r");
-        int lines = 0, i;
-        if (!f)
-                return 0;
-        memset(seen, 0, sizeof(int) * N);
-        while (fscanf(f, "%d", &i) == 1) {
-                lines++;
-                if (i >= 0 && i < N)
-                        seen[i]++;
-        }
-        fclose(f);
-        *dups = 0;
-        for (int k = 0; k < N; k++)
-                *dups += seen[k] > 1 ? seen[k] - 1 : 0;
-        return lines;
-}
-
-static void nap(void) {
+static void nap_ms(int ms) {
         /* Waiting on another process's progress: no event to wait on. */
-        struct timespec ts = {0, 20 * 1000 * 1000};
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000L * 1000};
         nanosleep(&ts, NULL);
+}
+
+static void describe_status(int st, char *buf, size_t size) {
+        if (WIFEXITED(st))
+                snprintf(buf, size, "exit %d", WEXITSTATUS(st));
+        else if (WIFSIGNALED(st))
+                snprintf(buf, size, "signal %d", WTERMSIG(st));
+        else
+                snprintf(buf, size, "status 0x%x", st);
+}
+
+/* The worker log: one line per OK, "<pid> <fields...>". @p id maps a line's
+ * fields after the pid to a message id in 0..nids-1, or -1. */
+typedef int (*id_fn)(const char *fields);
+
+typedef struct {
+        kt_cluster_t *c;
+        char src[128], grp[128], dlq[200], out[256], trace[270];
+        unsigned failures; /* the suite's failures when the test began */
+        const char *mode;  /* it_worker's mode argument, or NULL */
+        id_fn id;
+        int nids;
+        int *seen; /* OK handlings per id, as last read */
+        int lines;
+        /* Per kill: where the log stood (bytes), how far its worker got. */
+        long kill_at[KILLS];
+        int kill_lines[KILLS], kill_missing[KILLS], kills;
+        int (*missing)(const void *run); /* ids still to be handled */
+} run_t;
+
+/* Read the log; returns lines written by @p pid (all lines when 0). */
+static int read_log(run_t *r, pid_t pid) {
+        FILE *f = fopen(r->out, "r");
+        char line[128];
+        int mine = 0;
+        memset(r->seen, 0, sizeof(int) * (size_t)r->nids);
+        r->lines = 0;
+        while (f && fgets(line, sizeof(line), f)) {
+                char *rest;
+                long p = strtol(line, &rest, 10);
+                int i  = r->id(rest);
+                if (i < 0 || i >= r->nids)
+                        continue;
+                r->lines++;
+                r->seen[i]++;
+                mine += !pid || p == pid;
+        }
+        if (f)
+                fclose(f);
+        return mine;
+}
+
+static long log_size(const run_t *r) {
+        struct stat sb;
+        return stat(r->out, &sb) ? 0 : (long)sb.st_size;
+}
+
+/* A fault the cluster injects while a worker runs; its name for the log. */
+static const char *inject(rd_kafka_mock_cluster_t *mock, unsigned which) {
+        if (!mock)
+                return "none (not the mock cluster)";
+        switch (which) {
+        case 1:
+                /* Copies fail: librdkafka retries a retriable error itself,
+                 * kretry produces a non-retriable one again. */
+                rd_kafka_mock_push_request_errors(
+                        mock, 0 /* Produce */, 3,
+                        RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
+                        RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE,
+                        RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+                return "Produce errors";
+        case 2:
+                rd_kafka_mock_push_request_errors(
+                        mock, 8 /* OffsetCommit */, 4,
+                        RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
+                        RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+                        RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS,
+                        RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
+                return "OffsetCommit errors";
+        case 3:
+                rd_kafka_mock_push_request_errors(
+                        mock, 1 /* Fetch */, 4,
+                        RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+                        RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+                        RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+                        RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+                return "Fetch errors";
+        case 4:
+                /* A rebalance inside the worker's lifetime. */
+                rd_kafka_mock_push_request_errors(
+                        mock, 12 /* Heartbeat */, 2,
+                        RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS,
+                        RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS);
+                return "Heartbeat errors (rebalance)";
+        case 5:
+                rd_kafka_mock_broker_set_down(mock, 1);
+                nap_ms(100 + (int)rand_below(300));
+                rd_kafka_mock_broker_set_up(mock, 1);
+                return "broker down and up";
+        default:
+                return "none";
+        }
+}
+
+static void clear_faults(rd_kafka_mock_cluster_t *mock) {
+        static const int16_t keys[] = {0, 1, 8, 12};
+        for (size_t i = 0; mock && i < sizeof(keys) / sizeof(keys[0]); i++)
+                rd_kafka_mock_clear_request_errors(mock, keys[i]);
+}
+
+/* Wait until worker @p pid wrote @p lines lines; 0 when it ended on its own
+ * (a crash, a failed start) or made no such progress in time. */
+static int await_lines(run_t *r, pid_t pid, int lines) {
+        int64_t deadline = kt_now_ms() + 60000;
+        int st;
+        while (read_log(r, pid) < lines && r->missing(r) > 0) {
+                if (waitpid(pid, &st, WNOHANG) == pid) {
+                        char how[64];
+                        describe_status(st, how, sizeof(how));
+                        KT_CHECK_MSG(0, CU_TRUE,
+                                     "worker %d ended by itself (%s) before "
+                                     "the kill",
+                                     (int)pid, how);
+                }
+                if (kt_now_ms() > deadline) {
+                        KT_CHECK_MSG(0, CU_FALSE,
+                                     "worker %d wrote %d of %d lines in 60 s",
+                                     (int)pid, read_log(r, pid), lines);
+                        return 0;
+                }
+                nap_ms(10);
+        }
+        return 1;
+}
+
+/* One worker that is killed at a random point, maybe under a fault. */
+static void kill_round(run_t *r) {
+        rd_kafka_mock_cluster_t *mock = kt_cluster_mock(r->c);
+        int missing                   = r->missing(r);
+        /* Somewhere in the first half of what is left: later kills still
+         * land mid-stream. At least one line, so this worker did start. */
+        int target       = 1 + (int)rand_below((unsigned)missing / 2 + 1);
+        unsigned fault   = rand_below(6);
+        int extra_ms     = (int)rand_below(40);
+        pid_t pid        = spawn(r->c, r->src, r->grp, r->out, r->mode);
+        const char *name = "none";
+        if (await_lines(r, pid, (target + 1) / 2))
+                name = inject(mock, fault);
+        if (!await_lines(r, pid, target)) {
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                return;
+        }
+        nap_ms(extra_ms);
+        int st, k = r->kills;
+        /* Still running: the kill, not the worker, ends it. */
+        KT_CHECK_MSG(waitpid(pid, &st, WNOHANG) == 0, CU_TRUE,
+                     "worker %d ended before the kill", (int)pid);
+        kill(pid, SIGKILL);
+        KT_REQUIRE(waitpid(pid, &st, 0) == pid);
+        /* Everything before this was written before the kill. */
+        r->kill_at[k] = log_size(r);
+        char how[64];
+        describe_status(st, how, sizeof(how));
+        KT_CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, CU_FALSE,
+                     "killed worker %d: expected signal %d, got %s", (int)pid,
+                     SIGKILL, how);
+        r->kill_lines[k]   = read_log(r, pid);
+        r->kill_missing[k] = r->missing(r);
+        r->kills++;
+        fprintf(stderr,
+                "  kill %d: worker %d killed after %d lines (+%d ms), "
+                "fault: %s; %d messages left\n",
+                k + 1, (int)pid, r->kill_lines[k], extra_ms, name,
+                r->kill_missing[k]);
+        clear_faults(mock);
+}
+
+/* Handlings after kill k of ids handled before it: work the kill made the
+ * group repeat (its uncommitted offsets, and any rebalance's). */
+static void report_repeats(run_t *r) {
+        FILE *f = fopen(r->out, "r");
+        char line[128];
+        int *before            = calloc((size_t)r->nids, sizeof(int));
+        int repeats[KILLS + 1] = {0}, k = -1, total = 0;
+        while (f && fgets(line, sizeof(line), f)) {
+                long pos = ftell(f) - (long)strlen(line);
+                while (k + 1 < r->kills && pos >= r->kill_at[k + 1])
+                        k++;
+                char *rest;
+                strtol(line, &rest, 10);
+                int i = r->id(rest);
+                if (i < 0 || i >= r->nids)
+                        continue;
+                if (before[i] && k >= 0)
+                        repeats[k]++;
+                before[i]++;
+        }
+        if (f)
+                fclose(f);
+        for (int i = 0; i < r->kills; i++) {
+                fprintf(stderr, "  kill %d: %d handlings repeated after it\n",
+                        i + 1, repeats[i]);
+                total += repeats[i];
+        }
+        fprintf(stderr,
+                "  repeated handlings per kill: %.1f (%d over %d kills, "
+                "seed %u)\n",
+                r->kills ? (double)total / r->kills : 0.0, total, r->kills,
+                seed);
+        free(before);
+}
+
+/* KILLS workers killed at random points, then one that finishes and must
+ * exit 0 on SIGTERM. */
+static void run_with_kills(run_t *r) {
+        /* Each test draws its own sequence from the seed. */
+        rng = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 1;
+        for (const char *p = r->mode ? r->mode : ""; *p; p++)
+                rng = rng * 31 + (unsigned char)*p;
+        for (int k = 0; k < KILLS && r->missing(r) > 0; k++)
+                kill_round(r);
+        /* At least one kill landed mid-stream, or the test proved nothing. */
+        KT_CHECK_MSG(r->kills > 0 && r->kill_missing[0] > 0, CU_FALSE,
+                     "no kill landed before the stream finished");
+        pid_t pid        = spawn(r->c, r->src, r->grp, r->out, r->mode);
+        int64_t deadline = kt_now_ms() + 90000;
+        int st;
+        for (read_log(r, 0); r->missing(r) > 0 && kt_now_ms() < deadline;
+             read_log(r, 0)) {
+                KT_CHECK_MSG(waitpid(pid, &st, WNOHANG) == 0, CU_TRUE,
+                             "the last worker %d ended by itself", (int)pid);
+                nap_ms(20);
+        }
+        kill(pid, SIGTERM);
+        /* A clean stop is bounded: give it 30 s, then count it a failure. */
+        deadline = kt_now_ms() + 30000;
+        while (waitpid(pid, &st, WNOHANG) == 0 && kt_now_ms() < deadline)
+                nap_ms(20);
+        if (kt_now_ms() >= deadline) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &st, 0);
+        }
+        char how[64];
+        describe_status(st, how, sizeof(how));
+        KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, CU_FALSE,
+                     "the last worker %d on SIGTERM: expected exit 0, got %s",
+                     (int)pid, how);
+        read_log(r, 0);
+        report_repeats(r);
+}
+
+static void run_init(run_t *r, const char *prefix, const char *mode) {
+        memset(r, 0, sizeof(*r));
+        char t[200];
+        r->c    = kt_cluster_new(1);
+        r->mode = mode;
+        KT_REQUIRE(kt_cluster_topic(r->c, prefix, 3, r->src, sizeof(r->src)) ==
+                   0);
+        snprintf(t, sizeof(t), "%s.retry.1", r->src);
+        KT_REQUIRE(kt_cluster_topic_named(r->c, t, 3) == 0);
+        snprintf(r->dlq, sizeof(r->dlq), "%s.dlq", r->src);
+        KT_REQUIRE(kt_cluster_topic_named(r->c, r->dlq, 3) == 0);
+        snprintf(t, sizeof(t), "%s-grp", prefix);
+        kt_unique_name(t, r->grp, sizeof(r->grp));
+        snprintf(r->out, sizeof(r->out), "/tmp/kretry-it-%s-%d.out", prefix,
+                 (int)getpid());
+        snprintf(r->trace, sizeof(r->trace), "%s.trace", r->out);
+        unlink(r->out);
+        unlink(r->trace);
+        /* Workers append every handler call there (it_worker.c). */
+        setenv("KRETRY_IT_TRACE", r->trace, 1);
+        r->failures = CU_get_number_of_failures();
+}
+
+static void run_destroy(run_t *r) {
+        if (CU_get_number_of_failures() > r->failures) {
+                /* Kept for reading the failure, with the seed above. */
+                fprintf(stderr, "  kept %s and %s\n", r->out, r->trace);
+        } else {
+                unlink(r->out);
+                unlink(r->trace);
+        }
+        free(r->seen);
+        kt_cluster_destroy(r->c);
+}
+
+static int plain_id(const char *fields) {
+        char *end;
+        long i = strtol(fields, &end, 10);
+        return end == fields ? -1 : (int)i;
+}
+
+static int expected_dlq(int i) {
+        return i % 11 == 0;
+}
+
+static int plain_missing(const void *run) {
+        const run_t *r = run;
+        int n          = 0;
+        for (int i = 0; i < N; i++)
+                n += !expected_dlq(i) && !r->seen[i];
+        return n;
 }
 
 static void mark_dlq(const rd_kafka_message_t *m, void *opaque) {
@@ -71,181 +366,134 @@ static void mark_dlq(const rd_kafka_message_t *m, void *opaque) {
                 dlq[i]++;
 }
 
-static int expected_dlq(int i) {
-        return i % 11 == 0;
-}
-
 static void test_kill_and_resume(void) {
-        kt_cluster_t *c = kt_cluster_new(1);
-        char src[128], grp[128], t[200], out[256];
-        KT_REQUIRE(kt_cluster_topic(c, "kill", 3, src, sizeof(src)) == 0);
-        snprintf(t, sizeof(t), "%s.retry.1", src);
-        KT_REQUIRE(kt_cluster_topic_named(c, t, 3) == 0);
-        snprintf(t, sizeof(t), "%s.dlq", src);
-        KT_REQUIRE(kt_cluster_topic_named(c, t, 3) == 0);
-        kt_unique_name("kill-grp", grp, sizeof(grp));
-        snprintf(out, sizeof(out), "/tmp/kretry-it-kill-%d.out", (int)getpid());
-        unlink(out);
+        run_t r;
+        run_init(&r, "kill", NULL);
+        r.id      = plain_id;
+        r.nids    = N;
+        r.seen    = calloc(N, sizeof(int));
+        r.missing = plain_missing;
         for (int i = 0; i < N; i++) {
                 char v[32];
                 int n = snprintf(v, sizeof(v), "n-%d", i);
-                KT_REQUIRE(kt_produce(c, src, i % 3, v, (size_t)n, v, (size_t)n,
-                                      NULL) == 0);
+                KT_REQUIRE(kt_produce(r.c, r.src, i % 3, v, (size_t)n, v,
+                                      (size_t)n, NULL) == 0);
         }
-        int seen[N], dups = 0, dlq[N];
-        pid_t w1         = spawn(c, src, grp, out);
-        int64_t deadline = kt_now_ms() + 30000;
-        while (read_done(out, seen, &dups) < N / 4 && kt_now_ms() < deadline)
-                nap();
-        kill(w1, SIGKILL);
-        int st;
-        waitpid(w1, &st, 0);
-        int at_kill = read_done(out, seen, &dups);
+        run_with_kills(&r);
         for (int p = 0; p < 3; p++)
-                fprintf(stderr, "  committed at kill: [%d] %lld\n", p,
-                        (long long)kt_committed(c, grp, src, p));
-        KT_CHECK_MSG(at_kill < N - N / 11, CU_FALSE,
-                     "the kill landed after the stream finished (%d lines)",
-                     at_kill);
-
-        pid_t w2        = spawn(c, src, grp, out);
-        int expected_ok = 0;
-        for (int i = 0; i < N; i++)
-                expected_ok += !expected_dlq(i);
-        deadline    = kt_now_ms() + 60000;
-        int missing = expected_ok;
-        while (missing > 0 && kt_now_ms() < deadline) {
-                nap();
-                read_done(out, seen, &dups);
-                missing = 0;
-                for (int i = 0; i < N; i++)
-                        missing += !expected_dlq(i) && !seen[i];
-        }
-        kill(w2, SIGTERM);
-        waitpid(w2, &st, 0);
-        KT_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-
+                fprintf(stderr, "  committed at the end: [%d] %lld\n", p,
+                        (long long)kt_committed(r.c, r.grp, r.src, p));
+        int dlq[N];
         memset(dlq, 0, sizeof(dlq));
         /* The DLQ may hold duplicates too: read all of it. */
-        kt_consume(c, t, N, 4000, mark_dlq, dlq);
-        int lost = 0;
-        for (int i = 0; i < N; i++)
-                if (!(expected_dlq(i) ? dlq[i] : seen[i])) {
-                        if (lost++ < 5)
-                                fprintf(stderr, "  lost: n-%d\n", i);
-                }
-        read_done(out, seen, &dups);
+        kt_consume(r.c, r.dlq, N, 4000, mark_dlq, dlq);
+        int lost = 0, dups = 0;
+        for (int i = 0; i < N; i++) {
+                dups += r.seen[i] > 1 ? r.seen[i] - 1 : 0;
+                if (!(expected_dlq(i) ? dlq[i] : r.seen[i]) && lost++ < 5)
+                        fprintf(stderr, "  lost: n-%d\n", i);
+                /* A permanent failure never reaches the OK log. */
+                KT_CHECK_MSG(!expected_dlq(i) || !r.seen[i], CU_FALSE,
+                             "n-%d handled OK", i);
+        }
         fprintf(stderr,
-                "  handled %d before the kill; duplicates %d; lost %d\n",
-                at_kill, dups, lost);
+                "  %d OK lines for %d messages; duplicates %d; lost %d\n",
+                r.lines, N, dups, lost);
         KT_ASSERT_INT_EQ(lost, 0);
-        unlink(out);
-        kt_cluster_destroy(c);
+        run_destroy(&r);
 }
 
 #define OKEYS 40
 #define OSEQ 15
 
-typedef struct {
-        int ok[OKEYS][OSEQ];
-        int last[OKEYS]; /* the seq handled last: the key's final state */
-        int lines, disorder;
-} olog_t;
-
-/* Order: when a message of a key is handled OK, every earlier message of
- * that key was handled OK before it (the file is appended in handling
- * order, across both processes). A message handled again after that — a
- * redelivery whose commit was lost to the kill or to a handover — is a
- * duplicate, not disorder. */
-static void read_ordered(const char *out, olog_t *o, int verbose) {
-        FILE *f = fopen(out, "r");
-        int pid, k, q;
-        memset(o, 0, sizeof(*o));
-        while (f && fscanf(f, "%d %d %d", &pid, &k, &q) == 3) {
-                if (k < 0 || k >= OKEYS || q < 0 || q >= OSEQ)
-                        continue;
-                o->lines++;
-                for (int e = 0; e < q; e++)
-                        if (!o->ok[k][e] && o->disorder++ < 5 && verbose)
-                                fprintf(stderr,
-                                        "  pid %d key %d: seq %d before %d\n",
-                                        pid, k, q, e);
-                o->ok[k][q]++;
-                o->last[k] = q;
-        }
-        if (f)
-                fclose(f);
+static int ordered_id(const char *fields) {
+        int k, q;
+        if (sscanf(fields, "%d %d", &k, &q) != 2 || k < 0 || k >= OKEYS ||
+            q < 0 || q >= OSEQ)
+                return -1;
+        return k * OSEQ + q;
 }
 
-static int ordered_missing(const olog_t *o) {
-        int n = 0;
-        for (int k = 0; k < OKEYS; k++)
-                for (int q = 0; q < OSEQ; q++)
-                        n += !o->ok[k][q];
+static int ordered_missing(const void *run) {
+        const run_t *r = run;
+        int n          = 0;
+        for (int i = 0; i < OKEYS * OSEQ; i++)
+                n += !r->seen[i];
         return n;
 }
 
-/* ordering=key with ~30% transient failures: a consumer is SIGKILLed
- * mid-run and a fresh one rebuilds the key chains and finishes; no message
- * is handled before an earlier one of its key, and nothing is lost. */
+/* Order: when a message of a key is handled OK, every earlier message of
+ * that key was handled OK before it (the file is appended in handling
+ * order, across all processes). A message handled again after that — a
+ * redelivery whose commit was lost to a kill or to a handover — is a
+ * duplicate, not disorder. Returns the disorder count; @p last gets the seq
+ * each key was handled last with: its final state. */
+static int check_order(const char *out, int *last) {
+        static int ok[OKEYS][OSEQ];
+        FILE *f = fopen(out, "r");
+        char line[128];
+        int pid, k, q, disorder = 0;
+        memset(ok, 0, sizeof(ok));
+        while (f && fgets(line, sizeof(line), f)) {
+                if (sscanf(line, "%d %d %d", &pid, &k, &q) != 3 || k < 0 ||
+                    k >= OKEYS || q < 0 || q >= OSEQ)
+                        continue;
+                for (int e = 0; e < q; e++)
+                        if (!ok[k][e] && disorder++ < 5)
+                                fprintf(stderr,
+                                        "  pid %d key %d: seq %d before %d\n",
+                                        pid, k, q, e);
+                ok[k][q]++;
+                last[k] = q;
+        }
+        if (f)
+                fclose(f);
+        return disorder;
+}
+
+/* ordering=key with ~30% transient failures: consumers are SIGKILLed at
+ * random points and a fresh one rebuilds the key chains and finishes; no
+ * message is handled before an earlier one of its key, and nothing is
+ * lost. */
 static void test_kill_ordered(void) {
-        kt_cluster_t *c = kt_cluster_new(1);
-        char src[128], grp[128], t[200], out[256];
-        KT_REQUIRE(kt_cluster_topic(c, "okill", 3, src, sizeof(src)) == 0);
-        snprintf(t, sizeof(t), "%s.retry.1", src);
-        KT_REQUIRE(kt_cluster_topic_named(c, t, 3) == 0);
-        snprintf(t, sizeof(t), "%s.dlq", src);
-        KT_REQUIRE(kt_cluster_topic_named(c, t, 3) == 0);
-        kt_unique_name("okill-grp", grp, sizeof(grp));
-        snprintf(out, sizeof(out), "/tmp/kretry-it-okill-%d.out",
-                 (int)getpid());
-        unlink(out);
+        run_t r;
+        run_init(&r, "okill", "ordered");
+        r.id      = ordered_id;
+        r.nids    = OKEYS * OSEQ;
+        r.seen    = calloc(OKEYS * OSEQ, sizeof(int));
+        r.missing = ordered_missing;
         for (int q = 0; q < OSEQ; q++)
                 for (int k = 0; k < OKEYS; k++) {
                         char key[16], v[32];
                         int kl = snprintf(key, sizeof(key), "key-%d", k);
                         int n  = snprintf(v, sizeof(v), "%d:%d", k, q);
-                        KT_REQUIRE(kt_produce(c, src, k % 3, key, (size_t)kl, v,
-                                              (size_t)n, NULL) == 0);
+                        KT_REQUIRE(kt_produce(r.c, r.src, k % 3, key,
+                                              (size_t)kl, v, (size_t)n,
+                                              NULL) == 0);
                 }
-        olog_t o;
-        pid_t w1         = spawn_mode(c, src, grp, out, "ordered");
-        int64_t deadline = kt_now_ms() + 30000;
-        do {
-                nap();
-                read_ordered(out, &o, 0);
-        } while (o.lines < OKEYS * OSEQ / 4 && kt_now_ms() < deadline);
-        kill(w1, SIGKILL);
-        int st;
-        waitpid(w1, &st, 0);
-        read_ordered(out, &o, 0);
-        int at_kill = o.lines;
-        KT_CHECK_MSG(ordered_missing(&o) > 0, CU_FALSE,
-                     "the kill landed after the run finished");
-        pid_t w2 = spawn_mode(c, src, grp, out, "ordered");
-        deadline = kt_now_ms() + 90000;
-        while (ordered_missing(&o) > 0 && kt_now_ms() < deadline) {
-                nap();
-                read_ordered(out, &o, 0);
-        }
-        kill(w2, SIGTERM);
-        waitpid(w2, &st, 0);
-        KT_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-        read_ordered(out, &o, 1);
-        fprintf(stderr, "  %d OK before the kill, %d in all for %d messages\n",
-                at_kill, o.lines, OKEYS * OSEQ);
-        KT_ASSERT_INT_EQ(ordered_missing(&o), 0);
-        KT_ASSERT_INT_EQ(o.disorder, 0);
+        run_with_kills(&r);
+        int last[OKEYS];
+        int disorder = check_order(r.out, last);
+        fprintf(stderr, "  %d OK lines for %d messages\n", r.lines,
+                OKEYS * OSEQ);
+        KT_ASSERT_INT_EQ(ordered_missing(&r), 0);
+        KT_ASSERT_INT_EQ(disorder, 0);
         /* Redeliveries came in order too: each key ends on its last. */
         for (int k = 0; k < OKEYS; k++)
-                KT_CHECK_MSG(o.last[k] == OSEQ - 1, CU_FALSE,
-                             "key %d ends on seq %d", k, o.last[k]);
-        unlink(out);
-        kt_cluster_destroy(c);
+                KT_CHECK_MSG(last[k] == OSEQ - 1, CU_FALSE,
+                             "key %d ends on seq %d", k, last[k]);
+        run_destroy(&r);
 }
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_kill_and_resume),
                                           KT_TEST(test_kill_ordered), KT_END};
+        const char *s                  = getenv("KRETRY_TEST_SEED");
+        seed = s && *s ? (unsigned)strtoul(s, NULL, 10)
+                       : (unsigned)time(NULL) ^ (unsigned)getpid();
+        fprintf(stderr,
+                "it_kill: seed %u (KRETRY_TEST_SEED=%u repeats its "
+                "kill points and faults)\n",
+                seed, seed);
         return kt_main("it_kill", tests, argc, argv);
 }

@@ -1,8 +1,9 @@
 /*
  * A kretry consumer process for the kill test: values "n-<i>"; i % 7 == 0
  * fails transiently once, i % 11 == 0 fails permanently, the rest succeed.
- * Every OK appends "<i>\n" to OUTFILE with one write(2), so a SIGKILL never
- * leaves half a line. Runs until SIGTERM.
+ * Every OK appends "<pid> <i>\n" to OUTFILE with one write(2), so a SIGKILL
+ * never leaves half a line and the test sees how far each process got. Runs
+ * until SIGTERM, then exits 0 after a clean stop.
  *   it_worker BOOTSTRAP SOURCE GROUP OUTFILE
  */
 #include "kretry/kretry.h"
@@ -16,7 +17,24 @@
 #include <unistd.h>
 
 static kretry_adapter_t *adapter;
-static int out_fd;
+static int out_fd, trace_fd = -1;
+
+/* With KRETRY_IT_TRACE set, every handler call of the ordered mode is
+ * appended there, whatever its outcome: what a failed run is read from. */
+static void trace(const kretry_msg_t *msg, int key, int seq, const char *what) {
+        char line[160];
+        if (trace_fd < 0)
+                return;
+        int n = snprintf(line, sizeof(line),
+                         "%d key %d seq %d attempt %d tier %d offset %lld "
+                         "orig %lld %s\n",
+                         (int)getpid(), key, seq, kretry_msg_attempt(msg),
+                         kretry_msg_tier(msg),
+                         (long long)kretry_msg_offset(msg),
+                         (long long)kretry_msg_original_offset(msg), what);
+        if (write(trace_fd, line, (size_t)n) != n)
+                trace_fd = -1;
+}
 
 static void on_term(int sig) {
         (void)sig;
@@ -54,8 +72,11 @@ static kretry_action_t ordered_handler(kretry_msg_t *msg, void *opaque) {
         int key = atoi(buf), seq = atoi(colon + 1);
         struct timespec ts = {0, 1000 * 1000};
         nanosleep(&ts, NULL);
-        if (flaky(key, seq, kretry_msg_attempt(msg)))
+        if (flaky(key, seq, kretry_msg_attempt(msg))) {
+                trace(msg, key, seq, "RETRY");
                 return KRETRY_RETRY;
+        }
+        trace(msg, key, seq, "OK");
         int n = snprintf(buf, sizeof(buf), "%d %d %d\n", (int)getpid(), key,
                          seq);
         if (write(out_fd, buf, (size_t)n) != n)
@@ -67,7 +88,7 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
         (void)opaque;
         size_t len;
         const char *v = kretry_msg_value(msg, &len);
-        char buf[32];
+        char buf[40];
         if (!v || len < 3 || len > 20)
                 return KRETRY_FAIL;
         /* A value is bytes, not a C string. */
@@ -81,7 +102,7 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
                 return KRETRY_FAIL;
         if (i % 7 == 0 && kretry_msg_attempt(msg) == 1)
                 return KRETRY_RETRY;
-        int n = snprintf(buf, sizeof(buf), "%d\n", i);
+        int n = snprintf(buf, sizeof(buf), "%d %d\n", (int)getpid(), i);
         if (write(out_fd, buf, (size_t)n) != n)
                 return KRETRY_RETRY;
         return KRETRY_OK;
@@ -96,6 +117,9 @@ int main(int argc, char **argv) {
         }
         int ordered = argc == 6 && !strcmp(argv[5], "ordered");
         out_fd      = open(argv[4], O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (getenv("KRETRY_IT_TRACE"))
+                trace_fd = open(getenv("KRETRY_IT_TRACE"),
+                                O_WRONLY | O_CREAT | O_APPEND, 0644);
         kretry_conf_t *conf = kretry_conf_new();
         const char *kv[][2] = {{"bootstrap.servers", argv[1]},
                                {"source.topic", argv[2]},
@@ -103,8 +127,8 @@ int main(int argc, char **argv) {
                                {"retry.tiers", "30ms"},
                                {"socket.nagle.disable", "true"},
                                {"fetch.wait.max.ms", "10"},
-                               {"session.timeout.ms", "6000"},
-                               {"heartbeat.interval.ms", "500"},
+                               {"session.timeout.ms", "3000"},
+                               {"heartbeat.interval.ms", "300"},
                                {"auto.commit.interval.ms", "100"},
                                {"linger.ms", "1"},
                                {"log_level", "3"}};
