@@ -73,7 +73,7 @@ static void chaos_route(const char *topic,
             offset >= MAXOFF)
                 return;
         if (!ch.routes[t][partition][offset])
-                ch.durable_ts[t][partition][offset] = kt_now_ms();
+                ch.durable_ts[t][partition][offset] = kt_wall_ms();
         ch.routes[t][partition][offset] |= 1u << route;
 }
 
@@ -84,7 +84,7 @@ static void chaos_log(kretry_log_level_t level,
         (void)opaque;
         const char *again = strstr(msg, "producing again in ");
         if (!strcmp(fac, "PRODUCE") && again && ch.fail_cnt < MAXFAILS) {
-                ch.fail_ts[ch.fail_cnt]      = kt_now_ms();
+                ch.fail_ts[ch.fail_cnt]      = kt_wall_ms();
                 ch.fail_backoff[ch.fail_cnt] = atoi(again + 19);
                 const char *part             = strstr(msg, " [");
                 ch.fail_part[ch.fail_cnt]    = part ? atoi(part + 2) : -1;

@@ -255,7 +255,7 @@ static void test_replay_into_tier_lifts_park(void) {
         rd_kafka_header_add(dlq, "kretry-original-offset", -1, "0", -1);
         rd_kafka_header_add(dlq, "kretry-error-class", -1, "exhausted", -1);
         rd_kafka_headers_t *h =
-                kretry_replay_headers(dlq, kt_now_ms(), 1, env->source);
+                kretry_replay_headers(dlq, kt_wall_ms(), 1, env->source);
         rd_kafka_headers_destroy(dlq);
         KT_REQUIRE(kt_produce(env->c, env->tiers[0], 0, "K", 1, "ok-replayed",
                               11, h) == 0);

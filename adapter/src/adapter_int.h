@@ -33,7 +33,13 @@ typedef struct kretry_part_s {
         int assigned;
         uint64_t gen;
         kretry_offsets_t offsets;
-        int64_t stored;  /* last offset stored for commit, -1 none */
+        int64_t stored; /* last offset stored for commit, -1 none */
+        /* Source partitions under ordering=key: the next source offset not
+         * yet consumed since the assignment (from the committed offset), or
+         * -1 when unknown. A tier copy of a message at or past it waits: an
+         * earlier message of its key may still be on the source (keyed.c,
+         * wait_for_source). */
+        int64_t src_next;
         int64_t emit_hi; /* high watermark at the last stats document, -1 */
         rd_kafka_message_t *held; /* tier message waiting for its due time,
                                      in kretry's memory (kretry_rkm_own) */
@@ -264,6 +270,12 @@ int64_t kretry_keyed_failed(kretry_adapter_t *a,
                             kretry_part_t *part,
                             int dest,
                             int64_t due_ts);
+/* Hold @p rkm (its partition paused) and hand it to kretry_dispatch again
+ * in @p ms. */
+void kretry_hold_for(kretry_adapter_t *a,
+                     kretry_part_t *part,
+                     rd_kafka_message_t *rkm,
+                     int ms);
 void kretry_process(kretry_adapter_t *a,
                     kretry_part_t *part,
                     rd_kafka_message_t *rkm);

@@ -102,12 +102,36 @@ static int replayed_arrival(kretry_msg_t *m) {
                (m->tier == 0 || !has_header(m, KRETRY_H_ERROR_CLASS));
 }
 
+/* How often a tier copy waiting for the source to catch up looks again. */
+#define KRETRY_SOURCE_WAIT_MS 50
+
+/* A tier copy of a source message the consumer has not yet passed since
+ * the assignment: after a crash, an earlier message of its key may still
+ * be on the source, uncommitted — a head whose own copy was never made
+ * while a parked follower's was. The restore cannot see it in the tiers;
+ * the source, read again from the committed offset, brings it back into the
+ * chain first. So the copy waits (held, its partition paused) until the
+ * source has been consumed past its original offset. Copies whose original
+ * coordinates are not this source partition's are never held back. */
+static int
+wait_for_source(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
+        kretry_msg_t *m         = &a->msg;
+        const kretry_chain_t *c = &m->chain;
+        if (part->tier == 0 || src->src_next < 0 || !c->orig_offset_ok ||
+            !c->orig_partition_ok || c->orig_partition != src->partition ||
+            !c->orig_topic_ok || strcmp(c->orig_topic, a->topics[0]) ||
+            c->orig_offset < src->src_next)
+                return 0;
+        kretry_hold_for(a, part, m->rkm, KRETRY_SOURCE_WAIT_MS);
+        return 1;
+}
+
 static int
 ordered_before(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_msg_t *m = &a->msg;
         const void *key = m->rkm->key;
         size_t len      = m->rkm->key_len;
-        if (already_chained(a, part, src))
+        if (already_chained(a, part, src) || wait_for_source(a, part, src))
                 return 1;
         /* A replayed message of a parked key lifts the park, wherever it
          * arrives. */

@@ -45,6 +45,7 @@ static void assign_parts(kretry_adapter_t *a,
                 part->assigned = 1;
                 part->gen++;
                 part->stored           = -1;
+                part->src_next         = -1;
                 part->emit_hi          = -1;
                 part->produce_failures = 0;
                 part->paused           = 0;

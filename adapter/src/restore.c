@@ -335,6 +335,53 @@ parked_sources(kretry_adapter_t *a,
         return l;
 }
 
+/* 1 when a source partition without a committed offset is read from its
+ * start (auto.offset.reset earliest, kretry's default). */
+static int resets_to_start(const kretry_adapter_t *a) {
+        char v[32];
+        size_t n = sizeof(v);
+        if (rd_kafka_conf_get(a->conf->consumer, "auto.offset.reset", v, &n))
+                return 0;
+        return !strcmp(v, "earliest") || !strcmp(v, "smallest") ||
+               !strcmp(v, "beginning");
+}
+
+/* ordering=key: where the consumer resumes each source partition of
+ * @p parts (its committed offset, or the log start when it has none and
+ * resets to the start), the start of src_next; left at -1 when unknown
+ * (no answer before @p deadline). */
+static void source_resume(kretry_adapter_t *a,
+                          rd_kafka_t *rk,
+                          const rd_kafka_topic_partition_list_t *parts,
+                          int64_t deadline) {
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(parts->cnt);
+        for (int i = 0; i < parts->cnt; i++)
+                if (!strcmp(parts->elems[i].topic, a->topics[0]))
+                        rd_kafka_topic_partition_list_add(
+                                l, a->topics[0], parts->elems[i].partition);
+        rd_kafka_resp_err_t err =
+                l->cnt ? rd_kafka_committed(rk, l, left_ms(deadline)) : 0;
+        if (err)
+                kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
+                           "committed source offsets: %s; tier copies are "
+                           "not held back for the source to catch up",
+                           rd_kafka_err2str(err));
+        for (int i = 0; !err && i < l->cnt; i++) {
+                rd_kafka_topic_partition_t *tp = &l->elems[i];
+                kretry_part_t *src = kretry_part_find(a, 0, tp->partition);
+                int64_t lo, hi;
+                if (!src || tp->err ||
+                    (tp->offset < 0 && !resets_to_start(a)) ||
+                    watermarks(rk, tp, &lo, &hi, deadline))
+                        continue;
+                /* Below the log start the consumer resumes at the log
+                 * start: a message retention deleted never comes back. */
+                src->src_next = tp->offset > lo ? tp->offset : lo;
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
 void kretry_restore(kretry_adapter_t *a,
                     const rd_kafka_topic_partition_list_t *parts) {
         rd_kafka_t *rk = restorer(a);
@@ -346,6 +393,8 @@ void kretry_restore(kretry_adapter_t *a,
         int left         = read_all(a, rk, to_read(a, parts), deadline);
         if (a->conf->ordering && a->conf->park_key)
                 left += read_all(a, rk, parked_sources(a, parts), deadline);
+        if (a->conf->ordering)
+                source_resume(a, rk, parts, deadline);
         if (left)
                 kretry_log(a, KRETRY_LOG_ERR, "RESTORE",
                            "%d partition(s) not read to their end within "

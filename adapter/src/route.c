@@ -556,11 +556,21 @@ void kretry_dispatch(kretry_adapter_t *a,
                 admit(a, part, rkm);
 }
 
+void kretry_hold_for(kretry_adapter_t *a,
+                     kretry_part_t *part,
+                     rd_kafka_message_t *rkm,
+                     int ms) {
+        hold(a, part, rkm, kretry_now_ms() + ms);
+}
+
 void kretry_process(kretry_adapter_t *a,
                     kretry_part_t *part,
                     rd_kafka_message_t *rkm) {
         atomic_fetch_add_explicit(&a->stats.consumed, 1, memory_order_relaxed);
         a->topic_consumed[part->tier]++;
+        if (part->tier == 0 && part->src_next >= 0 &&
+            rkm->offset >= part->src_next)
+                part->src_next = rkm->offset + 1;
         admit(a, part, rkm);
 }
 
