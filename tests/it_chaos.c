@@ -486,8 +486,12 @@ static void test_backoff_cap(void) {
         send_msg(1, "d", "ok-d0", NULL, EXP_OK);
         fail_next(mock, 1, 0 /* Produce */,
                   RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, NULL, 1);
-        kretry_conf_t *conf = chaos_conf("produce.retry.backoff.ms", "20000");
+        kretry_conf_t *conf = chaos_conf("produce.retry.backoff.ms", "10000");
         char err[256];
+        /* A first wait above the cap would contradict it: refused. */
+        KT_ASSERT_INT_EQ(kretry_conf_set(conf, "produce.retry.backoff.ms",
+                                         "20000", err, sizeof(err)),
+                         KRETRY_ERR_INVALID_VALUE);
         KT_REQUIRE(kretry_conf_set(conf, "revoke.timeout.ms", "300", err,
                                    sizeof(err)) == KRETRY_ERR_OK);
         kretry_adapter_t *a = it_adapter(conf);

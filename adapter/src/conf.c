@@ -105,7 +105,7 @@ static const struct prop {
          "bounded wait, on assignment, for rebuilding key chains and versions "
          "from the tier partitions and the changelog"},
         {"produce.retry.backoff.ms", PROP_INT,
-         offsetof(kretry_conf_t, produce_backoff_ms), 1, 60000, "100",
+         offsetof(kretry_conf_t, produce_backoff_ms), 1, 10000, "100",
          "first wait before a failed copy is produced again (doubles up to 10 "
          "s)"},
         {"value.format", PROP_CHOICE, offsetof(kretry_conf_t, value_avro), 0, 0,
