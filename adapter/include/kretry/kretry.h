@@ -101,52 +101,63 @@ KRETRY_EXPORT void kretry_conf_destroy(kretry_conf_t *conf);
  */
 KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
 
+// clang-format off
 /**
  * @brief Set one property.
  *
- * kretry's own properties (listed by kretry_conf_properties_dump()):
- * | name | meaning | default |
- * |---|---|---|
- * | source.topic | topic consumed and retried (required) | |
- * | retry.tiers | comma-separated delays, e.g. "1s,10s,1m" (1..32 tiers; units
- * ms, s, m, h, d) | 1s,10s,1m | | retry.max.attempts | handler attempts in all,
- * the first delivery included | tiers + 1 | | retry.jitter | each delay varies
- * by up to +/- this share, "0%".."100%" | 10% | | retry.max.age | a message
- * older than this (since it first entered) is dead-lettered at its next
- * failure; 0 = never | 0 | | retry.topic.pattern | tier topic names; {source}
- * and {n} (1-based tier) are replaced; must contain {n} | {source}.retry.{n} |
- * | dlq.topic | dead-letter topic; {source} is replaced | {source}.dlq |
- * | error.max.length | bytes of the handler's error message kept in
- * kretry-error | 512 | | revoke.timeout.ms | bounded wait for in-flight copies
- * when partitions are revoked or the adapter closes | 30000 | |
- * produce.retry.backoff.ms | first wait before a copy whose delivery failed is
- * produced again (doubles up to 10 s) | 100 | | ordering | none, or key: a
- * key's messages reach the handler in their original order, across retries |
- * none | | ordering.on.dead.letter | continue, or park_key: a dead-lettered
- * key's following messages go to the DLQ until it is replayed | continue | |
- * versioning.header | header carrying a decimal version; versions not above the
- * highest handled OK for the key are skipped (empty: off) | | |
- * versioning.field | with value.format avro: an int or long field of the record
- * carrying the version, instead of a header | | | versioning.discard | older,
- * or older_or_equal | older | | versioning.topic | compacted changelog of the
- * version store; {group}, {source} | {group}.{source}.versions | |
- * restore.timeout.ms | bounded wait for rebuilding key chains and versions on
- * assignment | 60000 | | stats.interval.ms | how often the stats callback runs
- * (0: never) | 0 | | retry.permanent.errors | comma-separated handler error
- * codes that always mean FAIL, even with a RETRY answer | | | breaker.failures
- * | circuit breaker: transient failures in a row (no success between) that open
- * it; 0: no breaker | 0 | | breaker.distinct.keys | circuit breaker: how many
- * distinct keys that run must span (1..64) | 1 | | breaker.cooldown | circuit
- * breaker: first pause of consumption, doubled while the dependency stays down
- * (up to 16 times) | 30s | | value.format | bytes (opaque) or avro: values are
- * decoded before the handler; one that does not decode is dead-lettered with
- * class `schema` without calling the handler | bytes | | value.schema |
- * value.format avro: the value's schema, an .avsc file (the record
- * kretry_msg_value_avro() returns) | | | value.wire | raw (Avro binary) or
- * confluent (magic byte 0, 4-byte big-endian schema id, Avro binary) | raw | |
- * value.schema.ids | value.wire confluent: "ID=PATH,ID=PATH", the writer schema
- * of each id, resolved to value.schema; other ids are refused. Empty: every id
- * is read with value.schema | |
+ * kretry's own properties (listed by kretry_conf_properties_dump()),
+ * as "name: meaning [default]":
+ *
+ *   source.topic: topic consumed and retried (required)
+ *   retry.tiers: comma-separated delays, e.g. "1s,10s,1m" (1..32 tiers; units
+ *       ms, s, m, h, d; 0 retries at once) [1s,10s,1m]
+ *   retry.max.attempts: handler attempts in all, the first delivery included
+ *       [tiers + 1]
+ *   retry.jitter: each delay varies by up to +/- this share, "0%".."100%"
+ *       [10%]
+ *   retry.max.age: a message older than this (since it first entered) is
+ *       dead-lettered at its next failure; 0 = never [0]
+ *   retry.topic.pattern: tier topic names; {source} and {n} (1-based tier) are
+ *       replaced; must contain {n} [{source}.retry.{n}]
+ *   dlq.topic: dead-letter topic; {source} is replaced [{source}.dlq]
+ *   error.max.length: bytes of the handler's error message kept in
+ *       kretry-error [512]
+ *   revoke.timeout.ms: bounded wait for in-flight copies when partitions are
+ *       revoked or the adapter closes [30000]
+ *   produce.retry.backoff.ms: first wait before a copy whose delivery failed
+ *       is produced again (doubles up to 10 s; 1..10000) [100]
+ *   ordering: none, or key: a key's messages reach the handler in their
+ *       original order, across retries [none]
+ *   ordering.on.dead.letter: continue, or park_key: a dead-lettered key's
+ *       following messages go to the DLQ until it is replayed [continue]
+ *   versioning.header: header carrying a decimal version; versions not above
+ *       the highest handled OK for the key are skipped (empty: off)
+ *   versioning.field: with value.format avro: an int or long field of the
+ *       record carrying the version, instead of a header
+ *   versioning.discard: older, or older_or_equal [older]
+ *   versioning.topic: compacted changelog of the version store; {group},
+ *       {source} [{group}.{source}.versions]
+ *   restore.timeout.ms: bounded wait for rebuilding key chains and versions on
+ *       assignment [60000]
+ *   stats.interval.ms: how often the stats callback runs (0: never) [0]
+ *   retry.permanent.errors: comma-separated handler error codes that always
+ *       mean FAIL, even with a RETRY answer
+ *   breaker.failures: circuit breaker: transient failures in a row (no success
+ *       between) that open it; 0: no breaker [0]
+ *   breaker.distinct.keys: circuit breaker: how many distinct keys that run
+ *       must span (1..64) [1]
+ *   breaker.cooldown: circuit breaker: first pause of consumption, doubled
+ *       while the dependency stays down (up to 16 times) [30s]
+ *   value.format: bytes (opaque) or avro: values are decoded before the
+ *       handler; one that does not decode is dead-lettered with class `schema`
+ *       without calling the handler [bytes]
+ *   value.schema: value.format avro: the value's schema, an .avsc file (the
+ *       record kretry_msg_value_avro() returns)
+ *   value.wire: raw (Avro binary) or confluent (magic byte 0, 4-byte
+ *       big-endian schema id, Avro binary) [raw]
+ *   value.schema.ids: value.wire confluent: "ID=PATH,ID=PATH", the writer
+ *       schema of each id, resolved to value.schema; other ids are refused.
+ *       Empty: every id is read with value.schema
  *
  * Any other name is a librdkafka property and is passed through unchanged:
  * to both the consumer and the producer when unprefixed, to one of them only
@@ -159,6 +170,7 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  * @returns KRETRY_ERR_OK, KRETRY_ERR_UNKNOWN_PROPERTY or
  *          KRETRY_ERR_INVALID_VALUE.
  */
+// clang-format on
 KRETRY_EXPORT kretry_err_t kretry_conf_set(kretry_conf_t *conf,
                                            const char *name,
                                            const char *value,
