@@ -384,6 +384,97 @@ static void test_revoke_discards_late_results(void) {
         it_env_destroy(env);
 }
 
+/* Every call RETRY after 50 ms. */
+static kretry_action_t down_handler(kretry_msg_t *msg, void *opaque) {
+        (void)msg, (void)opaque;
+        enter();
+        sleep_us(50000);
+        leave();
+        return KRETRY_RETRY;
+}
+
+/* The breaker, fed by the workers' results: once it opens nothing more is
+ * dispatched, and the handlers already running finish and are decided. */
+static void test_breaker_stops_dispatch(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        for (int i = 0; i < 40; i++) {
+                char key[16];
+                snprintf(key, sizeof(key), "k%d", i);
+                it_produce(env, 0, key, "x", NULL);
+        }
+        kretry_conf_t *conf =
+                it_conf(env, "handler.concurrency", "4", "breaker.failures",
+                        "4", "breaker.cooldown", "4s", NULL);
+        kretry_conf_set_handler(conf, down_handler, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        atomic_store(&running_max, 0);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_BREAKER_OPEN, 1, 30000));
+        int64_t calls =
+                kretry_adapter_counter(a, KRETRY_COUNTER_HANDLER_CALLS, 0);
+        KT_ASSERT(calls >= 4 && calls < 40);
+        /* While it is open (4 s; 1.5 s watched): the calls dispatched
+         * before it opened are decided (copied to the tier), no new one. */
+        int64_t until = kt_now_ms() + 1500;
+        while (kt_now_ms() < until &&
+               kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_OPEN, 0) == 1)
+                kretry_adapter_poll(a, 20);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_OPEN, 0), 1);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_HANDLER_CALLS, 0),
+                calls);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0),
+                         calls);
+        KT_ASSERT(atomic_load(&running_max) > 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+typedef struct {
+        atomic_int in_key, overlaps, calls;
+} version_state_t;
+
+static kretry_action_t version_handler(kretry_msg_t *msg, void *opaque) {
+        (void)msg;
+        version_state_t *st = opaque;
+        if (atomic_fetch_add(&st->in_key, 1) != 0)
+                atomic_fetch_add(&st->overlaps, 1);
+        sleep_us(5000);
+        atomic_fetch_sub(&st->in_key, 1);
+        atomic_fetch_add(&st->calls, 1);
+        return KRETRY_OK;
+}
+
+/* ordering=none with versioning: two versions of one key never race (they
+ * run one at a time, in order), so the highest one wins. */
+static void test_versions_serialized_per_key(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        char vt[300];
+        snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
+        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        for (int i = 1; i <= 20; i++) {
+                char v[16];
+                snprintf(v, sizeof(v), "%d", i);
+                rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+                rd_kafka_header_add(h, "version", -1, v, -1);
+                it_produce(env, 0, "K", "ok", h);
+        }
+        static version_state_t st;
+        memset(&st, 0, sizeof(st));
+        kretry_conf_t *conf = it_conf(env, "handler.concurrency", "8",
+                                      "versioning.header", "version", NULL);
+        kretry_conf_set_handler(conf, version_handler, &st);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 20, 30000));
+        KT_ASSERT_INT_EQ(atomic_load(&st.calls), 20);
+        KT_ASSERT_INT_EQ(atomic_load(&st.overlaps), 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_STALE, 0), 0);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_key_order_concurrent),
@@ -391,6 +482,8 @@ int main(int argc, char **argv) {
                 KT_TEST(test_partition_one_at_a_time),
                 KT_TEST(test_hot_key_bounded),
                 KT_TEST(test_revoke_discards_late_results),
+                KT_TEST(test_breaker_stops_dispatch),
+                KT_TEST(test_versions_serialized_per_key),
                 KT_END};
         return kt_main("it_concurrency", tests, argc, argv);
 }
