@@ -475,6 +475,68 @@ static void test_versions_serialized_per_key(void) {
         it_env_destroy(env);
 }
 
+static atomic_int poll_exceeded, slow_ok, fast_ok, fast_during_slow;
+static atomic_int slow_running;
+
+static void watch_log(kretry_log_level_t level,
+                      const char *fac,
+                      const char *msg,
+                      void *opaque) {
+        (void)level, (void)fac, (void)opaque;
+        if (strstr(msg, "maximum poll interval") ||
+            strstr(msg, "max.poll.interval"))
+                atomic_fetch_add(&poll_exceeded, 1);
+}
+
+/* "slow": 8 s, longer than max.poll.interval.ms; anything else at once. */
+static kretry_action_t long_handler(kretry_msg_t *msg, void *opaque) {
+        (void)opaque;
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        if (len == 4 && !memcmp(v, "slow", 4)) {
+                atomic_store(&slow_running, 1);
+                sleep_us(8000000);
+                atomic_store(&slow_running, 0);
+                atomic_fetch_add(&slow_ok, 1);
+        } else {
+                atomic_fetch_add(&fast_during_slow, atomic_load(&slow_running));
+                atomic_fetch_add(&fast_ok, 1);
+        }
+        return KRETRY_OK;
+}
+
+/* A handler call longer than max.poll.interval.ms with concurrency > 1:
+ * the polling thread never runs it, so it keeps polling, the member stays
+ * in the group without the keep-alive thread, and other keys go on
+ * meanwhile. */
+static void test_long_handler_keeps_group(void) {
+        it_env_t *env = it_env_new("20ms", 1);
+        it_produce(env, 0, "k", "slow", NULL);
+        for (int i = 0; i < 5; i++)
+                it_produce(env, 0, "other", "fast", NULL);
+        kretry_conf_t *conf =
+                it_conf(env, "handler.concurrency", "2", "ordering", "key",
+                        "consumer.max.poll.interval.ms", "6000", NULL);
+        kretry_conf_set_handler(conf, long_handler, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_conf_set_log_cb(conf, watch_log, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 6, 30000));
+        /* Give a kicked-out consumer the time to notice and say so. */
+        int64_t end = kt_now_ms() + 500;
+        while (kt_now_ms() < end)
+                kretry_adapter_poll(a, 50);
+        KT_ASSERT_INT_EQ(atomic_load(&poll_exceeded), 0);
+        KT_ASSERT_INT_EQ(atomic_load(&slow_ok), 1);
+        KT_ASSERT_INT_EQ(atomic_load(&fast_ok), 5);
+        KT_ASSERT_INT_EQ(atomic_load(&fast_during_slow), 5);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_KEEPALIVES, 0), 0);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 6);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_key_order_concurrent),
@@ -484,6 +546,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_revoke_discards_late_results),
                 KT_TEST(test_breaker_stops_dispatch),
                 KT_TEST(test_versions_serialized_per_key),
+                KT_TEST(test_long_handler_keeps_group),
                 KT_END};
         return kt_main("it_concurrency", tests, argc, argv);
 }
