@@ -233,7 +233,7 @@ static void test_partition_one_at_a_time(void) {
 
 typedef struct {
         kretry_adapter_t *a;
-        atomic_int calls, max_backlog, order_errors;
+        atomic_int calls, max_backlog, max_inflight, order_errors;
 } hot_state_t;
 
 /* Every message of one key: each call sees the messages consumed and not
@@ -251,6 +251,10 @@ static kretry_action_t hot_handler(kretry_msg_t *msg, void *opaque) {
                             i);
         if (backlog > atomic_load(&st->max_backlog))
                 atomic_store(&st->max_backlog, backlog);
+        int inflight =
+                (int)kretry_adapter_counter(st->a, KRETRY_COUNTER_INFLIGHT, 0);
+        if (inflight > atomic_load(&st->max_inflight))
+                atomic_store(&st->max_inflight, inflight);
         sleep_us(1000);
         return KRETRY_OK;
 }
@@ -283,7 +287,12 @@ static void test_hot_key_bounded(void) {
                 atomic_load(&st.max_backlog), BOUND);
         KT_ASSERT(atomic_load(&st.max_backlog) <= BOUND);
         KT_ASSERT(atomic_load(&st.max_backlog) > 1);
+        /* The gauge agrees: never past the bound, 0 once all is decided. */
+        KT_ASSERT(atomic_load(&st.max_inflight) <= BOUND);
+        KT_ASSERT(atomic_load(&st.max_inflight) > 1);
         KT_REQUIRE(it_wait_counter(st.a, KRETRY_COUNTER_OK, HOT, 10000));
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(st.a, KRETRY_COUNTER_INFLIGHT, 0), 0);
         kretry_adapter_destroy(st.a);
         it_env_destroy(env);
 }

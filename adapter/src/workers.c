@@ -141,6 +141,8 @@ static void job_free(kretry_adapter_t *a, kretry_job_t *j) {
         kretry_msg_free(&j->msg);
         free(j);
         a->workers->jobs--;
+        atomic_store_explicit(&a->stats.inflight, a->workers->jobs,
+                              memory_order_relaxed);
 }
 
 /* A job not decided: its message is released, its offset not done. */
@@ -277,6 +279,8 @@ void kretry_workers_submit(kretry_adapter_t *a,
         *w->wait_tail = j;
         w->wait_tail  = &j->next;
         w->jobs++;
+        atomic_store_explicit(&a->stats.inflight, w->jobs,
+                              memory_order_relaxed);
         pump(a);
         update_full(a);
 }

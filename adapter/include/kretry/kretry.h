@@ -577,9 +577,13 @@ typedef enum {
                                                 opened */
         KRETRY_COUNTER_BREAKER_OPEN = 19,  /**< 1 while the breaker holds
                                                consumption paused */
-        KRETRY_COUNTER_KEEPALIVES = 20     /**< handler calls that ran longer
+        KRETRY_COUNTER_KEEPALIVES = 20,    /**< handler calls that ran longer
                                                 than a second, during which the
                                                 group membership was kept */
+        KRETRY_COUNTER_INFLIGHT = 21 /**< handler.concurrency > 1: messages
+                                          consumed and not yet decided now (in
+                                          the handler, or waiting for a worker
+                                          or their key); 0 otherwise */
 } kretry_counter_t;
 
 /**
