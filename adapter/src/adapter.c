@@ -753,8 +753,7 @@ static void stored_offsets(kretry_adapter_t *a, char *buf, size_t size) {
                 }
 }
 
-void kretry_drain_and_commit(kretry_adapter_t *a) {
-        int64_t deadline = kretry_now_ms() + a->conf->revoke_timeout_ms;
+void kretry_drain_and_commit(kretry_adapter_t *a, int64_t deadline) {
         if (drain_producer(a, deadline)) {
                 /* In flight in the producer, or failed and waiting for
                  * their next attempt. */

@@ -224,8 +224,8 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
 void kretry_forward_tiers(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l);
 void kretry_forward_tiers_all(kretry_adapter_t *a);
-/* Finish in-flight copies (bounded), commit synchronously. */
-void kretry_drain_and_commit(kretry_adapter_t *a);
+/* Finish in-flight copies until @p deadline, commit synchronously. */
+void kretry_drain_and_commit(kretry_adapter_t *a, int64_t deadline);
 
 /* What kretry_route_copy() sends where. */
 typedef struct {
@@ -348,8 +348,6 @@ void kretry_workers_submit(kretry_adapter_t *a,
 /* Decide the results the workers returned, then dispatch what may run;
  * returns the results decided. */
 int kretry_workers_reap(kretry_adapter_t *a);
-/* 1 when max.inflight.messages are consumed and not decided. */
-int kretry_workers_full(const kretry_adapter_t *a);
 /* Revocation of @p l: drop its waiting messages and wait, until
  * @p deadline, for its messages in the handler, deciding their results. */
 void kretry_workers_revoke(kretry_adapter_t *a,

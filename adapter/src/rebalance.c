@@ -148,10 +148,11 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                         kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
                                    rd_kafka_err2str(err));
                 /* Handlers of these partitions finish first: their
-                 * outcomes are copies the drain waits for. */
-                kretry_workers_revoke(
-                        a, l, kretry_now_ms() + a->conf->revoke_timeout_ms);
-                kretry_drain_and_commit(a);
+                 * outcomes are copies the drain waits for. One bound,
+                 * revoke.timeout.ms, for both. */
+                int64_t deadline = kretry_now_ms() + a->conf->revoke_timeout_ms;
+                kretry_workers_revoke(a, l, deadline);
+                kretry_drain_and_commit(a, deadline);
                 revoke_parts(a, l);
                 if (cooperative)
                         error = rd_kafka_incremental_unassign(rk, l);

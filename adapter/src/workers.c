@@ -285,10 +285,6 @@ void kretry_workers_submit(kretry_adapter_t *a,
         update_full(a);
 }
 
-int kretry_workers_full(const kretry_adapter_t *a) {
-        return a->workers && a->workers->jobs >= a->conf->max_inflight;
-}
-
 static void decide(kretry_adapter_t *a, kretry_job_t *j) {
         kretry_workers_t *w = a->workers;
         for (int i = 0; i < w->running_cnt; i++)
