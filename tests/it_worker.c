@@ -2,8 +2,9 @@
  * A kretry consumer process for the kill test: values "n-<i>"; i % 7 == 0
  * fails transiently once, i % 11 == 0 fails permanently, the rest succeed.
  * Every OK appends "<i>\n" to OUTFILE with one write(2), so a SIGKILL never
- * leaves half a line. Runs until SIGTERM.
- *   it_worker BOOTSTRAP SOURCE GROUP OUTFILE
+ * leaves half a line. Runs until SIGTERM. "concurrent": 16 handler threads,
+ * each call 0-32 ms, so calls finish out of order.
+ *   it_worker BOOTSTRAP SOURCE GROUP OUTFILE [ordered|concurrent]
  */
 #include "kretry/kretry.h"
 
@@ -17,6 +18,7 @@
 
 static kretry_adapter_t *adapter;
 static int out_fd;
+static int concurrent;
 
 static void on_term(int sig) {
         (void)sig;
@@ -76,6 +78,8 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
         int i = atoi(num);
         /* Slow enough that a kill lands mid-stream. */
         struct timespec ts = {0, 2 * 1000 * 1000};
+        if (concurrent) /* 0-32 ms */
+                ts.tv_nsec = (long)((unsigned)i * 2654435761u % 5) * 8000000;
         nanosleep(&ts, NULL);
         if (i % 11 == 0)
                 return KRETRY_FAIL;
@@ -91,10 +95,11 @@ int main(int argc, char **argv) {
         char err[512];
         if (argc != 5 && argc != 6) {
                 fprintf(stderr, "usage: it_worker BOOTSTRAP SOURCE GROUP OUT "
-                                "[ordered]\n");
+                                "[ordered|concurrent]\n");
                 return 64;
         }
         int ordered = argc == 6 && !strcmp(argv[5], "ordered");
+        concurrent  = argc == 6 && !strcmp(argv[5], "concurrent");
         out_fd      = open(argv[4], O_WRONLY | O_CREAT | O_APPEND, 0644);
         kretry_conf_t *conf = kretry_conf_new();
         const char *kv[][2] = {{"bootstrap.servers", argv[1]},
@@ -118,6 +123,11 @@ int main(int argc, char **argv) {
             (kretry_conf_set(conf, "ordering", "key", err, sizeof(err)) ||
              kretry_conf_set(conf, "retry.max.attempts", "40", err,
                              sizeof(err)))) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+        }
+        if (concurrent && kretry_conf_set(conf, "handler.concurrency", "16",
+                                          err, sizeof(err))) {
                 fprintf(stderr, "%s\n", err);
                 return 1;
         }
