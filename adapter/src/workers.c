@@ -47,7 +47,13 @@
  * done: the next owner consumes them again) and the polling thread waits up
  * to revoke.timeout.ms for their running handlers, deciding each result as
  * it arrives. A result that arrives after its partition was revoked (its
- * generation changed) is discarded: never routed, never committed.
+ * generation changed) is discarded: never routed, never committed. Destroy
+ * joins the workers (waiting for running handlers) and releases what was
+ * not decided.
+ *
+ * handler.concurrency 1 does not start this pool: the handler runs on the
+ * polling thread (route.c dispatch) and keepalive.c holds the membership
+ * during a long call.
  */
 #include "adapter_int.h"
 
