@@ -31,6 +31,17 @@ if(EXISTS /usr/bin/python3)
                        SKIP_RETURN_CODE 77 LABELS blackbox)
 endif()
 
+# kretry run --concurrency: commands at once, one per key; needs kcat (77
+# when it is missing).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_concurrency
+           COMMAND /usr/bin/python3
+                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_concurrency.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_concurrency PROPERTIES TIMEOUT 90
+                       SKIP_RETURN_CODE 77 LABELS blackbox)
+endif()
+
 # kretry run's shutdown stays bounded when the broker dies with the SIGTERM;
 # needs kcat (77 when it is missing).
 if(EXISTS /usr/bin/python3)

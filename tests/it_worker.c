@@ -3,8 +3,9 @@
  * fails transiently once, i % 11 == 0 fails permanently, the rest succeed.
  * Every OK appends "<pid> <i>\n" to OUTFILE with one write(2), so a SIGKILL
  * never leaves half a line and the test sees how far each process got. Runs
- * until SIGTERM, then exits 0 after a clean stop.
- *   it_worker BOOTSTRAP SOURCE GROUP OUTFILE
+ * until SIGTERM, then exits 0 after a clean stop. "concurrent": 16 handler
+ * threads, each call 0-32 ms, so calls finish out of order.
+ *   it_worker BOOTSTRAP SOURCE GROUP OUTFILE [ordered|concurrent]
  */
 #include "kretry/kretry.h"
 
@@ -18,6 +19,7 @@
 
 static kretry_adapter_t *adapter;
 static int out_fd, trace_fd = -1;
+static int concurrent;
 
 /* With KRETRY_IT_TRACE set, every handler call of the ordered mode is
  * appended there, whatever its outcome: what a failed run is read from. */
@@ -97,6 +99,8 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
         int i = atoi(num);
         /* Slow enough that a kill lands mid-stream. */
         struct timespec ts = {0, 2 * 1000 * 1000};
+        if (concurrent) /* 0-32 ms */
+                ts.tv_nsec = (long)((unsigned)i * 2654435761u % 5) * 8000000;
         nanosleep(&ts, NULL);
         if (i % 11 == 0)
                 return KRETRY_FAIL;
@@ -112,10 +116,11 @@ int main(int argc, char **argv) {
         char err[512];
         if (argc != 5 && argc != 6) {
                 fprintf(stderr, "usage: it_worker BOOTSTRAP SOURCE GROUP OUT "
-                                "[ordered]\n");
+                                "[ordered|concurrent]\n");
                 return 64;
         }
         int ordered = argc == 6 && !strcmp(argv[5], "ordered");
+        concurrent  = argc == 6 && !strcmp(argv[5], "concurrent");
         out_fd      = open(argv[4], O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (getenv("KRETRY_IT_TRACE"))
                 trace_fd = open(getenv("KRETRY_IT_TRACE"),
@@ -142,6 +147,11 @@ int main(int argc, char **argv) {
             (kretry_conf_set(conf, "ordering", "key", err, sizeof(err)) ||
              kretry_conf_set(conf, "retry.max.attempts", "40", err,
                              sizeof(err)))) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+        }
+        if (concurrent && kretry_conf_set(conf, "handler.concurrency", "16",
+                                          err, sizeof(err))) {
                 fprintf(stderr, "%s\n", err);
                 return 1;
         }

@@ -116,6 +116,50 @@ static void test_check(void) {
         kretry_conf_destroy(c);
 }
 
+static kretry_action_t noop(kretry_msg_t *msg, void *opaque) {
+        (void)msg, (void)opaque;
+        return KRETRY_OK;
+}
+
+/* handler.concurrency, max.inflight.messages and ordering=partition. */
+static void test_concurrency(void) {
+        kretry_conf_t *c = kretry_conf_new();
+        char v[64], e[256];
+        KT_ASSERT_INT_EQ(
+                kretry_conf_get(c, "handler.concurrency", v, sizeof(v)), 0);
+        KT_ASSERT_STR_EQ(v, "1");
+        KT_ASSERT_INT_EQ(
+                kretry_conf_get(c, "max.inflight.messages", v, sizeof(v)), 0);
+        KT_ASSERT_STR_EQ(v, "1000");
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "handler.concurrency", "0", e, sizeof(e)),
+                KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "handler.concurrency", "1025", e, sizeof(e)),
+                KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "max.inflight.messages", "0", e, sizeof(e)),
+                KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "ordering", "partition", e, sizeof(e)), 0);
+        KT_ASSERT_INT_EQ(kretry_conf_get(c, "ordering", v, sizeof(v)), 0);
+        KT_ASSERT_STR_EQ(v, "partition");
+        /* The Avro codec reuses one decoded value: one handler at a time. */
+        kretry_conf_set(c, "source.topic", "orders", e, sizeof(e));
+        kretry_conf_set(c, "group.id", "g", e, sizeof(e));
+        kretry_conf_set_handler(c, noop, NULL);
+        kretry_conf_set(c, "value.format", "avro", e, sizeof(e));
+        kretry_conf_set(c, "value.schema", "order.avsc", e, sizeof(e));
+        KT_ASSERT_INT_EQ(kretry_conf_check(c, e, sizeof(e)), 0);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "handler.concurrency", "4", e, sizeof(e)),
+                0);
+        KT_ASSERT_INT_EQ(kretry_conf_check(c, e, sizeof(e)),
+                         KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT(strstr(e, "handler.concurrency") != NULL);
+        kretry_conf_destroy(c);
+}
+
 static void test_dump(void) {
         char buf[4096];
         size_t n = kretry_conf_properties_dump(buf, sizeof(buf));
@@ -125,12 +169,10 @@ static void test_dump(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {KT_TEST(test_defaults),
-                                          KT_TEST(test_set_errors),
-                                          KT_TEST(test_set_get),
-                                          KT_TEST(test_topic_names),
-                                          KT_TEST(test_check),
-                                          KT_TEST(test_dump),
-                                          KT_END};
+        static const kt_test_t tests[] = {
+                KT_TEST(test_defaults), KT_TEST(test_set_errors),
+                KT_TEST(test_set_get),  KT_TEST(test_topic_names),
+                KT_TEST(test_check),    KT_TEST(test_concurrency),
+                KT_TEST(test_dump),     KT_END};
         return kt_main("conf", tests, argc, argv);
 }

@@ -89,6 +89,29 @@ static void test_ordered_versioned(void) {
         kretry_conf_destroy(conf);
 }
 
+/* ordering: partition and handler.concurrency reach the engine; the
+ * default concurrency is 1. */
+static void test_concurrent(void) {
+        char err[900];
+        kretry_conf_t *conf = kretry_conf_new();
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(
+                                 conf,
+                                 KRETRY_SOURCE_DIR
+                                 "/tests/topology/valid/concurrent.yaml",
+                                 NULL, err, sizeof(err)),
+                         KRETRY_ERR_OK);
+        KT_ASSERT_STR_EQ(get(conf, "ordering"), "partition");
+        KT_ASSERT_STR_EQ(get(conf, "handler.concurrency"), "8");
+        kretry_conf_destroy(conf);
+        conf = kretry_conf_new();
+        KT_ASSERT_INT_EQ(kretry_conf_load_topology(conf,
+                                                   EXAMPLES "minimal.yaml",
+                                                   NULL, err, sizeof(err)),
+                         KRETRY_ERR_OK);
+        KT_ASSERT_STR_EQ(get(conf, "handler.concurrency"), "1");
+        kretry_conf_destroy(conf);
+}
+
 static void test_errors(void) {
         char err[900];
         kretry_conf_t *conf = kretry_conf_new();
@@ -119,6 +142,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_named_with_kafka_props),
                                           KT_TEST(test_orders_complete),
                                           KT_TEST(test_ordered_versioned),
+                                          KT_TEST(test_concurrent),
                                           KT_TEST(test_errors),
                                           KT_END};
         return kt_main("topology_conf", tests, argc, argv);

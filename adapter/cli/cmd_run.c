@@ -19,6 +19,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@
 
 typedef struct {
         const char *bootstrap, *source, *group, *tiers, *max_attempts;
-        const char *jitter, *dlq, *exec, *topology, *name;
+        const char *jitter, *dlq, *exec, *topology, *name, *concurrency;
         const char **props; /* -X name=value, in order */
         int prop_cnt;
         int verbose;
@@ -42,10 +43,22 @@ typedef struct {
 } run_ctx_t;
 
 /* Signal handlers reach these: the adapter to stop, and the running
- * command's process group to end on a forced stop. */
+ * commands' process groups to end on a forced stop — one slot per thread
+ * that runs the handler (up to handler.concurrency's maximum of 1024, plus
+ * the polling thread). */
+#define RUN_SLOTS 1025
 static kretry_adapter_t *volatile run_adapter;
 static volatile sig_atomic_t run_stops;
-static volatile sig_atomic_t run_child_pid;
+static volatile sig_atomic_t run_child_pids[RUN_SLOTS];
+static atomic_int run_slot_next;
+
+/* This thread's slot for the pid of the command it runs. */
+static volatile sig_atomic_t *child_slot(void) {
+        static _Thread_local int slot = -1;
+        if (slot < 0)
+                slot = atomic_fetch_add(&run_slot_next, 1) % RUN_SLOTS;
+        return &run_child_pids[slot];
+}
 
 static void usage(FILE *out) {
         fprintf(out,
@@ -54,7 +67,8 @@ static void usage(FILE *out) {
                 "       kretry run --topology FILE --name NAME --exec CMD\n"
                 "                  [--tiers LIST] [--max-attempts N] "
                 "[--jitter P] [--dlq TOPIC]\n"
-                "                  [-X PROPERTY=VALUE]... [--verbose]\n\n"
+                "                  [--concurrency N] [-X PROPERTY=VALUE]... "
+                "[--verbose]\n\n"
                 "Consume TOPIC with retry tiers and a dead-letter topic; run "
                 "CMD (via /bin/sh -c)\nonce per message.\n\n"
                 "options:\n"
@@ -82,6 +96,10 @@ static void usage(FILE *out) {
                 "percent (default 10%%)\n"
                 "  -d, --dlq TOPIC          dead-letter topic (default "
                 "TOPIC.dlq)\n"
+                "  -c, --concurrency N      run up to N commands at once "
+                "(default 1), as\n"
+                "                           ordering allows "
+                "(-X ordering=key: one per key)\n"
                 "  -X PROPERTY=VALUE        any kretry or librdkafka "
                 "property; repeatable\n"
                 "                           (\"consumer.\"/\"producer.\" "
@@ -110,8 +128,8 @@ static void usage(FILE *out) {
                 "SIGNAL_<n>). Its stdout and stderr pass through.\n"
                 "A shell that waits for a killed program reports exit "
                 "128+n: use\n--exec 'exec ./handler' to get SIGNAL_<n>.\n\n"
-                "SIGINT/SIGTERM: finish the current message, commit, leave "
-                "the group, exit 0.\nA second one stops at once (the "
+                "SIGINT/SIGTERM: finish the current message(s), commit, "
+                "leave the group, exit 0.\nA second one stops at once (the "
                 "message is consumed again next time).\n"
                 "The stop takes at most revoke.timeout.ms + 5 s (default "
                 "35 s) whatever the\ncluster does.\n"
@@ -169,6 +187,9 @@ static int opt_set(void *opts, int c, const char *arg) {
         case 'N':
                 o->name = arg;
                 return 0;
+        case 'c':
+                o->concurrency = arg;
+                return 0;
         case 'X':
                 return prop_add(o, arg);
         case 'v':
@@ -218,10 +239,11 @@ static int parse_args(run_opts_t *o, int argc, char **argv) {
                 {"dlq", required_argument, NULL, 'd'},
                 {"topology", required_argument, NULL, 'f'},
                 {"name", required_argument, NULL, 'N'},
+                {"concurrency", required_argument, NULL, 'c'},
                 {"verbose", no_argument, NULL, 'v'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0}};
-        static const cli_getopt_t g = {PROG, ":b:s:g:e:t:n:j:d:f:N:X:vh",
+        static const cli_getopt_t g = {PROG, ":b:s:g:e:t:n:j:d:f:N:c:X:vh",
                                        longopts, usage, opt_set};
 
         int rc = cli_getopt(&g, o, argc, argv);
@@ -281,6 +303,7 @@ static int conf_apply(kretry_conf_t *conf, const run_opts_t *o) {
                 {"--tiers", "retry.tiers", o->tiers},
                 {"--max-attempts", "retry.max.attempts", o->max_attempts},
                 {"--dlq", "dlq.topic", o->dlq},
+                {"--concurrency", "handler.concurrency", o->concurrency},
         };
         int rc;
         if (o->topology) {
@@ -429,7 +452,7 @@ static kretry_action_t handle(kretry_msg_t *msg, void *opaque) {
         o.env      = (const char *const *)env.v;
         o.unset    = unset;
         o.echo_fd  = STDERR_FILENO;
-        o.pid_slot = &run_child_pid;
+        o.pid_slot = child_slot();
         snprintf(errstr, sizeof(errstr), "cannot prepare the handler: %s",
                  strerror(ENOMEM));
         if (res && env_for_msg(&env, msg) == 0)
@@ -490,8 +513,9 @@ static void on_signal(int sig) {
                 (void)n;
                 return;
         }
-        if (run_child_pid > 0)
-                kill(-(pid_t)run_child_pid, SIGTERM);
+        for (int i = 0; i < RUN_SLOTS; i++)
+                if (run_child_pids[i] > 0)
+                        kill(-(pid_t)run_child_pids[i], SIGTERM);
         _exit(128 + sig);
 }
 

@@ -65,7 +65,13 @@ static void describe_modes(FILE *out, const kretry_topology_t *t) {
                                      "retried "
                                      "one; the key continues after a dead "
                                      "letter")
+                : t->ordering == KRETRY_ORDERING_PARTITION
+                        ? "partition: one message of a partition in the "
+                          "handler at a time"
                         : "none: tiers are independent");
+        if (t->concurrency > 1)
+                fprintf(out, "  handler     up to %d messages at once\n",
+                        t->concurrency);
         if (t->versioning != KRETRY_VERSIONING_NONE)
                 fprintf(out, "  versioning  %s \"%s\", discard %s\n",
                         t->versioning == KRETRY_VERSIONING_HEADER ? "header"
@@ -144,7 +150,9 @@ static json_t *topology_json(const kretry_topology_t *t) {
                 (json_int_t)t->replication, "retention_ms",
                 (json_int_t)t->retention_ms, "worst_case_to_dlq_ms",
                 (json_int_t)worst, "ordering",
-                t->ordering == KRETRY_ORDERING_KEY ? "key" : "none",
+                t->ordering == KRETRY_ORDERING_KEY         ? "key"
+                : t->ordering == KRETRY_ORDERING_PARTITION ? "partition"
+                                                           : "none",
                 "on_dead_letter",
                 t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY ? "park_key"
                                                             : "continue",

@@ -113,8 +113,8 @@ kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p) {
 
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
         int want =
-                part->assigned &&
-                (part->held || part->produce_failures > 0 || a->breaker_paused);
+                part->assigned && (part->held || part->produce_failures > 0 ||
+                                   a->breaker_paused || a->full_paused);
         if (want == part->paused)
                 return;
         rd_kafka_topic_partition_list_t *l =
@@ -352,6 +352,7 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
                 return NULL;
         }
         a->conf     = conf;
+        a->msg      = &a->msg0;
         a->efd      = -1;
         size_t size = sizeof(a->group);
         rd_kafka_conf_get(conf->consumer, "group.id", a->group, &size);
@@ -361,7 +362,7 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
                                          ((uint64_t)getpid() << 32) ^
                                          (uint64_t)(uintptr_t)a);
         kretry_err_t err = setup_topics(a, errstr, errstr_size);
-        if (!err && kretry_msg_init(&a->msg, (size_t)conf->error_max_length))
+        if (!err && kretry_msg_init(&a->msg0, (size_t)conf->error_max_length))
                 err = KRETRY_ERR_NO_MEM;
         if (!err && conf->value_avro &&
             !(a->codec = kretry_codec_new(
@@ -380,6 +381,12 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
         if (!err && kretry_keepalive_start(a)) {
                 snprintf(errstr, errstr_size,
                          "cannot start the handler keep-alive thread");
+                err = KRETRY_ERR_NO_MEM;
+        }
+        if (!err && conf->concurrency > 1 && kretry_workers_start(a)) {
+                snprintf(errstr, errstr_size,
+                         "cannot start %d handler worker threads",
+                         conf->concurrency);
                 err = KRETRY_ERR_NO_MEM;
         }
         if (err) {
@@ -516,7 +523,10 @@ static void serve_paused(kretry_adapter_t *a) {
                         consumer_error(a, rkm);
                 if (part)
                         refetch_later(a, part, rkm,
-                                      "while the breaker is open");
+                                      a->breaker_paused
+                                              ? "while the breaker is open"
+                                              : "while max.inflight.messages "
+                                                "are in flight");
                 else
                         rd_kafka_message_destroy(rkm);
         }
@@ -524,17 +534,18 @@ static void serve_paused(kretry_adapter_t *a) {
 
 static int consume(kretry_adapter_t *a) {
         int n;
-        if (a->breaker_paused) {
+        if (a->breaker_paused || a->full_paused) {
                 serve_paused(a);
                 return 0;
         }
         /* Nothing more is taken once the breaker paused every partition:
          * a message polled now would be skipped on resume. */
         for (n = 0; n < KRETRY_POLL_BATCH && !atomic_load(&a->stop) &&
-                    !a->breaker_paused && !a->fatal;
+                    !a->breaker_paused && !a->full_paused && !a->fatal;
              n++) {
                 if (n > 0 && n % KRETRY_SERVE_EVERY == 0) {
                         rd_kafka_poll(a->producer, 0);
+                        kretry_workers_reap(a);
                         if (a->held_list)
                                 dispatch_due(a, kretry_now_ms());
                 }
@@ -566,6 +577,7 @@ static int step(kretry_adapter_t *a) {
         int64_t now = kretry_now_ms();
         if (a->breaker_paused && !kretry_breaker_is_open(&a->breaker, now))
                 kretry_breaker_apply(a, 0);
+        n += kretry_workers_reap(a); /* results, then what may run now */
         if (now >= a->forward_at) {
                 kretry_forward_tiers_all(a);
                 a->forward_at = now + 1000;
@@ -573,7 +585,7 @@ static int step(kretry_adapter_t *a) {
         kretry_retry_failed(a, now);
         n += dispatch_due(a, now);
         n += consume(a);
-        if (n && (a->versions_topic || a->conf->ordering))
+        if (n && (a->versions_topic || a->conf->ordering == KRETRY_ORDER_KEY))
                 kretry_stats_gauges(a);
         kretry_stats_maybe_emit(a, now);
         return n;
@@ -741,8 +753,7 @@ static void stored_offsets(kretry_adapter_t *a, char *buf, size_t size) {
                 }
 }
 
-void kretry_drain_and_commit(kretry_adapter_t *a) {
-        int64_t deadline = kretry_now_ms() + a->conf->revoke_timeout_ms;
+void kretry_drain_and_commit(kretry_adapter_t *a, int64_t deadline) {
         if (drain_producer(a, deadline)) {
                 /* In flight in the producer, or failed and waiting for
                  * their next attempt. */
@@ -899,6 +910,8 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
         if (a->consumer && !a->closed)
                 kretry_adapter_close(a);
         kretry_keepalive_stop(a);
+        /* Joined before anything their jobs point at is released. */
+        kretry_workers_stop(a);
         purge_producer(a);
         for (int t = 0; a->prkts && t <= a->topic_cnt; t++)
                 if (a->prkts[t])
@@ -925,7 +938,7 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
                 destroy_consumer(a);
         if (a->efd >= 0)
                 close(a->efd);
-        kretry_msg_free(&a->msg);
+        kretry_msg_free(&a->msg0);
         kretry_codec_destroy(a->codec);
         for (int t = 0; a->topics && t < a->topic_cnt; t++)
                 free(a->topics[t]);

@@ -129,6 +129,7 @@ typedef struct {
         atomic_llong consumed, ok, handler_calls, dlq, produce_errors, held;
         atomic_llong stale, forwarded, chain_keys, version_keys, version_bytes;
         atomic_llong duplicates, breaker_trips, breaker_open, keepalives;
+        atomic_llong inflight; /* workers.c: jobs waiting or running */
         /* permanent, exhausted, expired, schema, parked */
         atomic_llong dlq_by_class[KRETRY_CLASS_CNT];
         atomic_llong retried[KRETRY_MAX_TIERS + 1]; /* [0] unused */
@@ -176,7 +177,11 @@ struct kretry_adapter_s {
         kretry_part_t *held_list;
         kretry_inflight_t *failed; /* deliveries to retry */
         int inflight;              /* copies not yet acknowledged */
-        kretry_msg_t msg;
+        /* The view being decided on (route.c, keyed.c): msg0, or with
+         * handler.concurrency > 1 the view of the job whose outcome is
+         * being decided (workers.c). msg0's reserve is the spare one. */
+        kretry_msg_t *msg;
+        kretry_msg_t msg0;
         kretry_rng_t rng;
         atomic_int stop;
         int closed;
@@ -185,6 +190,9 @@ struct kretry_adapter_s {
         int fatal;          /* a client raised a fatal error: stop */
         int producer_fatal; /* the producer's, logged; no copy is made */
         kretry_stats_t stats;
+        /* workers.c: handler.concurrency > 1, NULL otherwise */
+        struct kretry_workers_s *workers;
+        int full_paused; /* every partition paused: max.inflight.messages */
         /* stats_emit.c, on the adapter's thread */
         kretry_latency_t latency;
         int64_t *topic_consumed; /* per topic */
@@ -222,8 +230,8 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
 void kretry_forward_tiers(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l);
 void kretry_forward_tiers_all(kretry_adapter_t *a);
-/* Finish in-flight copies (bounded), commit synchronously. */
-void kretry_drain_and_commit(kretry_adapter_t *a);
+/* Finish in-flight copies until @p deadline, commit synchronously. */
+void kretry_drain_and_commit(kretry_adapter_t *a, int64_t deadline);
 
 /* What kretry_route_copy() sends where. */
 typedef struct {
@@ -282,11 +290,37 @@ void kretry_process(kretry_adapter_t *a,
 void kretry_dispatch(kretry_adapter_t *a,
                      kretry_part_t *part,
                      rd_kafka_message_t *rkm);
+/* The parts of a dispatch, for the workers (workers.c), on the view
+ * a->msg. Before the handler: bind, and decide what needs no handler (a
+ * malformed copy, parked, stale, undecodable); 1 when decided. */
+int kretry_prepare(kretry_adapter_t *a,
+                   kretry_part_t *part,
+                   rd_kafka_message_t *rkm);
+/* The user's handler on @p m; *usp gets its duration (µs) when stats are
+ * on. Touches nothing of the adapter but its configuration. */
+kretry_action_t
+kretry_call_handler(kretry_adapter_t *a, kretry_msg_t *m, int64_t *usp);
+/* After the handler: the outcome of @p action (OK, tier or DLQ copy);
+ * @p us >= 0 is recorded as the handler's latency. */
+void kretry_finish(kretry_adapter_t *a,
+                   kretry_part_t *part,
+                   kretry_action_t action,
+                   int64_t us);
+/* Out of memory before @p rkm's outcome was decided: hold it (its partition
+ * paused) and try again shortly. */
+void kretry_retry_later(kretry_adapter_t *a,
+                        kretry_part_t *part,
+                        rd_kafka_message_t *rkm,
+                        const char *what);
 void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
 /* Produce again the copies whose delivery failed and whose backoff passed;
  * returns ms until the next one is due, or -1. */
 int64_t kretry_retry_failed(kretry_adapter_t *a, int64_t now);
 void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r);
+/* A reserve copy record (see kretry_msg_t.reserve): the spare one, or a new
+ * one; NULL when memory is short. Put: back as the spare, or freed. */
+kretry_inflight_t *kretry_reserve_take(kretry_adapter_t *a);
+void kretry_reserve_put(kretry_adapter_t *a, kretry_inflight_t *r);
 /* 1 once the producer raised a fatal error (an idempotent producer whose
  * sequence broke): nothing it sends can be acknowledged any more, so the
  * adapter stops (a->fatal); logged once, with librdkafka's reason. */
@@ -314,6 +348,23 @@ void kretry_stats_gauges(kretry_adapter_t *a);
 /* stats_emit.c: call the stats callback when its interval has passed;
  * returns ms until the next emission, or -1 when there is none. */
 int64_t kretry_stats_maybe_emit(kretry_adapter_t *a, int64_t now);
+
+/* workers.c: handler.concurrency > 1. */
+int kretry_workers_start(kretry_adapter_t *a);
+/* Join the workers and release every message not decided (destroy). */
+void kretry_workers_stop(kretry_adapter_t *a);
+/* Queue @p rkm (tracked) for a worker; dispatched when its ordering allows. */
+void kretry_workers_submit(kretry_adapter_t *a,
+                           kretry_part_t *part,
+                           rd_kafka_message_t *rkm);
+/* Decide the results the workers returned, then dispatch what may run;
+ * returns the results decided. */
+int kretry_workers_reap(kretry_adapter_t *a);
+/* Revocation of @p l: drop its waiting messages and wait, until
+ * @p deadline, for its messages in the handler, deciding their results. */
+void kretry_workers_revoke(kretry_adapter_t *a,
+                           const rd_kafka_topic_partition_list_t *l,
+                           int64_t deadline);
 
 /* keepalive.c */
 int kretry_keepalive_start(kretry_adapter_t *a);

@@ -57,8 +57,18 @@ static const struct prop {
         {"ordering", PROP_CHOICE, offsetof(kretry_conf_t, ordering), 0, 0,
          "none",
          "none: tiers are independent; key: messages of one key reach the "
-         "handler in their original order, across retries",
-         "none|key"},
+         "handler in their original order, across retries, one at a time; "
+         "partition: one message of a partition in the handler at a time",
+         "none|key|partition"},
+        {"handler.concurrency", PROP_INT, offsetof(kretry_conf_t, concurrency),
+         1, 1024, "1",
+         "messages in the handler at once, each on one of this many worker "
+         "threads (1: the handler runs on the polling thread)"},
+        {"max.inflight.messages", PROP_INT,
+         offsetof(kretry_conf_t, max_inflight), 1, 10000000, "1000",
+         "handler.concurrency > 1: messages consumed and not yet decided (in "
+         "the handler or waiting for a worker or their key) before fetching "
+         "pauses"},
         {"ordering.on.dead.letter", PROP_CHOICE,
          offsetof(kretry_conf_t, park_key), 0, 0, "continue",
          "ordering key: when a key's head is dead-lettered, continue with its "
@@ -608,6 +618,13 @@ kretry_conf_check(const kretry_conf_t *conf, char *errstr, size_t errstr_size) {
         if (conf->value_avro && (!conf->value_schema || !*conf->value_schema)) {
                 snprintf(errstr, errstr_size,
                          "value.format avro needs value.schema");
+                return KRETRY_ERR_INVALID_VALUE;
+        }
+        if (conf->value_avro && conf->concurrency > 1) {
+                /* The codec decodes into one value it reuses. */
+                snprintf(errstr, errstr_size,
+                         "value.format avro runs one handler at a time: "
+                         "handler.concurrency must be 1");
                 return KRETRY_ERR_INVALID_VALUE;
         }
         return KRETRY_ERR_OK;

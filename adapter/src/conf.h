@@ -12,6 +12,9 @@
 
 #define KRETRY_MAX_TIERS 32
 
+/* The values of `ordering`, in the order of its choices. */
+enum { KRETRY_ORDER_NONE, KRETRY_ORDER_KEY, KRETRY_ORDER_PARTITION };
+
 struct kretry_conf_s {
         char *source_topic;
         int64_t tiers_ms[KRETRY_MAX_TIERS];
@@ -31,8 +34,10 @@ struct kretry_conf_s {
         int breaker_keys;
         int64_t breaker_cooldown_ms;
         kretry_stats_cb_t *stats_cb;
-        int ordering; /* 0 none, 1 key */
-        int park_key; /* ordering.on.dead.letter: 0 continue, 1 park_key */
+        int ordering;     /* KRETRY_ORDER_NONE, _KEY, _PARTITION */
+        int concurrency;  /* handler.concurrency: worker threads (1: inline) */
+        int max_inflight; /* max.inflight.messages */
+        int park_key;     /* ordering.on.dead.letter: 0 continue, 1 park_key */
         char *version_header; /* "" = versioning off */
         char *version_field;  /* "" = not from an Avro field */
         int discard_equal; /* versioning.discard: 0 older, 1 older_or_equal */

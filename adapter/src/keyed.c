@@ -31,7 +31,7 @@ static void park(kretry_adapter_t *a,
                  kretry_part_t *part,
                  kretry_part_t *src,
                  const kretry_pending_t *head) {
-        const kretry_msg_t *m = &a->msg;
+        const kretry_msg_t *m = a->msg;
         int64_t now           = kretry_now_ms();
         /* Due with the head, so it is consumed right behind it; a head whose
          * due time passed (or is unknown) gives the tier's own delay. */
@@ -53,7 +53,7 @@ static void park(kretry_adapter_t *a,
 static void dead_letter_after_key(kretry_adapter_t *a,
                                   kretry_part_t *part,
                                   kretry_part_t *src) {
-        kretry_msg_t *m = &a->msg;
+        kretry_msg_t *m = a->msg;
         kretry_chains_remove(&src->chains, m->rkm->key, m->rkm->key_len,
                              m->orig_offset);
         kretry_msg_set_error(m, "KEY_PARKED",
@@ -76,7 +76,7 @@ static void dead_letter_after_key(kretry_adapter_t *a,
  * message (a crash between producing the newer copy and committing). */
 static int
 already_chained(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
-        kretry_msg_t *m = &a->msg;
+        kretry_msg_t *m = a->msg;
         if (part->tier == 0
                     ? !kretry_chains_has(&src->chains, m->rkm->key,
                                          m->rkm->key_len, m->orig_offset)
@@ -115,12 +115,17 @@ static int replayed_arrival(kretry_msg_t *m) {
  * coordinates are not this source partition's are never held back. */
 static int
 wait_for_source(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
-        kretry_msg_t *m         = &a->msg;
+        kretry_msg_t *m         = a->msg;
         const kretry_chain_t *c = &m->chain;
         if (part->tier == 0 || src->src_next < 0 || !c->orig_offset_ok ||
             !c->orig_partition_ok || c->orig_partition != src->partition ||
             !c->orig_topic_ok || strcmp(c->orig_topic, a->topics[0]) ||
             c->orig_offset < src->src_next)
+                return 0;
+        /* With handler.concurrency > 1 a later message of the partition may
+         * already be held (not yet due); the slot is taken, so this one goes
+         * on rather than displace it. */
+        if (part->held)
                 return 0;
         kretry_hold_for(a, part, m->rkm, KRETRY_SOURCE_WAIT_MS);
         return 1;
@@ -128,7 +133,7 @@ wait_for_source(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
 
 static int
 ordered_before(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
-        kretry_msg_t *m = &a->msg;
+        kretry_msg_t *m = a->msg;
         const void *key = m->rkm->key;
         size_t len      = m->rkm->key_len;
         if (already_chained(a, part, src) || wait_for_source(a, part, src))
@@ -153,7 +158,7 @@ ordered_before(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
 }
 
 static int stale(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
-        kretry_msg_t *m = &a->msg;
+        kretry_msg_t *m = a->msg;
         const void *v;
         size_t n;
         if (*a->conf->version_field) {
@@ -175,7 +180,7 @@ static int stale(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
                                    m->version, a->conf->discard_equal))
                 return 0;
         atomic_fetch_add_explicit(&a->stats.stale, 1, memory_order_relaxed);
-        if (a->conf->ordering)
+        if (a->conf->ordering == KRETRY_ORDER_KEY)
                 kretry_chains_remove(&src->chains, m->rkm->key, m->rkm->key_len,
                                      m->orig_offset);
         kretry_route_cb(a, part, m->rkm, KRETRY_ROUTE_STALE, 0, NULL,
@@ -186,22 +191,23 @@ static int stale(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
 }
 
 int kretry_keyed_before(kretry_adapter_t *a, kretry_part_t *part) {
-        kretry_msg_t *m    = &a->msg;
+        kretry_msg_t *m    = a->msg;
         m->has_version     = 0;
         kretry_part_t *src = source_part(a, part);
         if (!m->rkm->key || !src)
                 return 0;
-        if (a->conf->ordering && ordered_before(a, part, src))
+        if (a->conf->ordering == KRETRY_ORDER_KEY &&
+            ordered_before(a, part, src))
                 return 1;
         return a->versions_topic && stale(a, part, src);
 }
 
 int kretry_keyed_ok(kretry_adapter_t *a, kretry_part_t *part) {
-        kretry_msg_t *m    = &a->msg;
+        kretry_msg_t *m    = a->msg;
         kretry_part_t *src = source_part(a, part);
         if (!m->rkm->key || !src)
                 return 0;
-        if (a->conf->ordering)
+        if (a->conf->ordering == KRETRY_ORDER_KEY)
                 kretry_chains_remove(&src->chains, m->rkm->key, m->rkm->key_len,
                                      m->orig_offset);
         if (!m->has_version ||
@@ -220,9 +226,9 @@ int64_t kretry_keyed_failed(kretry_adapter_t *a,
                             kretry_part_t *part,
                             int dest,
                             int64_t due_ts) {
-        kretry_msg_t *m    = &a->msg;
+        kretry_msg_t *m    = a->msg;
         kretry_part_t *src = source_part(a, part);
-        if (!a->conf->ordering || !m->rkm->key || !src)
+        if (a->conf->ordering != KRETRY_ORDER_KEY || !m->rkm->key || !src)
                 return -1;
         const void *key = m->rkm->key;
         size_t len      = m->rkm->key_len;

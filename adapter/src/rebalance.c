@@ -125,15 +125,17 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 assign_parts(a, l);
                 /* Per-key state first: no message of these partitions may
                  * be handled before it is rebuilt. */
-                if (a->conf->ordering || a->versions_topic)
+                if (a->conf->ordering == KRETRY_ORDER_KEY || a->versions_topic)
                         kretry_restore(a, parts);
                 if (cooperative)
                         error = rd_kafka_incremental_assign(rk, l);
                 else
                         aerr = rd_kafka_assign(rk, l);
                 kretry_forward_tiers(a, l);
-                /* An open breaker holds new partitions back as well. */
-                for (int i = 0; a->breaker_paused && i < l->cnt; i++) {
+                /* An open breaker, or max.inflight.messages reached, holds new
+                 * partitions back as well. */
+                for (int i = 0;
+                     (a->breaker_paused || a->full_paused) && i < l->cnt; i++) {
                         kretry_part_t *p = kretry_part_find(
                                 a, kretry_topic_index(a, l->elems[i].topic),
                                 l->elems[i].partition);
@@ -146,7 +148,12 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 else
                         kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
                                    rd_kafka_err2str(err));
-                kretry_drain_and_commit(a);
+                /* Handlers of these partitions finish first: their
+                 * outcomes are copies the drain waits for. One bound,
+                 * revoke.timeout.ms, for both. */
+                int64_t deadline = kretry_now_ms() + a->conf->revoke_timeout_ms;
+                kretry_workers_revoke(a, l, deadline);
+                kretry_drain_and_commit(a, deadline);
                 revoke_parts(a, l);
                 if (cooperative)
                         error = rd_kafka_incremental_unassign(rk, l);

@@ -79,9 +79,11 @@ to_read(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *parts) {
                 int32_t p = parts->elems[i].partition;
                 if (strcmp(parts->elems[i].topic, a->topics[0]))
                         continue;
-                for (int t = 1; a->conf->ordering && t < a->topic_cnt; t++)
+                for (int t = 1;
+                     a->conf->ordering == KRETRY_ORDER_KEY && t < a->topic_cnt;
+                     t++)
                         rd_kafka_topic_partition_list_add(l, a->topics[t], p);
-                if (a->conf->ordering && a->conf->park_key)
+                if (a->conf->ordering == KRETRY_ORDER_KEY && a->conf->park_key)
                         rd_kafka_topic_partition_list_add(l, a->dlq, p);
                 if (a->versions_topic)
                         rd_kafka_topic_partition_list_add(l, a->versions_topic,
@@ -391,7 +393,7 @@ void kretry_restore(kretry_adapter_t *a,
         int timeout      = a->conf->restore_timeout_ms;
         int64_t deadline = t0 + timeout;
         int left         = read_all(a, rk, to_read(a, parts), deadline);
-        if (a->conf->ordering && a->conf->park_key)
+        if (a->conf->ordering == KRETRY_ORDER_KEY && a->conf->park_key)
                 left += read_all(a, rk, parked_sources(a, parts), deadline);
         if (a->conf->ordering)
                 source_resume(a, rk, parts, deadline);

@@ -43,11 +43,18 @@ void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r) {
                 return;
         if (r->rkm)
                 kretry_rkm_destroy(r->rkm);
-        if (r->reserve_cap && !a->msg.reserve) {
-                a->msg.reserve = r; /* back in reserve (see record_new) */
+        if (r->reserve_cap) {
+                kretry_reserve_put(a, r); /* back in reserve (record_new) */
                 return;
         }
         free(r); /* its strings live in the same allocation */
+}
+
+void kretry_reserve_put(kretry_adapter_t *a, kretry_inflight_t *r) {
+        if (r && !a->msg0.reserve)
+                a->msg0.reserve = r;
+        else
+                free(r);
 }
 
 /* Too large for its topic (or for the producer's own message.max.bytes,
@@ -154,9 +161,9 @@ static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
                  * produce retried after a failed delivery) parses them again.
                  * Nothing in the list is borrowed by r->info: without chain
                  * headers there is no correlation id to borrow. */
-                if (a->msg.rkm == r->rkm) {
-                        a->msg.hdrs        = NULL;
-                        a->msg.hdrs_loaded = 0;
+                if (a->msg->rkm == r->rkm) {
+                        a->msg->hdrs        = NULL;
+                        a->msg->hdrs_loaded = 0;
                 }
                 kretry_headers_append(hdrs, &r->info);
         } else {
@@ -195,10 +202,18 @@ static kretry_inflight_t *reserve_new(kretry_adapter_t *a) {
         for (int t = 0; t < a->topic_cnt; t++)
                 if (strlen(a->topics[t]) > tl)
                         tl = strlen(a->topics[t]);
-        size_t cap = tl + 1 + sizeof(a->msg.code) + a->msg.error_cap + 1;
+        size_t cap = tl + 1 + sizeof(a->msg->code) + a->msg->error_cap + 1;
         kretry_inflight_t *r = alloc_record("reserve", sizeof(*r) + cap);
         if (r)
                 r->reserve_cap = cap;
+        return r;
+}
+
+kretry_inflight_t *kretry_reserve_take(kretry_adapter_t *a) {
+        kretry_inflight_t *r = a->msg0.reserve;
+        if (!r)
+                return reserve_new(a);
+        a->msg0.reserve = NULL;
         return r;
 }
 
@@ -210,7 +225,7 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
                                      const kretry_copy_t *cp,
                                      int64_t now) {
         int dest        = cp->dest;
-        kretry_msg_t *m = &a->msg;
+        kretry_msg_t *m = a->msg;
         /* One allocation: the record and the strings it must own (the view's
          * buffers are reused by the next message). */
         size_t tl = strlen(m->orig_topic) + 1;
@@ -289,7 +304,7 @@ void kretry_route_copy(kretry_adapter_t *a,
                            "its partition commits nothing further until it "
                            "is reassigned",
                            a->topics[part->tier], (int)part->partition,
-                           (long long)a->msg.rkm->offset);
+                           (long long)a->msg->rkm->offset);
                 return;
         }
         if (cp->dest == KRETRY_DEST_VERSIONS)
@@ -315,7 +330,7 @@ static void route_failure(kretry_adapter_t *a,
                           kretry_part_t *part,
                           kretry_action_t action) {
         const kretry_conf_t *c = a->conf;
-        kretry_msg_t *m        = &a->msg;
+        kretry_msg_t *m        = a->msg;
         int64_t now            = kretry_now_ms();
         const char *cls        = NULL;
         if (action == KRETRY_FAIL)
@@ -345,7 +360,7 @@ static void route_failure(kretry_adapter_t *a,
  * message with class schema and the codec's reason, without a handler call
  * and without spending an attempt. Returns 1 when decoded. */
 int kretry_decode_value(kretry_adapter_t *a, kretry_part_t *part) {
-        kretry_msg_t *m = &a->msg;
+        kretry_msg_t *m = a->msg;
         char reason[256];
         if (!kretry_codec_decode(a->codec, m->rkm->payload, m->rkm->len,
                                  &m->value_avro, reason, sizeof(reason)))
@@ -379,7 +394,7 @@ static int code_is_permanent(const kretry_adapter_t *a, const kretry_msg_t *m) {
 static void breaker_feed(kretry_adapter_t *a, kretry_action_t action) {
         if (action == KRETRY_FAIL || a->conf->breaker_failures <= 0)
                 return; /* a permanent failure says nothing of the dependency */
-        const rd_kafka_message_t *rkm = a->msg.rkm;
+        const rd_kafka_message_t *rkm = a->msg->rkm;
         if (kretry_breaker_record(&a->breaker, action == KRETRY_RETRY, rkm->key,
                                   rkm->key_len, kretry_now_ms())) {
                 atomic_fetch_add_explicit(&a->stats.breaker_trips, 1,
@@ -391,12 +406,10 @@ static void breaker_feed(kretry_adapter_t *a, kretry_action_t action) {
 static int
 no_reserve(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm);
 
-/* Hand a tracked message to the handler (kretry_dispatch). */
-static void
-dispatch(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
-        if (no_reserve(a, part, rkm))
-                return;
-        kretry_msg_t *m = &a->msg;
+int kretry_prepare(kretry_adapter_t *a,
+                   kretry_part_t *part,
+                   rd_kafka_message_t *rkm) {
+        kretry_msg_t *m = a->msg;
         kretry_msg_bind(m, rkm, a->topics[part->tier], part->tier);
         if (part->tier > 0 && !m->chain.attempt_ok) {
                 /* A tier message whose attempt count is missing or absurd
@@ -410,29 +423,38 @@ dispatch(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
                                     .followers =
                                             kretry_keyed_failed(a, part, 0, 0)};
                 kretry_route_copy(a, part, &cp);
-                return;
+                return 1;
         }
         if (kretry_keyed_before(a, part))
-                return; /* parked behind its key, or a stale version */
-        if (a->codec && !a->msg.value_avro && !kretry_decode_value(a, part))
-                return; /* undecodable: dead-lettered as schema */
+                return 1; /* parked behind its key, or a stale version */
+        if (a->codec && !a->msg->value_avro && !kretry_decode_value(a, part))
+                return 1; /* undecodable: dead-lettered as schema */
         atomic_fetch_add_explicit(&a->stats.handler_calls, 1,
                                   memory_order_relaxed);
-        kretry_action_t action;
-        /* Odd while the handler runs: the keep-alive thread watches it. */
-        atomic_fetch_add_explicit(&a->ka_seq, 1, memory_order_relaxed);
-        if (a->conf->stats_cb) {
-                struct timespec t0, t1;
-                clock_gettime(CLOCK_MONOTONIC, &t0);
-                action = a->conf->handler(m, a->conf->opaque);
-                clock_gettime(CLOCK_MONOTONIC, &t1);
-                kretry_latency_record(&a->latency,
-                                      (t1.tv_sec - t0.tv_sec) * 1000000 +
-                                              (t1.tv_nsec - t0.tv_nsec) / 1000);
-        } else {
-                action = a->conf->handler(m, a->conf->opaque);
-        }
-        atomic_fetch_add_explicit(&a->ka_seq, 1, memory_order_relaxed);
+        return 0;
+}
+
+kretry_action_t
+kretry_call_handler(kretry_adapter_t *a, kretry_msg_t *m, int64_t *usp) {
+        struct timespec t0, t1;
+        if (!a->conf->stats_cb)
+                return a->conf->handler(m, a->conf->opaque);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        kretry_action_t action = a->conf->handler(m, a->conf->opaque);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        *usp = (t1.tv_sec - t0.tv_sec) * 1000000 +
+               (t1.tv_nsec - t0.tv_nsec) / 1000;
+        return action;
+}
+
+void kretry_finish(kretry_adapter_t *a,
+                   kretry_part_t *part,
+                   kretry_action_t action,
+                   int64_t us) {
+        kretry_msg_t *m         = a->msg;
+        rd_kafka_message_t *rkm = m->rkm;
+        if (us >= 0)
+                kretry_latency_record(&a->latency, us);
         if (action != KRETRY_OK && action != KRETRY_RETRY &&
             action != KRETRY_FAIL) {
                 /* Treated as FAIL everywhere, the breaker included. */
@@ -459,6 +481,26 @@ dispatch(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
         route_failure(a, part, action);
 }
 
+/* Hand a tracked message to the handler (kretry_dispatch): on this thread,
+ * or with handler.concurrency > 1 to the workers (workers.c). */
+static void
+dispatch(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
+        if (a->workers) {
+                kretry_workers_submit(a, part, rkm);
+                return;
+        }
+        if (no_reserve(a, part, rkm))
+                return;
+        if (kretry_prepare(a, part, rkm))
+                return;
+        int64_t us = -1;
+        /* Odd while the handler runs: the keep-alive thread watches it. */
+        atomic_fetch_add_explicit(&a->ka_seq, 1, memory_order_relaxed);
+        kretry_action_t action = kretry_call_handler(a, a->msg, &us);
+        atomic_fetch_add_explicit(&a->ka_seq, 1, memory_order_relaxed);
+        kretry_finish(a, part, action, us);
+}
+
 /* Held messages wait their due time in kretry's memory, their partition
  * paused (kretry_part_update_pause); dispatch_due hands them to
  * kretry_dispatch. */
@@ -483,7 +525,7 @@ static void hold(kretry_adapter_t *a,
 /* Out of memory before @p rkm's outcome was decided: hold it like a message
  * not yet due (its partition paused, so nothing behind it completes and no
  * commit passes it) and try again shortly, instead of dropping it. */
-static void retry_later(kretry_adapter_t *a,
+void kretry_retry_later(kretry_adapter_t *a,
                         kretry_part_t *part,
                         rd_kafka_message_t *rkm,
                         const char *what) {
@@ -500,7 +542,7 @@ static void
 admit(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
         int rc = kretry_offsets_add(&part->offsets, rkm->offset);
         if (rc == KRETRY_OFFSETS_NO_MEM) {
-                retry_later(a, part, rkm, "tracking");
+                kretry_retry_later(a, part, rkm, "tracking");
                 return;
         }
         if (rc) {
@@ -539,9 +581,9 @@ admit(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
  * it waits. */
 static int
 no_reserve(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
-        if (a->msg.reserve || (a->msg.reserve = reserve_new(a)))
+        if (a->msg->reserve || (a->msg->reserve = reserve_new(a)))
                 return 0;
-        retry_later(a, part, rkm, "reserving a copy record for");
+        kretry_retry_later(a, part, rkm, "reserving a copy record for");
         return 1;
 }
 

@@ -69,6 +69,8 @@ int64_t kretry_adapter_counter(const kretry_adapter_t *a,
                 return get(&s->breaker_open);
         case KRETRY_COUNTER_KEEPALIVES:
                 return get(&s->keepalives);
+        case KRETRY_COUNTER_INFLIGHT:
+                return get(&s->inflight);
         }
         return -1;
 }

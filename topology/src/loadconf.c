@@ -108,15 +108,18 @@ static kretry_err_t apply_storm(kretry_conf_t *conf,
         return set_pairs(conf, path, PAIRS(pairs), errstr, size);
 }
 
-/* ordering and versioning (header) */
+/* ordering, handler concurrency and versioning */
 static kretry_err_t apply_keyed(kretry_conf_t *conf,
                                 const kretry_topology_t *t,
                                 const char *path,
                                 char *errstr,
                                 size_t size) {
+        static const char *const orderings[] = {"none", "key", "partition"};
+        char conc[16];
+        snprintf(conc, sizeof(conc), "%d", t->concurrency);
         const char *const pairs[][2] = {
-                {"ordering",
-                 t->ordering == KRETRY_ORDERING_KEY ? "key" : "none"},
+                {"ordering", orderings[t->ordering]},
+                {"handler.concurrency", conc},
                 {"ordering.on.dead.letter",
                  t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY ? "park_key"
                                                              : "continue"},

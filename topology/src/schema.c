@@ -19,6 +19,7 @@ static const cyaml_schema_value_t string_entry = {
 static const cyaml_strval_t ordering_values[] = {
         {"none", KRETRY_RAW_ORDERING_NONE},
         {"key", KRETRY_RAW_ORDERING_KEY},
+        {"partition", KRETRY_RAW_ORDERING_PARTITION},
 };
 static const cyaml_strval_t dead_letter_values[] = {
         {"continue", KRETRY_RAW_DLQ_CONTINUE},
@@ -83,6 +84,11 @@ static const cyaml_schema_field_t breaker_fields[] = {
         CYAML_FIELD_END,
 };
 
+static const cyaml_schema_field_t handler_fields[] = {
+        STR("concurrency", kretry_raw_handler_t, concurrency),
+        CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t alerts_fields[] = {
         STR("dlq_messages", kretry_raw_alerts_t, dlq_messages),
         STR("oldest_age", kretry_raw_alerts_t, oldest_age),
@@ -116,6 +122,7 @@ static const cyaml_schema_field_t topology_fields[] = {
                              CYAML_UNLIMITED),
         MAP("breaker", kretry_raw_topology_t, breaker, breaker_fields),
         MAP("alerts", kretry_raw_topology_t, alerts, alerts_fields),
+        MAP("handler", kretry_raw_topology_t, handler, handler_fields),
         CYAML_FIELD_END,
 };
 

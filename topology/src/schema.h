@@ -14,7 +14,11 @@
 
 #include <cyaml/cyaml.h>
 
-enum { KRETRY_RAW_ORDERING_NONE = 1, KRETRY_RAW_ORDERING_KEY };
+enum {
+        KRETRY_RAW_ORDERING_NONE = 1,
+        KRETRY_RAW_ORDERING_KEY,
+        KRETRY_RAW_ORDERING_PARTITION
+};
 enum { KRETRY_RAW_DLQ_CONTINUE = 1, KRETRY_RAW_DLQ_PARK_KEY };
 enum { KRETRY_RAW_DISCARD_OLDER = 1, KRETRY_RAW_DISCARD_OLDER_OR_EQUAL };
 enum { KRETRY_RAW_FORMAT_BYTES = 1, KRETRY_RAW_FORMAT_AVRO };
@@ -54,6 +58,10 @@ typedef struct {
 } kretry_raw_breaker_t;
 
 typedef struct {
+        char *concurrency;
+} kretry_raw_handler_t;
+
+typedef struct {
         char *dlq_messages;
         char *oldest_age;
 } kretry_raw_alerts_t;
@@ -72,6 +80,7 @@ typedef struct {
         char **permanent_errors;
         unsigned permanent_errors_count;
         kretry_raw_breaker_t *breaker;
+        kretry_raw_handler_t *handler;
         kretry_raw_alerts_t *alerts;
 } kretry_raw_topology_t;
 

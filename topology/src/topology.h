@@ -13,7 +13,11 @@
 
 #define KRETRY_TOPO_MAX_TIERS 32
 
-typedef enum { KRETRY_ORDERING_NONE, KRETRY_ORDERING_KEY } kretry_ordering_t;
+typedef enum {
+        KRETRY_ORDERING_NONE,
+        KRETRY_ORDERING_KEY,
+        KRETRY_ORDERING_PARTITION
+} kretry_ordering_t;
 typedef enum { KRETRY_ON_DLQ_CONTINUE, KRETRY_ON_DLQ_PARK_KEY } kretry_on_dlq_t;
 typedef enum {
         KRETRY_VERSIONING_NONE,
@@ -63,6 +67,7 @@ typedef struct {
         int breaker; /* declared */
         int breaker_failures, breaker_distinct_keys;
         int64_t breaker_cooldown_ms;
+        int concurrency;             /* handler.concurrency, default 1 */
         int alerts;                  /* declared */
         int64_t alert_dlq_messages;  /* -1: none */
         int64_t alert_oldest_age_ms; /* 0: none */

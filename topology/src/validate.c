@@ -266,6 +266,8 @@ static void
 check_modes(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
         t->ordering       = r->ordering == KRETRY_RAW_ORDERING_KEY
                                     ? KRETRY_ORDERING_KEY
+                            : r->ordering == KRETRY_RAW_ORDERING_PARTITION
+                                    ? KRETRY_ORDERING_PARTITION
                                     : KRETRY_ORDERING_NONE;
         t->ordering_pos   = vpos(c, r->ordering ? "ordering" : "");
         t->on_dead_letter = r->on_dead_letter == KRETRY_RAW_DLQ_PARK_KEY
@@ -464,6 +466,11 @@ check_extras(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
                         duration(c, r->breaker->cooldown, "breaker.cooldown",
                                  &t->breaker_cooldown_ms);
         }
+        t->concurrency = 1;
+        if (r->handler && r->handler->concurrency &&
+            !integer(c, r->handler->concurrency, "handler.concurrency", 1, 1024,
+                     &v))
+                t->concurrency = (int)v;
         t->alert_dlq_messages = -1;
         if (r->alerts) {
                 t->alerts = 1;

@@ -126,10 +126,16 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *       revoked or the adapter closes [30000]
  *   produce.retry.backoff.ms: first wait before a copy whose delivery failed
  *       is produced again (doubles up to 10 s; 1..10000) [100]
- *   ordering: none, or key: a key's messages reach the handler in their
- *       original order, across retries [none]
+ *   ordering: none; key: a key's messages reach the handler one at a time,
+ *       in their original order, across retries; partition: one message of a
+ *       partition in the handler at a time [none]
  *   ordering.on.dead.letter: continue, or park_key: a dead-lettered key's
  *       following messages go to the DLQ until it is replayed [continue]
+ *   handler.concurrency: messages in the handler at once, on this many worker
+ *       threads (1: the handler runs on the polling thread; see
+ *       kretry_handler_t) [1]
+ *   max.inflight.messages: handler.concurrency > 1: messages consumed and not
+ *       yet decided before fetching pauses [1000]
  *   versioning.header: header carrying a decimal version; versions not above
  *       the highest handled OK for the key are skipped (empty: off)
  *   versioning.field: with value.format avro: an int or long field of the
@@ -306,13 +312,22 @@ KRETRY_EXPORT void kretry_msg_set_retry_after(kretry_msg_t *msg,
 /**
  * @brief The application's handler.
  *
- * Called on the thread that drives the adapter, once per message that is due.
- * @p msg and everything read through it are borrowed until the handler
- * returns. The handler must not call kretry_adapter_poll(),
- * kretry_adapter_run() or kretry_adapter_destroy(). A call may take longer
- * than the consumer's max.poll.interval.ms: the adapter keeps its group
- * membership meanwhile (nothing else is consumed, and a rebalance waits for
- * the call to return).
+ * With handler.concurrency 1 (the default): called on the thread that drives
+ * the adapter, once per message that is due. A call may take longer than the
+ * consumer's max.poll.interval.ms: the adapter keeps its group membership
+ * meanwhile (nothing else is consumed, and a rebalance waits for the call to
+ * return).
+ *
+ * With handler.concurrency N > 1: called on one of N worker threads the
+ * adapter owns, up to N calls at once (as `ordering` allows: one per key, one
+ * per partition, or any), so the handler and @p opaque must be thread-safe.
+ * The thread that drives the adapter never runs the handler: it keeps serving
+ * the group whatever the handlers do. Each call has its own @p msg; no lock of
+ * the adapter is held during a call.
+ *
+ * Either way, @p msg and everything read through it are borrowed until the
+ * handler returns, and the handler must not call kretry_adapter_poll(),
+ * kretry_adapter_run(), kretry_adapter_close() or kretry_adapter_destroy().
  */
 typedef kretry_action_t(kretry_handler_t)(kretry_msg_t *msg, void *opaque);
 /**@}*/
@@ -575,9 +590,13 @@ typedef enum {
                                                 opened */
         KRETRY_COUNTER_BREAKER_OPEN = 19,  /**< 1 while the breaker holds
                                                consumption paused */
-        KRETRY_COUNTER_KEEPALIVES = 20     /**< handler calls that ran longer
+        KRETRY_COUNTER_KEEPALIVES = 20,    /**< handler calls that ran longer
                                                 than a second, during which the
                                                 group membership was kept */
+        KRETRY_COUNTER_INFLIGHT = 21 /**< handler.concurrency > 1: messages
+                                          consumed and not yet decided now (in
+                                          the handler, or waiting for a worker
+                                          or their key); 0 otherwise */
 } kretry_counter_t;
 
 /**

@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""Black-box test of `kretry run --concurrency` on `kretry dev-broker`: a
+shell handler that takes 0.6 s logs when each call starts and ends; eight
+keys run up to four commands at once, and the four messages of one key
+(ordering=key) never overlap and keep their order.
+
+usage: blackbox_concurrency.py PATH/TO/kretry
+Exit 0 on success, 1 on failure, 77 (skipped) when kcat is missing.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blackbox_dev_broker import check, kcat  # noqa: E402
+from blackbox_run import MOCK_X, Setup, wait_for  # noqa: E402
+
+HANDLER = r"""
+v=$(cat)
+echo "start $KRETRY_KEY $v $(date +%s.%N)" >> "$LOG"
+sleep 0.6
+echo "end $KRETRY_KEY $v $(date +%s.%N)" >> "$LOG"
+exit 0
+"""
+
+KEYS = ["k%d" % i for i in range(8)]
+
+
+def most_at_once(events):
+    """The most calls running at once, from (time, +1/-1) events."""
+    now = best = 0
+    for _, d in sorted(events):
+        now += d
+        best = max(best, now)
+    return best
+
+
+def main():
+    t0 = time.monotonic()
+    s = Setup(__doc__, HANDLER, ["--topic", "orders:1"])
+    if s.status is not None:
+        return s.status
+    run = None
+    try:
+        b = s.broker.bootstrap
+        lines = "".join("%s:%s\n" % (k, k) for k in KEYS)
+        lines += "".join("same:%d\n" % i for i in range(4))
+        kcat(b, ["-P", "-t", "orders", "-p", "0", "-K", ":"],
+             stdin=lines.encode())
+        run = subprocess.Popen(
+            [s.cli, "run", "--bootstrap", b, "--source", "orders",
+             "--group", "bb-conc", "--tiers", "200ms", "--concurrency", "4",
+             "-X", "ordering=key"] + MOCK_X + ["--exec", "sh " + s.handler],
+            env=dict(os.environ, LOG=s.log), stderr=s.run_err)
+        want = 2 * (len(KEYS) + 4)
+        log = wait_for(s.log, want, 40)
+        ends = [l for l in log if l.startswith("end ")]
+        check(len(ends) == len(KEYS) + 4,
+              "every message handled once (%d ends)" % len(ends))
+        events = [(float(l.split()[3]), 1 if l.startswith("start") else -1)
+                  for l in log]
+        n = most_at_once(events)
+        check(2 <= n <= 4, "up to 4 commands at once (%d seen)" % n)
+        same = [(float(l.split()[3]), 1 if l.startswith("start") else -1)
+                for l in log if l.split()[1] == "same"]
+        check(most_at_once(same) == 1, "one command of a key at a time")
+        order = [l.split()[2] for l in log
+                 if l.startswith("start same ")]
+        check(order == ["0", "1", "2", "3"],
+              "a key's messages in their order (%s)" % order)
+        run.send_signal(signal.SIGTERM)
+        rc = run.wait(timeout=15)
+        check(rc == 0, "SIGTERM stops kretry run with exit 0 (got %d)" % rc)
+        check(s.broker.stop() == 0, "dev-broker stops with exit 0")
+    except Exception as e:
+        print("FAIL:", e)
+        print("--- kretry run stderr ---\n" + s.run_stderr())
+        print("--- dev-broker stderr ---\n" + s.broker.stderr_text())
+        return 1
+    finally:
+        s.cleanup(run)
+    print("# blackbox_concurrency: %.1fs" % (time.monotonic() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

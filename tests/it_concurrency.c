@@ -1,0 +1,561 @@
+/*
+ * handler.concurrency > 1 on the test cluster: per-key order under load,
+ * what each ordering mode lets run at once, the memory bound on a hot key,
+ * and a revocation with handlers in flight.
+ */
+#include "it_harness.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KEYS 200
+#define PER_KEY 20
+#define PARTS 4
+
+static void sleep_us(long us) {
+        struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+}
+
+/* Deterministic "random" of a message's attempt. */
+static unsigned mix(int key, int seq, int attempt) {
+        unsigned h = (unsigned)(key * 7919 + seq * 104729 + attempt * 1299709);
+        h ^= h >> 13;
+        h *= 0x5bd1e995u;
+        h ^= h >> 15;
+        return h;
+}
+
+/* Handler calls running now, and the most seen at once. */
+static atomic_int running, running_max;
+
+static void enter(void) {
+        int now = atomic_fetch_add(&running, 1) + 1;
+        int max = atomic_load(&running_max);
+        while (now > max &&
+               !atomic_compare_exchange_weak(&running_max, &max, now))
+                ;
+}
+
+static void leave(void) {
+        atomic_fetch_sub(&running, 1);
+}
+
+typedef struct {
+        atomic_int in_handler[KEYS]; /* calls of the key running now */
+        atomic_int started[KEYS];    /* highest seq started, -1 none */
+        atomic_int resolved[KEYS][PER_KEY];
+        atomic_int ok[KEYS][PER_KEY];
+        atomic_int overlaps;   /* two calls of one key at once */
+        atomic_int violations; /* a call before an earlier one of its key */
+} key_state_t;
+
+static void parse(kretry_msg_t *msg, int *key, int *seq) {
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%.*s", (int)(len < 31 ? len : 31), v);
+        *key = atoi(buf);
+        *seq = atoi(strchr(buf, ':') + 1);
+}
+
+/* 0-3 ms of work, 10 % transient failures; asserts from inside the
+ * handler that its key has no other call running and that every earlier
+ * message of the key was resolved (a retry repeats its own seq). */
+static kretry_action_t key_handler(kretry_msg_t *msg, void *opaque) {
+        key_state_t *st = opaque;
+        int key, seq;
+        parse(msg, &key, &seq);
+        enter();
+        if (atomic_fetch_add(&st->in_handler[key], 1) != 0 &&
+            atomic_fetch_add(&st->overlaps, 1) < 5)
+                fprintf(stderr, "  key %d: seq %d while another runs\n", key,
+                        seq);
+        if (atomic_load(&st->started[key]) > seq &&
+            atomic_fetch_add(&st->violations, 1) < 5)
+                fprintf(stderr, "  key %d: seq %d after %d started\n", key, seq,
+                        atomic_load(&st->started[key]));
+        for (int s = 0; s < seq; s++)
+                if (!atomic_load(&st->resolved[key][s]) &&
+                    atomic_fetch_add(&st->violations, 1) < 5)
+                        fprintf(stderr, "  key %d: seq %d before %d\n", key,
+                                seq, s);
+        atomic_store(&st->started[key], seq);
+        unsigned h = mix(key, seq, kretry_msg_attempt(msg));
+        sleep_us((long)(h % 4000));
+        kretry_action_t action = KRETRY_RETRY;
+        if ((h >> 16) % 100 >= 10) {
+                atomic_fetch_add(&st->ok[key][seq], 1);
+                atomic_store(&st->resolved[key][seq], 1);
+                action = KRETRY_OK;
+        }
+        atomic_fetch_sub(&st->in_handler[key], 1);
+        leave();
+        return action;
+}
+
+static int all_ok(key_state_t *st) {
+        for (int k = 0; k < KEYS; k++)
+                for (int s = 0; s < PER_KEY; s++)
+                        if (!atomic_load(&st->ok[k][s]))
+                                return 0;
+        return 1;
+}
+
+/* 16 workers, 200 keys x 20 messages, 0-3 ms handlers, 10 % transient
+ * failures: a key never has two calls at once, its calls follow offset
+ * order across retries, everything is handled. */
+static void test_key_order_concurrent(void) {
+        it_env_t *env = it_env_new("20ms,40ms", PARTS);
+        /* Runs of 4 messages of a key, keys interleaved between runs: a
+         * key's next message is often right behind it. */
+        for (int s0 = 0; s0 < PER_KEY; s0 += 4)
+                for (int k = 0; k < KEYS; k++)
+                        for (int s = s0; s < s0 + 4 && s < PER_KEY; s++) {
+                                char key[16], v[32];
+                                snprintf(key, sizeof(key), "key-%d", k);
+                                snprintf(v, sizeof(v), "%d:%d", k, s);
+                                it_produce(env, k % PARTS, key, v, NULL);
+                        }
+        static key_state_t st;
+        memset(&st, 0, sizeof(st));
+        for (int k = 0; k < KEYS; k++)
+                atomic_store(&st.started[k], -1);
+        atomic_store(&running_max, 0);
+        kretry_conf_t *conf =
+                it_conf(env, "ordering", "key", "handler.concurrency", "16",
+                        "retry.max.attempts", "30", NULL);
+        kretry_conf_set_handler(conf, key_handler, &st);
+        kretry_conf_set_route_cb(conf, NULL); /* it shares the opaque */
+        kretry_adapter_t *a = it_adapter(conf);
+        int64_t deadline    = kt_now_ms() + 120000;
+        while (!all_ok(&st) && kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 50);
+        KT_ASSERT(all_ok(&st));
+        KT_ASSERT_INT_EQ(atomic_load(&st.overlaps), 0);
+        KT_ASSERT_INT_EQ(atomic_load(&st.violations), 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ, 0), 0);
+        KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0) > 0);
+        KT_ASSERT(atomic_load(&running_max) > 1);
+        fprintf(stderr, "  %lld handler calls, at most %d at once\n",
+                (long long)kretry_adapter_counter(
+                        a, KRETRY_COUNTER_HANDLER_CALLS, 0),
+                atomic_load(&running_max));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+typedef struct {
+        atomic_int calls;
+        atomic_int part_running[PARTS], part_max[PARTS];
+        int sleep_ms;
+} slow_state_t;
+
+static kretry_action_t slow_handler(kretry_msg_t *msg, void *opaque) {
+        slow_state_t *st = opaque;
+        int p            = kretry_msg_partition(msg);
+        enter();
+        int now = atomic_fetch_add(&st->part_running[p], 1) + 1;
+        if (now > atomic_load(&st->part_max[p]))
+                atomic_store(&st->part_max[p], now);
+        sleep_us(st->sleep_ms * 1000L);
+        atomic_fetch_sub(&st->part_running[p], 1);
+        atomic_fetch_add(&st->calls, 1);
+        leave();
+        return KRETRY_OK;
+}
+
+static kretry_adapter_t *slow_adapter(it_env_t *env,
+                                      slow_state_t *st,
+                                      const char *ordering,
+                                      const char *concurrency) {
+        kretry_conf_t *conf = it_conf(env, "ordering", ordering,
+                                      "handler.concurrency", concurrency, NULL);
+        kretry_conf_set_handler(conf, slow_handler, st);
+        kretry_conf_set_route_cb(conf, NULL);
+        atomic_store(&running_max, 0);
+        return it_adapter(conf);
+}
+
+static void run_calls(kretry_adapter_t *a, slow_state_t *st, int n) {
+        int64_t deadline = kt_now_ms() + 60000;
+        while (atomic_load(&st->calls) < n && kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 50);
+        KT_ASSERT_INT_EQ(atomic_load(&st->calls), n);
+}
+
+/* ordering=none: messages of one key run at once, up to the concurrency,
+ * and each is handled once. */
+static void test_none_reaches_concurrency(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        for (int i = 0; i < 48; i++)
+                it_produce(env, 0, "same-key", "ok", NULL);
+        static slow_state_t st;
+        memset(&st, 0, sizeof(st));
+        st.sleep_ms         = 100;
+        kretry_adapter_t *a = slow_adapter(env, &st, "none", "8");
+        run_calls(a, &st, 48);
+        KT_ASSERT_INT_EQ(atomic_load(&running_max), 8);
+        KT_ASSERT_INT_EQ(atomic_load(&st.part_max[0]), 8);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 48, 10000));
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_HANDLER_CALLS, 0), 48);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* ordering=partition: one message per partition at a time, partitions in
+ * parallel. */
+static void test_partition_one_at_a_time(void) {
+        it_env_t *env = it_env_new("50ms", PARTS);
+        for (int i = 0; i < 10 * PARTS; i++) {
+                char key[16];
+                snprintf(key, sizeof(key), "k%d", i);
+                it_produce(env, i % PARTS, key, "ok", NULL);
+        }
+        static slow_state_t st;
+        memset(&st, 0, sizeof(st));
+        st.sleep_ms         = 30;
+        kretry_adapter_t *a = slow_adapter(env, &st, "partition", "8");
+        run_calls(a, &st, 10 * PARTS);
+        for (int p = 0; p < PARTS; p++)
+                KT_ASSERT_INT_EQ(atomic_load(&st.part_max[p]), 1);
+        KT_ASSERT(atomic_load(&running_max) > 1);
+        KT_ASSERT(atomic_load(&running_max) <= PARTS);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+#define HOT 300
+#define BOUND 20
+
+typedef struct {
+        kretry_adapter_t *a;
+        atomic_int calls, max_backlog, max_inflight, order_errors;
+} hot_state_t;
+
+/* Every message of one key: each call sees the messages consumed and not
+ * yet decided (its key runs one at a time, so every earlier call was
+ * decided). */
+static kretry_action_t hot_handler(kretry_msg_t *msg, void *opaque) {
+        hot_state_t *st = opaque;
+        int i           = atomic_fetch_add(&st->calls, 1);
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        if (atoi(v) != i && atomic_fetch_add(&st->order_errors, 1) < 5)
+                fprintf(stderr, "  call %d got message %d\n", i, atoi(v));
+        int backlog = (int)(kretry_adapter_counter(st->a,
+                                                   KRETRY_COUNTER_CONSUMED, 0) -
+                            i);
+        if (backlog > atomic_load(&st->max_backlog))
+                atomic_store(&st->max_backlog, backlog);
+        int inflight =
+                (int)kretry_adapter_counter(st->a, KRETRY_COUNTER_INFLIGHT, 0);
+        if (inflight > atomic_load(&st->max_inflight))
+                atomic_store(&st->max_inflight, inflight);
+        sleep_us(1000);
+        return KRETRY_OK;
+}
+
+/* A hot key (every message the same key) waits in kretry's memory behind
+ * its running message: max.inflight.messages bounds it, fetching pauses. */
+static void test_hot_key_bounded(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        for (int i = 0; i < HOT; i++) {
+                char v[16];
+                snprintf(v, sizeof(v), "%d", i);
+                it_produce(env, 0, "hot", v, NULL);
+        }
+        static hot_state_t st;
+        memset(&st, 0, sizeof(st));
+        char bound[16];
+        snprintf(bound, sizeof(bound), "%d", BOUND);
+        kretry_conf_t *conf =
+                it_conf(env, "ordering", "key", "handler.concurrency", "4",
+                        "max.inflight.messages", bound, NULL);
+        kretry_conf_set_handler(conf, hot_handler, &st);
+        kretry_conf_set_route_cb(conf, NULL);
+        st.a             = it_adapter(conf);
+        int64_t deadline = kt_now_ms() + 60000;
+        while (atomic_load(&st.calls) < HOT && kt_now_ms() < deadline)
+                kretry_adapter_poll(st.a, 50);
+        KT_ASSERT_INT_EQ(atomic_load(&st.calls), HOT);
+        KT_ASSERT_INT_EQ(atomic_load(&st.order_errors), 0);
+        fprintf(stderr, "  at most %d consumed and not decided (bound %d)\n",
+                atomic_load(&st.max_backlog), BOUND);
+        KT_ASSERT(atomic_load(&st.max_backlog) <= BOUND);
+        KT_ASSERT(atomic_load(&st.max_backlog) > 1);
+        /* The gauge agrees: never past the bound, 0 once all is decided. */
+        KT_ASSERT(atomic_load(&st.max_inflight) <= BOUND);
+        KT_ASSERT(atomic_load(&st.max_inflight) > 1);
+        KT_REQUIRE(it_wait_counter(st.a, KRETRY_COUNTER_OK, HOT, 10000));
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(st.a, KRETRY_COUNTER_INFLIGHT, 0), 0);
+        kretry_adapter_destroy(st.a);
+        it_env_destroy(env);
+}
+
+typedef struct {
+        atomic_int released; /* the blocked calls may return */
+        atomic_int blocked;  /* calls started before the release */
+        atomic_int ok;       /* calls started after it */
+        atomic_int routed_retry;
+} revoke_state_t;
+
+/* Before the release: block, then answer RETRY (a copy to a tier, were
+ * it routed). After: OK. */
+static kretry_action_t revoke_handler(kretry_msg_t *msg, void *opaque) {
+        (void)msg;
+        revoke_state_t *st = opaque;
+        if (atomic_load(&st->released)) {
+                atomic_fetch_add(&st->ok, 1);
+                return KRETRY_OK;
+        }
+        atomic_fetch_add(&st->blocked, 1);
+        while (!atomic_load(&st->released))
+                sleep_us(2000);
+        return KRETRY_RETRY;
+}
+
+/* The member that joins: OK at once. */
+static kretry_action_t ok_handler(kretry_msg_t *msg, void *opaque) {
+        (void)msg;
+        revoke_state_t *st = opaque;
+        atomic_fetch_add(&st->ok, 1);
+        return KRETRY_OK;
+}
+
+static void revoke_route(const char *topic,
+                         int32_t partition,
+                         int64_t offset,
+                         kretry_route_t route,
+                         int tier,
+                         const char *cls,
+                         int attempt,
+                         void *opaque) {
+        (void)topic, (void)partition, (void)offset, (void)tier, (void)cls,
+                (void)attempt;
+        revoke_state_t *st = opaque;
+        if (route == KRETRY_ROUTE_RETRY || route == KRETRY_ROUTE_DLQ)
+                atomic_fetch_add(&st->routed_retry, 1);
+}
+
+/* A second member joins while the first one's handlers run past
+ * revoke.timeout.ms: their results arrive after the revocation and are
+ * discarded — no copy routed, nothing committed past them — and the
+ * messages are handled again by their owner. */
+static void test_revoke_discards_late_results(void) {
+        it_env_t *env = it_env_new("50ms", PARTS);
+        for (int p = 0; p < PARTS; p++)
+                it_produce(env, p, "k", "x", NULL);
+        static revoke_state_t st;
+        memset(&st, 0, sizeof(st));
+        kretry_conf_t *c1 = it_conf(env, "handler.concurrency", "4",
+                                    "revoke.timeout.ms", "300", NULL);
+        kretry_conf_set_handler(c1, revoke_handler, &st);
+        kretry_conf_set_route_cb(c1, revoke_route);
+        kretry_conf_t *c2 = kretry_conf_dup(c1);
+        kretry_conf_set_handler(c2, ok_handler, &st);
+        kretry_conf_set_route_cb(c2, NULL);
+        kretry_adapter_t *a = it_adapter(c1);
+        int64_t deadline    = kt_now_ms() + 30000;
+        while (atomic_load(&st.blocked) < PARTS && kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 50);
+        KT_REQUIRE(atomic_load(&st.blocked) == PARTS);
+        kretry_adapter_t *b = it_adapter(c2);
+        /* The join revokes a's partitions (eager assignor): a waits 300 ms
+         * for its handlers, then lets the revocation go on; b handles its
+         * share. What a gets back waits: its 4 workers are still busy. */
+        deadline = kt_now_ms() + 30000;
+        while (atomic_load(&st.ok) == 0 && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 20);
+                kretry_adapter_poll(b, 20);
+        }
+        KT_REQUIRE(atomic_load(&st.ok) > 0);
+        atomic_store(&st.released, 1);
+        deadline = kt_now_ms() + 30000;
+        while (atomic_load(&st.ok) < PARTS && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 20);
+                kretry_adapter_poll(b, 20);
+        }
+        KT_ASSERT(atomic_load(&st.ok) >= PARTS);
+        /* Closing drains a's producer: a copy made of a discarded result
+         * would be acknowledged and reported by now. */
+        kretry_adapter_close(a);
+        /* Not one of the blocked calls' RETRY answers made a copy. */
+        KT_ASSERT_INT_EQ(atomic_load(&st.routed_retry), 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0),
+                         0);
+        kretry_adapter_destroy(a);
+        kretry_adapter_destroy(b);
+        it_env_destroy(env);
+}
+
+/* Every call RETRY after 50 ms. */
+static kretry_action_t down_handler(kretry_msg_t *msg, void *opaque) {
+        (void)msg, (void)opaque;
+        enter();
+        sleep_us(50000);
+        leave();
+        return KRETRY_RETRY;
+}
+
+/* The breaker, fed by the workers' results: once it opens nothing more is
+ * dispatched, and the handlers already running finish and are decided. */
+static void test_breaker_stops_dispatch(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        for (int i = 0; i < 40; i++) {
+                char key[16];
+                snprintf(key, sizeof(key), "k%d", i);
+                it_produce(env, 0, key, "x", NULL);
+        }
+        kretry_conf_t *conf =
+                it_conf(env, "handler.concurrency", "4", "breaker.failures",
+                        "4", "breaker.cooldown", "4s", NULL);
+        kretry_conf_set_handler(conf, down_handler, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        atomic_store(&running_max, 0);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_BREAKER_OPEN, 1, 30000));
+        int64_t calls =
+                kretry_adapter_counter(a, KRETRY_COUNTER_HANDLER_CALLS, 0);
+        KT_ASSERT(calls >= 4 && calls < 40);
+        /* While it is open (4 s; 1.5 s watched): the calls dispatched
+         * before it opened are decided (copied to the tier), no new one. */
+        int64_t until = kt_now_ms() + 1500;
+        while (kt_now_ms() < until &&
+               kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_OPEN, 0) == 1)
+                kretry_adapter_poll(a, 20);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_BREAKER_OPEN, 0), 1);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_HANDLER_CALLS, 0),
+                calls);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0),
+                         calls);
+        KT_ASSERT(atomic_load(&running_max) > 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+typedef struct {
+        atomic_int in_key, overlaps, calls;
+} version_state_t;
+
+static kretry_action_t version_handler(kretry_msg_t *msg, void *opaque) {
+        (void)msg;
+        version_state_t *st = opaque;
+        if (atomic_fetch_add(&st->in_key, 1) != 0)
+                atomic_fetch_add(&st->overlaps, 1);
+        sleep_us(5000);
+        atomic_fetch_sub(&st->in_key, 1);
+        atomic_fetch_add(&st->calls, 1);
+        return KRETRY_OK;
+}
+
+/* ordering=none with versioning: two versions of one key never race (they
+ * run one at a time, in order), so the highest one wins. */
+static void test_versions_serialized_per_key(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        char vt[300];
+        snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
+        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        for (int i = 1; i <= 20; i++) {
+                char v[16];
+                snprintf(v, sizeof(v), "%d", i);
+                rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+                rd_kafka_header_add(h, "version", -1, v, -1);
+                it_produce(env, 0, "K", "ok", h);
+        }
+        static version_state_t st;
+        memset(&st, 0, sizeof(st));
+        kretry_conf_t *conf = it_conf(env, "handler.concurrency", "8",
+                                      "versioning.header", "version", NULL);
+        kretry_conf_set_handler(conf, version_handler, &st);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 20, 30000));
+        KT_ASSERT_INT_EQ(atomic_load(&st.calls), 20);
+        KT_ASSERT_INT_EQ(atomic_load(&st.overlaps), 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_STALE, 0), 0);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+static atomic_int poll_exceeded, slow_ok, fast_ok, fast_during_slow;
+static atomic_int slow_running;
+
+static void watch_log(kretry_log_level_t level,
+                      const char *fac,
+                      const char *msg,
+                      void *opaque) {
+        (void)level, (void)fac, (void)opaque;
+        if (strstr(msg, "maximum poll interval") ||
+            strstr(msg, "max.poll.interval"))
+                atomic_fetch_add(&poll_exceeded, 1);
+}
+
+/* "slow": 8 s, longer than max.poll.interval.ms; anything else at once. */
+static kretry_action_t long_handler(kretry_msg_t *msg, void *opaque) {
+        (void)opaque;
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        if (len == 4 && !memcmp(v, "slow", 4)) {
+                atomic_store(&slow_running, 1);
+                sleep_us(8000000);
+                atomic_store(&slow_running, 0);
+                atomic_fetch_add(&slow_ok, 1);
+        } else {
+                atomic_fetch_add(&fast_during_slow, atomic_load(&slow_running));
+                atomic_fetch_add(&fast_ok, 1);
+        }
+        return KRETRY_OK;
+}
+
+/* A handler call longer than max.poll.interval.ms with concurrency > 1:
+ * the polling thread never runs it, so it keeps polling, the member stays
+ * in the group without the keep-alive thread, and other keys go on
+ * meanwhile. */
+static void test_long_handler_keeps_group(void) {
+        it_env_t *env = it_env_new("20ms", 1);
+        it_produce(env, 0, "k", "slow", NULL);
+        for (int i = 0; i < 5; i++)
+                it_produce(env, 0, "other", "fast", NULL);
+        kretry_conf_t *conf =
+                it_conf(env, "handler.concurrency", "2", "ordering", "key",
+                        "consumer.max.poll.interval.ms", "6000", NULL);
+        kretry_conf_set_handler(conf, long_handler, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_conf_set_log_cb(conf, watch_log, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 6, 30000));
+        /* Give a kicked-out consumer the time to notice and say so. */
+        int64_t end = kt_now_ms() + 500;
+        while (kt_now_ms() < end)
+                kretry_adapter_poll(a, 50);
+        KT_ASSERT_INT_EQ(atomic_load(&poll_exceeded), 0);
+        KT_ASSERT_INT_EQ(atomic_load(&slow_ok), 1);
+        KT_ASSERT_INT_EQ(atomic_load(&fast_ok), 5);
+        KT_ASSERT_INT_EQ(atomic_load(&fast_during_slow), 5);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_KEEPALIVES, 0), 0);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 6);
+        it_env_destroy(env);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+                KT_TEST(test_key_order_concurrent),
+                KT_TEST(test_none_reaches_concurrency),
+                KT_TEST(test_partition_one_at_a_time),
+                KT_TEST(test_hot_key_bounded),
+                KT_TEST(test_revoke_discards_late_results),
+                KT_TEST(test_breaker_stops_dispatch),
+                KT_TEST(test_versions_serialized_per_key),
+                KT_TEST(test_long_handler_keeps_group),
+                KT_END};
+        return kt_main("it_concurrency", tests, argc, argv);
+}
