@@ -113,73 +113,22 @@ static kretry_adapter_t *ct_adapter(kretry_conf_t *conf, it_env_t *env) {
         return it_adapter(conf);
 }
 
-/* A copy read back from a tier or the DLQ. */
 typedef struct {
-        int key_null, value_null, hdr_cnt;
-        char value[64];
-        char names[32][48];
-        char vals[32][128];
-        size_t lens[32];
-} ct_copy_t;
-
-typedef struct {
-        ct_copy_t m[16];
+        kt_copy_t m[16];
         int n;
 } ct_copies_t;
 
-static void ct_grab(const rd_kafka_message_t *m, void *opaque) {
-        ct_copies_t *cs = opaque;
-        if (cs->n >= 16)
-                return;
-        ct_copy_t *c = &cs->m[cs->n++];
-        memset(c, 0, sizeof(*c));
-        c->key_null   = m->key == NULL;
-        c->value_null = m->payload == NULL;
-        snprintf(c->value, sizeof(c->value), "%.*s",
-                 (int)(m->len < 60 ? m->len : 60),
-                 m->payload ? (const char *)m->payload : "");
-        rd_kafka_headers_t *h;
-        if (rd_kafka_message_headers(m, &h))
-                return;
-        const char *n;
-        const void *v;
-        size_t sz;
-        for (size_t i = 0;
-             i < 32 && !rd_kafka_header_get_all(h, i, &n, &v, &sz); i++) {
-                snprintf(c->names[i], sizeof(c->names[i]), "%s", n);
-                memcpy(c->vals[i], v, sz < 127 ? sz : 127);
-                c->lens[i] = sz;
-                c->hdr_cnt++;
-        }
-}
-
 /* Read @p n copies of @p topic (all of them: the topic holds @p n). */
 static void ct_read(it_env_t *env, const char *topic, int n, ct_copies_t *cs) {
-        memset(cs, 0, sizeof(*cs));
-        KT_ASSERT_INT_EQ(kt_consume(env->c, topic, n, 10000, ct_grab, cs), n);
+        kt_copies_t kc = {.m = cs->m, .max = 16};
+        KT_ASSERT_INT_EQ(kt_consume(env->c, topic, n, 10000, kt_copy_grab, &kc),
+                         n);
+        cs->n = kc.n;
 }
 
-static const ct_copy_t *ct_copy(const ct_copies_t *cs, const char *value) {
-        for (int i = 0; i < cs->n; i++)
-                if (!strcmp(cs->m[i].value, value))
-                        return &cs->m[i];
-        return NULL;
-}
-
-/* The last header @p name of @p c, NULL when absent. */
-static const char *ct_hdr(const ct_copy_t *c, const char *name) {
-        const char *v = NULL;
-        for (int i = 0; c && i < c->hdr_cnt; i++)
-                if (!strcmp(c->names[i], name))
-                        v = c->vals[i];
-        return v;
-}
-
-static int ct_hdr_cnt(const ct_copy_t *c, const char *name) {
-        int n = 0;
-        for (int i = 0; c && i < c->hdr_cnt; i++)
-                n += !strcmp(c->names[i], name);
-        return n;
+static const kt_copy_t *ct_copy(const ct_copies_t *cs, const char *value) {
+        kt_copies_t kc = {.m = (kt_copy_t *)cs->m, .n = cs->n, .max = 16};
+        return kt_copy_find(&kc, value);
 }
 
 /* (c) A handler's error message longer than error.max.length is cut on a
@@ -197,11 +146,13 @@ static void test_error_cut_utf8(void) {
         const char *topics[3] = {env->tiers[0], env->tiers[1], env->dlq};
         for (int i = 0; i < 3; i++) {
                 ct_read(env, topics[i], 1, &cs);
-                KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-error"),
+                KT_ASSERT_STR_EQ(kt_copy_hdr(&cs.m[0], "kretry-error"),
                                  utf_msgs[i][1]);
-                KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-error-code"), "UTF");
+                KT_ASSERT_STR_EQ(kt_copy_hdr(&cs.m[0], "kretry-error-code"),
+                                 "UTF");
         }
-        KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-error-class"), "permanent");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&cs.m[0], "kretry-error-class"),
+                         "permanent");
         it_env_destroy(env);
 }
 
@@ -223,14 +174,17 @@ static void test_correlation_id(void) {
         for (int i = 0; i < 2; i++) {
                 ct_copies_t cs;
                 ct_read(env, topics[i], 2, &cs);
-                const ct_copy_t *kept = ct_copy(&cs, "always-cid");
-                const ct_copy_t *made = ct_copy(&cs, "always-nocid");
+                const kt_copy_t *kept = ct_copy(&cs, "always-cid");
+                const kt_copy_t *made = ct_copy(&cs, "always-nocid");
                 KT_REQUIRE(kept && made);
-                KT_ASSERT_INT_EQ(ct_hdr_cnt(kept, "kretry-correlation-id"), 1);
-                KT_ASSERT_STR_EQ(ct_hdr(kept, "kretry-correlation-id"),
+                KT_ASSERT_INT_EQ(kt_copy_hdr_cnt(kept, "kretry-correlation-id"),
+                                 1);
+                KT_ASSERT_STR_EQ(kt_copy_hdr(kept, "kretry-correlation-id"),
                                  "order-77/abc");
-                KT_ASSERT_INT_EQ(ct_hdr_cnt(made, "kretry-correlation-id"), 1);
-                KT_ASSERT_STR_EQ(ct_hdr(made, "kretry-correlation-id"), own);
+                KT_ASSERT_INT_EQ(kt_copy_hdr_cnt(made, "kretry-correlation-id"),
+                                 1);
+                KT_ASSERT_STR_EQ(kt_copy_hdr(made, "kretry-correlation-id"),
+                                 own);
         }
         it_env_destroy(env);
 }
@@ -285,25 +239,27 @@ static void test_malformed_coordinates(void) {
 
         ct_copies_t cs;
         ct_read(env, env->dlq, 2, &cs);
-        const ct_copy_t *bad = ct_copy(&cs, "fail-bad");
+        const kt_copy_t *bad = ct_copy(&cs, "fail-bad");
         char want[200];
         KT_REQUIRE(bad != NULL);
-        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-original-topic"), env->tiers[0]);
-        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-original-partition"), "1");
-        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-original-offset"), "1");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(bad, "kretry-original-topic"),
+                         env->tiers[0]);
+        KT_ASSERT_STR_EQ(kt_copy_hdr(bad, "kretry-original-partition"), "1");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(bad, "kretry-original-offset"), "1");
         snprintf(want, sizeof(want), "%lld", (long long)c->ts);
-        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-original-timestamp"), want);
+        KT_ASSERT_STR_EQ(kt_copy_hdr(bad, "kretry-original-timestamp"), want);
         snprintf(want, sizeof(want), "%s/1/1", env->tiers[0]);
-        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-correlation-id"), want);
-        KT_ASSERT_STR_EQ(ct_hdr(bad, "kretry-attempt"), "2");
-        const ct_copy_t *good = ct_copy(&cs, "fail-good");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(bad, "kretry-correlation-id"), want);
+        KT_ASSERT_STR_EQ(kt_copy_hdr(bad, "kretry-attempt"), "2");
+        const kt_copy_t *good = ct_copy(&cs, "fail-good");
         KT_REQUIRE(good != NULL);
-        KT_ASSERT_STR_EQ(ct_hdr(good, "kretry-original-topic"), "elsewhere");
-        KT_ASSERT_STR_EQ(ct_hdr(good, "kretry-original-partition"), "3");
-        KT_ASSERT_STR_EQ(ct_hdr(good, "kretry-original-offset"), "42");
-        KT_ASSERT_STR_EQ(ct_hdr(good, "kretry-original-timestamp"),
+        KT_ASSERT_STR_EQ(kt_copy_hdr(good, "kretry-original-topic"),
+                         "elsewhere");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(good, "kretry-original-partition"), "3");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(good, "kretry-original-offset"), "42");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(good, "kretry-original-timestamp"),
                          "1700000000000");
-        KT_ASSERT_STR_EQ(ct_hdr(good, "kretry-correlation-id"),
+        KT_ASSERT_STR_EQ(kt_copy_hdr(good, "kretry-correlation-id"),
                          "elsewhere/3/42");
         it_env_destroy(env);
 }
@@ -349,10 +305,11 @@ static void test_invalid_action(void) {
         kretry_adapter_destroy(a);
         ct_copies_t cs;
         ct_read(env, env->dlq, 1, &cs);
-        KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-error-class"), "permanent");
-        KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-error-code"),
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&cs.m[0], "kretry-error-class"),
+                         "permanent");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&cs.m[0], "kretry-error-code"),
                          "INVALID_ACTION");
-        KT_ASSERT_STR_EQ(ct_hdr(&cs.m[0], "kretry-attempt"), "1");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&cs.m[0], "kretry-attempt"), "1");
         it_env_destroy(env);
 }
 
@@ -406,23 +363,24 @@ static void test_parked_follower(void) {
         /* Tier 1: the head, the parked follower, the null-key head. */
         ct_read(env, env->tiers[0], 3, &cs);
         KT_ASSERT_STR_EQ(
-                ct_hdr(ct_copy(&cs, "retry2-head"), "kretry-error-class"),
+                kt_copy_hdr(ct_copy(&cs, "retry2-head"), "kretry-error-class"),
                 "transient");
         KT_ASSERT_STR_EQ(
-                ct_hdr(ct_copy(&cs, "retry1-nh"), "kretry-error-class"),
+                kt_copy_hdr(ct_copy(&cs, "retry1-nh"), "kretry-error-class"),
                 "transient");
-        const ct_copy_t *p = ct_copy(&cs, "ok-follow");
-        KT_ASSERT_STR_EQ(ct_hdr(p, "kretry-error-class"), "parked");
-        KT_ASSERT_STR_EQ(ct_hdr(p, "kretry-attempt"), "0");
-        KT_ASSERT(ct_hdr(p, "kretry-first-failure-ts") == NULL);
+        const kt_copy_t *p = ct_copy(&cs, "ok-follow");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(p, "kretry-error-class"), "parked");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(p, "kretry-attempt"), "0");
+        KT_ASSERT(kt_copy_hdr(p, "kretry-first-failure-ts") == NULL);
         KT_ASSERT(ct_copy(&cs, "ok-nf") == NULL);
         /* Tier 2: the head again, the follower parked again, unchanged. */
         ct_read(env, env->tiers[1], 2, &cs);
-        KT_ASSERT_STR_EQ(ct_hdr(ct_copy(&cs, "retry2-head"), "kretry-attempt"),
-                         "2");
+        KT_ASSERT_STR_EQ(
+                kt_copy_hdr(ct_copy(&cs, "retry2-head"), "kretry-attempt"),
+                "2");
         p = ct_copy(&cs, "ok-follow");
-        KT_ASSERT_STR_EQ(ct_hdr(p, "kretry-error-class"), "parked");
-        KT_ASSERT_STR_EQ(ct_hdr(p, "kretry-attempt"), "0");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(p, "kretry-error-class"), "parked");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(p, "kretry-attempt"), "0");
         it_env_destroy(env);
 }
 

@@ -117,42 +117,10 @@ static void test_zero_delay_tier(void) {
         it_env_destroy(env);
 }
 
-typedef struct {
-        int seen;
-        char hdrs[32][2][64];
-        size_t hdr_len[32];
-        int hdr_cnt;
-        char key[32], value[32];
-        size_t key_len, value_len;
-} dlq_msg_t;
-
-static void grab(const rd_kafka_message_t *m, void *opaque) {
-        dlq_msg_t *d = opaque;
-        rd_kafka_headers_t *h;
-        d->seen++;
-        d->key_len   = m->key_len;
-        d->value_len = m->len;
-        memcpy(d->key, m->key, m->key_len < 31 ? m->key_len : 31);
-        memcpy(d->value, m->payload, m->len < 31 ? m->len : 31);
-        if (rd_kafka_message_headers(m, &h))
-                return;
-        const char *n;
-        const void *v;
-        size_t sz;
-        for (size_t i = 0;
-             i < 32 && !rd_kafka_header_get_all(h, i, &n, &v, &sz); i++) {
-                snprintf(d->hdrs[i][0], 64, "%s", n);
-                memcpy(d->hdrs[i][1], v, sz < 63 ? sz : 63);
-                d->hdr_len[i] = sz;
-                d->hdr_cnt++;
-        }
-}
-
-static const char *hdr(dlq_msg_t *d, const char *name) {
-        for (int i = 0; i < d->hdr_cnt; i++)
-                if (!strcmp(d->hdrs[i][0], name))
-                        return d->hdrs[i][1];
-        return NULL;
+/* The one message of @p topic, read back into @p d. */
+static void read_one(it_env_t *env, const char *topic, kt_copy_t *d) {
+        kt_copies_t cs = {.m = d, .max = 1};
+        KT_REQUIRE(kt_consume(env->c, topic, 1, 10000, kt_copy_grab, &cs) == 1);
 }
 
 /* (c) FAIL: in the DLQ at once, bytes and user headers identical, context
@@ -172,35 +140,34 @@ static void test_fail_to_dlq(void) {
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_RETRIED), 0);
         kretry_adapter_destroy(a);
 
-        dlq_msg_t d;
-        memset(&d, 0, sizeof(d));
-        KT_REQUIRE(kt_consume(env->c, env->dlq, 1, 10000, grab, &d) == 1);
+        kt_copy_t d;
+        read_one(env, env->dlq, &d);
         KT_ASSERT_INT_EQ(d.key_len, 5);
         KT_ASSERT(!memcmp(d.key, "key-c", 5));
         KT_ASSERT_INT_EQ(d.value_len, 6);
         KT_ASSERT(!memcmp(d.value, "fail-c", 6));
         /* User headers first, in their order, byte for byte. */
-        KT_ASSERT_STR_EQ(d.hdrs[0][0], "trace");
-        KT_ASSERT_STR_EQ(d.hdrs[0][1], "abc");
-        KT_ASSERT_STR_EQ(d.hdrs[1][0], "bin");
-        KT_ASSERT_INT_EQ(d.hdr_len[1], 3);
-        KT_ASSERT(!memcmp(d.hdrs[1][1], "\x00\x01\xff", 3));
-        KT_ASSERT_STR_EQ(d.hdrs[2][0], "trace");
-        KT_ASSERT_STR_EQ(d.hdrs[2][1], "second");
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-error-class"), "permanent");
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-error-code"), "VALIDATION");
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-error"), "bad order");
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-attempt"), "1");
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-original-topic"), env->source);
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-original-partition"), "0");
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-original-offset"), "0");
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-group"), env->group);
-        KT_ASSERT(hdr(&d, "kretry-original-timestamp") != NULL);
-        KT_ASSERT(hdr(&d, "kretry-first-failure-ts") != NULL);
-        KT_ASSERT(hdr(&d, "kretry-last-failure-ts") != NULL);
-        KT_ASSERT(hdr(&d, "kretry-correlation-id") != NULL);
-        KT_ASSERT(hdr(&d, "kretry-tier") == NULL);
-        KT_ASSERT(hdr(&d, "kretry-due-ts") == NULL);
+        KT_ASSERT_STR_EQ(d.names[0], "trace");
+        KT_ASSERT_STR_EQ(d.vals[0], "abc");
+        KT_ASSERT_STR_EQ(d.names[1], "bin");
+        KT_ASSERT_INT_EQ(d.lens[1], 3);
+        KT_ASSERT(!memcmp(d.vals[1], "\x00\x01\xff", 3));
+        KT_ASSERT_STR_EQ(d.names[2], "trace");
+        KT_ASSERT_STR_EQ(d.vals[2], "second");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-error-class"), "permanent");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-error-code"), "VALIDATION");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-error"), "bad order");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-attempt"), "1");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-original-topic"), env->source);
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-original-partition"), "0");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-original-offset"), "0");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-group"), env->group);
+        KT_ASSERT(kt_copy_hdr(&d, "kretry-original-timestamp") != NULL);
+        KT_ASSERT(kt_copy_hdr(&d, "kretry-first-failure-ts") != NULL);
+        KT_ASSERT(kt_copy_hdr(&d, "kretry-last-failure-ts") != NULL);
+        KT_ASSERT(kt_copy_hdr(&d, "kretry-correlation-id") != NULL);
+        KT_ASSERT(kt_copy_hdr(&d, "kretry-tier") == NULL);
+        KT_ASSERT(kt_copy_hdr(&d, "kretry-due-ts") == NULL);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
         it_env_destroy(env);
 }
@@ -222,11 +189,10 @@ static void test_exhausted(void) {
         KT_ASSERT_INT_EQ(
                 kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_EXHAUSTED, 0), 1);
         kretry_adapter_destroy(a);
-        dlq_msg_t d;
-        memset(&d, 0, sizeof(d));
-        KT_REQUIRE(kt_consume(env->c, env->dlq, 1, 10000, grab, &d) == 1);
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-error-class"), "exhausted");
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-attempt"), "4");
+        kt_copy_t d;
+        read_one(env, env->dlq, &d);
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-error-class"), "exhausted");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-attempt"), "4");
         it_env_destroy(env);
 }
 
@@ -256,17 +222,16 @@ static void test_held_message_intact(void) {
         KT_ASSERT_INT_EQ(c[1]->orig_offset, 0);
         KT_ASSERT_STR_EQ(c[1]->orig_topic, env->source);
         kretry_adapter_destroy(a);
-        dlq_msg_t d;
-        memset(&d, 0, sizeof(d));
-        KT_REQUIRE(kt_consume(env->c, env->dlq, 1, 10000, grab, &d) == 1);
+        kt_copy_t d;
+        read_one(env, env->dlq, &d);
         KT_ASSERT_STR_EQ(d.key, "key-held");
         KT_ASSERT_STR_EQ(d.value, "always-held");
-        KT_ASSERT_STR_EQ(hdr(&d, "trace-id"), "t-42");
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-attempt"), "2");
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-error-class"), "exhausted");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "trace-id"), "t-42");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-attempt"), "2");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-error-class"), "exhausted");
         char cid[200];
         snprintf(cid, sizeof(cid), "%s/0/0", env->source);
-        KT_ASSERT_STR_EQ(hdr(&d, "kretry-correlation-id"), cid);
+        KT_ASSERT_STR_EQ(kt_copy_hdr(&d, "kretry-correlation-id"), cid);
         it_env_destroy(env);
 }
 

@@ -134,6 +134,55 @@ void kt_unique_name(const char *prefix, char *name, size_t name_size) {
                  atomic_fetch_add(&seq, 1));
 }
 
+void kt_copy_grab(const rd_kafka_message_t *m, void *opaque) {
+        kt_copies_t *cs = opaque;
+        if (cs->n >= cs->max)
+                return;
+        kt_copy_t *c = &cs->m[cs->n++];
+        memset(c, 0, sizeof(*c));
+        c->key_null   = m->key == NULL;
+        c->value_null = m->payload == NULL;
+        c->key_len    = m->key_len;
+        c->value_len  = m->len;
+        memcpy(c->key, m->key, m->key_len < 63 ? m->key_len : 63);
+        memcpy(c->value, m->payload, m->len < 63 ? m->len : 63);
+        rd_kafka_headers_t *h;
+        const char *n;
+        const void *v;
+        size_t sz;
+        if (rd_kafka_message_headers(m, &h))
+                return;
+        for (size_t i = 0;
+             i < 32 && !rd_kafka_header_get_all(h, i, &n, &v, &sz); i++) {
+                snprintf(c->names[i], sizeof(c->names[i]), "%s", n);
+                memcpy(c->vals[i], v, sz < 127 ? sz : 127);
+                c->lens[i] = sz;
+                c->hdr_cnt++;
+        }
+}
+
+const kt_copy_t *kt_copy_find(const kt_copies_t *cs, const char *value) {
+        for (int i = 0; i < cs->n; i++)
+                if (!strcmp(cs->m[i].value, value))
+                        return &cs->m[i];
+        return NULL;
+}
+
+const char *kt_copy_hdr(const kt_copy_t *c, const char *name) {
+        const char *v = NULL;
+        for (int i = 0; c && i < c->hdr_cnt; i++)
+                if (!strcmp(c->names[i], name))
+                        v = c->vals[i];
+        return v;
+}
+
+int kt_copy_hdr_cnt(const kt_copy_t *c, const char *name) {
+        int n = 0;
+        for (int i = 0; c && i < c->hdr_cnt; i++)
+                n += !strcmp(c->names[i], name);
+        return n;
+}
+
 void kt_write_topology(const kt_cluster_t *c,
                        const char *path,
                        const char *source,

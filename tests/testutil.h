@@ -139,6 +139,34 @@ int64_t kt_committed(const kt_cluster_t *c,
                      const char *topic,
                      int32_t partition);
 
+/* A message read back (kt_consume) from a tier or the DLQ: key, value and
+ * headers copied out, each cut to its buffer (lengths are the whole). */
+typedef struct {
+        int key_null, value_null, hdr_cnt;
+        char key[64], value[64]; /* NUL-terminated */
+        size_t key_len, value_len;
+        char names[32][48];
+        char vals[32][128]; /* NUL-terminated */
+        size_t lens[32];
+} kt_copy_t;
+
+/* Up to @p max messages, each into the next kt_copy_t. */
+typedef struct {
+        kt_copy_t *m;
+        int n, max;
+} kt_copies_t;
+
+/* A kt_consume() callback: @p opaque is a kt_copies_t. */
+void kt_copy_grab(const rd_kafka_message_t *m, void *opaque);
+
+/* The copy whose value is @p value, or NULL. */
+const kt_copy_t *kt_copy_find(const kt_copies_t *cs, const char *value);
+
+/* The last header named @p name of @p c (NUL-terminated), NULL when absent;
+ * kt_copy_hdr_cnt: how many there are. */
+const char *kt_copy_hdr(const kt_copy_t *c, const char *name);
+int kt_copy_hdr_cnt(const kt_copy_t *c, const char *name);
+
 /* Value of the last header named @p name as a NUL-terminated string in @p buf,
  * or NULL when absent. */
 const char *kt_header(const rd_kafka_message_t *m,
