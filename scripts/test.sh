@@ -9,4 +9,6 @@ dir="${KRETRY_BUILD_DIR:-build}"
 cmake -S . -B "$dir" -DKRETRY_WERROR=ON -DKRETRY_SANITIZER="${KRETRY_SANITIZER:-}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 cd "$dir"
-ctest --output-on-failure -j"$(nproc)" --timeout 300
+# Twice as many suites as cores: the integration suites mostly wait (group
+# joins, tier delays, timeouts on the mock cluster), not compute.
+ctest --output-on-failure -j"$(($(nproc) * 2))" --timeout 600
