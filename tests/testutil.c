@@ -144,8 +144,10 @@ void kt_copy_grab(const rd_kafka_message_t *m, void *opaque) {
         c->value_null = m->payload == NULL;
         c->key_len    = m->key_len;
         c->value_len  = m->len;
-        memcpy(c->key, m->key, m->key_len < 63 ? m->key_len : 63);
-        memcpy(c->value, m->payload, m->len < 63 ? m->len : 63);
+        if (m->key)
+                memcpy(c->key, m->key, m->key_len < 63 ? m->key_len : 63);
+        if (m->payload)
+                memcpy(c->value, m->payload, m->len < 63 ? m->len : 63);
         rd_kafka_headers_t *h;
         const char *n;
         const void *v;
@@ -155,7 +157,8 @@ void kt_copy_grab(const rd_kafka_message_t *m, void *opaque) {
         for (size_t i = 0;
              i < 32 && !rd_kafka_header_get_all(h, i, &n, &v, &sz); i++) {
                 snprintf(c->names[i], sizeof(c->names[i]), "%s", n);
-                memcpy(c->vals[i], v, sz < 127 ? sz : 127);
+                if (v)
+                        memcpy(c->vals[i], v, sz < 127 ? sz : 127);
                 c->lens[i] = sz;
                 c->hdr_cnt++;
         }
