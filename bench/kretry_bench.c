@@ -11,6 +11,9 @@
  * kretry-with-neither, not over raw librdkafka. tier_mem: the RSS of an
  * adapter holding the heads of a tier in which N messages wait (1h),
  * against the same adapter on an empty source and tier (bench_mem.c).
+ * happy_c16: happy with handler.concurrency=16. parallel: N messages in one
+ * partition, a handler sleeping 0-5 ms by offset, for ordering none, key
+ * and partition at 1, 4, 16 and 64 handlers, beside the ideal (issue 13).
  *
  * This process stays single-threaded and never calls librdkafka: the broker,
  * the producer and each measured side are forked children.
