@@ -28,8 +28,27 @@ typedef enum {
          * failures (by key, sequence and attempt). */
         BENCH_ORDERED_VERSIONED,
         /* RSS of an adapter while N messages wait in a tier (bench_mem.c) */
-        BENCH_TIER_MEM
+        BENCH_TIER_MEM,
+        /* Parallel Consumer's shape: N messages in one partition, a handler
+         * sleeping bench_work_us(offset), at an ordering and a
+         * handler.concurrency; no raw side (its baseline is the ideal). */
+        BENCH_PARALLEL
 } bench_kind_t;
+
+/* BENCH_PARALLEL: the source's one partition, its distinct keys, and the
+ * work a message's handler call sleeps: uniform 0..5,000 us, a function of
+ * the message's offset only (the same in every run and combination). */
+#define BENCH_PAR_KEYS 1000
+#define BENCH_PAR_WORK_MAX_US 5000
+static inline long bench_work_us(int64_t offset) {
+        uint64_t h = (uint64_t)offset * 0x9e3779b97f4a7c15ull; /* splitmix64 */
+        h ^= h >> 30;
+        h *= 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 27;
+        h *= 0x94d049bb133111ebull;
+        h ^= h >> 31;
+        return (long)(h % (BENCH_PAR_WORK_MAX_US + 1));
+}
 
 /* BENCH_TIER_MEM: partitions of its topics. A tier copy is ~0.55 KB: the
  * mock's 5 MiB a partition holds ~9,500, so 1,000,000 need at least 106
@@ -61,6 +80,10 @@ typedef struct {
         int rate;  /* BENCH_DELAY: arrivals per second */
         int timeout_s;  /* a side gives up this long after "go" */
         int partitions; /* of every topic of the run */
+        /* handler.concurrency (0: not set, the default 1) and ordering of
+         * the kretry side (BENCH_PARALLEL; happy_c16) */
+        int concurrency;
+        char ordering[16];
         /* BENCH_TIER_MEM: the baseline's source (and its tier and DLQ),
          * never written to; which pair this adapter reads; and how many
          * tier partitions hold messages (the heads it must hold). */
@@ -81,6 +104,8 @@ typedef struct {
                          machine */
         double p50_ms, p99_ms, max_ms; /* BENCH_DELAY lateness */
         long early;                    /* BENCH_DELAY: handled before due */
+        double work_s; /* BENCH_PARALLEL: the handlers' sleeps as measured
+                          (each overshoots what it asked for) */
         /* kretry's counters at the end (BENCH_ORDERED_VERSIONED) */
         long forwarded, stale, retried, dlq, version_keys, version_bytes;
         long rss_kb; /* filled by the orchestrator (ru_maxrss) */

@@ -57,10 +57,12 @@ static int cmp_double(const void *a, const void *b) {
 
 typedef struct {
         const bench_job_t *job;
-        long done;
+        /* atomic: with handler.concurrency > 1 the handler runs on workers */
+        atomic_long done;
         double t_first, t_last, c_first, c_last;
-        int started;
-        double *late; /* BENCH_DELAY: lateness per message, ms */
+        atomic_int started;
+        atomic_llong work_ns; /* BENCH_PARALLEL: measured sleeps */
+        double *late;         /* BENCH_DELAY: lateness per message, ms */
         long early;
         atomic_int assigned;
 } kside_t;
@@ -111,14 +113,26 @@ static int k_fails(kretry_msg_t *msg) {
 
 static kretry_action_t k_handler(kretry_msg_t *msg, void *opaque) {
         kside_t *k = opaque;
-        if (!k->started) {
-                k->started = 1;
-                k->t_first = bench_mono();
-                k->c_first = bench_cpu();
+        if (!atomic_load(&k->started)) {
+                double t = bench_mono(), c = bench_cpu();
+                if (!atomic_exchange(&k->started, 1)) {
+                        k->t_first = t;
+                        k->c_first = c;
+                }
         }
         switch (k->job->kind) {
         case BENCH_HAPPY:
                 break;
+        case BENCH_PARALLEL: {
+                long us            = bench_work_us(kretry_msg_offset(msg));
+                struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+                double t0          = bench_mono();
+                while (nanosleep(&ts, &ts))
+                        ;
+                atomic_fetch_add(&k->work_ns,
+                                 (long long)((bench_mono() - t0) * 1e9));
+                break;
+        }
         case BENCH_DEAD_LETTER:
                 return KRETRY_FAIL; /* completes in k_route, once durable */
         case BENCH_RETRY_HOP:
@@ -191,6 +205,15 @@ k_adapter(const bench_job_t *job, kside_t *k, char *err, size_t err_size) {
                 if (kretry_conf_set(conf, props[i][0], props[i][1], err,
                                     err_size))
                         goto fail;
+        if (job->concurrency > 0) {
+                char c[16];
+                snprintf(c, sizeof(c), "%d", job->concurrency);
+                if (kretry_conf_set(conf, "handler.concurrency", c, err,
+                                    err_size) ||
+                    kretry_conf_set(conf, "ordering", job->ordering, err,
+                                    err_size))
+                        goto fail;
+        }
         if (job->kind == BENCH_ORDERED_VERSIONED) {
                 /* 5 % of attempts fail: 10 attempts make a dead letter
                  * (5 %^9) practically impossible. */
@@ -290,8 +313,9 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
                         told   = !bench_write_all(out_fd, &c, 1);
                 }
         }
-        res.done = k.done;
-        res.ok   = k.done >= job->n;
+        res.done   = k.done;
+        res.ok     = k.done >= job->n;
+        res.work_s = (double)atomic_load(&k.work_ns) / 1e9;
         if (res.ok) {
                 res.secs  = k.t_last - k.t_first;
                 res.cpu_s = k.c_last - k.c_first;

@@ -11,6 +11,9 @@
  * kretry-with-neither, not over raw librdkafka. tier_mem: the RSS of an
  * adapter holding the heads of a tier in which N messages wait (1h),
  * against the same adapter on an empty source and tier (bench_mem.c).
+ * happy_c16: happy with handler.concurrency=16. parallel: N messages in one
+ * partition, a handler sleeping 0-5 ms by offset, for ordering none, key
+ * and partition at 1, 4, 16 and 64 handlers, beside the ideal (issue 13).
  *
  * This process stays single-threaded and never calls librdkafka: the broker,
  * the producer and each measured side are forked children.
@@ -32,11 +35,15 @@ typedef struct {
         const char *name;
         bench_kind_t kind;
         long n, n_quick;
-        double target; /* kretry/raw at least this */
+        double target;   /* kretry/raw at least this */
+        int concurrency; /* kretry's handler.concurrency (0: default 1) */
 } scenario_t;
 
 static const scenario_t scenarios[] = {
         {"happy", BENCH_HAPPY, 200000, 100000, 0.95},
+        /* Issue 13: the same with 16 handler workers (ordering none); run
+         * with --only parallel too. */
+        {"happy_c16", BENCH_HAPPY, 50000, 10000, 0.80, 16},
         /* Tier copies carry ~12 kretry-* headers (~0.55 KB a record): 60,000
          * keep each partition under the mock's 5 MiB. */
         {"retry_hop", BENCH_RETRY_HOP, 60000, 30000, 0.85},
@@ -214,6 +221,8 @@ static int run_pair(const scenario_t *sc,
         child_t b, p, k, r;
         int rc = -1;
         job_init(&job, sc->kind, n);
+        job.concurrency = sc->concurrency;
+        snprintf(job.ordering, sizeof(job.ordering), "none");
         memset(kres, 0, sizeof(*kres));
         memset(rres, 0, sizeof(*rres));
         if (broker_start(&b, &job))
@@ -573,6 +582,284 @@ static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
         d->ok  = 1;
 }
 
+static void json_string(const char *s);
+
+/* ---- parallel (issue 13): Parallel Consumer's shape ---- */
+
+static const char *const par_orderings[] = {"none", "key", "partition"};
+#define PAR_ORDERINGS 3
+static const int par_concs[] = {1, 4, 16, 64};
+#define PAR_CONCS 4
+#define PAR_BATCH 4 /* sides started (and joining their groups) at once */
+
+typedef struct {
+        int ord, conc; /* indexes into par_orderings, par_concs */
+} par_combo_t;
+
+typedef struct {
+        int ok, runs, ncombos;
+        long n;
+        double mean_us; /* mean of the seeded sleeps over offsets 0..n-1 */
+        par_combo_t combos[PAR_ORDERINGS * PAR_CONCS];
+        double secs[PAR_ORDERINGS * PAR_CONCS][MAX_RUNS];
+        /* measured mean sleep a message, us (median over runs) */
+        double work_us[PAR_ORDERINGS * PAR_CONCS][MAX_RUNS];
+        double work_med[PAR_ORDERINGS * PAR_CONCS];
+        double med[PAR_ORDERINGS * PAR_CONCS], lo[PAR_ORDERINGS * PAR_CONCS],
+                hi[PAR_ORDERINGS * PAR_CONCS];
+        double key_none[PAR_CONCS]; /* median over runs of none s / key s */
+        double load_max;
+        char err[200];
+} par_summary_t;
+
+/* One run: one broker and input (n messages, one partition, 1,000 keys),
+ * then one kretry process per combination, each in its own group; a batch
+ * joins at once (the mock holds each first join 3 s), then its sides go one
+ * after another. @p secs[i]: combination i, first handler call to the last
+ * one's return. */
+static int run_parallel(long n,
+                        const par_combo_t *combos,
+                        int cnt,
+                        double *secs,
+                        double *work_us) {
+        bench_job_t job;
+        child_t b, p, sides[PAR_BATCH];
+        bench_job_t jobs[PAR_BATCH];
+        int rc = -1;
+        job_init(&job, BENCH_PARALLEL, n);
+        job.partitions = 1;
+        job.keys       = BENCH_PAR_KEYS;
+        /* ordering partition at one handler: n x 2.5 ms on average */
+        job.timeout_s = 60 + (int)(n * BENCH_PAR_WORK_MAX_US / 1000000);
+        if (broker_start(&b, &job))
+                goto out;
+        if (child_start(&p, body_produce, &job) ||
+            (close(p.go_fd), close(p.out_fd), reap(p.pid))) {
+                fprintf(stderr, "bench: producing the input failed\n");
+                goto out;
+        }
+        for (int at = 0; at < cnt; at += PAR_BATCH) {
+                int nb  = cnt - at < PAR_BATCH ? cnt - at : PAR_BATCH, started;
+                int bad = 0;
+                for (started = 0; started < nb; started++) {
+                        const par_combo_t *c = &combos[at + started];
+                        bench_job_t *j       = &jobs[started];
+                        *j                   = job;
+                        j->concurrency       = par_concs[c->conc];
+                        snprintf(j->ordering, sizeof(j->ordering), "%s",
+                                 par_orderings[c->ord]);
+                        if (snprintf(j->group, sizeof(j->group), "%s-%d",
+                                     job.group,
+                                     at + started) >= (int)sizeof(j->group) ||
+                            child_start(&sides[started], bench_kretry_side, j))
+                                break;
+                }
+                for (int i = 0; i < started; i++)
+                        bad |= child_expect(&sides[i], 'R');
+                bad |= started < nb;
+                for (int i = 0; i < started; i++) {
+                        bench_result_t res;
+                        if (!bad && child_go(&sides[i]))
+                                bad = 1;
+                        if (child_finish(&sides[i], &res)) {
+                                if (!bad || res.err[0])
+                                        fprintf(stderr,
+                                                "bench parallel %s x %d: "
+                                                "%s\n",
+                                                jobs[i].ordering,
+                                                jobs[i].concurrency,
+                                                res.err[0] ? res.err
+                                                           : "failed");
+                                bad = 1;
+                        }
+                        secs[at + i]    = res.secs;
+                        work_us[at + i] = res.work_s * 1e6 / (double)n;
+                }
+                if (bad)
+                        goto out;
+        }
+        rc = 0;
+out:
+        broker_stop(&b);
+        return rc;
+}
+
+static void
+par_median(const double *v, int n, double *med, double *lo, double *hi) {
+        double t[MAX_RUNS];
+        memcpy(t, v, sizeof(double) * (size_t)n);
+        *med = median(t, n);
+        *lo  = t[0];
+        *hi  = t[n - 1];
+}
+
+/* Ideal wall time of a combination: every message's work spread over the
+ * handlers, or (ordering partition, one partition) one after another. */
+static double par_ideal(const par_summary_t *ps, const par_combo_t *c) {
+        double work = (double)ps->n * ps->mean_us / 1e6;
+        return c->ord == 2 ? work : work / par_concs[c->conc];
+}
+
+static int par_find(const par_summary_t *ps, int ord, int conc) {
+        for (int i = 0; i < ps->ncombos; i++)
+                if (ps->combos[i].ord == ord && ps->combos[i].conc == conc)
+                        return i;
+        return -1;
+}
+
+static void run_parallel_scenario(const opts_t *o, par_summary_t *ps) {
+        memset(ps, 0, sizeof(*ps));
+        ps->n = o->messages > 0 ? o->messages : o->quick ? 1000 : 10000;
+        for (long i = 0; i < ps->n; i++)
+                ps->mean_us += (double)bench_work_us(i);
+        ps->mean_us /= (double)ps->n;
+        /* Quick: the three orderings at 16 handlers only (partition at one
+         * handler alone takes n x 2.5 ms). */
+        for (int r = 0; r < PAR_ORDERINGS; r++)
+                for (int c = 0; c < PAR_CONCS; c++)
+                        if (!o->quick || par_concs[c] == 16)
+                                ps->combos[ps->ncombos++] = (par_combo_t){r, c};
+        /* No warm-up: the window is the handlers' sleeps. */
+        for (int i = 0; i < o->runs; i++) {
+                double secs[PAR_ORDERINGS * PAR_CONCS];
+                double work[PAR_ORDERINGS * PAR_CONCS];
+                double load = loadavg();
+                if (load > ps->load_max)
+                        ps->load_max = load;
+                if (run_parallel(ps->n, ps->combos, ps->ncombos, secs, work)) {
+                        snprintf(ps->err, sizeof(ps->err), "run failed");
+                        fprintf(stderr, "bench parallel: %s\n", ps->err);
+                        return;
+                }
+                fprintf(stderr, "bench parallel     run %d (load %.2f):", i + 1,
+                        load);
+                for (int j = 0; j < ps->ncombos; j++) {
+                        ps->secs[j][i]    = secs[j];
+                        ps->work_us[j][i] = work[j];
+                        fprintf(stderr, " %s/%d %.3f s",
+                                par_orderings[ps->combos[j].ord],
+                                par_concs[ps->combos[j].conc], secs[j]);
+                }
+                fprintf(stderr, "\n");
+                ps->runs++;
+        }
+        for (int j = 0; j < ps->ncombos; j++) {
+                double lo, hi;
+                par_median(ps->secs[j], ps->runs, &ps->med[j], &ps->lo[j],
+                           &ps->hi[j]);
+                par_median(ps->work_us[j], ps->runs, &ps->work_med[j], &lo,
+                           &hi);
+        }
+        for (int c = 0; c < PAR_CONCS; c++) {
+                int in = par_find(ps, 0, c), ik = par_find(ps, 1, c);
+                double r[MAX_RUNS];
+                if (in < 0 || ik < 0)
+                        continue;
+                for (int i = 0; i < ps->runs; i++)
+                        r[i] = ps->secs[in][i] / ps->secs[ik][i];
+                ps->key_none[c] = median(r, ps->runs);
+        }
+        ps->ok = 1;
+}
+
+/* A combination's target, as text ("" when it has none), and whether the
+ * median meets it. */
+static const char *
+par_target(const par_summary_t *ps, int j, char *buf, size_t sz, int *met) {
+        const par_combo_t *c = &ps->combos[j];
+        *met                 = 1;
+        buf[0]               = '\0';
+        if (c->ord == 1 && par_concs[c->conc] == 16 && ps->n == 10000) {
+                snprintf(buf, sz, "<= 1.75 s");
+                *met = ps->med[j] <= 1.75;
+        } else if (c->ord == 2) {
+                snprintf(buf, sz, "<= ideal +5%%");
+                *met = ps->med[j] <= par_ideal(ps, c) * 1.05;
+        }
+        return buf;
+}
+
+/* A failed scenario's line: 1 if it failed (and was printed). */
+static int print_failed(const char *name, int ok, const char *err) {
+        if (!ok)
+                printf("\n%s: FAILED: %s\n", name, err);
+        return !ok;
+}
+
+static void print_parallel(const par_summary_t *ps) {
+        if (print_failed("parallel", ps->ok, ps->err))
+                return;
+        printf("\nparallel (%ld msgs in one partition, %d keys, handler "
+               "sleeps 0-%d us by offset, mean %.1f us; seconds from the "
+               "first handler call to the last, median (min-max) of %d "
+               "run(s); load %.2f)\n",
+               ps->n, BENCH_PAR_KEYS, BENCH_PAR_WORK_MAX_US, ps->mean_us,
+               ps->runs, ps->load_max);
+        printf("%-10s %5s %8s %17s %8s %12s %8s %s\n", "ordering", "conc",
+               "median", "(min-max)", "ideal", "ideal/median", "slept us",
+               "target");
+        for (int j = 0; j < ps->ncombos; j++) {
+                char t[32];
+                int met;
+                const par_combo_t *c = &ps->combos[j];
+                double ideal         = par_ideal(ps, c);
+                par_target(ps, j, t, sizeof(t), &met);
+                printf("%-10s %5d %8.3f   (%6.3f-%6.3f) %8.3f %12.3f %8.1f "
+                       "%s%s\n",
+                       par_orderings[c->ord], par_concs[c->conc], ps->med[j],
+                       ps->lo[j], ps->hi[j], ideal, ideal / ps->med[j],
+                       ps->work_med[j], t, met ? "" : "  MISS");
+        }
+        for (int c = 0; c < PAR_CONCS; c++)
+                if (ps->key_none[c] > 0)
+                        printf("key / none throughput at %d: %.3f%s\n",
+                               par_concs[c], ps->key_none[c],
+                               par_concs[c] < 16 ? ""
+                               : ps->key_none[c] >= 0.95
+                                       ? " (target >= 0.95)"
+                                       : " (target >= 0.95)  MISS");
+        printf("(ideal: msgs x mean work / concurrency; partition: msgs x "
+               "mean work, one message of the partition at a time; slept us: "
+               "a handler's sleep as measured, mean a message, median over "
+               "runs: what nanosleep adds to the %.1f us asked)\n",
+               ps->mean_us);
+}
+
+static void print_parallel_json(const par_summary_t *ps) {
+        printf(", \"parallel\": ");
+        if (!ps->ok) {
+                printf("{\"error\": ");
+                json_string(ps->err);
+                printf("}");
+                return;
+        }
+        printf("{\"messages\": %ld, \"partitions\": 1, \"keys\": %d, "
+               "\"mean_work_us\": %.1f, \"runs\": %d, \"load_max\": %.2f, "
+               "\"combinations\": [",
+               ps->n, BENCH_PAR_KEYS, ps->mean_us, ps->runs, ps->load_max);
+        for (int j = 0; j < ps->ncombos; j++) {
+                char t[32];
+                int met;
+                const par_combo_t *c = &ps->combos[j];
+                par_target(ps, j, t, sizeof(t), &met);
+                printf("%s{\"ordering\": \"%s\", \"concurrency\": %d, "
+                       "\"secs\": %.3f, \"secs_min\": %.3f, \"secs_max\": "
+                       "%.3f, \"ideal_secs\": %.3f, \"slept_us_per_msg\": "
+                       "%.1f, \"target\": ",
+                       j ? ", " : "", par_orderings[c->ord], par_concs[c->conc],
+                       ps->med[j], ps->lo[j], ps->hi[j], par_ideal(ps, c),
+                       ps->work_med[j]);
+                json_string(t);
+                printf(", \"met\": %s}", met ? "true" : "false");
+        }
+        printf("], \"key_over_none\": {");
+        for (int c = 0, k = 0; c < PAR_CONCS; c++)
+                if (ps->key_none[c] > 0)
+                        printf("%s\"%d\": %.3f", k++ ? ", " : "", par_concs[c],
+                               ps->key_none[c]);
+        printf("}}");
+}
+
 /* @p s as a JSON string, quotes included. */
 static void json_string(const char *s) {
         putchar('"');
@@ -594,7 +881,9 @@ static void print_json(const opts_t *o,
                        const delay_summary_t *d,
                        int delay_ran,
                        const mem_summary_t *m,
-                       int mem_ran) {
+                       int mem_ran,
+                       const par_summary_t *ps,
+                       int par_ran) {
         printf("{\"quick\": %s, \"runs\": %d, \"partitions\": %d, "
                "\"keys\": %ld, \"scenarios\": [",
                o->quick ? "true" : "false", o->runs, BENCH_PARTITIONS, o->keys);
@@ -685,14 +974,16 @@ static void print_json(const opts_t *o,
                 }
                 printf("}");
         }
+        if (par_ran)
+                print_parallel_json(ps);
+        else
+                printf(", \"parallel\": null");
         printf("}\n");
 }
 
 static void print_mem(const mem_summary_t *m) {
-        if (!m->ok) {
-                printf("\ntier_mem: FAILED: %s\n", m->err);
+        if (print_failed("tier_mem", m->ok, m->err))
                 return;
-        }
         printf("\ntier_mem (%ld msgs waiting in a 1h tier, %d partitions, "
                "waiting checked: %ld): RSS empty %.0f KB (HWM %.0f KB), "
                "waiting %.0f KB (HWM %.0f KB), growth %.0f KB: %.1f bytes "
@@ -712,7 +1003,9 @@ static void print_table(const opts_t *o,
                         const delay_summary_t *d,
                         int delay_ran,
                         const mem_summary_t *m,
-                        int mem_ran) {
+                        int mem_ran,
+                        const par_summary_t *ps,
+                        int par_ran) {
         printf("kretry benchmarks: %s, median of %d run(s), %d partitions, "
                "%ld keys\n\n",
                o->quick ? "quick" : "full", o->runs, BENCH_PARTITIONS, o->keys);
@@ -770,13 +1063,16 @@ static void print_table(const opts_t *o,
 mem:
         if (mem_ran)
                 print_mem(m);
+        if (par_ran)
+                print_parallel(ps);
 }
 
 static void usage(FILE *f) {
         fprintf(f, "usage: kretry_bench [--quick] [--output table|json] "
                    "[--runs N] [--messages N] [--keys N]\n"
-                   "                    [--only happy|retry_hop|dead_letter|"
-                   "ordered_versioned|delay|tier_mem]\n");
+                   "                    [--only happy|happy_c16|retry_hop|"
+                   "dead_letter|ordered_versioned|delay|tier_mem|"
+                   "parallel]\n");
 }
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
@@ -821,13 +1117,17 @@ int main(int argc, char **argv) {
         summary_t s[SCENARIOS];
         delay_summary_t d;
         mem_summary_t m;
-        int cnt = 0, delay_ran = 0, mem_ran = 0, failed = 0;
+        static par_summary_t ps;
+        int cnt = 0, delay_ran = 0, mem_ran = 0, par_ran = 0, failed = 0;
         if (parse_opts(argc, argv, &o))
                 return 64;
         signal(SIGPIPE, SIG_IGN);
         input_keys = o.keys;
         for (size_t i = 0; i < SCENARIOS; i++) {
-                if (o.only && strcmp(o.only, scenarios[i].name))
+                /* --only parallel: happy_c16 too */
+                if (o.only && strcmp(o.only, scenarios[i].name) &&
+                    !(!strcmp(o.only, "parallel") &&
+                      scenarios[i].concurrency > 1))
                         continue;
                 run_scenario(&o, &scenarios[i], &s[cnt]);
                 failed |= !s[cnt].ok;
@@ -845,9 +1145,16 @@ int main(int argc, char **argv) {
                 run_mem_scenario(&o, &m);
                 failed |= !m.ok;
         }
+        if (!o.only || !strcmp(o.only, "parallel")) {
+                par_ran = 1;
+                run_parallel_scenario(&o, &ps);
+                failed |= !ps.ok;
+        }
         if (o.json)
-                print_json(&o, s, cnt, &d, delay_ran, &m, mem_ran);
+                print_json(&o, s, cnt, &d, delay_ran, &m, mem_ran, &ps,
+                           par_ran);
         else
-                print_table(&o, s, cnt, &d, delay_ran, &m, mem_ran);
+                print_table(&o, s, cnt, &d, delay_ran, &m, mem_ran, &ps,
+                            par_ran);
         return failed ? 1 : 0;
 }
