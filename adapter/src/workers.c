@@ -45,8 +45,11 @@
  * so the group is served) until a quarter of each bound has drained. A
  * message is taken whenever what is in flight is below both bounds, so
  * the bytes never pass the bound by more than one message, and a message
- * larger than the bound runs alone (it never waits for room it cannot
- * get).
+ * larger than the bound is still taken, at the latest when nothing else is
+ * in flight (it never waits for room it cannot get). A tier message held until
+ * due (adapter.c dispatch_due) is handed over when due whatever the bounds: it
+ * is already in memory, at most one per tier partition, and holding it longer
+ * would only delay its retry.
  *
  * Revocation: the waiting jobs of the revoked partitions are dropped (not
  * done: the next owner consumes them again) and the polling thread waits up
