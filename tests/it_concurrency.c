@@ -1,7 +1,8 @@
 /*
  * handler.concurrency > 1 on the test cluster: per-key order under load,
- * what each ordering mode lets run at once, the memory bound on a hot key,
- * and a revocation with handlers in flight.
+ * what each ordering mode lets run at once, the memory bounds (messages and
+ * bytes) on a hot key, the in-flight gauges, and a revocation with handlers
+ * in flight.
  */
 #include "it_harness.h"
 
@@ -167,16 +168,41 @@ static kretry_action_t slow_handler(kretry_msg_t *msg, void *opaque) {
         return KRETRY_OK;
 }
 
+/* @p max_bytes: max.inflight.bytes, NULL for its default. */
+static kretry_conf_t *slow_conf(it_env_t *env,
+                                slow_state_t *st,
+                                const char *ordering,
+                                const char *concurrency,
+                                const char *max_bytes) {
+        kretry_conf_t *conf = it_conf(
+                env, "ordering", ordering, "handler.concurrency", concurrency,
+                max_bytes ? "max.inflight.bytes" : NULL, max_bytes, NULL);
+        kretry_conf_set_handler(conf, slow_handler, st);
+        kretry_conf_set_route_cb(conf, NULL);
+        atomic_store(&running_max, 0);
+        return conf;
+}
+
 static kretry_adapter_t *slow_adapter(it_env_t *env,
                                       slow_state_t *st,
                                       const char *ordering,
                                       const char *concurrency) {
-        kretry_conf_t *conf = it_conf(env, "ordering", ordering,
-                                      "handler.concurrency", concurrency, NULL);
-        kretry_conf_set_handler(conf, slow_handler, st);
-        kretry_conf_set_route_cb(conf, NULL);
-        atomic_store(&running_max, 0);
-        return it_adapter(conf);
+        return it_adapter(slow_conf(env, st, ordering, concurrency, NULL));
+}
+
+/* A message of key @p key whose value is "<i>" padded with 'x' to @p len
+ * bytes. */
+static void produce_padded(
+        it_env_t *env, int32_t partition, const char *key, int i, size_t len) {
+        char *v = malloc(len + 1);
+        KT_REQUIRE(v != NULL);
+        memset(v, 'x', len);
+        v[len] = '\0';
+        char n[16];
+        int nl = snprintf(n, sizeof(n), "%d", i);
+        memcpy(v, n, (size_t)nl < len ? (size_t)nl : len);
+        it_produce(env, partition, key, v, NULL);
+        free(v);
 }
 
 static void run_calls(kretry_adapter_t *a, slow_state_t *st, int n) {
@@ -230,10 +256,13 @@ static void test_partition_one_at_a_time(void) {
 
 #define HOT 300
 #define BOUND 20
+#define BIG (100 * 1024)          /* a large value */
+#define BYTES_BOUND (1024 * 1024) /* max.inflight.bytes against it */
 
 typedef struct {
         kretry_adapter_t *a;
         atomic_int calls, max_backlog, max_inflight, order_errors;
+        atomic_llong max_bytes;
 } hot_state_t;
 
 /* Every message of one key: each call sees the messages consumed and not
@@ -244,8 +273,10 @@ static kretry_action_t hot_handler(kretry_msg_t *msg, void *opaque) {
         int i           = atomic_fetch_add(&st->calls, 1);
         size_t len;
         const char *v = kretry_msg_value(msg, &len);
-        if (atoi(v) != i && atomic_fetch_add(&st->order_errors, 1) < 5)
-                fprintf(stderr, "  call %d got message %d\n", i, atoi(v));
+        char n[16];
+        snprintf(n, sizeof(n), "%.*s", (int)(len < 15 ? len : 15), v);
+        if (atoi(n) != i && atomic_fetch_add(&st->order_errors, 1) < 5)
+                fprintf(stderr, "  call %d got message %d\n", i, atoi(n));
         int backlog = (int)(kretry_adapter_counter(st->a,
                                                    KRETRY_COUNTER_CONSUMED, 0) -
                             i);
@@ -255,45 +286,189 @@ static kretry_action_t hot_handler(kretry_msg_t *msg, void *opaque) {
                 (int)kretry_adapter_counter(st->a, KRETRY_COUNTER_INFLIGHT, 0);
         if (inflight > atomic_load(&st->max_inflight))
                 atomic_store(&st->max_inflight, inflight);
+        long long bytes =
+                kretry_adapter_counter(st->a, KRETRY_COUNTER_INFLIGHT_BYTES, 0);
+        if (bytes > atomic_load(&st->max_bytes))
+                atomic_store(&st->max_bytes, bytes);
         sleep_us(1000);
         return KRETRY_OK;
+}
+
+/* @p n messages of one key, values "<i>" padded to @p len bytes, 4
+ * workers, ordering key, property @p name set to @p value: every message
+ * handled once, in order, and the gauges back to 0 once all is decided. */
+static void run_hot(hot_state_t *st,
+                    int n,
+                    size_t len,
+                    const char *name,
+                    const char *value) {
+        it_env_t *env = it_env_new("50ms", 1);
+        for (int i = 0; i < n; i++)
+                produce_padded(env, 0, "hot", i, len);
+        memset(st, 0, sizeof(*st));
+        kretry_conf_t *conf =
+                it_conf(env, "ordering", "key", "handler.concurrency", "4",
+                        name, value, NULL);
+        kretry_conf_set_handler(conf, hot_handler, st);
+        kretry_conf_set_route_cb(conf, NULL);
+        st->a            = it_adapter(conf);
+        int64_t deadline = kt_now_ms() + 120000;
+        while (atomic_load(&st->calls) < n && kt_now_ms() < deadline)
+                kretry_adapter_poll(st->a, 50);
+        KT_ASSERT_INT_EQ(atomic_load(&st->calls), n);
+        KT_ASSERT_INT_EQ(atomic_load(&st->order_errors), 0);
+        KT_REQUIRE(it_wait_counter(st->a, KRETRY_COUNTER_OK, n, 10000));
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(st->a, KRETRY_COUNTER_INFLIGHT, 0), 0);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(st->a, KRETRY_COUNTER_INFLIGHT_BYTES, 0),
+                0);
+        kretry_adapter_destroy(st->a);
+        it_env_destroy(env);
 }
 
 /* A hot key (every message the same key) waits in kretry's memory behind
  * its running message: max.inflight.messages bounds it, fetching pauses. */
 static void test_hot_key_bounded(void) {
-        it_env_t *env = it_env_new("50ms", 1);
-        for (int i = 0; i < HOT; i++) {
-                char v[16];
-                snprintf(v, sizeof(v), "%d", i);
-                it_produce(env, 0, "hot", v, NULL);
-        }
         static hot_state_t st;
-        memset(&st, 0, sizeof(st));
         char bound[16];
         snprintf(bound, sizeof(bound), "%d", BOUND);
-        kretry_conf_t *conf =
-                it_conf(env, "ordering", "key", "handler.concurrency", "4",
-                        "max.inflight.messages", bound, NULL);
-        kretry_conf_set_handler(conf, hot_handler, &st);
-        kretry_conf_set_route_cb(conf, NULL);
-        st.a             = it_adapter(conf);
-        int64_t deadline = kt_now_ms() + 60000;
-        while (atomic_load(&st.calls) < HOT && kt_now_ms() < deadline)
-                kretry_adapter_poll(st.a, 50);
-        KT_ASSERT_INT_EQ(atomic_load(&st.calls), HOT);
-        KT_ASSERT_INT_EQ(atomic_load(&st.order_errors), 0);
+        run_hot(&st, HOT, 4, "max.inflight.messages", bound);
         fprintf(stderr, "  at most %d consumed and not decided (bound %d)\n",
                 atomic_load(&st.max_backlog), BOUND);
         KT_ASSERT(atomic_load(&st.max_backlog) <= BOUND);
         KT_ASSERT(atomic_load(&st.max_backlog) > 1);
-        /* The gauge agrees: never past the bound, 0 once all is decided. */
+        /* The gauge agrees: never past the bound. */
         KT_ASSERT(atomic_load(&st.max_inflight) <= BOUND);
         KT_ASSERT(atomic_load(&st.max_inflight) > 1);
-        KT_REQUIRE(it_wait_counter(st.a, KRETRY_COUNTER_OK, HOT, 10000));
-        KT_ASSERT_INT_EQ(
-                kretry_adapter_counter(st.a, KRETRY_COUNTER_INFLIGHT, 0), 0);
-        kretry_adapter_destroy(st.a);
+}
+
+/* A hot key with 100 KiB values against max.inflight.bytes 1 MiB
+ * (max.inflight.messages left at 1000): the bytes consumed and not decided
+ * never pass the bound by more than one message. 45 messages: the test
+ * cluster keeps 5 MiB per partition. */
+static void test_hot_key_bytes_bounded(void) {
+        static hot_state_t st;
+        char bound[16];
+        snprintf(bound, sizeof(bound), "%d", BYTES_BOUND);
+        run_hot(&st, 45, BIG, "max.inflight.bytes", bound);
+        long long one = BIG + 3; /* value and key "hot" */
+        fprintf(stderr,
+                "  at most %d messages, %lld bytes consumed and not "
+                "decided (bound %d bytes)\n",
+                atomic_load(&st.max_backlog),
+                (long long)atomic_load(&st.max_bytes), BYTES_BOUND);
+        /* Every message is as large: a lower bound of the bytes. */
+        KT_ASSERT(atomic_load(&st.max_backlog) * one <= BYTES_BOUND + one);
+        KT_ASSERT(atomic_load(&st.max_backlog) > 1);
+        KT_ASSERT(atomic_load(&st.max_bytes) <= BYTES_BOUND + one);
+        KT_ASSERT(atomic_load(&st.max_bytes) > one);
+}
+
+/* A message larger than max.inflight.bytes is still taken when nothing
+ * else is in flight, and then runs alone: never a deadlock. */
+static void test_message_over_bytes_bound(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        for (int i = 0; i < 20; i++) {
+                char key[16];
+                snprintf(key, sizeof(key), "k%d", i);
+                produce_padded(env, 0, key, i, 10 * 1024);
+        }
+        static slow_state_t st;
+        memset(&st, 0, sizeof(st));
+        st.sleep_ms = 20;
+        kretry_adapter_t *a =
+                it_adapter(slow_conf(env, &st, "none", "4", "1000"));
+        run_calls(a, &st, 20);
+        KT_ASSERT_INT_EQ(atomic_load(&running_max), 1);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 20, 10000));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* The figures of the stats documents seen: the most in flight in one, a
+ * document whose bytes disagree with its messages, the last one. */
+static struct {
+        atomic_llong max_msgs, max_bytes, mismatched, last_msgs, last_bytes;
+        atomic_int docs;
+        char busiest[8192];
+} seen;
+
+static long long doc_figure(const char *json, const char *name) {
+        char pat[64];
+        snprintf(pat, sizeof(pat), "\"%s\":", name);
+        const char *p = strstr(json, pat);
+        return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* Every stats message below has this many bytes of key and value. */
+#define GAUGE_MSG_BYTES (1024 + 2)
+
+static void gauge_stats(const char *json, size_t len, void *opaque) {
+        (void)len, (void)opaque;
+        long long msgs = doc_figure(json, "inflight");
+        long long b    = doc_figure(json, "inflight_bytes");
+        if (b != msgs * GAUGE_MSG_BYTES)
+                atomic_fetch_add(&seen.mismatched, 1);
+        if (msgs > atomic_load(&seen.max_msgs)) {
+                atomic_store(&seen.max_msgs, msgs);
+                atomic_store(&seen.max_bytes, b);
+                snprintf(seen.busiest, sizeof(seen.busiest), "%s", json);
+        }
+        atomic_store(&seen.last_msgs, msgs);
+        atomic_store(&seen.last_bytes, b);
+        atomic_fetch_add(&seen.docs, 1);
+}
+
+/* While slow handlers run, the stats document carries the messages and
+ * bytes in flight (and Prometheus text renders them); once all is decided
+ * it says 0. */
+static void test_stats_inflight_gauge(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        for (int i = 0; i < 24; i++) {
+                char key[16];
+                snprintf(key, sizeof(key), "k%d", i % 10);
+                produce_padded(env, 0, key, i, 1024);
+        }
+        static slow_state_t st;
+        memset(&st, 0, sizeof(st));
+        memset(&seen, 0, sizeof(seen));
+        st.sleep_ms         = 100;
+        kretry_conf_t *conf = slow_conf(env, &st, "none", "4", NULL);
+        KT_REQUIRE(kretry_conf_set(conf, "stats.interval.ms", "20", NULL, 0) ==
+                   0);
+        kretry_conf_set_stats_cb(conf, gauge_stats);
+        kretry_adapter_t *a = it_adapter(conf);
+        run_calls(a, &st, 24);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 24, 10000));
+        int docs         = atomic_load(&seen.docs);
+        int64_t deadline = kt_now_ms() + 10000;
+        while (atomic_load(&seen.docs) < docs + 2 && kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 20);
+        fprintf(stderr, "  %d documents, at most %lld messages, %lld bytes\n",
+                atomic_load(&seen.docs), (long long)atomic_load(&seen.max_msgs),
+                (long long)atomic_load(&seen.max_bytes));
+        KT_ASSERT_INT_EQ(atomic_load(&seen.mismatched), 0);
+        KT_ASSERT(atomic_load(&seen.max_msgs) > 0);
+        KT_ASSERT(atomic_load(&seen.max_msgs) <= 24);
+        KT_ASSERT_INT_EQ(atomic_load(&seen.last_msgs), 0);
+        KT_ASSERT_INT_EQ(atomic_load(&seen.last_bytes), 0);
+        char prom[16384], want[128];
+        KT_REQUIRE(kretry_stats_prometheus(seen.busiest, prom, sizeof(prom)) >
+                   0);
+        const struct {
+                const char *name;
+                long long v;
+        } gauges[] = {{"messages", atomic_load(&seen.max_msgs)},
+                      {"bytes", atomic_load(&seen.max_bytes)}};
+        for (int g = 0; g < 2; g++) {
+                snprintf(want, sizeof(want), "\nkretry_inflight_%s %lld\n",
+                         gauges[g].name, gauges[g].v);
+                if (!strstr(prom, want))
+                        fprintf(stderr, "no %s in:\n%s", want, prom);
+                KT_ASSERT(strstr(prom, want) != NULL);
+        }
+        kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
 
@@ -552,6 +727,9 @@ int main(int argc, char **argv) {
                 KT_TEST(test_none_reaches_concurrency),
                 KT_TEST(test_partition_one_at_a_time),
                 KT_TEST(test_hot_key_bounded),
+                KT_TEST(test_hot_key_bytes_bounded),
+                KT_TEST(test_message_over_bytes_bound),
+                KT_TEST(test_stats_inflight_gauge),
                 KT_TEST(test_revoke_discards_late_results),
                 KT_TEST(test_breaker_stops_dispatch),
                 KT_TEST(test_versions_serialized_per_key),

@@ -121,7 +121,8 @@ static kretry_action_t noop(kretry_msg_t *msg, void *opaque) {
         return KRETRY_OK;
 }
 
-/* handler.concurrency, max.inflight.messages and ordering=partition. */
+/* handler.concurrency, max.inflight.messages and .bytes, ordering=partition.
+ */
 static void test_concurrency(void) {
         kretry_conf_t *c = kretry_conf_new();
         char v[64], e[256];
@@ -140,6 +141,20 @@ static void test_concurrency(void) {
         KT_ASSERT_INT_EQ(
                 kretry_conf_set(c, "max.inflight.messages", "0", e, sizeof(e)),
                 KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(kretry_conf_get(c, "max.inflight.bytes", v, sizeof(v)),
+                         0);
+        KT_ASSERT_STR_EQ(v, "67108864"); /* 64 MiB */
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "max.inflight.bytes", "0", e, sizeof(e)),
+                KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(kretry_conf_set(c, "max.inflight.bytes", "2147483648",
+                                         e, sizeof(e)),
+                         KRETRY_ERR_INVALID_VALUE);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "max.inflight.bytes", "1", e, sizeof(e)), 0);
+        KT_ASSERT_INT_EQ(kretry_conf_get(c, "max.inflight.bytes", v, sizeof(v)),
+                         0);
+        KT_ASSERT_STR_EQ(v, "1");
         KT_ASSERT_INT_EQ(
                 kretry_conf_set(c, "ordering", "partition", e, sizeof(e)), 0);
         KT_ASSERT_INT_EQ(kretry_conf_get(c, "ordering", v, sizeof(v)), 0);
@@ -161,7 +176,7 @@ static void test_concurrency(void) {
 }
 
 static void test_dump(void) {
-        char buf[4096];
+        char buf[8192];
         size_t n = kretry_conf_properties_dump(buf, sizeof(buf));
         KT_ASSERT(n < sizeof(buf));
         KT_ASSERT(strstr(buf, "retry.tiers") != NULL);

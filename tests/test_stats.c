@@ -37,6 +37,7 @@ static void test_prometheus(void) {
                 "1],"
                 "\"dead_lettered\":{\"permanent\":1,\"exhausted\":0},"
                 "\"produce_errors\":0,\"stale\":3,\"forwarded\":4,"
+                "\"inflight\":6,\"inflight_bytes\":12288,"
                 "\"handler_latency_ms\":{\"count\":9,\"p50\":1.5,\"p99\":20,"
                 "\"max\":25},\"topics\":[{\"topic\":\"or\\\"ders\",\"waiting\":"
                 "5,"
@@ -55,6 +56,10 @@ static void test_prometheus(void) {
                 "kretry_retried_total{tier=\"2\"} 1\n",
                 "kretry_dead_lettered_total{class=\"permanent\"} 1\n",
                 "kretry_handler_latency_seconds{quantile=\"0.99\"} 0.02\n",
+                "# TYPE kretry_inflight_messages gauge\n"
+                "kretry_inflight_messages 6\n",
+                "# TYPE kretry_inflight_bytes gauge\nkretry_inflight_bytes "
+                "12288\n",
                 "kretry_topic_waiting_messages{topic=\"or\\\"ders\"} 5\n",
                 "kretry_topic_oldest_held_age_seconds{topic=\"orders.retry.1\"}"
                 " "
@@ -65,6 +70,11 @@ static void test_prometheus(void) {
                              "missing %s in:\n%s", want[i], out);
         /* Unknown figures are left out rather than invented. */
         KT_ASSERT(strstr(out, "topic=\"orders.retry.1\"} -1") == NULL);
+        /* A document without the in-flight gauges renders none. */
+        KT_REQUIRE(kretry_stats_prometheus("{\"ok\":1}", out, sizeof(out)) > 0);
+        KT_ASSERT(strstr(out, "kretry_inflight") == NULL);
+        KT_ASSERT(strstr(out, "kretry_ok_total 1\n") != NULL);
+        kretry_stats_prometheus(doc, out, sizeof(out));
         /* Truncation reports the full length, NUL-terminated. */
         char small[32];
         KT_ASSERT_INT_EQ(kretry_stats_prometheus(doc, small, sizeof(small)), n);

@@ -530,7 +530,7 @@ static void signals_install(void) {
 }
 
 static void stats_print(const kretry_adapter_t *adapter) {
-        char buf[1024];
+        char buf[2048]; /* 32 tiers of large counters fit */
         kretry_adapter_stats_json(adapter, buf, sizeof(buf));
         fprintf(stderr, PROG ": counters %s\n", buf);
 }

@@ -526,7 +526,8 @@ static void serve_paused(kretry_adapter_t *a) {
                                       a->breaker_paused
                                               ? "while the breaker is open"
                                               : "while max.inflight.messages "
-                                                "are in flight");
+                                                "or max.inflight.bytes are in "
+                                                "flight");
                 else
                         rd_kafka_message_destroy(rkm);
         }

@@ -129,7 +129,8 @@ typedef struct {
         atomic_llong consumed, ok, handler_calls, dlq, produce_errors, held;
         atomic_llong stale, forwarded, chain_keys, version_keys, version_bytes;
         atomic_llong duplicates, breaker_trips, breaker_open, keepalives;
-        atomic_llong inflight; /* workers.c: jobs waiting or running */
+        atomic_llong inflight;       /* workers.c: jobs waiting or running */
+        atomic_llong inflight_bytes; /* workers.c: their keys and values */
         /* permanent, exhausted, expired, schema, parked */
         atomic_llong dlq_by_class[KRETRY_CLASS_CNT];
         atomic_llong retried[KRETRY_MAX_TIERS + 1]; /* [0] unused */

@@ -69,6 +69,11 @@ static const struct prop {
          "handler.concurrency > 1: messages consumed and not yet decided (in "
          "the handler or waiting for a worker or their key) before fetching "
          "pauses"},
+        {"max.inflight.bytes", PROP_INT,
+         offsetof(kretry_conf_t, max_inflight_bytes), 1, 2147483647, "67108864",
+         "handler.concurrency > 1: bytes of key and value of the messages "
+         "consumed and not yet decided before fetching pauses (a message "
+         "larger than this is still taken when nothing else is in flight)"},
         {"ordering.on.dead.letter", PROP_CHOICE,
          offsetof(kretry_conf_t, park_key), 0, 0, "continue",
          "ordering key: when a key's head is dead-lettered, continue with its "

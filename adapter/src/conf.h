@@ -37,7 +37,8 @@ struct kretry_conf_s {
         int ordering;     /* KRETRY_ORDER_NONE, _KEY, _PARTITION */
         int concurrency;  /* handler.concurrency: worker threads (1: inline) */
         int max_inflight; /* max.inflight.messages */
-        int park_key;     /* ordering.on.dead.letter: 0 continue, 1 park_key */
+        int max_inflight_bytes; /* max.inflight.bytes */
+        int park_key; /* ordering.on.dead.letter: 0 continue, 1 park_key */
         char *version_header; /* "" = versioning off */
         char *version_field;  /* "" = not from an Avro field */
         int discard_equal; /* versioning.discard: 0 older, 1 older_or_equal */

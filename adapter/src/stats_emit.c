@@ -177,6 +177,20 @@ size_t kretry_stats_prometheus(const char *json, char *dest, size_t size) {
         json_object_foreach(json_object_get(doc, "dead_lettered"), cls, v)
                 OUT("kretry_dead_lettered_total{class=\"%s\"} %lld\n", cls,
                     (long long)json_integer_value(v));
+        static const char *const gauges[][3] = {
+                {"inflight", "kretry_inflight_messages",
+                 "messages consumed and not yet decided (handler.concurrency "
+                 "> 1)"},
+                {"inflight_bytes", "kretry_inflight_bytes",
+                 "bytes of key and value of those messages"},
+        };
+        for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
+                json_t *n = json_object_get(doc, gauges[g][0]);
+                if (json_is_integer(n))
+                        OUT("# HELP %s %s\n# TYPE %s gauge\n%s %lld\n",
+                            gauges[g][1], gauges[g][2], gauges[g][1],
+                            gauges[g][1], (long long)json_integer_value(n));
+        }
         json_t *lat = json_object_get(doc, "handler_latency_ms");
         OUT("# HELP kretry_handler_latency_seconds handler latency over the "
             "last interval\n# TYPE kretry_handler_latency_seconds gauge\n");

@@ -39,9 +39,17 @@
  * done when its outcome is durable, in any order; the committed offset never
  * passes the lowest one still in flight (offsets.c).
  *
- * Memory: jobs waiting or running are bounded by max.inflight.messages;
- * at the bound every assigned partition is paused (the consumer is still
- * polled, so the group is served) until a quarter of the bound has drained.
+ * Memory: jobs waiting or running are bounded by max.inflight.messages,
+ * and the bytes of their keys and values by max.inflight.bytes; at either
+ * bound every assigned partition is paused (the consumer is still polled,
+ * so the group is served) until a quarter of each bound has drained. A
+ * message is taken whenever what is in flight is below both bounds, so
+ * the bytes never pass the bound by more than one message, and a message
+ * larger than the bound is still taken, at the latest when nothing else is
+ * in flight (it never waits for room it cannot get). A tier message held until
+ * due (adapter.c dispatch_due) is handed over when due whatever the bounds: it
+ * is already in memory, at most one per tier partition, and holding it longer
+ * would only delay its retry.
  *
  * Revocation: the waiting jobs of the revoked partitions are dropped (not
  * done: the next owner consumes them again) and the polling thread waits up
@@ -67,6 +75,7 @@ typedef struct kretry_job_s {
         kretry_part_t *part;
         uint64_t gen;
         rd_kafka_message_t *rkm; /* owned until decided */
+        int64_t bytes;           /* its key and value */
         kretry_action_t action;  /* the handler's answer */
         int64_t us;              /* the handler's duration, -1 unknown */
         struct kretry_job_s *next;
@@ -87,7 +96,8 @@ typedef struct kretry_workers_s {
         kretry_job_t *wait, **wait_tail;
         kretry_job_t **running; /* dispatched, result not decided */
         int running_cnt;
-        int jobs; /* waiting + running */
+        int jobs;      /* waiting + running */
+        int64_t bytes; /* their keys and values */
 } kretry_workers_t;
 
 static void *worker_main(void *arg) {
@@ -141,14 +151,23 @@ int kretry_workers_start(kretry_adapter_t *a) {
         return 0;
 }
 
+/* A job enters (+1) or leaves (-1) the in-flight figures and gauges. */
+static void count(kretry_adapter_t *a, const kretry_job_t *j, int sign) {
+        kretry_workers_t *w = a->workers;
+        w->jobs += sign;
+        w->bytes += sign * j->bytes;
+        atomic_store_explicit(&a->stats.inflight, w->jobs,
+                              memory_order_relaxed);
+        atomic_store_explicit(&a->stats.inflight_bytes, w->bytes,
+                              memory_order_relaxed);
+}
+
 static void job_free(kretry_adapter_t *a, kretry_job_t *j) {
         kretry_reserve_put(a, j->msg.reserve);
         j->msg.reserve = NULL;
         kretry_msg_free(&j->msg);
+        count(a, j, -1);
         free(j);
-        a->workers->jobs--;
-        atomic_store_explicit(&a->stats.inflight, a->workers->jobs,
-                              memory_order_relaxed);
 }
 
 /* A job not decided: its message is released, its offset not done. */
@@ -250,13 +269,19 @@ static void pump(kretry_adapter_t *a) {
         }
 }
 
-/* Pause every partition at max.inflight.messages, resume once a quarter of
- * it drained. */
+/* 1 when @p n in flight is at @p max, or (@p paused) has not drained a
+ * quarter of it yet. */
+static int at_bound(int64_t n, int64_t max, int paused) {
+        return paused ? n > max - (max + 3) / 4 : n >= max;
+}
+
+/* Pause every partition at max.inflight.messages or max.inflight.bytes,
+ * resume once a quarter of both drained. */
 static void update_full(kretry_adapter_t *a) {
         const kretry_workers_t *w = a->workers;
-        int max                   = a->conf->max_inflight;
-        int full =
-                a->full_paused ? w->jobs > max - (max + 3) / 4 : w->jobs >= max;
+        int paused                = a->full_paused;
+        int full = at_bound(w->jobs, a->conf->max_inflight, paused) ||
+                   at_bound(w->bytes, a->conf->max_inflight_bytes, paused);
         if (full == a->full_paused)
                 return;
         a->full_paused = full;
@@ -282,11 +307,10 @@ void kretry_workers_submit(kretry_adapter_t *a,
         j->part       = part;
         j->gen        = part->gen;
         j->rkm        = rkm;
+        j->bytes      = (int64_t)rkm->key_len + (int64_t)rkm->len;
         *w->wait_tail = j;
         w->wait_tail  = &j->next;
-        w->jobs++;
-        atomic_store_explicit(&a->stats.inflight, w->jobs,
-                              memory_order_relaxed);
+        count(a, j, +1);
         pump(a);
         update_full(a);
 }

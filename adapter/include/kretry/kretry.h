@@ -136,6 +136,9 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *       kretry_handler_t) [1]
  *   max.inflight.messages: handler.concurrency > 1: messages consumed and not
  *       yet decided before fetching pauses [1000]
+ *   max.inflight.bytes: handler.concurrency > 1: bytes of key and value of
+ *       those messages before fetching pauses; a larger message is still
+ *       taken when nothing else is in flight (1..2147483647) [67108864]
  *   versioning.header: header carrying a decimal version; versions not above
  *       the highest handled OK for the key are skipped (empty: off)
  *   versioning.field: with value.format avro: an int or long field of the
@@ -423,7 +426,9 @@ KRETRY_EXPORT void kretry_conf_set_stats_cb(kretry_conf_t *conf,
 /**
  * @brief Render a stats callback document as Prometheus text exposition
  *        (counters kretry_*_total, kretry_handler_latency_seconds,
+ *        kretry_inflight_messages, kretry_inflight_bytes,
  *        kretry_topic_waiting_messages, kretry_topic_oldest_held_age_seconds).
+ *        A figure the document does not carry is left out.
  * @returns the length the full text needs (without NUL); @p dest gets it
  *          NUL-terminated, truncated to @p dest_size; 0 for invalid JSON.
  */
@@ -593,10 +598,16 @@ typedef enum {
         KRETRY_COUNTER_KEEPALIVES = 20,    /**< handler calls that ran longer
                                                 than a second, during which the
                                                 group membership was kept */
-        KRETRY_COUNTER_INFLIGHT = 21 /**< handler.concurrency > 1: messages
-                                          consumed and not yet decided now (in
-                                          the handler, or waiting for a worker
-                                          or their key); 0 otherwise */
+        KRETRY_COUNTER_INFLIGHT = 21, /**< handler.concurrency > 1: messages
+                                           consumed and not yet decided now
+                                           (in the handler, or waiting for a
+                                           worker or their key); 0 otherwise
+                                           */
+        KRETRY_COUNTER_INFLIGHT_BYTES = 22 /**< handler.concurrency > 1: the
+                                                bytes of key and value of
+                                                those messages now (bounded by
+                                                max.inflight.bytes); 0
+                                                otherwise */
 } kretry_counter_t;
 
 /**
@@ -611,7 +622,10 @@ KRETRY_EXPORT int64_t kretry_adapter_counter(const kretry_adapter_t *adapter,
  * @brief Render every counter as one JSON object:
  *        {"consumed":N,"ok":N,"handler_calls":N,"retried":[t1,t2,...],
  *         "dead_lettered":{"permanent":N,"exhausted":N,"expired":N,
- *         "schema":N},"produce_errors":N,"held":N}
+ *         "schema":N},"produce_errors":N,"held":N,...,
+ *         "inflight":N,"inflight_bytes":N}
+ *        ("inflight" and "inflight_bytes": KRETRY_COUNTER_INFLIGHT and
+ *        KRETRY_COUNTER_INFLIGHT_BYTES, gauges of the moment)
  * @returns the length the full text needs (without NUL); @p dest gets it
  *          NUL-terminated, truncated to @p dest_size. Thread-safe.
  */
