@@ -8,6 +8,7 @@
 #include "adapter_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,15 @@ int64_t kretry_now_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int kretry_left_ms(int64_t deadline, int cap) {
+        int64_t left = deadline - kretry_now_ms();
+        if (left <= 0)
+                return 0;
+        if (cap >= 0 && left > cap)
+                return cap;
+        return left > INT_MAX ? INT_MAX : (int)left;
 }
 
 void kretry_log(kretry_adapter_t *a,
@@ -696,12 +706,11 @@ static int drain_producer(kretry_adapter_t *a, int64_t deadline) {
                         return 0;
                 if (!a->inflight && a->producer_fatal)
                         return -1; /* the failed copies can never be made */
-                if (now >= deadline)
+                int left = kretry_left_ms(deadline, 100);
+                if (!left)
                         return -1;
-                if (wait < 0 || wait > 100)
-                        wait = 100;
-                if (wait > deadline - now)
-                        wait = deadline - now;
+                if (wait < 0 || wait > left)
+                        wait = left;
                 rd_kafka_poll(a->producer, (int)wait);
         }
 }
@@ -719,10 +728,9 @@ static rd_kafka_resp_err_t commit_bounded(kretry_adapter_t *a,
                 return RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
         rd_kafka_resp_err_t err =
                 rd_kafka_commit_queue(a->consumer, NULL, q, NULL, NULL);
-        int64_t now;
-        while (!err && (now = kretry_now_ms()) < deadline) {
-                rd_kafka_event_t *ev = rd_kafka_queue_poll(
-                        q, (int)(deadline - now > 100 ? 100 : deadline - now));
+        int left;
+        while (!err && (left = kretry_left_ms(deadline, 100)) > 0) {
+                rd_kafka_event_t *ev = rd_kafka_queue_poll(q, left);
                 if (!ev)
                         continue;
                 int done =
@@ -818,11 +826,10 @@ static int close_consumer(kretry_adapter_t *a) {
                            rd_kafka_error_string(e));
                 rd_kafka_error_destroy(e);
         }
-        int64_t now;
+        int left;
         while (q && !e && !rd_kafka_consumer_closed(a->consumer) &&
-               (now = kretry_now_ms()) < deadline) {
-                int64_t wait = deadline - now > 100 ? 100 : deadline - now;
-                rd_kafka_message_t *rkm = rd_kafka_consume_queue(q, (int)wait);
+               (left = kretry_left_ms(deadline, 100)) > 0) {
+                rd_kafka_message_t *rkm = rd_kafka_consume_queue(q, left);
                 if (rkm)
                         rd_kafka_message_destroy(rkm);
         }

@@ -202,6 +202,9 @@ struct kretry_adapter_s {
 };
 
 int64_t kretry_now_ms(void);
+/* ms from now until @p deadline (kretry_now_ms), at least 0 and at most
+ * @p cap (no cap when negative): how long a bounded wait may block. */
+int kretry_left_ms(int64_t deadline, int cap);
 void kretry_log(kretry_adapter_t *a,
                 kretry_log_level_t level,
                 const char *fac,

@@ -135,12 +135,6 @@ static int64_t range(kretry_adapter_t *a,
         }
 }
 
-/* ms left until @p deadline, at least 0. */
-static int left_ms(int64_t deadline) {
-        int64_t left = deadline - kretry_now_ms();
-        return left > 0 ? (int)left : 0;
-}
-
 /* A partition's watermarks, asked again until @p deadline: one without a
  * leader (a broker restarting) is answered at once with an error. */
 static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk,
@@ -151,11 +145,11 @@ static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk,
         for (;;) {
                 rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
                         rk, tp->topic, tp->partition, lo, hi,
-                        left_ms(deadline));
-                int left = left_ms(deadline);
+                        kretry_left_ms(deadline, -1));
+                int left = kretry_left_ms(deadline, 100);
                 if (!err || !left)
                         return err;
-                struct timespec ts = {0, (left < 100 ? left : 100) * 1000000L};
+                struct timespec ts = {0, left * 1000000L};
                 nanosleep(&ts, NULL);
         }
 }
@@ -168,7 +162,8 @@ static int plan(kretry_adapter_t *a,
                 rd_kafka_topic_partition_list_t *l,
                 int64_t deadline,
                 int *unknown) {
-        rd_kafka_resp_err_t err = rd_kafka_committed(rk, l, left_ms(deadline));
+        rd_kafka_resp_err_t err =
+                rd_kafka_committed(rk, l, kretry_left_ms(deadline, -1));
         if (err)
                 kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
                            "committed offsets: %s; reading tiers from the "
@@ -363,7 +358,8 @@ static void source_resume(kretry_adapter_t *a,
                         rd_kafka_topic_partition_list_add(
                                 l, a->topics[0], parts->elems[i].partition);
         rd_kafka_resp_err_t err =
-                l->cnt ? rd_kafka_committed(rk, l, left_ms(deadline)) : 0;
+                l->cnt ? rd_kafka_committed(rk, l, kretry_left_ms(deadline, -1))
+                       : 0;
         if (err)
                 kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
                            "committed source offsets: %s; tier copies are "

@@ -399,8 +399,8 @@ void kretry_workers_revoke(kretry_adapter_t *a,
                 w->wait_tail = &(*w->wait_tail)->next;
         int n;
         while (kretry_workers_reap(a), (n = running_in(a, l)) > 0) {
-                int64_t now = kretry_now_ms();
-                if (now >= deadline) {
+                int wait = kretry_left_ms(deadline, 100);
+                if (!wait) {
                         kretry_log(a, KRETRY_LOG_WARNING, "REVOKE",
                                    "%d handler call(s) of revoked partitions "
                                    "still running after %d ms; their results "
@@ -408,7 +408,6 @@ void kretry_workers_revoke(kretry_adapter_t *a,
                                    n, a->conf->revoke_timeout_ms);
                         return;
                 }
-                int64_t wait = deadline - now > 100 ? 100 : deadline - now;
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
                 ts.tv_nsec += (long)(wait % 1000) * 1000000;
