@@ -142,14 +142,18 @@ void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
         part->paused = want;
 }
 
-void kretry_breaker_apply(kretry_adapter_t *a, int paused) {
-        a->breaker_paused = paused;
-        atomic_store_explicit(&a->stats.breaker_open, paused,
-                              memory_order_relaxed);
+void kretry_update_pause_all(kretry_adapter_t *a) {
         for (int t = 0; t < a->topic_cnt; t++)
                 for (int p = 0; p < a->part_cap[t]; p++)
                         if (a->parts[t][p])
                                 kretry_part_update_pause(a, a->parts[t][p]);
+}
+
+void kretry_breaker_apply(kretry_adapter_t *a, int paused) {
+        a->breaker_paused = paused;
+        atomic_store_explicit(&a->stats.breaker_open, paused,
+                              memory_order_relaxed);
+        kretry_update_pause_all(a);
         if (paused)
                 kretry_log(a, KRETRY_LOG_WARNING, "BREAKER",
                            "circuit open: %d transient failures in a row "

@@ -219,6 +219,9 @@ void kretry_log(kretry_adapter_t *a,
 kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p);
 kretry_part_t *kretry_part_find(kretry_adapter_t *a, int tier, int32_t p);
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
+/* kretry_part_update_pause for every partition: after the breaker or the
+ * in-flight bound changed what every partition should be. */
+void kretry_update_pause_all(kretry_adapter_t *a);
 void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part);
 void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part);
 /* Pause (1) or resume (0) every assigned partition for the breaker. */

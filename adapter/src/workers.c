@@ -285,10 +285,7 @@ static void update_full(kretry_adapter_t *a) {
         if (full == a->full_paused)
                 return;
         a->full_paused = full;
-        for (int t = 0; t < a->topic_cnt; t++)
-                for (int p = 0; p < a->part_cap[t]; p++)
-                        if (a->parts[t][p])
-                                kretry_part_update_pause(a, a->parts[t][p]);
+        kretry_update_pause_all(a);
 }
 
 void kretry_workers_submit(kretry_adapter_t *a,
