@@ -391,7 +391,7 @@ void kretry_restore(kretry_adapter_t *a,
         int left         = read_all(a, rk, to_read(a, parts), deadline);
         if (a->conf->ordering == KRETRY_ORDER_KEY && a->conf->park_key)
                 left += read_all(a, rk, parked_sources(a, parts), deadline);
-        if (a->conf->ordering)
+        if (a->conf->ordering == KRETRY_ORDER_KEY)
                 source_resume(a, rk, parts, deadline);
         if (left)
                 kretry_log(a, KRETRY_LOG_ERR, "RESTORE",
