@@ -683,6 +683,13 @@ static kretry_action_t long_handler(kretry_msg_t *msg, void *opaque) {
                 atomic_store(&slow_running, 0);
                 atomic_fetch_add(&slow_ok, 1);
         } else {
+                /* "slow" was taken first; its worker may not have entered
+                 * the call yet. Wait for it (2 s at most): a slow call that
+                 * kept this key waiting would leave the count short. */
+                for (int i = 0; i < 2000 && !atomic_load(&slow_running) &&
+                                !atomic_load(&slow_ok);
+                     i++)
+                        sleep_us(1000);
                 atomic_fetch_add(&fast_during_slow, atomic_load(&slow_running));
                 atomic_fetch_add(&fast_ok, 1);
         }
