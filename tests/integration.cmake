@@ -8,6 +8,7 @@ target_compile_definitions(it_kill PRIVATE IT_WORKER_PATH="$<TARGET_FILE:it_work
 kretry_add_suite(it_rebalance TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_ordering TIMEOUT 300 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_concurrency TIMEOUT 300 LABELS integration SOURCES it_harness.c)
+kretry_add_suite(it_async TIMEOUT 300 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_avro TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_contract TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 target_link_libraries(it_contract PRIVATE PkgConfig::JANSSON)

@@ -53,22 +53,13 @@ typedef struct {
         atomic_int violations; /* a call before an earlier one of its key */
 } key_state_t;
 
-static void parse(kretry_msg_t *msg, int *key, int *seq) {
-        size_t len;
-        const char *v = kretry_msg_value(msg, &len);
-        char buf[32];
-        snprintf(buf, sizeof(buf), "%.*s", (int)(len < 31 ? len : 31), v);
-        *key = atoi(buf);
-        *seq = atoi(strchr(buf, ':') + 1);
-}
-
 /* 0-3 ms of work, 10 % transient failures; asserts from inside the
  * handler that its key has no other call running and that every earlier
  * message of the key was resolved (a retry repeats its own seq). */
 static kretry_action_t key_handler(kretry_msg_t *msg, void *opaque) {
         key_state_t *st = opaque;
         int key, seq;
-        parse(msg, &key, &seq);
+        it_key_seq(msg, &key, &seq);
         enter();
         if (atomic_fetch_add(&st->in_handler[key], 1) != 0 &&
             atomic_fetch_add(&st->overlaps, 1) < 5)

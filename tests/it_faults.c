@@ -199,9 +199,9 @@ static void test_fatal_producer(void) {
                              log_has("sequence broken on purpose; stopping"),
                      CU_FALSE, "no log line says the producer failed: %s",
                      log_text);
+        kretry_adapter_destroy(a); /* joins the handler's thread */
         const it_call_t *c[4];
         KT_ASSERT_INT_EQ(it_calls_for(env, "retry1-lost", c, 4), 1);
-        kretry_adapter_destroy(a);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
         KT_ASSERT_INT_EQ(kt_consume(env->c, env->tiers[0], 1, 500, NULL, NULL),
                          0);
@@ -633,7 +633,9 @@ static void watch_log(kretry_log_level_t level,
 }
 
 /* A handler call longer than max.poll.interval.ms does not get the consumer
- * kicked out of the group: the keep-alive thread holds the membership. */
+ * kicked out of the group: the handler runs on its worker thread while the
+ * polling thread keeps serving the group (at handler.concurrency 1, the
+ * default). */
 static void test_long_handler(void) {
         it_env_t *env = it_env_new("20ms", 1);
         it_produce(env, 0, "k", "slow8", NULL);
@@ -644,7 +646,6 @@ static void test_long_handler(void) {
         poll_exceeded       = 0;
         kretry_adapter_t *a = it_adapter(conf);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 30000));
-        KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_KEEPALIVES, 0) >= 1);
         /* Give a kicked-out consumer the time to notice and say so. */
         int64_t end = kt_now_ms() + 500;
         while (kt_now_ms() < end)

@@ -1,5 +1,7 @@
 #include "it_harness.h"
 
+#include <pthread.h>
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,10 +43,22 @@ void it_env_destroy(it_env_t *env) {
         free(env);
 }
 
+static pthread_mutex_t record_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void record_locked(it_env_t *env, kretry_msg_t *msg);
+
+/* The handler runs on a worker thread: a call is filled in before it is
+ * counted, so that a test reading env->calls[0 .. call_cnt) sees it whole. */
 static void record(it_env_t *env, kretry_msg_t *msg) {
+        pthread_mutex_lock(&record_lock);
+        record_locked(env, msg);
+        pthread_mutex_unlock(&record_lock);
+}
+
+static void record_locked(it_env_t *env, kretry_msg_t *msg) {
         if (env->call_cnt >= IT_MAX_CALLS - 1)
                 return;
-        it_call_t *c = &env->calls[env->call_cnt++];
+        it_call_t *c = &env->calls[env->call_cnt];
         size_t len;
         const char *v = kretry_msg_value(msg, &len);
         memset(c, 0, sizeof(*c));
@@ -83,6 +97,7 @@ static void record(it_env_t *env, kretry_msg_t *msg) {
                 snprintf(b, sizeof(b), "%.*s", (int)hn, (const char *)hv);
                 c->due_ts = strtoll(b, NULL, 10);
         }
+        __atomic_store_n(&env->call_cnt, env->call_cnt + 1, __ATOMIC_RELEASE);
 }
 
 kretry_action_t it_handler(kretry_msg_t *msg, void *opaque) {
@@ -242,6 +257,27 @@ void it_produce(it_env_t *env,
                                              key, key ? strlen(key) : 0, value,
                                              value ? strlen(value) : 0, hdrs);
         KT_REQUIRE(err == 0);
+}
+
+void it_produce_keys(it_env_t *env, int keys, int per_key) {
+        for (int s = 0; s < per_key; s++)
+                for (int k = 0; k < keys; k++) {
+                        char key[16], v[32];
+                        snprintf(key, sizeof(key), "key-%d", k);
+                        snprintf(v, sizeof(v), "%d:%d", k, s);
+                        it_produce(env, k % env->parts, key, v, NULL);
+                }
+}
+
+void it_key_seq(const kretry_msg_t *msg, int *key, int *seq) {
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%.*s", (int)(len < 31 ? len : 31),
+                 v ? v : "");
+        const char *colon = strchr(buf, ':');
+        *key              = atoi(buf);
+        *seq              = colon ? atoi(colon + 1) : 0;
 }
 
 int it_calls_for(const it_env_t *env,

@@ -86,6 +86,13 @@ void it_produce(it_env_t *env,
                 rd_kafka_headers_t *hdrs);
 
 /* Calls recorded for @p value. */
+/* @p keys keys ("key-K") of @p per_key messages each, valued "K:S", key K
+ * on partition K mod parts, in rounds: every key's S-th message, then the
+ * next S. */
+void it_produce_keys(it_env_t *env, int keys, int per_key);
+/* A message of it_produce_keys(): its K and S. */
+void it_key_seq(const kretry_msg_t *msg, int *key, int *seq);
+
 int it_calls_for(const it_env_t *env,
                  const char *value,
                  const it_call_t **out,

@@ -67,22 +67,12 @@ static int all_resolved(const order_state_t *st, kretry_adapter_t *a) {
         return ok + dlq >= KEYS * PER_KEY;
 }
 
-static void produce_keys(it_env_t *env) {
-        for (int s = 0; s < PER_KEY; s++)
-                for (int k = 0; k < KEYS; k++) {
-                        char key[16], v[32];
-                        snprintf(key, sizeof(key), "key-%d", k);
-                        snprintf(v, sizeof(v), "%d:%d", k, s);
-                        it_produce(env, k % env->parts, key, v, NULL);
-                }
-}
-
 /* For every key the handler sees non-decreasing sequence numbers (a retry
  * repeats its own), under ~30% transient failures and a few permanent ones;
  * nothing is lost. */
 static void test_key_order_under_failures(void) {
         it_env_t *env = it_env_new("20ms,40ms", 3);
-        produce_keys(env);
+        it_produce_keys(env, KEYS, PER_KEY);
         static order_state_t st;
         memset(&st, 0, sizeof(st));
         st.permanent_every  = 11;
@@ -558,7 +548,7 @@ static void test_park_rebuilt(void) {
  * handover (chains rebuilt by the new owner), nothing is lost. */
 static void test_key_order_rebalance(void) {
         it_env_t *env = it_env_new("20ms,40ms", 4);
-        produce_keys(env);
+        it_produce_keys(env, KEYS, PER_KEY);
         static order_state_t st;
         memset(&st, 0, sizeof(st));
         kretry_conf_t *c1 = it_conf(env, "ordering", "key",

@@ -123,8 +123,8 @@ kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p) {
 
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
         int want =
-                part->assigned && (part->held || part->produce_failures > 0 ||
-                                   a->breaker_paused || a->full_paused);
+                part->assigned &&
+                (part->held || part->produce_failures > 0 || a->breaker_paused);
         if (want == part->paused)
                 return;
         rd_kafka_topic_partition_list_t *l =
@@ -320,11 +320,14 @@ setup_clients(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         a->cq                     = rd_kafka_queue_get_consumer(a->consumer);
         a->pq                     = rd_kafka_queue_get_main(a->producer);
         a->tq                     = rd_kafka_queue_new(a->consumer);
-        if (!a->tq) {
-                snprintf(errstr, errstr_size, "cannot create the tier queue");
+        a->sq                     = rd_kafka_queue_new(a->consumer);
+        if (!a->tq || !a->sq) {
+                snprintf(errstr, errstr_size,
+                         "cannot create the tier and source queues");
                 return KRETRY_ERR_NO_MEM;
         }
         rd_kafka_queue_io_event_enable(a->tq, a->efd, &one, sizeof(one));
+        rd_kafka_queue_io_event_enable(a->sq, a->efd, &one, sizeof(one));
         rd_kafka_queue_io_event_enable(a->cq, a->efd, &one, sizeof(one));
         rd_kafka_queue_io_event_enable(a->pq, a->efd, &one, sizeof(one));
         return KRETRY_ERR_OK;
@@ -392,12 +395,7 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
                 err = setup_clients(a, errstr, errstr_size);
         if (!err)
                 err = subscribe(a, errstr, errstr_size);
-        if (!err && kretry_keepalive_start(a)) {
-                snprintf(errstr, errstr_size,
-                         "cannot start the handler keep-alive thread");
-                err = KRETRY_ERR_NO_MEM;
-        }
-        if (!err && conf->concurrency > 1 && kretry_workers_start(a)) {
+        if (!err && kretry_workers_start(a)) {
                 snprintf(errstr, errstr_size,
                          "cannot start %d handler worker threads",
                          conf->concurrency);
@@ -489,27 +487,28 @@ static void refetch_later(kretry_adapter_t *a,
 
 static int dispatch_due(kretry_adapter_t *a, int64_t now);
 
-/* The next tier message, if any. */
-static rd_kafka_message_t *take_tier(kretry_adapter_t *a) {
+/* The next message of @p q, if any. */
+static rd_kafka_message_t *take(rd_kafka_queue_t *q) {
         /* A length check is a lock and a read; an empty consume costs
          * several times that, on every message of the happy path. */
-        return rd_kafka_queue_length(a->tq) ? rd_kafka_consume_queue(a->tq, 0)
-                                            : NULL;
+        return rd_kafka_queue_length(q) ? rd_kafka_consume_queue(q, 0) : NULL;
 }
 
-/* Tier messages first: a source backlog prefetched ahead of them must not
- * make due retries wait (tier partitions feed their own queue, see
- * rebalance.c). Every eighth take prefers the consumer queue, so the source
- * and the group's events (served by consumer_poll) never starve. */
+/* The group's events first (served by consumer_poll: a message comes that
+ * way only from a source partition whose forward is not set yet), then tier
+ * messages: a source backlog prefetched ahead of them must not make due
+ * retries wait (see rebalance.c). Every eighth take prefers the source, so
+ * that it never starves. */
 static rd_kafka_message_t *next_message(kretry_adapter_t *a, int n) {
         rd_kafka_message_t *rkm = NULL;
-        if (n % 8 != 7)
-                rkm = take_tier(a);
-        if (!rkm)
-                rkm = rd_kafka_consumer_poll(a->consumer, 0);
-        if (!rkm && n % 8 == 7)
-                rkm = take_tier(a);
-        return rkm;
+        if (rd_kafka_queue_length(a->cq) &&
+            (rkm = rd_kafka_consumer_poll(a->consumer, 0)))
+                return rkm;
+        if (n % 8 == 7 && (rkm = take(a->sq)))
+                return rkm;
+        if ((rkm = take(a->tq)))
+                return rkm;
+        return take(a->sq);
 }
 
 /* The partition @p rkm was consumed from, or NULL when not assigned. */
@@ -528,35 +527,66 @@ static kretry_part_t *assigned_part(kretry_adapter_t *a,
  * caller then sleeps: a group event wakes it through the eventfd. */
 static void serve_paused(kretry_adapter_t *a) {
         for (int n = 0; n < KRETRY_POLL_BATCH && !a->fatal; n++) {
-                rd_kafka_message_t *rkm =
-                        rd_kafka_consumer_poll(a->consumer, 0);
-                if (!rkm)
+                rd_kafka_message_t *rkm = take(a->tq);
+                if (!rkm && !(rkm = take(a->sq)) &&
+                    !(rkm = rd_kafka_consumer_poll(a->consumer, 0)))
                         return;
                 kretry_part_t *part = rkm->err ? NULL : assigned_part(a, rkm);
                 if (rkm->err)
                         consumer_error(a, rkm);
                 if (part)
                         refetch_later(a, part, rkm,
-                                      a->breaker_paused
-                                              ? "while the breaker is open"
-                                              : "while max.inflight.messages "
-                                                "or max.inflight.bytes are in "
-                                                "flight");
+                                      "while the breaker is open");
                 else
                         rd_kafka_message_destroy(rkm);
         }
 }
 
+/* Handle what one consumed @p rkm calls for. */
+static void consumed(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
+        if (rkm->err) {
+                consumer_error(a, rkm);
+                rd_kafka_message_destroy(rkm);
+                return;
+        }
+        kretry_part_t *part = assigned_part(a, rkm);
+        if (!part)
+                rd_kafka_message_destroy(rkm);
+        else if (part->held)
+                refetch_later(a, part, rkm, "behind a held message");
+        else
+                kretry_process(a, part, rkm);
+}
+
 static int consume(kretry_adapter_t *a) {
         int n;
-        if (a->breaker_paused || a->full_paused) {
+        if (a->breaker_paused) {
                 serve_paused(a);
                 return 0;
         }
+        /* max.inflight.messages reached: no message is taken, nothing is
+         * paused (a pause drops what librdkafka prefetched), the group's
+         * events are served; a result coming back wakes the loop. A
+         * message on the consumer queue itself is taken all the same: its
+         * partition's forward is being set (rebalance.c). */
+        if (a->full) {
+                rd_kafka_message_t *rkm;
+                for (n = 0; n < KRETRY_POLL_BATCH && !a->fatal &&
+                            (rkm = rd_kafka_consumer_poll(a->consumer, 0));
+                     n++)
+                        consumed(a, rkm);
+                return n;
+        }
+        /* Polled once whatever else waits: it serves the group's events and
+         * tells librdkafka the application is polling
+         * (max.poll.interval.ms), which taking from tq and sq also does. */
+        rd_kafka_message_t *first = rd_kafka_consumer_poll(a->consumer, 0);
+        if (first)
+                consumed(a, first);
         /* Nothing more is taken once the breaker paused every partition:
          * a message polled now would be skipped on resume. */
         for (n = 0; n < KRETRY_POLL_BATCH && !atomic_load(&a->stop) &&
-                    !a->breaker_paused && !a->full_paused && !a->fatal;
+                    !a->breaker_paused && !a->full && !a->fatal;
              n++) {
                 if (n > 0 && n % KRETRY_SERVE_EVERY == 0) {
                         rd_kafka_poll(a->producer, 0);
@@ -566,24 +596,14 @@ static int consume(kretry_adapter_t *a) {
                 }
                 rd_kafka_message_t *rkm = next_message(a, n);
                 if (!rkm)
-                        return n;
-                if (rkm->err) {
-                        consumer_error(a, rkm);
-                        rd_kafka_message_destroy(rkm);
-                        continue;
-                }
-                kretry_part_t *part = assigned_part(a, rkm);
-                if (!part)
-                        rd_kafka_message_destroy(rkm);
-                else if (part->held)
-                        refetch_later(a, part, rkm, "behind a held message");
-                else
-                        kretry_process(a, part, rkm);
+                        return n + !!first;
+                consumed(a, rkm);
         }
         /* A full batch: more may be waiting. A batch cut short by the
-         * breaker or a fatal error is not: the next poll may sleep. */
+         * breaker, max.inflight.messages or a fatal error is not: the next
+         * poll may sleep. */
         a->more = n >= KRETRY_POLL_BATCH;
-        return n;
+        return n + !!first;
 }
 
 static int step(kretry_adapter_t *a) {
@@ -594,12 +614,13 @@ static int step(kretry_adapter_t *a) {
                 kretry_breaker_apply(a, 0);
         n += kretry_workers_reap(a); /* results, then what may run now */
         if (now >= a->forward_at) {
-                kretry_forward_tiers_all(a);
+                kretry_forward_parts_all(a);
                 a->forward_at = now + 1000;
         }
         kretry_retry_failed(a, now);
         n += dispatch_due(a, now);
         n += consume(a);
+        kretry_workers_flush(a); /* what was consumed goes to the handler */
         if (n && (a->versions_topic || a->conf->ordering == KRETRY_ORDER_KEY))
                 kretry_stats_gauges(a);
         kretry_stats_maybe_emit(a, now);
@@ -622,9 +643,8 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
                 next = a->emit_next;
         if (a->breaker_paused && (next < 0 || a->breaker.open_until < next))
                 next = a->breaker.open_until;
-        /* Tier forwards are renewed every second while tiers are assigned. */
-        if (a->topic_cnt > 1 && a->forward_at > 0 &&
-            (next < 0 || a->forward_at < next))
+        /* Partition forwards are renewed every second. */
+        if (a->forward_at > 0 && (next < 0 || a->forward_at < next))
                 next = a->forward_at;
         if (next < 0)
                 return -1;
@@ -645,6 +665,8 @@ static void wait_event(kretry_adapter_t *a, int timeout_ms) {
         int next = kretry_adapter_next_timeout_ms(a);
         if (next >= 0 && (timeout_ms < 0 || next < timeout_ms))
                 timeout_ms = next;
+        if (!kretry_workers_idle(a))
+                return; /* a result came back since the last step */
         struct pollfd pfd = {.fd = a->efd, .events = POLLIN};
         if (poll(&pfd, 1, timeout_ms) > 0)
                 drain_fd(a);
@@ -667,6 +689,13 @@ kretry_err_t kretry_adapter_poll(kretry_adapter_t *a, int timeout_ms) {
             !atomic_load(&a->stop)) {
                 wait_event(a, timeout_ms);
                 step(a);
+        }
+        /* A result that comes back from now on writes the fd; one that
+         * came back since the last step makes it readable now. */
+        if (!kretry_workers_idle(a)) {
+                uint64_t one = 1;
+                ssize_t w    = write(a->efd, &one, sizeof(one));
+                (void)w;
         }
         if (a->fatal)
                 return KRETRY_ERR_FATAL;
@@ -848,6 +877,7 @@ static int close_consumer(kretry_adapter_t *a) {
                 rd_kafka_set_log_level(a->consumer, -1);
                 rd_kafka_queue_io_event_enable(a->cq, -1, NULL, 0);
                 rd_kafka_queue_io_event_enable(a->tq, -1, NULL, 0);
+                rd_kafka_queue_io_event_enable(a->sq, -1, NULL, 0);
                 kretry_log(a, KRETRY_LOG_ERR, "CLOSE",
                            "leaving the group cut short after %lld ms "
                            "(revoke.timeout.ms %d + %d): the cluster does not "
@@ -921,7 +951,6 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
                 return;
         if (a->consumer && !a->closed)
                 kretry_adapter_close(a);
-        kretry_keepalive_stop(a);
         /* Joined before anything their jobs point at is released. */
         kretry_workers_stop(a);
         purge_producer(a);
@@ -944,6 +973,8 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
                         rd_kafka_topic_destroy(a->rkts[t]);
         if (a->tq)
                 rd_kafka_queue_destroy(a->tq);
+        if (a->sq)
+                rd_kafka_queue_destroy(a->sq);
         if (a->cq)
                 rd_kafka_queue_destroy(a->cq);
         if (a->consumer)

@@ -47,6 +47,8 @@ typedef struct kretry_part_s {
         int produce_failures; /* copies from here waiting to be re-produced */
         int paused;           /* what we last asked librdkafka */
         struct kretry_part_s *next_held; /* list of parts with a held message */
+        kretry_gate_t gate; /* ordering=partition: its messages in flight
+                               (workers.c) */
         /* Source partitions only: per-key state shared with the tier
          * partitions of the same number (ordering key, versioning). */
         kretry_chains_t chains;
@@ -154,14 +156,6 @@ struct kretry_adapter_s {
         char *versions_topic;  /* NULL when versioning is off */
         kretry_codec_t *codec; /* value.format avro */
         kretry_breaker_t breaker;
-        /* keepalive.c: a slow handler keeps the group membership */
-        atomic_ulong ka_seq; /* odd while a handler call runs */
-        pthread_t ka_thread;
-        pthread_mutex_t ka_lock;
-        pthread_cond_t ka_cond;
-        rd_kafka_queue_t *ka_queue;
-        atomic_int ka_stop;
-        int ka_running;
         int breaker_paused; /* every partition paused by the breaker */
         rd_kafka_t *consumer, *producer;
         rd_kafka_t *restorer;    /* reads tiers and changelog on assignment */
@@ -171,7 +165,9 @@ struct kretry_adapter_s {
         rd_kafka_topic_t *vrkt; /* producer handle of the version changelog */
         rd_kafka_queue_t *cq, *pq;
         rd_kafka_queue_t *tq; /* tier partitions' messages, served first */
-        int64_t forward_at;   /* next renewal of the tier forwards */
+        rd_kafka_queue_t *sq; /* source partitions' messages: cq carries
+                                 only the group's events (rebalance.c) */
+        int64_t forward_at;   /* next renewal of the partition forwards */
         int efd;
         kretry_part_t ***parts; /* [topic][partition] */
         int *part_cap;          /* per topic */
@@ -191,9 +187,10 @@ struct kretry_adapter_s {
         int fatal;          /* a client raised a fatal error: stop */
         int producer_fatal; /* the producer's, logged; no copy is made */
         kretry_stats_t stats;
-        /* workers.c: handler.concurrency > 1, NULL otherwise */
+        /* workers.c: the handler's threads */
         struct kretry_workers_s *workers;
-        int full_paused; /* every partition paused: max.inflight.messages */
+        int full; /* max.inflight.messages or .bytes reached: nothing more
+                     is taken from tq and sq, nothing is paused */
         /* stats_emit.c, on the adapter's thread */
         kretry_latency_t latency;
         int64_t *topic_consumed; /* per topic */
@@ -233,10 +230,11 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                          rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts,
                          void *opaque);
-/* Point the tier partitions of @p l (or every assigned one) at a->tq. */
-void kretry_forward_tiers(kretry_adapter_t *a,
+/* Point the partitions of @p l (or every assigned one) at a->tq (tiers)
+ * and a->sq (source). */
+void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l);
-void kretry_forward_tiers_all(kretry_adapter_t *a);
+void kretry_forward_parts_all(kretry_adapter_t *a);
 /* Finish in-flight copies until @p deadline, commit synchronously. */
 void kretry_drain_and_commit(kretry_adapter_t *a, int64_t deadline);
 
@@ -356,7 +354,7 @@ void kretry_stats_gauges(kretry_adapter_t *a);
  * returns ms until the next emission, or -1 when there is none. */
 int64_t kretry_stats_maybe_emit(kretry_adapter_t *a, int64_t now);
 
-/* workers.c: handler.concurrency > 1. */
+/* workers.c: the handler's threads. */
 int kretry_workers_start(kretry_adapter_t *a);
 /* Join the workers and release every message not decided (destroy). */
 void kretry_workers_stop(kretry_adapter_t *a);
@@ -367,15 +365,16 @@ void kretry_workers_submit(kretry_adapter_t *a,
 /* Decide the results the workers returned, then dispatch what may run;
  * returns the results decided. */
 int kretry_workers_reap(kretry_adapter_t *a);
+/* Dispatch what was submitted and may run now. */
+void kretry_workers_flush(kretry_adapter_t *a);
+/* 1 when no result waits: the next one then writes the eventfd (call
+ * before the polling thread sleeps or returns to the application). */
+int kretry_workers_idle(kretry_adapter_t *a);
 /* Revocation of @p l: drop its waiting messages and wait, until
  * @p deadline, for its messages in the handler, deciding their results. */
 void kretry_workers_revoke(kretry_adapter_t *a,
                            const rd_kafka_topic_partition_list_t *l,
                            int64_t deadline);
-
-/* keepalive.c */
-int kretry_keepalive_start(kretry_adapter_t *a);
-void kretry_keepalive_stop(kretry_adapter_t *a);
 
 /* restore.c: rebuild ordering chains and the version store of the source
  * partitions in @p l before any of their messages is handled. */

@@ -62,18 +62,23 @@ static const struct prop {
          "none|key|partition"},
         {"handler.concurrency", PROP_INT, offsetof(kretry_conf_t, concurrency),
          1, 1024, "1",
-         "messages in the handler at once, each on one of this many worker "
-         "threads (1: the handler runs on the polling thread)"},
+         "messages in the handler at once (held ones included), each on one "
+         "of this many worker threads"},
+        {"handler.thread", PROP_CHOICE,
+         offsetof(kretry_conf_t, handler_poll_thread), 0, 0, "worker",
+         "worker: the handler runs on kretry's worker threads; poll: on the "
+         "thread that calls kretry_adapter_poll(), which it must not block "
+         "(hold the message and complete it later)",
+         "worker|poll"},
         {"max.inflight.messages", PROP_INT,
          offsetof(kretry_conf_t, max_inflight), 1, 10000000, "1000",
-         "handler.concurrency > 1: messages consumed and not yet decided (in "
-         "the handler or waiting for a worker or their key) before fetching "
-         "pauses"},
+         "messages consumed and not yet decided (in the handler or waiting "
+         "for a worker or their key) before no more are taken"},
         {"max.inflight.bytes", PROP_INT,
          offsetof(kretry_conf_t, max_inflight_bytes), 1, 2147483647, "67108864",
-         "handler.concurrency > 1: bytes of key and value of the messages "
-         "consumed and not yet decided before fetching pauses (a message "
-         "larger than this is still taken when nothing else is in flight)"},
+         "bytes of key and value of the messages consumed and not yet "
+         "decided before no more are taken (a message larger than this is "
+         "still taken when nothing else is in flight)"},
         {"ordering.on.dead.letter", PROP_CHOICE,
          offsetof(kretry_conf_t, park_key), 0, 0, "continue",
          "ordering key: when a key's head is dead-lettered, continue with its "

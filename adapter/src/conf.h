@@ -34,10 +34,11 @@ struct kretry_conf_s {
         int breaker_keys;
         int64_t breaker_cooldown_ms;
         kretry_stats_cb_t *stats_cb;
-        int ordering;     /* KRETRY_ORDER_NONE, _KEY, _PARTITION */
-        int concurrency;  /* handler.concurrency: worker threads (1: inline) */
-        int max_inflight; /* max.inflight.messages */
-        int max_inflight_bytes; /* max.inflight.bytes */
+        int ordering;    /* KRETRY_ORDER_NONE, _KEY, _PARTITION */
+        int concurrency; /* handler.concurrency: messages in the handler */
+        int handler_poll_thread; /* handler.thread: 0 worker, 1 poll */
+        int max_inflight;        /* max.inflight.messages */
+        int max_inflight_bytes;  /* max.inflight.bytes */
         int park_key; /* ordering.on.dead.letter: 0 continue, 1 park_key */
         char *version_header; /* "" = versioning off */
         char *version_field;  /* "" = not from an Avro field */

@@ -1,5 +1,6 @@
 #include "keychain.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,25 @@ static void key_free(kretry_chain_key_t *k) {
 
 static kretry_pending_t *items(kretry_chain_key_t *k) {
         return k->cap > 1 ? k->many : &k->one;
+}
+
+static int chained(const kretry_chain_key_t *k) {
+        return k->cnt > 0 || k->parked;
+}
+
+/* After a change to @p k (chained before: @p was): count it, and drop its
+ * entry when nothing holds it any more. */
+static void settle(kretry_chains_t *c,
+                   kretry_chain_key_t *k,
+                   int was,
+                   const void *key,
+                   size_t len) {
+        int now = chained(k);
+        c->chained += (size_t)now - (size_t)was;
+        if (now || k->gate.busy || k->gate.head)
+                return;
+        key_free(k);
+        kretry_keymap_del(&c->map, key, len);
 }
 
 void kretry_chains_init(kretry_chains_t *c) {
@@ -26,6 +46,7 @@ void kretry_chains_clear(kretry_chains_t *c) {
         kretry_keymap_clear(&c->map);
         kretry_keymap_clear(&c->superseded);
         c->pending = 0;
+        c->chained = 0;
 }
 
 void kretry_chains_free(kretry_chains_t *c) {
@@ -102,6 +123,7 @@ static kretry_pending_t *entry(kretry_chains_t *c,
         kretry_chain_key_t *k = kretry_keymap_put(&c->map, key, len, NULL);
         if (!k)
                 return NULL;
+        int was              = chained(k);
         kretry_pending_t *it = items(k);
         int i                = 0;
         while (i < k->cnt && it[i].orig_offset < orig_offset)
@@ -109,12 +131,15 @@ static kretry_pending_t *entry(kretry_chains_t *c,
         *createdp = !(i < k->cnt && it[i].orig_offset == orig_offset);
         if (!*createdp)
                 return &it[i];
-        if (reserve(k))
+        if (reserve(k)) {
+                settle(c, k, was, key, len); /* a new entry goes again */
                 return NULL;
+        }
         it = items(k);
         memmove(&it[i + 1], &it[i], sizeof(*it) * (size_t)(k->cnt - i));
         k->cnt++;
         c->pending++;
+        c->chained += !was;
         return &it[i];
 }
 
@@ -187,6 +212,7 @@ void kretry_chains_remove(kretry_chains_t *c,
         kretry_chain_key_t *k = kretry_keymap_get(&c->map, key, len);
         if (!k)
                 return;
+        int was              = chained(k);
         kretry_pending_t *it = items(k);
         for (int i = 0; i < k->cnt; i++) {
                 if (it[i].orig_offset != orig_offset)
@@ -197,10 +223,7 @@ void kretry_chains_remove(kretry_chains_t *c,
                 c->pending--;
                 break;
         }
-        if (k->cnt == 0 && !k->parked) {
-                key_free(k);
-                kretry_keymap_del(&c->map, key, len);
-        }
+        settle(c, k, was, key, len);
 }
 
 size_t
@@ -209,13 +232,11 @@ kretry_chains_park(kretry_chains_t *c, const void *key, size_t len, int on) {
                                    : kretry_keymap_get(&c->map, key, len);
         if (!k)
                 return 0;
-        k->parked = on;
-        if (!on && k->cnt == 0) {
-                key_free(k);
-                kretry_keymap_del(&c->map, key, len);
-                return 0;
-        }
-        return on && k->cnt > 0 ? (size_t)k->cnt - 1 : 0;
+        int was       = chained(k);
+        k->parked     = on;
+        size_t follow = on && k->cnt > 0 ? (size_t)k->cnt - 1 : 0;
+        settle(c, k, was, key, len);
+        return follow;
 }
 
 int kretry_chains_park_evidence(kretry_chains_t *c,
@@ -227,6 +248,7 @@ int kretry_chains_park_evidence(kretry_chains_t *c,
                 return -1;
         if (!k->parked || orig_offset > k->parked_at)
                 k->parked_at = orig_offset;
+        c->chained += !chained(k);
         k->parked = 1;
         return 0;
 }
@@ -251,5 +273,29 @@ void kretry_chains_replayed(kretry_chains_t *c,
 }
 
 size_t kretry_chains_keys(const kretry_chains_t *c) {
-        return c->map.cnt;
+        return c->chained;
+}
+
+kretry_gate_t *
+kretry_chains_gate(kretry_chains_t *c, const void *key, size_t len) {
+        kretry_chain_key_t *k = kretry_keymap_put(&c->map, key, len, NULL);
+        if (!k)
+                return NULL;
+        k->gate.len = len;
+        return &k->gate;
+}
+
+void kretry_chains_gate_idle(kretry_chains_t *c, kretry_gate_t *g) {
+        kretry_chain_key_t *k =
+                (kretry_chain_key_t *)((char *)g -
+                                       offsetof(kretry_chain_key_t, gate));
+        if (chained(k) || g->busy || g->head)
+                return;
+        key_free(k);
+        kretry_keymap_del(&c->map, kretry_keymap_key_of(k, g->len), g->len);
+}
+
+kretry_gate_t *kretry_chains_next_gate(const kretry_chains_t *c, size_t *posp) {
+        kretry_chain_key_t *k = kretry_keymap_next(&c->map, posp, NULL, NULL);
+        return k ? &k->gate : NULL;
 }

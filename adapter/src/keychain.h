@@ -28,6 +28,17 @@ typedef struct {
         int attempt;
 } kretry_pending_t;
 
+/* A key's in-flight state (workers.c): busy while one of its messages is
+ * dispatched (waiting for a worker, or in the handler), and the messages
+ * that wait for it, in consume order (opaque here). The key's entry lives
+ * while its chain, its park or its gate holds it: one entry per key, one
+ * model of where the key stands. */
+typedef struct {
+        int busy;
+        void *head, *tail;
+        size_t len; /* the key's length (kretry_chains_gate_idle) */
+} kretry_gate_t;
+
 typedef struct {
         int cnt, cap;
         kretry_pending_t one; /* inline storage while cap <= 1 */
@@ -36,11 +47,13 @@ typedef struct {
         /* Restore: the highest original offset among the DLQ copies that
          * parked the key; a replayed message above it lifted the park. */
         int64_t parked_at;
+        kretry_gate_t gate;
 } kretry_chain_key_t;
 
 typedef struct {
         kretry_keymap_t map;
         size_t pending; /* messages in all chains */
+        size_t chained; /* keys with a chain or a park */
         /* Older copies of a pending message the restore found above the
          * committed offsets (a crash between a copy and its commit), by
          * tier and offset: acknowledged as duplicates when consumed. */
@@ -133,6 +146,18 @@ void kretry_chains_replayed(kretry_chains_t *c,
                             size_t len,
                             int64_t offset);
 
+/* Keys with a chain or a park (not those only in flight). */
 size_t kretry_chains_keys(const kretry_chains_t *c);
+
+/* The gate of @p key, its entry created when absent; NULL when out of
+ * memory. The pointer stays valid until the gate is idle again and
+ * kretry_chains_gate_idle() was called, or the chains are cleared. */
+kretry_gate_t *
+kretry_chains_gate(kretry_chains_t *c, const void *key, size_t len);
+/* @p g is no longer busy and nothing waits on it: its key's entry goes
+ * unless a chain or a park holds it. */
+void kretry_chains_gate_idle(kretry_chains_t *c, kretry_gate_t *g);
+/* Iterate every gate (start with *posp = 0); NULL at the end. */
+kretry_gate_t *kretry_chains_next_gate(const kretry_chains_t *c, size_t *posp);
 
 #endif

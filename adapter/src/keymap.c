@@ -24,6 +24,10 @@ static void *entry_value(const kretry_keymap_t *m, void *entry, size_t len) {
         return (unsigned char *)entry + ((len + 7) & ~(size_t)7);
 }
 
+const void *kretry_keymap_key_of(const void *value, size_t len) {
+        return (const unsigned char *)value - ((len + 7) & ~(size_t)7);
+}
+
 void kretry_keymap_init(kretry_keymap_t *m, size_t value_size) {
         memset(m, 0, sizeof(*m));
         m->value_size = value_size;

@@ -52,6 +52,9 @@ void *kretry_keymap_next(const kretry_keymap_t *m,
                          const void **keyp,
                          size_t *lenp);
 
+/* The stored key of length @p len whose value is @p value. */
+const void *kretry_keymap_key_of(const void *value, size_t len);
+
 /* Approximate bytes this map holds (slots and entries). */
 size_t kretry_keymap_memory(const kretry_keymap_t *m);
 

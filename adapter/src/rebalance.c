@@ -53,23 +53,29 @@ static void assign_parts(kretry_adapter_t *a,
 }
 
 /* Tier partitions deliver to the adapter's tier queue, served before the
- * consumer queue. The forward is set by the application: librdkafka keeps
- * it when it starts fetching, and drops it when it stops fetching the
- * partition — which, after a revocation, may happen after the partition
- * was assigned again. So it is set on every assignment and renewed every
- * second (kretry_forward_tiers_all): a dropped forward would otherwise
- * leave the partition's messages in its own queue, never served. */
-void kretry_forward_tiers(kretry_adapter_t *a,
+ * source's; source partitions to the source queue, so that the consumer
+ * queue carries only the group's events and can be served while no message
+ * is taken (max.inflight.messages reached: fetching stops without a pause,
+ * which would drop what librdkafka prefetched). The forward is set by the
+ * application: librdkafka keeps it when it starts fetching, and drops it
+ * when it stops fetching the partition — which, after a revocation, may
+ * happen after the partition was assigned again. So it is set on every
+ * assignment and renewed every second (kretry_forward_parts_all): a dropped
+ * forward would otherwise leave a tier partition's messages in its own
+ * queue, never served, and send a source partition's to the consumer
+ * queue (still served, see adapter.c next_message). */
+void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l) {
         rd_kafka_t *rk = a->consumer;
         for (int i = 0; i < l->cnt; i++) {
-                if (kretry_topic_index(a, l->elems[i].topic) <= 0)
+                int tier = kretry_topic_index(a, l->elems[i].topic);
+                if (tier < 0)
                         continue;
                 rd_kafka_queue_t *pq = rd_kafka_queue_get_partition(
                         rk, l->elems[i].topic, l->elems[i].partition);
                 if (!pq)
                         continue;
-                rd_kafka_queue_forward(pq, a->tq);
+                rd_kafka_queue_forward(pq, tier ? a->tq : a->sq);
                 rd_kafka_queue_destroy(pq);
         }
 }
@@ -131,11 +137,9 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                         error = rd_kafka_incremental_assign(rk, l);
                 else
                         aerr = rd_kafka_assign(rk, l);
-                kretry_forward_tiers(a, l);
-                /* An open breaker, or max.inflight.messages reached, holds new
-                 * partitions back as well. */
-                for (int i = 0;
-                     (a->breaker_paused || a->full_paused) && i < l->cnt; i++) {
+                kretry_forward_parts(a, l);
+                /* An open breaker holds new partitions back as well. */
+                for (int i = 0; a->breaker_paused && i < l->cnt; i++) {
                         kretry_part_t *p = kretry_part_find(
                                 a, kretry_topic_index(a, l->elems[i].topic),
                                 l->elems[i].partition);
@@ -171,14 +175,14 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
         rd_kafka_topic_partition_list_destroy(l);
 }
 
-void kretry_forward_tiers_all(kretry_adapter_t *a) {
+void kretry_forward_parts_all(kretry_adapter_t *a) {
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(8);
-        for (int t = 1; t < a->topic_cnt; t++)
+        for (int t = 0; t < a->topic_cnt; t++)
                 for (int p = 0; p < a->part_cap[t]; p++)
                         if (a->parts[t][p] && a->parts[t][p]->assigned)
                                 rd_kafka_topic_partition_list_add(
                                         l, a->topics[t], p);
-        kretry_forward_tiers(a, l);
+        kretry_forward_parts(a, l);
         rd_kafka_topic_partition_list_destroy(l);
 }

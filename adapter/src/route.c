@@ -403,9 +403,6 @@ static void breaker_feed(kretry_adapter_t *a, kretry_action_t action) {
         }
 }
 
-static int
-no_reserve(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm);
-
 int kretry_prepare(kretry_adapter_t *a,
                    kretry_part_t *part,
                    rd_kafka_message_t *rkm) {
@@ -481,24 +478,10 @@ void kretry_finish(kretry_adapter_t *a,
         route_failure(a, part, action);
 }
 
-/* Hand a tracked message to the handler (kretry_dispatch): on this thread,
- * or with handler.concurrency > 1 to the workers (workers.c). */
+/* Hand a tracked message to the handler (workers.c). */
 static void
 dispatch(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
-        if (a->workers) {
-                kretry_workers_submit(a, part, rkm);
-                return;
-        }
-        if (no_reserve(a, part, rkm))
-                return;
-        if (kretry_prepare(a, part, rkm))
-                return;
-        int64_t us = -1;
-        /* Odd while the handler runs: the keep-alive thread watches it. */
-        atomic_fetch_add_explicit(&a->ka_seq, 1, memory_order_relaxed);
-        kretry_action_t action = kretry_call_handler(a, a->msg, &us);
-        atomic_fetch_add_explicit(&a->ka_seq, 1, memory_order_relaxed);
-        kretry_finish(a, part, action, us);
+        kretry_workers_submit(a, part, rkm);
 }
 
 /* Held messages wait their due time in kretry's memory, their partition
@@ -574,17 +557,6 @@ admit(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
                 }
         }
         dispatch(a, part, rkm);
-}
-
-/* Before anything about @p rkm is decided (handler, keyed state, copy), a
- * copy record is reserved, or the message waits for memory. Returns 1 when
- * it waits. */
-static int
-no_reserve(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
-        if (a->msg->reserve || (a->msg->reserve = reserve_new(a)))
-                return 0;
-        kretry_retry_later(a, part, rkm, "reserving a copy record for");
-        return 1;
 }
 
 void kretry_dispatch(kretry_adapter_t *a,

@@ -1,39 +1,50 @@
 /*
- * handler.concurrency > 1: many messages in the handler at once.
+ * The handler's threads: up to handler.concurrency messages in the handler
+ * at once, in the order the ordering allows.
  *
  * Threading contract. One thread, the polling thread (the one that calls
  * kretry_adapter_poll / _run), owns all Kafka state: the consumer, the
- * producer, the offset trackers, the key chains, the version store, held
- * tier messages, the breaker and the pause state. A fixed pool of N worker
- * threads (N = handler.concurrency) runs only the user's handler. The
- * threads meet at two queues under one lock, never held across a user
- * callback: jobs to the workers, results back to the polling thread, which
- * the worker wakes through the adapter's eventfd (the model is libuv's
- * threadpool: a fixed pool, one queue, an async wake-up of the loop).
+ * producer, the offset trackers, the key chains and gates, the version
+ * store, held tier messages, the breaker. With handler.thread worker (the
+ * default) a fixed pool of handler.concurrency threads runs only the user's
+ * handler, so the polling thread never runs user code and keeps serving
+ * the group (heartbeats, rebalances, max.poll.interval.ms) whatever the
+ * handlers do. With handler.thread poll the polling thread calls the
+ * handler itself (an application's event loop that needs no locks; a long
+ * call must then hold the message and complete it later).
  *
- * A job is one consumed message with its own view (kretry_msg_t), so the
- * handler's view stays valid until the handler returns whatever else is in
- * flight. Everything around the handler is decided on the polling thread:
- * before it (kretry_prepare: malformed copy, parked behind its key, stale
- * version) when the job is dispatched, after it (kretry_finish: OK, tier or
- * DLQ copy, breaker, latency) when its result comes back. The polling thread
- * never runs the handler, so it keeps polling the consumer — heartbeats,
- * rebalances and max.poll.interval.ms are served whatever the handlers do.
+ * The threads meet at two queues under one lock, never held across a user
+ * callback: jobs to the workers, results back to the polling thread (the
+ * model is libuv's threadpool: a fixed pool, one queue, an async wake-up of
+ * the loop). Hand-offs are batched: the polling thread queues every job it
+ * may dispatch under one lock and wakes only as many sleeping workers as
+ * there are jobs no awake worker will take; a worker takes its next job in
+ * the same lock as it returns a result; the eventfd is written only when the
+ * polling thread asked for it (it is about to sleep, or the application's
+ * loop waits on kretry_adapter_fd()).
  *
- * What may be dispatched: at most N jobs run. Consumed jobs wait in one
- * FIFO in kretry's memory; each dispatch scans it in consume order and takes
- * every job that its ordering allows:
- *   ordering=key (and any ordering with versioning): at most one message
- *     of a key (per partition number, tiers included) in the handler; a
- *     later message of a busy key waits, messages of other keys overtake it;
- *     null keys are unordered. The retry chains (keyed.c) then order the
- *     key across retries, as with one handler: a message is checked against
- *     its key's chain only when it is dispatched, after its key's earlier
+ * A job is one consumed message with its own view (kretry_msg_t, its first
+ * member), kept in a pool and reused: nothing is allocated per message once
+ * the pool holds what is in flight. Everything around the handler is
+ * decided on the polling thread: before it (kretry_prepare: malformed copy,
+ * parked behind its key, stale version, undecodable) when the job is
+ * dispatched, after it (kretry_finish: OK, tier or DLQ copy, breaker,
+ * latency) when its result comes back.
+ *
+ * What may be dispatched: at most handler.concurrency jobs run (held ones,
+ * kretry_msg_hold, included). A job passes a gate first:
+ *   ordering=key (and any ordering with versioning): its key's gate, in the
+ *     key's entry of its source partition's chains (keychain.h), where the
+ *     key's retry chain lives too: one message of a key (per partition
+ *     number, tiers included) is dispatched at a time, the others wait in
+ *     the gate in consume order while other keys overtake them. Null keys
+ *     are ungated. The chain then orders the key across retries: a message
+ *     is checked against it when dispatched, after its key's earlier
  *     message was decided.
- *   ordering=partition: one message per partition (source or tier) at a
- *     time.
- *   ordering=none: any message.
- * An open breaker dispatches nothing; the handlers running finish.
+ *   ordering=partition: its partition's gate (source or tier).
+ *   ordering=none: no gate.
+ * Jobs through their gate wait in one FIFO for a free slot. An open breaker
+ * dispatches nothing; the handlers running finish.
  *
  * Offsets: every consumed message is tracked in consume order and marked
  * done when its outcome is durable, in any order; the committed offset never
@@ -41,27 +52,27 @@
  *
  * Memory: jobs waiting or running are bounded by max.inflight.messages,
  * and the bytes of their keys and values by max.inflight.bytes; at either
- * bound every assigned partition is paused (the consumer is still polled,
- * so the group is served) until a quarter of each bound has drained. A
- * message is taken whenever what is in flight is below both bounds, so
- * the bytes never pass the bound by more than one message, and a message
- * larger than the bound is still taken, at the latest when nothing else is
- * in flight (it never waits for room it cannot get). A tier message held until
- * due (adapter.c dispatch_due) is handed over when due whatever the bounds: it
- * is already in memory, at most one per tier partition, and holding it longer
- * would only delay its retry.
+ * bound no message is taken from the tier and source queues (adapter.c
+ * consume) while the consumer queue, which carries the group's events, is
+ * still served. Nothing is paused: a pause would make librdkafka drop what
+ * it prefetched, and the workers would idle while it is fetched again
+ * (librdkafka's own prefetch bounds, queued.max.messages.kbytes, hold the
+ * rest). A message is taken whenever what is in flight is below both
+ * bounds, so the bytes never pass the bound by more than one message, and a
+ * message larger than the bound is still taken, at the latest when nothing
+ * else is in flight (it never waits for room it cannot get). A tier message
+ * held until due (adapter.c dispatch_due) is handed over when due whatever
+ * the bounds: it is already in memory, at most one per tier partition, and
+ * holding it longer would only delay its retry.
  *
  * Revocation: the waiting jobs of the revoked partitions are dropped (not
  * done: the next owner consumes them again) and the polling thread waits up
- * to revoke.timeout.ms for their running handlers, deciding each result as
- * it arrives. A result that arrives after its partition was revoked (its
- * generation changed) is discarded: never routed, never committed. Destroy
- * joins the workers (waiting for running handlers) and releases what was
- * not decided.
- *
- * handler.concurrency 1 does not start this pool: the handler runs on the
- * polling thread (route.c dispatch) and keepalive.c holds the membership
- * during a long call.
+ * to revoke.timeout.ms for their running and held jobs, deciding each
+ * result as it arrives. A result that arrives after its partition was
+ * revoked (its generation changed) is discarded: never routed, never
+ * committed. Destroy joins the workers (waiting for running handlers) and
+ * releases what was not decided; a message still held then is abandoned:
+ * its key and value are released, and kretry_msg_complete() only frees it.
  */
 #include "adapter_int.h"
 
@@ -71,58 +82,116 @@
 #include <unistd.h>
 
 typedef struct kretry_job_s {
-        kretry_msg_t msg; /* the handler's view, this job's own */
+        kretry_msg_t msg; /* first: the handler's view is the job */
+        struct kretry_workers_s *w;
         kretry_part_t *part;
         uint64_t gen;
         rd_kafka_message_t *rkm; /* owned until decided */
         int64_t bytes;           /* its key and value */
+        kretry_gate_t *gate;     /* its key's or partition's, or NULL */
         kretry_action_t action;  /* the handler's answer */
         int64_t us;              /* the handler's duration, -1 unknown */
+        int slot;                /* in running[], -1 when not running */
+        int hold;                /* kretry_msg_hold() during the call */
+        /* Under lock. */
+        int in_call;   /* the handler has not returned yet */
+        int completed; /* kretry_msg_complete() during the call */
+        int held;      /* returned KRETRY_ASYNC, not completed yet */
         struct kretry_job_s *next;
 } kretry_job_t;
 
 typedef struct kretry_workers_s {
         kretry_adapter_t *a;
-        int n, started;
+        int n;       /* handler.concurrency */
+        int inline_; /* handler.thread poll: no threads */
+        int started;
         pthread_t *threads;
         pthread_mutex_t lock;
         pthread_cond_t work_cond; /* a job queued, or stop */
-        pthread_cond_t done_cond; /* a result returned */
+        pthread_cond_t done_cond; /* a result returned, while waited for */
+        int efd;
         /* Under lock. */
         kretry_job_t *todo, **todo_tail;
-        kretry_job_t *done; /* newest first */
+        kretry_job_t *done, **done_tail;
+        int todo_cnt;
+        int idle;        /* workers waiting for a job */
+        atomic_int free; /* workers back from a call, about to take a job */
+        int notify;      /* write the eventfd on the next result */
+        int waiting;     /* the polling thread waits on done_cond */
         int stop;
+        int dead; /* the adapter is gone: held jobs are freed on completion */
+        int refs; /* the adapter's, and one per abandoned held job */
         /* The polling thread's own. */
-        kretry_job_t *wait, **wait_tail;
-        kretry_job_t **running; /* dispatched, result not decided */
+        kretry_job_t *ready, **ready_tail; /* through their gate */
+        kretry_job_t **running;            /* dispatched, not decided */
         int running_cnt;
-        int jobs;      /* waiting + running */
-        int64_t bytes; /* their keys and values */
+        kretry_job_t *pool; /* free jobs, reused */
+        int jobs;           /* waiting + running */
+        int64_t bytes;      /* their keys and values */
 } kretry_workers_t;
 
-static void *worker_main(void *arg) {
-        kretry_workers_t *w       = arg;
+static kretry_job_t *job_of(kretry_msg_t *m) {
+        return (kretry_job_t *)m;
+}
+
+/* Under lock: @p j's result is ready for the polling thread. */
+static void push_done(kretry_workers_t *w, kretry_job_t *j) {
         static const uint64_t one = 1;
+        j->next                   = NULL;
+        *w->done_tail             = j;
+        w->done_tail              = &j->next;
+        if (w->waiting)
+                pthread_cond_broadcast(&w->done_cond);
+        if (w->notify) {
+                w->notify  = 0;
+                ssize_t wr = write(w->efd, &one, sizeof(one));
+                (void)wr; /* a full counter already wakes the loop */
+        }
+}
+
+/* Under lock: the handler returned @p action for @p j. */
+static void
+call_returned(kretry_workers_t *w, kretry_job_t *j, kretry_action_t action) {
+        j->in_call = 0;
+        if (action == KRETRY_ASYNC && j->hold) {
+                if (!j->completed) {
+                        j->held = 1; /* kretry_msg_complete() delivers it */
+                        return;
+                }
+                /* Completed during the call: j->action is its answer. */
+        } else {
+                /* A hold the handler did not answer KRETRY_ASYNC for is
+                 * void; its own answer counts. */
+                j->hold   = 0;
+                j->action = action;
+        }
+        push_done(w, j);
+}
+
+static void *worker_main(void *arg) {
+        kretry_workers_t *w = arg;
         pthread_mutex_lock(&w->lock);
         for (;;) {
-                while (!w->stop && !w->todo)
+                while (!w->stop && !w->todo) {
+                        w->idle++;
                         pthread_cond_wait(&w->work_cond, &w->lock);
+                        w->idle--;
+                }
                 if (w->stop)
                         break;
                 kretry_job_t *j = w->todo;
                 if (!(w->todo = j->next))
                         w->todo_tail = &w->todo;
+                w->todo_cnt--;
+                j->in_call = 1;
                 pthread_mutex_unlock(&w->lock);
-                j->us     = -1;
-                j->action = kretry_call_handler(w->a, &j->msg, &j->us);
+                j->us = -1;
+                kretry_action_t action =
+                        kretry_call_handler(w->a, &j->msg, &j->us);
+                atomic_fetch_add(&w->free, 1);
                 pthread_mutex_lock(&w->lock);
-                j->next = w->done;
-                w->done = j;
-                pthread_cond_broadcast(&w->done_cond);
-                /* The eventfd is written under the lock: stop() closes
-                 * nothing before it joined every worker anyway. */
-                ssize_t wr = write(w->a->efd, &one, sizeof(one));
-                (void)wr; /* a full counter already wakes the loop */
+                atomic_fetch_sub(&w->free, 1);
+                call_returned(w, j, action);
         }
         pthread_mutex_unlock(&w->lock);
         return NULL;
@@ -132,19 +201,28 @@ int kretry_workers_start(kretry_adapter_t *a) {
         kretry_workers_t *w = calloc(1, sizeof(*w));
         if (!w)
                 return -1;
-        w->a         = a;
-        w->n         = a->conf->concurrency;
-        w->todo_tail = &w->todo;
-        w->wait_tail = &w->wait;
-        w->threads   = calloc((size_t)w->n, sizeof(*w->threads));
-        w->running   = calloc((size_t)w->n, sizeof(*w->running));
-        a->workers   = w;
-        if (!w->threads || !w->running)
+        w->a          = a;
+        w->n          = a->conf->concurrency;
+        w->inline_    = a->conf->handler_poll_thread;
+        w->efd        = a->efd;
+        w->refs       = 1;
+        w->todo_tail  = &w->todo;
+        w->done_tail  = &w->done;
+        w->ready_tail = &w->ready;
+        w->running    = calloc((size_t)w->n, sizeof(*w->running));
+        w->threads =
+                w->inline_ ? NULL : calloc((size_t)w->n, sizeof(pthread_t));
+        if (!w->running || (!w->inline_ && !w->threads)) {
+                free(w->running);
+                free(w->threads);
+                free(w);
                 return -1;
+        }
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->work_cond, NULL);
         pthread_cond_init(&w->done_cond, NULL);
-        for (; w->started < w->n; w->started++)
+        a->workers = w;
+        for (; !w->inline_ && w->started < w->n; w->started++)
                 if (pthread_create(&w->threads[w->started], NULL, worker_main,
                                    w))
                         return -1;
@@ -162,12 +240,13 @@ static void count(kretry_adapter_t *a, const kretry_job_t *j, int sign) {
                               memory_order_relaxed);
 }
 
+/* Back to the pool: its view keeps its buffers, its reserve record. */
 static void job_free(kretry_adapter_t *a, kretry_job_t *j) {
-        kretry_reserve_put(a, j->msg.reserve);
-        j->msg.reserve = NULL;
-        kretry_msg_free(&j->msg);
+        kretry_workers_t *w = a->workers;
         count(a, j, -1);
-        free(j);
+        j->rkm  = NULL;
+        j->next = w->pool;
+        w->pool = j;
 }
 
 /* A job not decided: its message is released, its offset not done. */
@@ -184,52 +263,136 @@ static void drop_list(kretry_adapter_t *a, kretry_job_t *j) {
         }
 }
 
+static void job_release(kretry_job_t *j) {
+        kretry_msg_free(&j->msg); /* its reserve record too */
+        free(j);
+}
+
+static void workers_free(kretry_workers_t *w) {
+        pthread_cond_destroy(&w->done_cond);
+        pthread_cond_destroy(&w->work_cond);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+}
+
+/* The jobs waiting in the gates of @p part (its own, and with a source
+ * partition its keys'), dropped. */
+static void drop_gated(kretry_adapter_t *a, kretry_part_t *part) {
+        kretry_gate_t *g = &part->gate;
+        size_t pos       = 0;
+        do {
+                drop_list(a, g->head);
+                g->head = g->tail = NULL;
+        } while (part->tier == 0 &&
+                 (g = kretry_chains_next_gate(&part->chains, &pos)));
+}
+
+static void for_each_part(kretry_adapter_t *a,
+                          void (*fn)(kretry_adapter_t *, kretry_part_t *)) {
+        for (int t = 0; a->parts && t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++)
+                        if (a->parts[t][p])
+                                fn(a, a->parts[t][p]);
+}
+
 void kretry_workers_stop(kretry_adapter_t *a) {
         kretry_workers_t *w = a->workers;
         if (!w)
                 return;
-        if (w->started) {
-                pthread_mutex_lock(&w->lock);
-                w->stop = 1;
-                pthread_cond_broadcast(&w->work_cond);
-                pthread_mutex_unlock(&w->lock);
-                for (int i = 0; i < w->started; i++)
-                        pthread_join(w->threads[i], NULL);
+        pthread_mutex_lock(&w->lock);
+        w->stop = 1;
+        pthread_cond_broadcast(&w->work_cond);
+        pthread_mutex_unlock(&w->lock);
+        for (int i = 0; i < w->started; i++)
+                pthread_join(w->threads[i], NULL);
+        /* No handler runs now: every job is queued, returned, held, or
+         * waiting on the polling thread's side. */
+        pthread_mutex_lock(&w->lock);
+        kretry_job_t *todo = w->todo, *done = w->done;
+        w->todo = w->done = NULL;
+        w->dead           = 1;
+        int abandoned     = 0;
+        for (int i = 0; i < w->running_cnt; i++) {
+                kretry_job_t *j = w->running[i];
+                if (!j->held)
+                        continue;
+                /* Its handler's application still has it: only
+                 * kretry_msg_complete() may touch it now, and frees it. */
+                kretry_rkm_destroy(j->rkm);
+                j->rkm = j->msg.rkm = NULL;
+                abandoned++;
         }
-        if (w->threads && w->running) {
-                pthread_cond_destroy(&w->done_cond);
-                pthread_cond_destroy(&w->work_cond);
-                pthread_mutex_destroy(&w->lock);
+        w->refs += abandoned;
+        pthread_mutex_unlock(&w->lock);
+        if (abandoned)
+                kretry_log(a, KRETRY_LOG_WARNING, "DESTROY",
+                           "%d held message(s) not completed: abandoned, not "
+                           "committed; the next owner handles them again",
+                           abandoned);
+        drop_list(a, todo);
+        drop_list(a, done);
+        drop_list(a, w->ready);
+        for_each_part(a, drop_gated);
+        while (w->pool) {
+                kretry_job_t *j = w->pool;
+                w->pool         = j->next;
+                job_release(j);
         }
-        /* Every running job is queued or returned now. */
-        drop_list(a, w->todo);
-        drop_list(a, w->done);
-        drop_list(a, w->wait);
         free(w->threads);
         free(w->running);
-        free(w);
         a->workers = NULL;
+        pthread_mutex_lock(&w->lock);
+        int last = --w->refs == 0;
+        pthread_mutex_unlock(&w->lock);
+        if (last)
+                workers_free(w);
 }
 
-static int same_key(const rd_kafka_message_t *x, const rd_kafka_message_t *y) {
-        return x->key && y->key && x->key_len == y->key_len &&
-               !memcmp(x->key, y->key, x->key_len);
+/* Whether a message of @p part with key @p rkm must pass a gate. */
+static int gated(const kretry_adapter_t *a, const rd_kafka_message_t *rkm) {
+        return a->conf->ordering == KRETRY_ORDER_PARTITION ||
+               ((a->conf->ordering == KRETRY_ORDER_KEY || a->versions_topic) &&
+                rkm->key);
 }
 
-/* 1 when @p j's ordering keeps it waiting behind a running job. */
-static int busy(const kretry_adapter_t *a, const kretry_job_t *j) {
-        const kretry_workers_t *w = a->workers;
-        int by_part               = a->conf->ordering == KRETRY_ORDER_PARTITION;
-        int by_key = a->conf->ordering == KRETRY_ORDER_KEY || a->versions_topic;
-        for (int i = 0; i < w->running_cnt; i++) {
-                const kretry_job_t *r = w->running[i];
-                if (by_part && r->part == j->part)
-                        return 1;
-                if (by_key && r->part->partition == j->part->partition &&
-                    same_key(r->rkm, j->rkm))
-                        return 1;
+/* The gate a message of @p part must pass; NULL when out of memory. */
+static kretry_gate_t *
+gate_of(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
+        if (a->conf->ordering == KRETRY_ORDER_PARTITION)
+                return &part->gate;
+        kretry_part_t *src = kretry_part_find(a, 0, part->partition);
+        return src ? kretry_chains_gate(&src->chains, rkm->key, rkm->key_len)
+                   : NULL;
+}
+
+static void to_ready(kretry_workers_t *w, kretry_job_t *j) {
+        j->next        = NULL;
+        *w->ready_tail = j;
+        w->ready_tail  = &j->next;
+}
+
+/* @p j is decided: the next job waiting at its gate goes through. Done
+ * before its outcome (which may release its key's bytes): the next job is
+ * prepared only after this one's outcome is decided, on this thread. */
+static void gate_pass(kretry_adapter_t *a, kretry_job_t *j) {
+        kretry_gate_t *g = j->gate;
+        if (!g)
+                return;
+        j->gate = NULL;
+        if (j->part->gen != j->gen || !j->part->assigned)
+                return; /* revoked: the gate went with its partition */
+        kretry_job_t *next = g->head;
+        if (next) {
+                if (!(g->head = next->next))
+                        g->tail = NULL;
+                to_ready(a->workers, next);
+                return;
         }
-        return 0;
+        g->busy = 0;
+        if (g != &j->part->gate) {
+                kretry_part_t *src = kretry_part_find(a, 0, j->part->partition);
+                kretry_chains_gate_idle(&src->chains, g);
+        }
 }
 
 /* Bind the job's view and decide what needs no handler; 1 when decided. */
@@ -240,86 +403,16 @@ static int prepare(kretry_adapter_t *a, kretry_job_t *j) {
         return decided;
 }
 
-static void run(kretry_workers_t *w, kretry_job_t *j) {
-        w->running[w->running_cnt++] = j;
-        j->next                      = NULL;
-        pthread_mutex_lock(&w->lock);
-        *w->todo_tail = j;
-        w->todo_tail  = &j->next;
-        pthread_cond_signal(&w->work_cond);
-        pthread_mutex_unlock(&w->lock);
-}
-
-/* Dispatch, in consume order, every waiting job its ordering allows. */
-static void pump(kretry_adapter_t *a) {
-        kretry_workers_t *w = a->workers;
-        kretry_job_t **pp   = &w->wait;
-        while (*pp && w->running_cnt < w->n && !a->breaker_paused) {
-                kretry_job_t *j = *pp;
-                if (busy(a, j)) {
-                        pp = &j->next;
-                        continue;
-                }
-                if (!(*pp = j->next))
-                        w->wait_tail = pp;
-                if (prepare(a, j))
-                        job_free(a, j); /* its message decided */
-                else
-                        run(w, j);
-        }
-}
-
-/* 1 when @p n in flight is at @p max, or (@p paused) has not drained a
- * quarter of it yet. */
-static int at_bound(int64_t n, int64_t max, int paused) {
-        return paused ? n > max - (max + 3) / 4 : n >= max;
-}
-
-/* Pause every partition at max.inflight.messages or max.inflight.bytes,
- * resume once a quarter of both drained. */
-static void update_full(kretry_adapter_t *a) {
-        const kretry_workers_t *w = a->workers;
-        int paused                = a->full_paused;
-        int full = at_bound(w->jobs, a->conf->max_inflight, paused) ||
-                   at_bound(w->bytes, a->conf->max_inflight_bytes, paused);
-        if (full == a->full_paused)
-                return;
-        a->full_paused = full;
-        kretry_update_pause_all(a);
-}
-
-void kretry_workers_submit(kretry_adapter_t *a,
-                           kretry_part_t *part,
-                           rd_kafka_message_t *rkm) {
-        kretry_workers_t *w = a->workers;
-        kretry_job_t *j     = calloc(1, sizeof(*j));
-        if (!j || kretry_msg_init(&j->msg, (size_t)a->conf->error_max_length) ||
-            !(j->msg.reserve = kretry_reserve_take(a))) {
-                if (j)
-                        kretry_msg_free(&j->msg);
-                free(j);
-                kretry_retry_later(a, part, rkm, "queueing for a worker");
-                return;
-        }
-        j->part       = part;
-        j->gen        = part->gen;
-        j->rkm        = rkm;
-        j->bytes      = (int64_t)rkm->key_len + (int64_t)rkm->len;
-        *w->wait_tail = j;
-        w->wait_tail  = &j->next;
-        count(a, j, +1);
-        pump(a);
-        update_full(a);
-}
-
 static void decide(kretry_adapter_t *a, kretry_job_t *j) {
         kretry_workers_t *w = a->workers;
-        for (int i = 0; i < w->running_cnt; i++)
-                if (w->running[i] == j) {
-                        w->running[i] = w->running[--w->running_cnt];
-                        break;
-                }
+        if (j->slot >= 0) {
+                kretry_job_t *last  = w->running[--w->running_cnt];
+                w->running[j->slot] = last;
+                last->slot          = j->slot;
+                j->slot             = -1;
+        }
         kretry_part_t *part = j->part;
+        gate_pass(a, j);
         if (!part->assigned || part->gen != j->gen) {
                 /* Revoked since: the new owner handles it again. */
                 job_drop(a, j);
@@ -331,30 +424,166 @@ static void decide(kretry_adapter_t *a, kretry_job_t *j) {
         job_free(a, j);
 }
 
-int kretry_workers_reap(kretry_adapter_t *a) {
+/* Decide every result returned; returns how many. */
+static int reap(kretry_adapter_t *a) {
         kretry_workers_t *w = a->workers;
-        if (!w)
-                return 0;
         pthread_mutex_lock(&w->lock);
-        kretry_job_t *done = w->done, *fifo = NULL;
-        w->done = NULL;
+        kretry_job_t *j = w->done;
+        w->done         = NULL;
+        w->done_tail    = &w->done;
+        w->notify       = 0;
         pthread_mutex_unlock(&w->lock);
         int n = 0;
-        while (done) { /* in the order the handlers returned */
-                kretry_job_t *next = done->next;
-                done->next         = fifo;
-                fifo               = done;
-                done               = next;
+        for (kretry_job_t *next; j; j = next, n++) {
+                next = j->next;
+                decide(a, j);
         }
-        while (fifo) {
-                kretry_job_t *next = fifo->next;
-                decide(a, fifo);
-                fifo = next;
-                n++;
+        return n;
+}
+
+/* handler.thread poll: the call, here. */
+static void call_here(kretry_adapter_t *a, kretry_job_t *j) {
+        kretry_workers_t *w = a->workers;
+        pthread_mutex_lock(&w->lock);
+        j->in_call = 1;
+        pthread_mutex_unlock(&w->lock);
+        j->us                  = -1;
+        kretry_action_t action = kretry_call_handler(a, &j->msg, &j->us);
+        pthread_mutex_lock(&w->lock);
+        call_returned(w, j, action);
+        pthread_mutex_unlock(&w->lock);
+        reap(a);
+}
+
+/* Dispatch, in order, every job through its gate while a slot is free. */
+static void pump(kretry_adapter_t *a) {
+        kretry_workers_t *w = a->workers;
+        kretry_job_t *batch = NULL, **tail = &batch;
+        int cnt = 0;
+        while (w->ready && w->running_cnt < w->n && !a->breaker_paused) {
+                kretry_job_t *j = w->ready;
+                if (!(w->ready = j->next))
+                        w->ready_tail = &w->ready;
+                if (prepare(a, j)) { /* its message decided */
+                        gate_pass(a, j);
+                        job_free(a, j);
+                        continue;
+                }
+                j->slot                      = w->running_cnt;
+                w->running[w->running_cnt++] = j;
+                j->hold = j->completed = j->held = 0;
+                j->next                          = NULL;
+                if (w->inline_) {
+                        call_here(a, j);
+                        continue;
+                }
+                *tail = j;
+                tail  = &j->next;
+                cnt++;
         }
+        if (!cnt)
+                return;
+        pthread_mutex_lock(&w->lock);
+        *w->todo_tail = batch;
+        w->todo_tail  = tail;
+        w->todo_cnt += cnt;
+        /* Wake a sleeping worker for each job no awake one will take. */
+        int wake = w->todo_cnt - atomic_load(&w->free);
+        for (int i = 0; i < wake && i < w->idle; i++)
+                pthread_cond_signal(&w->work_cond);
+        pthread_mutex_unlock(&w->lock);
+}
+
+/* At max.inflight.messages or max.inflight.bytes nothing more is taken
+ * (adapter.c consume); nothing is paused. */
+static void update_full(kretry_adapter_t *a) {
+        const kretry_workers_t *w = a->workers;
+        a->full                   = w->jobs >= a->conf->max_inflight ||
+                  w->bytes >= a->conf->max_inflight_bytes;
+}
+
+static kretry_job_t *job_new(kretry_adapter_t *a) {
+        kretry_workers_t *w = a->workers;
+        kretry_job_t *j     = w->pool;
+        if (j) {
+                w->pool = j->next;
+                return j;
+        }
+        if (!(j = calloc(1, sizeof(*j))))
+                return NULL;
+        if (kretry_msg_init(&j->msg, (size_t)a->conf->error_max_length)) {
+                free(j);
+                return NULL;
+        }
+        j->w    = w;
+        j->slot = -1;
+        return j;
+}
+
+void kretry_workers_submit(kretry_adapter_t *a,
+                           kretry_part_t *part,
+                           rd_kafka_message_t *rkm) {
+        kretry_workers_t *w = a->workers;
+        kretry_job_t *j     = job_new(a);
+        kretry_gate_t *g    = NULL;
+        if (j && !j->msg.reserve)
+                j->msg.reserve = kretry_reserve_take(a);
+        if (!j || !j->msg.reserve ||
+            (gated(a, rkm) && !(g = gate_of(a, part, rkm)))) {
+                if (j) {
+                        j->next = w->pool;
+                        w->pool = j;
+                }
+                kretry_retry_later(a, part, rkm, "queueing for the handler");
+                return;
+        }
+        j->part  = part;
+        j->gen   = part->gen;
+        j->rkm   = rkm;
+        j->bytes = (int64_t)rkm->key_len + (int64_t)rkm->len;
+        j->gate  = g;
+        count(a, j, +1);
+        if (g && g->busy) {
+                j->next = NULL;
+                if (g->tail)
+                        ((kretry_job_t *)g->tail)->next = j;
+                else
+                        g->head = j;
+                g->tail = j;
+        } else {
+                if (g)
+                        g->busy = 1;
+                to_ready(w, j);
+        }
+        update_full(a);
+}
+
+int kretry_workers_reap(kretry_adapter_t *a) {
+        if (!a->workers)
+                return 0;
+        int n = reap(a);
         pump(a);
         update_full(a);
         return n;
+}
+
+void kretry_workers_flush(kretry_adapter_t *a) {
+        if (!a->workers)
+                return;
+        pump(a);
+        update_full(a);
+}
+
+int kretry_workers_idle(kretry_adapter_t *a) {
+        kretry_workers_t *w = a->workers;
+        if (!w)
+                return 1;
+        pthread_mutex_lock(&w->lock);
+        int idle = !w->done;
+        if (idle)
+                w->notify = 1;
+        pthread_mutex_unlock(&w->lock);
+        return idle;
 }
 
 static int in_list(const kretry_adapter_t *a,
@@ -382,7 +611,7 @@ void kretry_workers_revoke(kretry_adapter_t *a,
         kretry_workers_t *w = a->workers;
         if (!w)
                 return;
-        for (kretry_job_t **pp = &w->wait; *pp;) {
+        for (kretry_job_t **pp = &w->ready; *pp;) {
                 kretry_job_t *j = *pp;
                 if (!in_list(a, j->part, l)) {
                         pp = &j->next;
@@ -391,19 +620,26 @@ void kretry_workers_revoke(kretry_adapter_t *a,
                 *pp = j->next;
                 job_drop(a, j);
         }
-        w->wait_tail = &w->wait;
-        while (*w->wait_tail)
-                w->wait_tail = &(*w->wait_tail)->next;
+        w->ready_tail = &w->ready;
+        while (*w->ready_tail)
+                w->ready_tail = &(*w->ready_tail)->next;
+        for (int i = 0; i < l->cnt; i++) {
+                kretry_part_t *part = kretry_part_find(
+                        a, kretry_topic_index(a, l->elems[i].topic),
+                        l->elems[i].partition);
+                if (part)
+                        drop_gated(a, part);
+        }
         int n;
-        while (kretry_workers_reap(a), (n = running_in(a, l)) > 0) {
+        while (reap(a), (n = running_in(a, l)) > 0) {
                 int wait = kretry_left_ms(deadline, 100);
                 if (!wait) {
                         kretry_log(a, KRETRY_LOG_WARNING, "REVOKE",
-                                   "%d handler call(s) of revoked partitions "
-                                   "still running after %d ms; their results "
-                                   "will be discarded",
+                                   "%d handler call(s) or held message(s) of "
+                                   "revoked partitions still undecided after "
+                                   "%d ms; their results will be discarded",
                                    n, a->conf->revoke_timeout_ms);
-                        return;
+                        break;
                 }
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
@@ -411,8 +647,49 @@ void kretry_workers_revoke(kretry_adapter_t *a,
                 ts.tv_sec += (time_t)(wait / 1000) + ts.tv_nsec / 1000000000;
                 ts.tv_nsec %= 1000000000;
                 pthread_mutex_lock(&w->lock);
+                w->waiting = 1;
                 if (!w->done)
                         pthread_cond_timedwait(&w->done_cond, &w->lock, &ts);
+                w->waiting = 0;
                 pthread_mutex_unlock(&w->lock);
         }
+        pump(a); /* what other partitions had waiting */
+}
+
+kretry_msg_t *kretry_msg_hold(kretry_msg_t *msg) {
+        if (!msg)
+                return NULL;
+        job_of(msg)->hold = 1;
+        return msg;
+}
+
+int kretry_msg_complete(kretry_msg_t *msg, kretry_action_t action) {
+        if (!msg)
+                return -1;
+        kretry_job_t *j     = job_of(msg);
+        kretry_workers_t *w = j->w;
+        pthread_mutex_lock(&w->lock);
+        if (j->in_call && j->hold && !j->completed) {
+                j->completed = 1;
+                j->action    = action;
+                pthread_mutex_unlock(&w->lock);
+                return 0;
+        }
+        if (!j->held) {
+                pthread_mutex_unlock(&w->lock);
+                return -1; /* not a held message */
+        }
+        j->held = 0;
+        if (w->dead) {
+                int last = --w->refs == 0;
+                pthread_mutex_unlock(&w->lock);
+                job_release(j);
+                if (last)
+                        workers_free(w);
+                return 0;
+        }
+        j->action = action;
+        push_done(w, j);
+        pthread_mutex_unlock(&w->lock);
+        return 0;
 }

@@ -12,9 +12,12 @@
  * loses nothing; it may repeat work.
  *
  * Threads: one thread drives an adapter (kretry_adapter_run() or
- * kretry_adapter_poll()); the handler and every callback run on that thread.
+ * kretry_adapter_poll()); every callback runs on that thread. The handler
+ * runs on kretry's worker threads (handler.concurrency of them), or with
+ * handler.thread poll on the driving thread too (see kretry_handler_t).
  * kretry_adapter_stop() and kretry_adapter_counter() may be called from any
- * thread; kretry_adapter_stop() also from a signal handler.
+ * thread; kretry_adapter_stop() also from a signal handler; a held message
+ * is completed from any thread (kretry_msg_complete()).
  *
  * Ownership is stated on every call in fixed words: "takes ownership on
  * success", "borrowed until the handler returns", "free with ...".
@@ -131,14 +134,19 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *       partition in the handler at a time [none]
  *   ordering.on.dead.letter: continue, or park_key: a dead-lettered key's
  *       following messages go to the DLQ until it is replayed [continue]
- *   handler.concurrency: messages in the handler at once, on this many worker
- *       threads (1: the handler runs on the polling thread; see
+ *   handler.concurrency: messages in the handler at once, held ones
+ *       included, each on one of this many worker threads (see
  *       kretry_handler_t) [1]
- *   max.inflight.messages: handler.concurrency > 1: messages consumed and not
- *       yet decided before fetching pauses [1000]
- *   max.inflight.bytes: handler.concurrency > 1: bytes of key and value of
- *       those messages before fetching pauses; a larger message is still
- *       taken when nothing else is in flight (1..2147483647) [67108864]
+ *   handler.thread: worker: the handler runs on kretry's worker threads;
+ *       poll: on the thread that calls kretry_adapter_poll(), which it must
+ *       not block (hold the message and complete it later) [worker]
+ *   max.inflight.messages: messages consumed and not yet decided (in the
+ *       handler, held, or waiting for a slot or their key) before no more
+ *       are taken; fetching goes on up to librdkafka's queued.* bounds and
+ *       the group is served [1000]
+ *   max.inflight.bytes: bytes of key and value of those messages before no
+ *       more are taken; a larger message is still taken when nothing else is
+ *       in flight (1..2147483647) [67108864]
  *   versioning.header: header carrying a decimal version; versions not above
  *       the highest handled OK for the key are skipped (empty: off)
  *   versioning.field: with value.format avro: an int or long field of the
@@ -216,7 +224,9 @@ typedef struct kretry_msg_s kretry_msg_t;
 typedef enum {
         KRETRY_OK    = 0, /**< handled; the offset may be committed */
         KRETRY_RETRY = 1, /**< transient failure: retry through the tiers */
-        KRETRY_FAIL  = 2  /**< permanent failure: dead-letter now */
+        KRETRY_FAIL  = 2, /**< permanent failure: dead-letter now */
+        KRETRY_ASYNC = 3  /**< the handler called kretry_msg_hold(): the
+                               answer comes with kretry_msg_complete() */
 } kretry_action_t;
 
 /** @returns the key, or NULL for a null key; @p lenp (may be NULL) gets its
@@ -313,24 +323,62 @@ KRETRY_EXPORT void kretry_msg_set_retry_after(kretry_msg_t *msg,
                                               int64_t after_ms);
 
 /**
+ * @brief Keep @p msg past the handler's return, to answer later.
+ *
+ * For a service whose work is asynchronous (an HTTP client on libcurl's
+ * multi interface, a libuv loop): call it inside the handler, start the
+ * work, and return KRETRY_ASYNC; when the work ends, call
+ * kretry_msg_complete() on the returned pointer, from any thread. Until
+ * then the message, everything read through it, kretry_msg_set_error() and
+ * kretry_msg_set_retry_after() stay valid on that pointer, and the message
+ * counts against handler.concurrency (and, under its ordering, keeps its
+ * key or partition busy). A hold whose handler returns anything but
+ * KRETRY_ASYNC is void: that answer counts.
+ *
+ * @returns @p msg itself.
+ */
+KRETRY_EXPORT kretry_msg_t *kretry_msg_hold(kretry_msg_t *msg);
+
+/**
+ * @brief Answer for a held message: KRETRY_OK, KRETRY_RETRY or KRETRY_FAIL,
+ *        as the handler would have. Any thread, once per hold; it may also
+ *        come before the handler returned KRETRY_ASYNC.
+ *
+ * After it the message is no longer valid. The outcome is decided on the
+ * thread driving the adapter (woken through kretry_adapter_fd()). An answer
+ * for a message whose partition was revoked meanwhile is discarded (the new
+ * owner handles the message again). Once kretry_adapter_destroy() has begun,
+ * a held message not completed is abandoned: its key, value and headers
+ * must no longer be read, and kretry_msg_complete() only frees it (it must
+ * still be called).
+ *
+ * @returns 0, or -1 when @p msg is not a held message.
+ */
+KRETRY_EXPORT int kretry_msg_complete(kretry_msg_t *msg,
+                                      kretry_action_t action);
+
+/**
  * @brief The application's handler.
  *
- * With handler.concurrency 1 (the default): called on the thread that drives
- * the adapter, once per message that is due. A call may take longer than the
- * consumer's max.poll.interval.ms: the adapter keeps its group membership
- * meanwhile (nothing else is consumed, and a rebalance waits for the call to
- * return).
+ * Runs on one of the handler.concurrency worker threads the adapter owns,
+ * up to handler.concurrency calls (and held messages) at once, as
+ * `ordering` allows: one message per key, one per partition, or any. With
+ * more than one worker the handler and @p opaque must be thread-safe. The
+ * thread that drives the adapter never runs it: it keeps serving the group
+ * (heartbeats, rebalances, max.poll.interval.ms) whatever the handler does,
+ * so a call may take as long as it needs. Each call has its own @p msg; no
+ * lock of the adapter is held during a call.
  *
- * With handler.concurrency N > 1: called on one of N worker threads the
- * adapter owns, up to N calls at once (as `ordering` allows: one per key, one
- * per partition, or any), so the handler and @p opaque must be thread-safe.
- * The thread that drives the adapter never runs the handler: it keeps serving
- * the group whatever the handlers do. Each call has its own @p msg; no lock of
- * the adapter is held during a call.
+ * With handler.thread poll the handler runs on the thread that calls
+ * kretry_adapter_poll(), inside that call, so that an application's event
+ * loop needs no locks; it must return quickly (a long call delays the
+ * group's heartbeats): hold the message and return KRETRY_ASYNC for work
+ * that waits, and complete it from the loop.
  *
  * Either way, @p msg and everything read through it are borrowed until the
- * handler returns, and the handler must not call kretry_adapter_poll(),
- * kretry_adapter_run(), kretry_adapter_close() or kretry_adapter_destroy().
+ * handler returns (or, held, until kretry_msg_complete()), and the handler
+ * must not call kretry_adapter_poll(), kretry_adapter_run(),
+ * kretry_adapter_close() or kretry_adapter_destroy().
  */
 typedef kretry_action_t(kretry_handler_t)(kretry_msg_t *msg, void *opaque);
 /**@}*/
@@ -595,19 +643,18 @@ typedef enum {
                                                 opened */
         KRETRY_COUNTER_BREAKER_OPEN = 19,  /**< 1 while the breaker holds
                                                consumption paused */
-        KRETRY_COUNTER_KEEPALIVES = 20,    /**< handler calls that ran longer
-                                                than a second, during which the
-                                                group membership was kept */
-        KRETRY_COUNTER_INFLIGHT = 21, /**< handler.concurrency > 1: messages
-                                           consumed and not yet decided now
-                                           (in the handler, or waiting for a
-                                           worker or their key); 0 otherwise
-                                           */
-        KRETRY_COUNTER_INFLIGHT_BYTES = 22 /**< handler.concurrency > 1: the
-                                                bytes of key and value of
+        KRETRY_COUNTER_KEEPALIVES = 20,    /**< always 0: the handler runs
+                                                on worker threads, and the
+                                                driving thread keeps the group
+                                                membership itself (kept so
+                                                that numbering stays) */
+        KRETRY_COUNTER_INFLIGHT = 21,      /**< messages consumed and not yet
+                                                decided now (in the handler, held,
+                                                or waiting for a slot or their
+                                                key) */
+        KRETRY_COUNTER_INFLIGHT_BYTES = 22 /**< the bytes of key and value of
                                                 those messages now (bounded by
-                                                max.inflight.bytes); 0
-                                                otherwise */
+                                                max.inflight.bytes) */
 } kretry_counter_t;
 
 /**
