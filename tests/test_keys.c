@@ -230,6 +230,55 @@ static void test_chain_restore_superseded(void) {
         kretry_chains_free(&c);
 }
 
+/* A key's gate and its chain share one entry: the entry lives while either
+ * holds it, a gate alone is not counted as a chained key, and an idle gate
+ * leaves the chain as it was. */
+static void test_chain_gate(void) {
+        kretry_chains_t c;
+        kretry_chains_init(&c);
+        kretry_gate_t *g = kretry_chains_gate(&c, "k", 1);
+        KT_REQUIRE(g != NULL);
+        KT_ASSERT_INT_EQ(g->busy, 0);
+        g->busy = 1;
+        KT_ASSERT_INT_EQ(kretry_chains_keys(&c), 0);
+        KT_ASSERT_INT_EQ(c.map.cnt, 1);
+        /* The same entry, found again, also for a chain. */
+        KT_ASSERT(kretry_chains_gate(&c, "k", 1) == g);
+        KT_ASSERT_INT_EQ(kretry_chains_add(&c, "k", 1, 10, 1, 100), 0);
+        KT_ASSERT_INT_EQ(kretry_chains_keys(&c), 1);
+        /* The chain ends while the gate is busy: the entry stays. */
+        kretry_chains_remove(&c, "k", 1, 10);
+        KT_ASSERT_INT_EQ(kretry_chains_keys(&c), 0);
+        KT_ASSERT_INT_EQ(c.map.cnt, 1);
+        KT_ASSERT(kretry_chains_gate(&c, "k", 1) == g);
+        KT_ASSERT_INT_EQ(g->busy, 1);
+        /* Busy, then idle with a chain: the entry stays for the chain. */
+        KT_ASSERT_INT_EQ(kretry_chains_add(&c, "k", 1, 11, 1, 100), 0);
+        g->busy = 0;
+        kretry_chains_gate_idle(&c, g);
+        KT_ASSERT_INT_EQ(c.map.cnt, 1);
+        KT_ASSERT_INT_EQ(kretry_chains_decide(&c, "k", 1, 12, NULL),
+                         KRETRY_CHAIN_PARK);
+        kretry_chains_remove(&c, "k", 1, 11);
+        KT_ASSERT_INT_EQ(c.map.cnt, 0);
+        /* A parked key keeps its entry too; gates are iterated. */
+        kretry_chains_park(&c, "p", 1, 1);
+        g = kretry_chains_gate(&c, "q", 1);
+        KT_REQUIRE(g != NULL);
+        KT_ASSERT_INT_EQ(kretry_chains_keys(&c), 1);
+        size_t pos = 0;
+        int n      = 0;
+        while (kretry_chains_next_gate(&c, &pos))
+                n++;
+        KT_ASSERT_INT_EQ(n, 2);
+        kretry_chains_gate_idle(&c, g); /* "q": nothing else holds it */
+        KT_ASSERT_INT_EQ(c.map.cnt, 1);
+        kretry_chains_park(&c, "p", 1, 0);
+        KT_ASSERT_INT_EQ(c.map.cnt, 0);
+        KT_ASSERT_INT_EQ(kretry_chains_keys(&c), 0);
+        kretry_chains_free(&c);
+}
+
 static void test_versions(void) {
         kretry_versions_t v;
         kretry_versions_init(&v);
@@ -301,6 +350,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_chain_park_key),
                 KT_TEST(test_chain_park_evidence),
                 KT_TEST(test_chain_restore_superseded),
+                KT_TEST(test_chain_gate),
                 KT_TEST(test_versions),
                 KT_TEST(test_version_codec),
                 KT_TEST(test_restore_start),

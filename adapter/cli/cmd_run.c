@@ -45,7 +45,7 @@ typedef struct {
 /* Signal handlers reach these: the adapter to stop, and the running
  * commands' process groups to end on a forced stop — one slot per thread
  * that runs the handler (up to handler.concurrency's maximum of 1024, plus
- * the polling thread). */
+ * the polling thread, which runs it with handler.thread poll). */
 #define RUN_SLOTS 1025
 static kretry_adapter_t *volatile run_adapter;
 static volatile sig_atomic_t run_stops;
