@@ -630,12 +630,5 @@ kretry_conf_check(const kretry_conf_t *conf, char *errstr, size_t errstr_size) {
                          "value.format avro needs value.schema");
                 return KRETRY_ERR_INVALID_VALUE;
         }
-        if (conf->value_avro && conf->concurrency > 1) {
-                /* The codec decodes into one value it reuses. */
-                snprintf(errstr, errstr_size,
-                         "value.format avro runs one handler at a time: "
-                         "handler.concurrency must be 1");
-                return KRETRY_ERR_INVALID_VALUE;
-        }
         return KRETRY_ERR_OK;
 }

@@ -91,8 +91,11 @@ typedef struct kretry_job_s {
         kretry_gate_t *gate;     /* its key's or partition's, or NULL */
         kretry_action_t action;  /* the handler's answer */
         int64_t us;              /* the handler's duration, -1 unknown */
-        int slot;                /* in running[], -1 when not running */
-        int hold;                /* kretry_msg_hold() during the call */
+        avro_value_t value;      /* value.format avro, concurrency > 1: its
+                                    own copy of the decoded record */
+        int has_value;
+        int slot; /* in running[], -1 when not running */
+        int hold; /* kretry_msg_hold() during the call */
         /* Under lock. */
         int in_call;   /* the handler has not returned yet */
         int completed; /* kretry_msg_complete() during the call */
@@ -264,6 +267,8 @@ static void drop_list(kretry_adapter_t *a, kretry_job_t *j) {
 }
 
 static void job_release(kretry_job_t *j) {
+        if (j->has_value)
+                avro_value_decref(&j->value);
         kretry_msg_free(&j->msg); /* its reserve record too */
         free(j);
 }
@@ -395,11 +400,34 @@ static void gate_pass(kretry_adapter_t *a, kretry_job_t *j) {
         }
 }
 
+/* The decoded record (the codec's, which the next decode overwrites) copied
+ * into the job's own, when handlers run at once; 0, or -1 when memory is
+ * short. */
+static int own_value(kretry_adapter_t *a, kretry_job_t *j) {
+        if (!j->msg.value_avro || a->workers->n == 1)
+                return 0;
+        if (!j->has_value) {
+                if (kretry_codec_value_new(a->codec, &j->value))
+                        return -1;
+                j->has_value = 1;
+        }
+        avro_value_reset(&j->value);
+        if (avro_value_copy(&j->value, j->msg.value_avro))
+                return -1;
+        j->msg.value_avro = &j->value;
+        return 0;
+}
+
 /* Bind the job's view and decide what needs no handler; 1 when decided. */
 static int prepare(kretry_adapter_t *a, kretry_job_t *j) {
         a->msg      = &j->msg;
         int decided = kretry_prepare(a, j->part, j->rkm);
         a->msg      = &a->msg0;
+        if (!decided && own_value(a, j)) {
+                kretry_retry_later(a, j->part, j->rkm,
+                                   "copying the decoded record of");
+                return 1;
+        }
         return decided;
 }
 
