@@ -151,6 +151,7 @@ void kretry_update_pause_all(kretry_adapter_t *a) {
 
 void kretry_breaker_apply(kretry_adapter_t *a, int paused) {
         a->breaker_paused = paused;
+        kretry_workers_pause(a, paused);
         atomic_store_explicit(&a->stats.breaker_open, paused,
                               memory_order_relaxed);
         kretry_update_pause_all(a);

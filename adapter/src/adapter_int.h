@@ -302,7 +302,8 @@ int kretry_prepare(kretry_adapter_t *a,
                    kretry_part_t *part,
                    rd_kafka_message_t *rkm);
 /* The user's handler on @p m; *usp gets its duration (µs) when stats are
- * on. Touches nothing of the adapter but its configuration. */
+ * on. Touches nothing of the adapter but its configuration and the
+ * handler-calls counter (an atomic). */
 kretry_action_t
 kretry_call_handler(kretry_adapter_t *a, kretry_msg_t *m, int64_t *usp);
 /* After the handler: the outcome of @p action (OK, tier or DLQ copy);
@@ -365,6 +366,9 @@ void kretry_workers_submit(kretry_adapter_t *a,
 /* Decide the results the workers returned, then dispatch what may run;
  * returns the results decided. */
 int kretry_workers_reap(kretry_adapter_t *a);
+/* The breaker opened (1) or closed (0): workers take no queued job while
+ * it is open; the calls running finish. */
+void kretry_workers_pause(kretry_adapter_t *a, int paused);
 /* Dispatch what was submitted and may run now. */
 void kretry_workers_flush(kretry_adapter_t *a);
 /* 1 when no result waits: the next one then writes the eventfd (call

@@ -426,14 +426,14 @@ int kretry_prepare(kretry_adapter_t *a,
                 return 1; /* parked behind its key, or a stale version */
         if (a->codec && !a->msg->value_avro && !kretry_decode_value(a, part))
                 return 1; /* undecodable: dead-lettered as schema */
-        atomic_fetch_add_explicit(&a->stats.handler_calls, 1,
-                                  memory_order_relaxed);
         return 0;
 }
 
 kretry_action_t
 kretry_call_handler(kretry_adapter_t *a, kretry_msg_t *m, int64_t *usp) {
         struct timespec t0, t1;
+        atomic_fetch_add_explicit(&a->stats.handler_calls, 1,
+                                  memory_order_relaxed);
         if (!a->conf->stats_cb)
                 return a->conf->handler(m, a->conf->opaque);
         clock_gettime(CLOCK_MONOTONIC, &t0);
