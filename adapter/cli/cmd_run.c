@@ -538,7 +538,7 @@ static void stats_print(const kretry_adapter_t *adapter) {
 /* Block the stop signals while librdkafka starts its threads, which inherit
  * the mask: they then reach this thread, the one running the handler. */
 static int serve(kretry_conf_t *conf, const run_ctx_t *ctx) {
-        char errstr[512];
+        char errstr[4096]; /* every problem of the topology check */
         sigset_t set, old;
         sigemptyset(&set);
         sigaddset(&set, SIGINT);

@@ -52,7 +52,7 @@ void kretry_log(kretry_adapter_t *a,
         a->conf->log_cb(level, fac, buf, a->conf->log_opaque);
 }
 
-static void rdkafka_log_cb(const rd_kafka_t *rk,
+void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
                            int level,
                            const char *fac,
                            const char *buf) {
@@ -260,7 +260,7 @@ static rd_kafka_t *client_new(kretry_adapter_t *a,
                               size_t errstr_size) {
         rd_kafka_conf_t *rc = rd_kafka_conf_dup(base);
         rd_kafka_conf_set_opaque(rc, a);
-        rd_kafka_conf_set_log_cb(rc, rdkafka_log_cb);
+        rd_kafka_conf_set_log_cb(rc, kretry_rdkafka_log_cb);
         if (type == RD_KAFKA_CONSUMER)
                 rd_kafka_conf_set_rebalance_cb(rc, kretry_rebalance_cb);
         else {
@@ -376,6 +376,8 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
                                          ((uint64_t)getpid() << 32) ^
                                          (uint64_t)(uintptr_t)a);
         kretry_err_t err = setup_topics(a, errstr, errstr_size);
+        if (!err)
+                err = kretry_startup_check(a, errstr, errstr_size);
         if (!err && kretry_msg_init(&a->msg0, (size_t)conf->error_max_length))
                 err = KRETRY_ERR_NO_MEM;
         if (!err && conf->value_avro &&

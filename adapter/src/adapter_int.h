@@ -216,6 +216,12 @@ void kretry_log(kretry_adapter_t *a,
         ;
 
 /* adapter.c */
+/* librdkafka's log lines to the log callback; the client's opaque is the
+ * adapter. */
+void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
+                           int level,
+                           const char *fac,
+                           const char *buf);
 kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p);
 kretry_part_t *kretry_part_find(kretry_adapter_t *a, int tier, int32_t p);
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
@@ -372,6 +378,13 @@ int kretry_workers_reap(kretry_adapter_t *a);
 void kretry_workers_revoke(kretry_adapter_t *a,
                            const rd_kafka_topic_partition_list_t *l,
                            int64_t deadline);
+
+/* startup_check.c: the cluster's topics fit the topology (every tier, the
+ * DLQ and the changelog exist with the source's partitions, the changelog
+ * is compacted), read without creating any; by topology.check. Before the
+ * clients exist. KRETRY_ERR_TOPOLOGY with every problem in @p errstr. */
+kretry_err_t
+kretry_startup_check(kretry_adapter_t *a, char *errstr, size_t errstr_size);
 
 /* keepalive.c */
 int kretry_keepalive_start(kretry_adapter_t *a);

@@ -18,6 +18,7 @@ int kretry_meta_add(kretry_meta_t *m,
                 return -1;
         t[m->cnt].partitions   = partitions;
         t[m->cnt].retention_ms = retention_ms;
+        t[m->cnt].compact      = -1;
         m->cnt++;
         return 0;
 }

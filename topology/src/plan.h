@@ -18,6 +18,7 @@ typedef struct {
         char *name;
         int partitions;
         int64_t retention_ms; /* -1: unknown (DescribeConfigs unanswered) */
+        int compact; /* cleanup.policy includes compact: 1, 0, -1 unknown */
 } kretry_meta_topic_t;
 
 /* A metadata snapshot: the topics that exist. */
@@ -26,7 +27,8 @@ typedef struct {
         size_t cnt;
 } kretry_meta_t;
 
-/* Add a topic to a snapshot (tests build snapshots with it). 0 or -1. */
+/* Add a topic to a snapshot (tests build snapshots with it), its
+ * cleanup.policy unknown. 0 or -1. */
 int kretry_meta_add(kretry_meta_t *m,
                     const char *name,
                     int partitions,

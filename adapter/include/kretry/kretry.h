@@ -65,7 +65,8 @@ KRETRY_EXPORT int kretry_version(void);
         XX(FATAL, -8, "fatal error: the adapter cannot continue")              \
         XX(TIMED_OUT, -9, "timed out")                                         \
         XX(IO, -10, "input/output error")                                      \
-        XX(PARSE, -11, "parse error")
+        XX(PARSE, -11, "parse error")                                          \
+        XX(TOPOLOGY, -12, "the cluster's topics do not fit the topology")
 
 /** Every kretry error code; 0 is success, failures are negative. */
 typedef enum {
@@ -148,6 +149,14 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *       {source} [{group}.{source}.versions]
  *   restore.timeout.ms: bounded wait for rebuilding key chains and versions on
  *       assignment [60000]
+ *   topology.check: before subscribing, kretry_adapter_new() reads the
+ *       cluster's metadata (never creating a topic) and checks that every
+ *       tier, the DLQ and the version changelog exist with at least the
+ *       source's partitions, and that the changelog is compacted; fail:
+ *       refuse to start (KRETRY_ERR_TOPOLOGY, one line per problem in
+ *       errstr); warn: log the problems and start; off: skip it [fail]
+ *   topology.check.timeout.ms: bounded wait for that metadata (and the
+ *       changelog's cleanup.policy) [10000]
  *   stats.interval.ms: how often the stats callback runs (0: never) [0]
  *   retry.permanent.errors: comma-separated handler error codes that always
  *       mean FAIL, even with a RETRY answer
@@ -486,8 +495,16 @@ typedef struct kretry_adapter_s kretry_adapter_t;
 /**
  * @brief Create an adapter and subscribe to the source topic.
  *
+ * First checks the cluster's topics (topology.check): with `fail`, a tier,
+ * DLQ or changelog that is missing, has fewer partitions than the source or
+ * (the changelog) is not compacted, and metadata that cannot be read within
+ * topology.check.timeout.ms, make it return NULL. Called on the thread that
+ * will drive the adapter; blocks at most that timeout for the check.
+ *
  * @param conf takes ownership on success; on failure it stays the caller's.
- * @returns the adapter, or NULL with @p errstr filled.
+ * @returns the adapter, or NULL with @p errstr filled (every problem of the
+ *          topology check, one per line, as far as @p errstr_size allows;
+ *          each is also logged).
  *          Free with kretry_adapter_destroy().
  */
 KRETRY_EXPORT kretry_adapter_t *

@@ -1,0 +1,192 @@
+/*
+ * The topology check of kretry_adapter_new(), before any client of the
+ * adapter exists: a producer's handle for a tier or the DLQ, or the
+ * consumer's subscription, would make a broker that allows it create a
+ * missing topic with its default partition count (1 on stock Kafka) and
+ * delete cleanup — copies from higher partitions could then never be
+ * written, and the version store would expire. The check reads the whole
+ * cluster's metadata (all topics: a request for named topics is what
+ * auto-creates them, on the mock cluster always) with a short-lived
+ * client, and shape.c decides. Runs on the thread that calls
+ * kretry_adapter_new().
+ */
+#include "adapter_int.h"
+#include "shape.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A client for the metadata only: the producer's configuration (bootstrap,
+ * security, the user's settings) without what would make it do more than
+ * read: no idempotence (no InitProducerId), no transactions. */
+static rd_kafka_t *
+check_client(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
+        static const char *drop[] = {"enable.idempotence", "transactional.id"};
+        rd_kafka_conf_t *rc       = rd_kafka_conf_dup_filter(
+                      a->conf->producer, sizeof(drop) / sizeof(drop[0]), drop);
+        rd_kafka_conf_set_opaque(rc, a);
+        rd_kafka_conf_set_log_cb(rc, kretry_rdkafka_log_cb);
+        rd_kafka_t *rk =
+                rd_kafka_new(RD_KAFKA_PRODUCER, rc, errstr, errstr_size);
+        if (!rk)
+                rd_kafka_conf_destroy(rc);
+        return rk;
+}
+
+/* Is the controller the metadata names one of the cluster's brokers?
+ * librdkafka sends DescribeConfigs to it; librdkafka's mock cluster names
+ * controller 0, which is none of its brokers, and would let the request
+ * wait for its whole timeout. */
+static int controller_known(rd_kafka_t *rk,
+                            const struct rd_kafka_metadata *md) {
+        int32_t id = rd_kafka_controllerid(rk, 0);
+        for (int i = 0; id >= 0 && i < md->broker_cnt; i++)
+                if (md->brokers[i].id == id)
+                        return 1;
+        return 0;
+}
+
+/* The changelog's cleanup.policy into @p t->compact; left unknown (-1)
+ * when the cluster does not answer, with the broker's reason logged. */
+static void read_cleanup_policy(kretry_adapter_t *a,
+                                rd_kafka_t *rk,
+                                kretry_meta_topic_t *t,
+                                int timeout_ms) {
+        rd_kafka_ConfigResource_t *res =
+                rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, t->name);
+        rd_kafka_queue_t *q        = rd_kafka_queue_new(rk);
+        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
+                rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+        rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, NULL, 0);
+        rd_kafka_DescribeConfigs(rk, &res, 1, o, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
+        const rd_kafka_DescribeConfigs_result_t *r =
+                ev ? rd_kafka_event_DescribeConfigs_result(ev) : NULL;
+        size_t n = 0, cn = 0;
+        const rd_kafka_ConfigResource_t **rs =
+                r ? rd_kafka_DescribeConfigs_result_resources(r, &n) : NULL;
+        if (n == 1 && !rd_kafka_ConfigResource_error(rs[0])) {
+                const rd_kafka_ConfigEntry_t **e =
+                        rd_kafka_ConfigResource_configs(rs[0], &cn);
+                for (size_t i = 0; i < cn; i++) {
+                        const char *v = rd_kafka_ConfigEntry_value(e[i]);
+                        if (!strcmp(rd_kafka_ConfigEntry_name(e[i]),
+                                    "cleanup.policy"))
+                                t->compact = v && strstr(v, "compact");
+                }
+        } else {
+                kretry_log(a, KRETRY_LOG_WARNING, "TOPOLOGY",
+                           "DescribeConfigs %s: %s", t->name,
+                           !ev ? "no answer"
+                           : n == 1
+                                   ? rd_kafka_ConfigResource_error_string(rs[0])
+                                   : rd_kafka_event_error_string(ev));
+        }
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_AdminOptions_destroy(o);
+        rd_kafka_ConfigResource_destroy(res);
+        rd_kafka_queue_destroy(q);
+}
+
+/* The adapter's topics as the cluster reports them, into @p meta. */
+static rd_kafka_resp_err_t
+snapshot(kretry_adapter_t *a, rd_kafka_t *rk, kretry_meta_t *meta) {
+        int timeout                        = a->conf->topology_check_timeout_ms;
+        int64_t deadline                   = kretry_now_ms() + timeout;
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, NULL, &md, timeout);
+        if (err)
+                return err;
+        for (int i = 0; i < md->topic_cnt; i++) {
+                const rd_kafka_metadata_topic_t *mt = &md->topics[i];
+                int mine = kretry_topic_index(a, mt->topic) >= 0 ||
+                           !strcmp(mt->topic, a->dlq) ||
+                           (a->versions_topic &&
+                            !strcmp(mt->topic, a->versions_topic));
+                if (mine && !mt->err &&
+                    kretry_meta_add(meta, mt->topic, mt->partition_cnt, -1))
+                        err = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
+        }
+        kretry_meta_topic_t *vt =
+                a->versions_topic ? (kretry_meta_topic_t *)kretry_meta_find(
+                                            meta, a->versions_topic)
+                                  : NULL;
+        if (!err && vt && controller_known(rk, md))
+                read_cleanup_policy(a, rk, vt, kretry_left_ms(deadline, -1));
+        rd_kafka_metadata_destroy(md);
+        return err;
+}
+
+/* With @p fail, every error goes into @p errstr, one per line after a
+ * heading, and is logged only when it did not fit there; warnings, and
+ * without @p fail everything, are logged. */
+static void report(kretry_adapter_t *a,
+                   const kretry_diags_t *d,
+                   int fail,
+                   char *errstr,
+                   size_t errstr_size) {
+        size_t len =
+                (size_t)snprintf(errstr, errstr_size,
+                                 "the cluster's topics do not fit the topology "
+                                 "(topology.check=warn starts anyway):");
+        for (size_t i = 0; i < d->cnt; i++) {
+                const kretry_diag_t *it = &d->items[i];
+                int err = fail && it->level == KRETRY_DIAG_ERROR;
+                if (err && len < errstr_size) {
+                        size_t room = errstr_size - len;
+                        int n       = snprintf(errstr + len, room, "\n  %s",
+                                               it->text);
+                        len += (size_t)n;
+                        if ((size_t)n < room)
+                                continue;
+                }
+                kretry_log(a, err ? KRETRY_LOG_ERR : KRETRY_LOG_WARNING,
+                           "TOPOLOGY", "%s", it->text);
+        }
+}
+
+kretry_err_t
+kretry_startup_check(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
+        const kretry_conf_t *c = a->conf;
+        if (c->topology_check == KRETRY_TOPOLOGY_CHECK_OFF)
+                return KRETRY_ERR_OK;
+        int fail       = c->topology_check == KRETRY_TOPOLOGY_CHECK_FAIL;
+        rd_kafka_t *rk = check_client(a, errstr, errstr_size);
+        if (!rk)
+                return KRETRY_ERR_KAFKA;
+        kretry_meta_t meta      = {0};
+        rd_kafka_resp_err_t err = snapshot(a, rk, &meta);
+        rd_kafka_destroy(rk);
+        kretry_err_t rc = KRETRY_ERR_OK;
+        if (err) {
+                snprintf(errstr, errstr_size,
+                         "topology check: cannot read the cluster's metadata "
+                         "within %d ms: %s (topology.check=warn starts "
+                         "anyway)",
+                         c->topology_check_timeout_ms, rd_kafka_err2str(err));
+                kretry_log(a, fail ? KRETRY_LOG_ERR : KRETRY_LOG_WARNING,
+                           "TOPOLOGY", "%s", errstr);
+                rc = err == RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE
+                             ? KRETRY_ERR_NO_MEM
+                     : fail ? KRETRY_ERR_KAFKA
+                            : KRETRY_ERR_OK;
+        } else {
+                kretry_diags_t d;
+                kretry_diags_init(&d);
+                kretry_shape_t s = {a->topics[0],      a->topics + 1,
+                                    a->topic_cnt - 1,  a->dlq,
+                                    a->versions_topic, c->topology_file};
+                if (kretry_shape_check(&s, &meta, &d) && fail)
+                        rc = KRETRY_ERR_TOPOLOGY;
+                report(a, &d, fail, errstr, errstr_size);
+                if (d.oom)
+                        rc = KRETRY_ERR_NO_MEM;
+                kretry_diags_clear(&d);
+        }
+        if (rc == KRETRY_ERR_OK)
+                errstr[0] = '\0';
+        kretry_meta_clear(&meta);
+        return rc;
+}
