@@ -94,16 +94,25 @@ static void test_warn_starts(void) {
         it_env_destroy(env);
 }
 
-/* A cluster that does not answer: refused within the check's timeout. */
-static void test_no_cluster(void) {
-        char err[4096];
+/* A configuration for a cluster nobody listens at, group @p group, then
+ * @p name = @p value. */
+static kretry_conf_t *
+offline_conf(const char *group, const char *name, const char *value) {
         kretry_conf_t *conf = kretry_conf_new();
         KT_REQUIRE(conf != NULL);
         kretry_conf_set(conf, "bootstrap.servers", "127.0.0.1:1", NULL, 0);
-        kretry_conf_set(conf, "group.id", "g", NULL, 0);
+        kretry_conf_set(conf, "group.id", group, NULL, 0);
         kretry_conf_set(conf, "source.topic", "orders", NULL, 0);
-        kretry_conf_set(conf, "topology.check.timeout.ms", "300", NULL, 0);
+        kretry_conf_set(conf, name, value, NULL, 0);
         kretry_conf_set_handler(conf, it_handler, NULL);
+        return conf;
+}
+
+/* A cluster that does not answer: refused within the check's timeout. */
+static void test_no_cluster(void) {
+        char err[4096];
+        kretry_conf_t *conf =
+                offline_conf("g", "topology.check.timeout.ms", "300");
         int64_t t0          = kt_now_ms();
         kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
         KT_REQUIRE(a == NULL);
@@ -111,6 +120,20 @@ static void test_no_cluster(void) {
                                  "300 ms") != NULL,
                      CU_FALSE, "got: %s", err);
         KT_ASSERT(kt_now_ms() - t0 < 3000);
+        kretry_conf_destroy(conf);
+}
+
+/* A group id that makes an illegal changelog name is refused before any
+ * client exists, with the name and the rule. */
+static void test_changelog_name_refused(void) {
+        char err[4096];
+        kretry_conf_t *conf =
+                offline_conf("team:orders", "versioning.header", "version");
+        KT_REQUIRE(kretry_adapter_new(conf, err, sizeof(err)) == NULL);
+        KT_CHECK_MSG(strstr(err, "group.id \"team:orders\" makes no valid "
+                                 "Kafka topic name (1..249 of a-z A-Z 0-9 . "
+                                 "_ -)") != NULL,
+                     CU_FALSE, "got: %s", err);
         kretry_conf_destroy(conf);
 }
 
@@ -169,6 +192,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_fewer_partitions_refused),
                 KT_TEST(test_warn_starts),
                 KT_TEST(test_no_cluster),
+                KT_TEST(test_changelog_name_refused),
                 KT_TEST(test_changelog_policy),
                 KT_TEST(test_kretry_run_refuses),
                 KT_END};

@@ -232,9 +232,10 @@ setup_topics(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
                                                  c->source_topic, a->group, 0,
                                                  buf, sizeof(buf))) {
                         snprintf(errstr, errstr_size,
-                                 "versioning.topic \"%s\" makes no valid "
-                                 "topic name",
-                                 c->versions_topic);
+                                 "versioning.topic \"%s\" with group.id "
+                                 "\"%s\" makes no valid Kafka topic name "
+                                 "(1..249 of a-z A-Z 0-9 . _ -)",
+                                 c->versions_topic, a->group);
                         return KRETRY_ERR_INVALID_VALUE;
                 }
                 if (!(a->versions_topic = strdup(buf)))

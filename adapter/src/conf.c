@@ -590,7 +590,14 @@ int kretry_conf_topic_name_group(const char *pattern,
                 if (len >= dest_size)
                         return -1;
         }
-        return len > 0 && len < 250 ? 0 : -1;
+        /* Kafka's rule for topic names: a group id with ':', '/' or a
+         * space makes an illegal changelog name. */
+        return len > 0 && len < 250 &&
+                               strspn(dest, "abcdefghijklmnopqrstuvwxyz"
+                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789._-") == len
+                       ? 0
+                       : -1;
 }
 
 kretry_err_t

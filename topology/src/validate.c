@@ -202,12 +202,14 @@ check_topics(vctx_t *c, const kretry_raw_topics_t *r, kretry_topology_t *t) {
                 duration(c, r->retention, "topics.retention", &t->retention_ms);
 }
 
+#define TOPIC_CHARS                                                            \
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+
 static int topic_name_ok(vctx_t *c, const char *rel, const char *name) {
         label_t lb;
         size_t n = strlen(name);
         if (n == 0 || n > 249 || !strcmp(name, ".") || !strcmp(name, "..") ||
-            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                         "0123456789._-") != n) {
+            strspn(name, TOPIC_CHARS) != n) {
                 verr(c, rel,
                      "%s: \"%s\" is not a valid Kafka topic name (1..249 "
                      "of a-z A-Z 0-9 . _ -)",
@@ -280,6 +282,23 @@ check_modes(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
                      "ordering: none, keys have no chain to park)");
 }
 
+/* The version store's changelog, {group}.{source}.versions: a group id
+ * may hold characters a topic name cannot (':', '/', spaces...). */
+static void check_changelog_name(vctx_t *c, const kretry_topology_t *t) {
+        char vt[600];
+        if (!t->group || !t->source)
+                return;
+        snprintf(vt, sizeof(vt), "%s.%s.versions", t->group, t->source);
+        size_t n = strlen(vt);
+        if (n <= 249 && strspn(vt, TOPIC_CHARS) == n)
+                return;
+        verr(c, "versioning",
+             "versioning: the version changelog \"%s\" ({group}.{source}"
+             ".versions) is not a valid Kafka topic name (1..249 of a-z A-Z "
+             "0-9 . _ -): use a group id made of those characters",
+             vt);
+}
+
 static void check_versioning(vctx_t *c,
                              const kretry_raw_versioning_t *r,
                              kretry_topology_t *t) {
@@ -297,6 +316,7 @@ static void check_versioning(vctx_t *c,
         t->versioning = h ? KRETRY_VERSIONING_HEADER : KRETRY_VERSIONING_FIELD;
         t->version_name  = h ? h : f;
         t->discard_equal = r->discard == KRETRY_RAW_DISCARD_OLDER_OR_EQUAL;
+        check_changelog_name(c, t);
 }
 
 /* @p path against the topology file's directory (pooled), or NULL. */
