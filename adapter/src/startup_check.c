@@ -11,6 +11,7 @@
  * kretry_adapter_new().
  */
 #include "adapter_int.h"
+#include "admin.h"
 #include "shape.h"
 
 #include <stdio.h>
@@ -32,62 +33,6 @@ check_client(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         if (!rk)
                 rd_kafka_conf_destroy(rc);
         return rk;
-}
-
-/* Is the controller the metadata names one of the cluster's brokers?
- * librdkafka sends DescribeConfigs to it; librdkafka's mock cluster names
- * controller 0, which is none of its brokers, and would let the request
- * wait for its whole timeout. */
-static int controller_known(rd_kafka_t *rk,
-                            const struct rd_kafka_metadata *md) {
-        int32_t id = rd_kafka_controllerid(rk, 0);
-        for (int i = 0; id >= 0 && i < md->broker_cnt; i++)
-                if (md->brokers[i].id == id)
-                        return 1;
-        return 0;
-}
-
-/* The changelog's cleanup.policy into @p t->compact; left unknown (-1)
- * when the cluster does not answer, with the broker's reason logged. */
-static void read_cleanup_policy(kretry_adapter_t *a,
-                                rd_kafka_t *rk,
-                                kretry_meta_topic_t *t,
-                                int timeout_ms) {
-        rd_kafka_ConfigResource_t *res =
-                rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, t->name);
-        rd_kafka_queue_t *q        = rd_kafka_queue_new(rk);
-        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
-                rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
-        rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, NULL, 0);
-        rd_kafka_DescribeConfigs(rk, &res, 1, o, q);
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
-        const rd_kafka_DescribeConfigs_result_t *r =
-                ev ? rd_kafka_event_DescribeConfigs_result(ev) : NULL;
-        size_t n = 0, cn = 0;
-        const rd_kafka_ConfigResource_t **rs =
-                r ? rd_kafka_DescribeConfigs_result_resources(r, &n) : NULL;
-        if (n == 1 && !rd_kafka_ConfigResource_error(rs[0])) {
-                const rd_kafka_ConfigEntry_t **e =
-                        rd_kafka_ConfigResource_configs(rs[0], &cn);
-                for (size_t i = 0; i < cn; i++) {
-                        const char *v = rd_kafka_ConfigEntry_value(e[i]);
-                        if (!strcmp(rd_kafka_ConfigEntry_name(e[i]),
-                                    "cleanup.policy"))
-                                t->compact = v && strstr(v, "compact");
-                }
-        } else {
-                kretry_log(a, KRETRY_LOG_WARNING, "TOPOLOGY",
-                           "DescribeConfigs %s: %s", t->name,
-                           !ev ? "no answer"
-                           : n == 1
-                                   ? rd_kafka_ConfigResource_error_string(rs[0])
-                                   : rd_kafka_event_error_string(ev));
-        }
-        if (ev)
-                rd_kafka_event_destroy(ev);
-        rd_kafka_AdminOptions_destroy(o);
-        rd_kafka_ConfigResource_destroy(res);
-        rd_kafka_queue_destroy(q);
 }
 
 /* The adapter's topics as the cluster reports them, into @p meta. */
@@ -113,8 +58,13 @@ snapshot(kretry_adapter_t *a, rd_kafka_t *rk, kretry_meta_t *meta) {
                 a->versions_topic ? (kretry_meta_topic_t *)kretry_meta_find(
                                             meta, a->versions_topic)
                                   : NULL;
-        if (!err && vt && controller_known(rk, md))
-                read_cleanup_policy(a, rk, vt, kretry_left_ms(deadline, -1));
+        char why[512];
+        /* Left unknown (a warning) when the cluster does not answer. */
+        if (!err && vt && kretry_admin_controller_known(rk, md) &&
+            kretry_admin_describe(rk, &vt->name, 1,
+                                  kretry_left_ms(deadline, -1), meta, why,
+                                  sizeof(why)))
+                kretry_log(a, KRETRY_LOG_WARNING, "TOPOLOGY", "%s", why);
         rd_kafka_metadata_destroy(md);
         return err;
 }

@@ -200,6 +200,15 @@ check_topics(vctx_t *c, const kretry_raw_topics_t *r, kretry_topology_t *t) {
                 t->replication = (int)v;
         if (r->retention)
                 duration(c, r->retention, "topics.retention", &t->retention_ms);
+        if (r->min_insync_replicas &&
+            integer(c, r->min_insync_replicas, "topics.min_insync_replicas", 1,
+                    MAX_REPLICATION, &v) == 0)
+                t->min_insync = (int)v;
+        if (t->min_insync && t->replication && t->min_insync > t->replication)
+                verr(c, "topics.min_insync_replicas",
+                     "min_insync_replicas: %d is more than replication %d: "
+                     "no write could ever be acknowledged",
+                     t->min_insync, t->replication);
 }
 
 #define TOPIC_CHARS                                                            \
