@@ -45,6 +45,8 @@ typedef struct kretry_part_s {
                                      in kretry's memory (kretry_rkm_own) */
         int64_t held_due;
         int produce_failures; /* copies from here waiting to be re-produced */
+        int too_large_logged; /* a copy refused as too large was logged
+                                 since the partition last had none failing */
         int paused;           /* what we last asked librdkafka */
         struct kretry_part_s *next_held; /* list of parts with a held message */
         /* Source partitions only: per-key state shared with the tier
@@ -129,6 +131,7 @@ typedef struct {
         atomic_llong consumed, ok, handler_calls, dlq, produce_errors, held;
         atomic_llong stale, forwarded, chain_keys, version_keys, version_bytes;
         atomic_llong duplicates, breaker_trips, breaker_open, keepalives;
+        atomic_llong too_large;      /* copies refused as too large */
         atomic_llong inflight;       /* workers.c: jobs waiting or running */
         atomic_llong inflight_bytes; /* workers.c: their keys and values */
         /* permanent, exhausted, expired, schema, parked */

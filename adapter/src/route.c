@@ -108,9 +108,18 @@ static void fail_record(kretry_adapter_t *a,
                 r->backoff_ms = KRETRY_BACKOFF_MAX_MS;
         r->retry_at      = kretry_now_ms() + r->backoff_ms;
         const char *dest = dest_topic(a, r);
-        /* Too large never heals by itself: an operator must act. */
-        int big = too_large(err);
-        kretry_log(a, big ? KRETRY_LOG_ERR : KRETRY_LOG_WARNING, "PRODUCE",
+        /* Too large never heals by itself: an operator must act. Said once
+         * per stuck partition (the copy is produced again every 10 s at
+         * most), counted once per copy. */
+        int big   = too_large(err);
+        int level = !big                        ? KRETRY_LOG_WARNING
+                    : r->part->too_large_logged ? KRETRY_LOG_DEBUG
+                                                : KRETRY_LOG_ERR;
+        if (big && !r->failed)
+                atomic_fetch_add_explicit(&a->stats.too_large, 1,
+                                          memory_order_relaxed);
+        r->part->too_large_logged |= big;
+        kretry_log(a, (kretry_log_level_t)level, "PRODUCE",
                    "copy of %s [%d] offset %lld to %s failed: %s; producing "
                    "again in %d ms (offset not committed meanwhile)%s%s%s",
                    a->topics[r->part->tier], (int)r->part->partition,
@@ -653,6 +662,7 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         kretry_part_t *part = r->part;
         if (r->failed && part->gen == r->gen) {
                 part->produce_failures--;
+                part->too_large_logged &= part->produce_failures > 0;
                 kretry_part_update_pause(a, part);
         }
         count_route(a, r);

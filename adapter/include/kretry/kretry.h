@@ -620,11 +620,16 @@ typedef enum {
                                            (in the handler, or waiting for a
                                            worker or their key); 0 otherwise
                                            */
-        KRETRY_COUNTER_INFLIGHT_BYTES = 22 /**< handler.concurrency > 1: the
+        KRETRY_COUNTER_INFLIGHT_BYTES = 22, /**< handler.concurrency > 1: the
                                                 bytes of key and value of
                                                 those messages now (bounded by
                                                 max.inflight.bytes); 0
                                                 otherwise */
+        KRETRY_COUNTER_TOO_LARGE = 23       /**< copies the broker (or the
+                                                 producer's message.max.bytes)
+                                                 refused as too large, each
+                                                 counted once: its partition waits
+                                                 until the limit is raised */
 } kretry_counter_t;
 
 /**
@@ -640,7 +645,7 @@ KRETRY_EXPORT int64_t kretry_adapter_counter(const kretry_adapter_t *adapter,
  *        {"consumed":N,"ok":N,"handler_calls":N,"retried":[t1,t2,...],
  *         "dead_lettered":{"permanent":N,"exhausted":N,"expired":N,
  *         "schema":N},"produce_errors":N,"held":N,...,
- *         "inflight":N,"inflight_bytes":N}
+ *         "inflight":N,"inflight_bytes":N,"too_large":N}
  *        ("inflight" and "inflight_bytes": KRETRY_COUNTER_INFLIGHT and
  *        KRETRY_COUNTER_INFLIGHT_BYTES, gauges of the moment)
  * @returns the length the full text needs (without NUL); @p dest gets it
