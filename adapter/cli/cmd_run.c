@@ -479,6 +479,8 @@ static void on_route(const char *topic,
                 snprintf(where, sizeof(where), "retry tier %d", tier);
         else if (route == KRETRY_ROUTE_DLQ || route == KRETRY_ROUTE_INVALID)
                 snprintf(where, sizeof(where), "dlq");
+        else if (route == KRETRY_ROUTE_FOREIGN)
+                snprintf(where, sizeof(where), "skipped (another group's)");
         fprintf(stderr,
                 PROG ": %s[%" PRId32 "]@%" PRId64 " attempt %d -> %s%s%s%s\n",
                 topic, partition, offset, attempt, where,

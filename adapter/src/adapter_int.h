@@ -132,6 +132,7 @@ typedef struct {
         atomic_llong stale, forwarded, chain_keys, version_keys, version_bytes;
         atomic_llong duplicates, breaker_trips, breaker_open, keepalives;
         atomic_llong too_large;      /* copies refused as too large */
+        atomic_llong foreign;        /* tier copies of another group, skipped */
         atomic_llong inflight;       /* workers.c: jobs waiting or running */
         atomic_llong inflight_bytes; /* workers.c: their keys and values */
         /* permanent, exhausted, expired, schema, parked */

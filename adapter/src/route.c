@@ -415,11 +415,29 @@ static void breaker_feed(kretry_adapter_t *a, kretry_action_t action) {
 static int
 no_reserve(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm);
 
+/* A tier copy another consumer group wrote (its kretry-group names that
+ * group: the groups share the tier topics): that group handles it, this one
+ * acknowledges it unhandled, counted, whatever its other headers say. */
+static int foreign_copy(kretry_adapter_t *a, kretry_part_t *part) {
+        kretry_msg_t *m = a->msg;
+        if (part->tier == 0 ||
+            !kretry_headers_foreign(kretry_msg_hdrs(m), a->group))
+                return 0;
+        atomic_fetch_add_explicit(&a->stats.foreign, 1, memory_order_relaxed);
+        kretry_route_cb(a, part, m->rkm, KRETRY_ROUTE_FOREIGN, part->tier, NULL,
+                        m->attempt);
+        kretry_complete(a, part, part->gen, m->rkm->offset);
+        kretry_rkm_destroy(m->rkm);
+        return 1;
+}
+
 int kretry_prepare(kretry_adapter_t *a,
                    kretry_part_t *part,
                    rd_kafka_message_t *rkm) {
         kretry_msg_t *m = a->msg;
         kretry_msg_bind(m, rkm, a->topics[part->tier], part->tier);
+        if (foreign_copy(a, part))
+                return 1;
         if (part->tier > 0 && !m->chain.attempt_ok) {
                 /* A tier message whose attempt count is missing or absurd
                  * cannot be placed in its chain: dead-letter it rather than

@@ -569,6 +569,43 @@ static void check_unique_names(vctx_t *c, kretry_topology_file_t *f) {
         }
 }
 
+/* The first tier topic of @p a that is also one of @p b's, or NULL. */
+static const char *shared_tier(const kretry_topology_t *a,
+                               const kretry_topology_t *b) {
+        for (int i = 0; i < a->tier_cnt; i++)
+                for (int j = 0; j < b->tier_cnt; j++)
+                        if (a->tier_topics[i] && b->tier_topics[j] &&
+                            !strcmp(a->tier_topics[i], b->tier_topics[j]))
+                                return a->tier_topics[i];
+        return NULL;
+}
+
+/* Two groups whose tiers share a topic each read the other's copies: the
+ * engine skips them (kretry-group), but both pay for reading them and each
+ * group's backlog hides the other's. Allowed, with a warning. */
+static void check_shared_tiers(vctx_t *c, kretry_topology_file_t *f) {
+        for (size_t i = 0; i < f->cnt; i++) {
+                for (size_t j = 0; j < i; j++) {
+                        const kretry_topology_t *a = &f->topos[i],
+                                                *b = &f->topos[j];
+                        const char *t;
+                        if (!a->group || !b->group ||
+                            !strcmp(a->group, b->group) ||
+                            !(t = shared_tier(a, b)))
+                                continue;
+                        snprintf(c->base, sizeof(c->base), "topologies[%zu]",
+                                 i);
+                        vwarn(c, "group",
+                              "group: \"%s\" shares tier topic \"%s\" with "
+                              "topology \"%s\" of group \"%s\": each group "
+                              "skips the other's copies (kretry-group) but "
+                              "reads them all; give each group its own tiers "
+                              "and DLQ (topics.retry_pattern, dlq)",
+                              a->group, t, b->name, b->group);
+                }
+        }
+}
+
 /* Is @p name one of kretry's own properties (declared in the topology
  * itself, never under kafka:)? The property table is conf.c's. */
 static int kretry_property(const char *name) {
@@ -649,4 +686,5 @@ void kretry_topology_validate(kretry_topology_file_t *f, kretry_diags_t *d) {
                 check_topology(&c, &f->raw->topologies[i], &f->topos[i]);
         }
         check_unique_names(&c, f);
+        check_shared_tiers(&c, f);
 }

@@ -349,21 +349,25 @@ typedef kretry_action_t(kretry_handler_t)(kretry_msg_t *msg, void *opaque);
 
 /** Where a message went once its outcome became durable. */
 typedef enum {
-        KRETRY_ROUTE_OK      = 0,  /**< handled OK */
-        KRETRY_ROUTE_RETRY   = 1,  /**< copied to a retry tier */
-        KRETRY_ROUTE_DLQ     = 2,  /**< copied to the dead-letter topic */
-        KRETRY_ROUTE_INVALID = 3,  /**< a malformed message on a tier, dead-
-                                         lettered without calling the handler */
-        KRETRY_ROUTE_STALE = 4,    /**< skipped: an older version of its key
-                                         (versioning); not handled */
-        KRETRY_ROUTE_PARKED = 5,   /**< forwarded behind its key's head
-                                         (ordering key); not handled yet */
-        KRETRY_ROUTE_DUPLICATE = 6 /**< a source message consumed again after
+        KRETRY_ROUTE_OK      = 0,   /**< handled OK */
+        KRETRY_ROUTE_RETRY   = 1,   /**< copied to a retry tier */
+        KRETRY_ROUTE_DLQ     = 2,   /**< copied to the dead-letter topic */
+        KRETRY_ROUTE_INVALID = 3,   /**< a malformed message on a tier, dead-
+                                          lettered without calling the handler */
+        KRETRY_ROUTE_STALE = 4,     /**< skipped: an older version of its key
+                                          (versioning); not handled */
+        KRETRY_ROUTE_PARKED = 5,    /**< forwarded behind its key's head
+                                          (ordering key); not handled yet */
+        KRETRY_ROUTE_DUPLICATE = 6, /**< a source message consumed again after
                                          a restart whose copy already waits
                                          in a tier, or a tier copy superseded
                                          by a newer copy of the same message
                                          (ordering key): the newer copy
                                          carries it; not handled */
+        KRETRY_ROUTE_FOREIGN = 7    /**< a tier copy another consumer group
+                                          wrote to a tier topic both share
+                                          (kretry-group): that group handles
+                                          it; not handled */
 } kretry_route_t;
 
 /**
@@ -625,11 +629,14 @@ typedef enum {
                                                 those messages now (bounded by
                                                 max.inflight.bytes); 0
                                                 otherwise */
-        KRETRY_COUNTER_TOO_LARGE = 23       /**< copies the broker (or the
-                                                 producer's message.max.bytes)
-                                                 refused as too large, each
-                                                 counted once: its partition waits
-                                                 until the limit is raised */
+        KRETRY_COUNTER_TOO_LARGE = 23,      /**< copies the broker (or the
+                                                producer's message.max.bytes)
+                                                refused as too large, each
+                                                counted once: its partition waits
+                                                until the limit is raised */
+        KRETRY_COUNTER_FOREIGN = 24 /**< tier copies another consumer group
+                                         wrote (kretry-group), acknowledged
+                                         without handling */
 } kretry_counter_t;
 
 /**
@@ -645,7 +652,7 @@ KRETRY_EXPORT int64_t kretry_adapter_counter(const kretry_adapter_t *adapter,
  *        {"consumed":N,"ok":N,"handler_calls":N,"retried":[t1,t2,...],
  *         "dead_lettered":{"permanent":N,"exhausted":N,"expired":N,
  *         "schema":N},"produce_errors":N,"held":N,...,
- *         "inflight":N,"inflight_bytes":N,"too_large":N}
+ *         "inflight":N,"inflight_bytes":N,"too_large":N,"foreign":N}
  *        ("inflight" and "inflight_bytes": KRETRY_COUNTER_INFLIGHT and
  *        KRETRY_COUNTER_INFLIGHT_BYTES, gauges of the moment)
  * @returns the length the full text needs (without NUL); @p dest gets it
