@@ -296,7 +296,7 @@ static it_env_t *versioned_env(const char *tiers) {
         it_env_t *env = it_env_new(tiers, 1);
         char vt[300];
         snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
-        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        KT_REQUIRE(kt_cluster_changelog(env->c, vt, 1) == 0);
         return env;
 }
 

@@ -144,6 +144,8 @@ static void test_changelog_policy(void) {
         char vt[300], err[4096];
         it_env_t *env = it_env_new("50ms", 2);
         snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
+        /* Not kt_cluster_changelog(): on a real cluster this one must
+         * have delete cleanup. */
         KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 2) == 0);
         kretry_conf_t *conf =
                 it_conf(env, "versioning.header", "version", NULL);
