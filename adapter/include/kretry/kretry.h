@@ -153,8 +153,9 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *       cluster's metadata (never creating a topic) and checks that every
  *       tier, the DLQ and the version changelog exist with at least the
  *       source's partitions, and that the changelog is compacted; fail:
- *       refuse to start (KRETRY_ERR_TOPOLOGY, one line per problem in
- *       errstr); warn: log the problems and start; off: skip it [fail]
+ *       refuse to start (kretry_adapter_new() returns NULL with one line
+ *       per problem in errstr); warn: log the problems and start; off:
+ *       skip it [fail]
  *   topology.check.timeout.ms: bounded wait for that metadata (and the
  *       changelog's cleanup.policy) [10000]
  *   stats.interval.ms: how often the stats callback runs (0: never) [0]
