@@ -312,6 +312,34 @@ static void test_alter_configs(void) {
         kretry_topology_file_destroy(f);
 }
 
+/* A changelog that exists with delete cleanup is made compact (a tier
+ * never is); one whose policy is unknown is left alone. */
+static void test_changelog_compacted(void) {
+        kretry_topology_file_t *f =
+                parse("topologies:\n  - source: orders\n    group: g\n"
+                      "    retry: { tiers: [1s] }\n"
+                      "    versioning: { header: version }\n");
+        kretry_meta_t m = {0};
+        kretry_plan_t p;
+        kretry_meta_add(&m, "orders", 4, -1);
+        kretry_meta_add(&m, "orders.retry.1", 4, -1);
+        kretry_meta_add(&m, "orders.dlq", 4, -1);
+        kretry_meta_add(&m, "g.orders.versions", 4, -1);
+        m.topics[1].compact = 0;
+        m.topics[3].compact = 0;
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 1);
+        assert_action(&p, 0, KRETRY_PLAN_ALTER_CONFIG, "g.orders.versions", 0);
+        KT_ASSERT_INT_EQ(p.actions[0].compact, 1);
+        kretry_plan_clear(&p);
+        m.topics[3].compact = -1;
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 0);
+        kretry_plan_clear(&p);
+        kretry_meta_clear(&m);
+        kretry_topology_file_destroy(f);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_empty_cluster),
                                           KT_TEST(test_empty_cluster_unsized),
@@ -323,6 +351,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_versions_changelog),
                                           KT_TEST(test_create_configs),
                                           KT_TEST(test_alter_configs),
+                                          KT_TEST(test_changelog_compacted),
                                           KT_END};
         return kt_main("topology_plan", tests, argc, argv);
 }

@@ -101,7 +101,9 @@ static void test_changelog_policy(void) {
         kretry_diags_init(&d);
         full(&m, 4, 0);
         KT_ASSERT_INT_EQ(kretry_shape_check(&shape, &m, &d), 1);
-        KT_ASSERT(find(&d, "g.orders.versions is not compacted") != NULL);
+        const char *t = find(&d, "g.orders.versions is not compacted");
+        KT_REQUIRE(t != NULL);
+        KT_ASSERT(strstr(t, "`kretry topology apply orders.yaml`") != NULL);
         kretry_diags_clear(&d);
         kretry_diags_init(&d);
         m.topics[4].compact = -1;

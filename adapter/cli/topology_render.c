@@ -187,7 +187,8 @@ int topology_describe_json(FILE *out,
         return 0;
 }
 
-/* "retention 1d -> 7d, min.insync.replicas 1 -> 2, ...": what changes. */
+/* "retention 1d -> 7d, min.insync.replicas 1 -> 2, ...": what changes
+ * (a changelog's cleanup.policy, when it is not compacted, to compact). */
 static void alter_text(FILE *out, const kretry_plan_action_t *a) {
         char r1[64], r2[64];
         const char *sep = "";
@@ -202,10 +203,14 @@ static void alter_text(FILE *out, const kretry_plan_action_t *a) {
                         a->current_min_insync, a->min_insync);
                 sep = ", ";
         }
-        if (a->max_message_bytes)
+        if (a->max_message_bytes) {
                 fprintf(out, "%smax.message.bytes %lld -> %lld", sep,
                         (long long)a->current_max_message_bytes,
                         (long long)a->max_message_bytes);
+                sep = ", ";
+        }
+        if (a->compact)
+                fprintf(out, "%scleanup.policy -> compact", sep);
 }
 
 static void action_text(FILE *out, const kretry_plan_action_t *a) {

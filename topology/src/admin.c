@@ -445,6 +445,8 @@ static size_t changes_of(const kretry_plan_action_t *a,
                 kv[n].value = bufs[n];
                 n++;
         }
+        if (a->compact)
+                kv[n++] = (kretry_admin_kv_t){"cleanup.policy", "compact"};
         return n;
 }
 
@@ -468,7 +470,7 @@ alter_request(rd_kafka_t *rk, kretry_plan_action_t *a, int timeout_ms) {
                 r ? rd_kafka_DescribeConfigs_result_resources(r, &n) : NULL;
         const rd_kafka_ConfigEntry_t **e =
                 n == 1 ? rd_kafka_ConfigResource_configs(rs[0], &cn) : NULL;
-        kretry_admin_kv_t *cur = calloc(cn + 1, sizeof(*cur)), ch[3];
+        kretry_admin_kv_t *cur = calloc(cn + 1, sizeof(*cur)), ch[4];
         size_t cur_cnt         = 0;
         char bufs[3][32];
         for (size_t i = 0; cur && i < cn; i++)

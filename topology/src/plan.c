@@ -133,14 +133,18 @@ static int64_t want_max_bytes(const kretry_topology_t *t,
 /* An existing topic's configuration: retention.ms as declared (@p retention,
  * 0: not declared), min.insync.replicas and max.message.bytes (@p max_bytes,
  * 0: none) raised to what the guarantees need — never lowered, unless
- * min_insync_replicas is declared. One ALTER_CONFIG for all of them. */
+ * min_insync_replicas is declared — and a changelog (@p changelog) that is
+ * not compacted made compact (delete cleanup would expire the versions).
+ * One ALTER_CONFIG for all of them. */
 static int plan_configs(kretry_plan_t *plan,
                         const kretry_topology_t *t,
                         const kretry_meta_topic_t *m,
                         const char *role,
                         int64_t retention,
-                        int64_t max_bytes) {
+                        int64_t max_bytes,
+                        int changelog) {
         kretry_plan_action_t c = {0};
+        c.compact              = changelog && m->compact == 0;
         if (retention && m->retention_ms != retention) {
                 if (m->retention_ms < 0)
                         return note(plan, KRETRY_PLAN_UNKNOWN, t, m->name, role,
@@ -161,7 +165,8 @@ static int plan_configs(kretry_plan_t *plan,
                 c.max_message_bytes         = max_bytes;
                 c.current_max_message_bytes = m->max_message_bytes;
         }
-        if (!c.retention_ms && !c.min_insync && !c.max_message_bytes)
+        if (!c.retention_ms && !c.min_insync && !c.max_message_bytes &&
+            !c.compact)
                 return 0;
         kretry_plan_action_t *a =
                 push(plan, KRETRY_PLAN_ALTER_CONFIG, t, m->name, role);
@@ -173,6 +178,7 @@ static int plan_configs(kretry_plan_t *plan,
         a->current_min_insync        = c.current_min_insync;
         a->max_message_bytes         = c.max_message_bytes;
         a->current_max_message_bytes = c.current_max_message_bytes;
+        a->compact                   = c.compact;
         return 0;
 }
 
@@ -210,7 +216,7 @@ static int plan_topic(kretry_plan_t *plan,
         }
         /* The changelog: compaction, not retention, bounds it. */
         return plan_configs(plan, t, m, role, changelog ? 0 : t->retention_ms,
-                            max_bytes);
+                            max_bytes, changelog);
 }
 
 /* The partition count of the chain, or 0 after recording a conflict. */

@@ -52,7 +52,7 @@ typedef enum {
         KRETRY_PLAN_CREATE,         /* create with partitions, config */
         KRETRY_PLAN_ADD_PARTITIONS, /* grow to `partitions` */
         KRETRY_PLAN_ALTER_CONFIG,   /* set retention.ms, min.insync.replicas,
-                                       max.message.bytes */
+                                       max.message.bytes, cleanup.policy */
         KRETRY_PLAN_UNKNOWN,        /* could not be decided: see `reason` */
         KRETRY_PLAN_CONFLICT /* refused: see `reason`; nothing is applied */
 } kretry_plan_op_t;
@@ -69,7 +69,7 @@ typedef struct {
         int64_t retention_ms;
         int min_insync;
         int64_t max_message_bytes;
-        int compact; /* CREATE: cleanup.policy=compact */
+        int compact; /* CREATE, ALTER_CONFIG: cleanup.policy=compact */
         /* ALTER_CONFIG: the values it changes */
         int64_t current_retention_ms;
         int current_min_insync;

@@ -51,16 +51,17 @@ static void check_changelog(const kretry_shape_t *s,
                             kretry_diags_t *d) {
         check_topic(s, meta, "version changelog", s->changelog, need, d);
         const kretry_meta_topic_t *m = kretry_meta_find(meta, s->changelog);
+        char fix[400];
+        fix_text(s, fix, sizeof(fix));
         if (!m)
                 return;
         if (m->compact == 0)
                 kretry_diag_add(d, KRETRY_DIAG_ERROR, 0, 0,
                                 "version changelog %s is not compacted: its "
-                                "cleanup.policy must include compact, or "
-                                "retention deletes the versions it stores "
-                                "(kafka-configs --alter --add-config "
-                                "cleanup.policy=compact)",
-                                s->changelog);
+                                "cleanup.policy must be compact, or "
+                                "retention deletes the versions it stores; "
+                                "%s",
+                                s->changelog, fix);
         else if (m->compact < 0)
                 kretry_diag_add(d, KRETRY_DIAG_WARNING, 0, 0,
                                 "cannot tell whether version changelog %s is "
