@@ -122,12 +122,40 @@ static void test_changelog_policy(void) {
         kretry_meta_clear(&m);
 }
 
+/* A tier or DLQ whose max.message.bytes is below the source's plus the
+ * headroom: a warning naming both limits; unknown limits: nothing. */
+static void test_size_limits(void) {
+        kretry_meta_t m = {0};
+        kretry_diags_t d;
+        kretry_diags_init(&d);
+        full(&m, 4, 1);
+        m.topics[0].max_message_bytes = 1048588;
+        m.topics[1].max_message_bytes = 1048588 + KRETRY_COPY_HEADROOM;
+        m.topics[2].max_message_bytes = 1048588; /* tier 2: too small */
+        m.topics[4].max_message_bytes = 1000;    /* the changelog: fine */
+        KT_ASSERT_INT_EQ(kretry_shape_check(&shape, &m, &d), 0);
+        KT_ASSERT_INT_EQ(d.cnt, 1);
+        const char *t = find(&d, "tier 2 topic orders.retry.2 takes messages "
+                                 "up to 1048588 bytes, the source orders up "
+                                 "to 1048588");
+        KT_ASSERT(t != NULL);
+        KT_ASSERT_INT_EQ(d.items[0].level, KRETRY_DIAG_WARNING);
+        kretry_diags_clear(&d);
+        kretry_diags_init(&d);
+        m.topics[0].max_message_bytes = -1;
+        KT_ASSERT_INT_EQ(kretry_shape_check(&shape, &m, &d), 0);
+        KT_ASSERT_INT_EQ(d.cnt, 0);
+        kretry_diags_clear(&d);
+        kretry_meta_clear(&m);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_fits),
                                           KT_TEST(test_fewer_partitions),
                                           KT_TEST(test_missing),
                                           KT_TEST(test_missing_source),
                                           KT_TEST(test_changelog_policy),
+                                          KT_TEST(test_size_limits),
                                           KT_END};
         return kt_main("topology_shape", tests, argc, argv);
 }

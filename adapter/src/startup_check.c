@@ -54,17 +54,20 @@ snapshot(kretry_adapter_t *a, rd_kafka_t *rk, kretry_meta_t *meta) {
                     kretry_meta_add(meta, mt->topic, mt->partition_cnt, -1))
                         err = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
         }
-        kretry_meta_topic_t *vt =
-                a->versions_topic ? (kretry_meta_topic_t *)kretry_meta_find(
-                                            meta, a->versions_topic)
-                                  : NULL;
-        char why[512];
-        /* Left unknown (a warning) when the cluster does not answer. */
-        if (!err && vt && kretry_admin_controller_known(rk, md) &&
-            kretry_admin_describe(rk, &vt->name, 1,
+        /* Their configuration (the changelog's cleanup.policy, the size
+         * limits); left unknown, with a warning, where the cluster does not
+         * answer. */
+        char why[512], **names = calloc(meta->cnt + 1, sizeof(*names));
+        for (size_t i = 0; names && i < meta->cnt; i++)
+                names[i] = meta->topics[i].name;
+        if (!names && !err)
+                err = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
+        if (!err && meta->cnt && kretry_admin_controller_known(rk, md) &&
+            kretry_admin_describe(rk, names, meta->cnt,
                                   kretry_left_ms(deadline, -1), meta, why,
                                   sizeof(why)))
                 kretry_log(a, KRETRY_LOG_WARNING, "TOPOLOGY", "%s", why);
+        free(names);
         rd_kafka_metadata_destroy(md);
         return err;
 }

@@ -45,6 +45,33 @@ static void check_topic(const kretry_shape_t *s,
                                 m->partitions, need - 1, fix);
 }
 
+/* A tier or the DLQ takes what the source does, plus kretry's headers:
+ * otherwise a copy of a message near the source's limit is refused and its
+ * partition waits until the limit is raised. A warning: only messages near
+ * the limit are concerned, and the limits may be unknown. */
+static void check_size(const kretry_shape_t *s,
+                       const kretry_meta_t *meta,
+                       const char *role,
+                       const char *topic,
+                       kretry_diags_t *d) {
+        const kretry_meta_topic_t *src = kretry_meta_find(meta, s->source);
+        const kretry_meta_topic_t *m   = kretry_meta_find(meta, topic);
+        char fix[400];
+        if (!src || !m || src->max_message_bytes <= 0 ||
+            m->max_message_bytes < 0 ||
+            m->max_message_bytes >=
+                    src->max_message_bytes + KRETRY_COPY_HEADROOM)
+                return;
+        fix_text(s, fix, sizeof(fix));
+        kretry_diag_add(d, KRETRY_DIAG_WARNING, 0, 0,
+                        "%s topic %s takes messages up to %lld bytes, the "
+                        "source %s up to %lld: a copy of a message near the "
+                        "source's limit, with kretry's headers, would be "
+                        "refused and its partition wait; %s",
+                        role, topic, (long long)m->max_message_bytes, s->source,
+                        (long long)src->max_message_bytes, fix);
+}
+
 static void check_changelog(const kretry_shape_t *s,
                             const kretry_meta_t *meta,
                             int need,
@@ -84,8 +111,10 @@ int kretry_shape_check(const kretry_shape_t *s,
                 char role[32];
                 snprintf(role, sizeof(role), "tier %d", n + 1);
                 check_topic(s, meta, role, s->tiers[n], need, d);
+                check_size(s, meta, role, s->tiers[n], d);
         }
         check_topic(s, meta, "DLQ", s->dlq, need, d);
+        check_size(s, meta, "DLQ", s->dlq, d);
         if (s->changelog)
                 check_changelog(s, meta, need, d);
         return d->errors - before;

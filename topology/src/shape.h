@@ -25,9 +25,10 @@ typedef struct {
 
 /* Check @p meta against @p s: one error per problem (a topic missing or
  * with fewer partitions than the source, a changelog not compacted), each
- * naming the topic and the fix, and a warning when the changelog's
- * cleanup.policy is unknown (meta's compact < 0). Diagnostics have no
- * position. Returns the number of errors. */
+ * naming the topic and the fix, and warnings when the changelog's
+ * cleanup.policy is unknown (meta's compact < 0) or a tier or the DLQ takes
+ * smaller messages than the source plus KRETRY_COPY_HEADROOM. Diagnostics have
+ * no position. Returns the number of errors. */
 int kretry_shape_check(const kretry_shape_t *s,
                        const kretry_meta_t *meta,
                        kretry_diags_t *d);
