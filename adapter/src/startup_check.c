@@ -119,8 +119,9 @@ kretry_startup_check(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
                          "within %d ms: %s (topology.check=warn starts "
                          "anyway)",
                          c->topology_check_timeout_ms, rd_kafka_err2str(err));
-                kretry_log(a, fail ? KRETRY_LOG_ERR : KRETRY_LOG_WARNING,
-                           "TOPOLOGY", "%s", errstr);
+                if (!fail) /* else errstr says it */
+                        kretry_log(a, KRETRY_LOG_WARNING, "TOPOLOGY", "%s",
+                                   errstr);
                 rc = err == RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE
                              ? KRETRY_ERR_NO_MEM
                      : fail ? KRETRY_ERR_KAFKA
