@@ -247,7 +247,7 @@ static void test_field_versions(void) {
         it_env_t *env = it_env_new("30ms", 1);
         char vt[300];
         snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
-        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        KT_REQUIRE(kt_cluster_changelog(env->c, vt, 1) == 0);
         unsigned char buf[128];
         const int64_t vs[] = {3, 1, 2, 5, 4};
         for (int i = 0; i < 5; i++) {

@@ -436,7 +436,7 @@ static void test_changelog_write_fails(void) {
         char vt[300];
         snprintf(vt, sizeof(vt), "%s.%s.versions", ch.env->group,
                  ch.env->source);
-        KT_REQUIRE(kt_cluster_topic_named(ch.env->c, vt, PARTS) == 0);
+        KT_REQUIRE(kt_cluster_changelog(ch.env->c, vt, PARTS) == 0);
         lead(mock, ch.env->source, 1);
         lead(mock, ch.env->tiers[0], 1);
         lead(mock, ch.env->dlq, 1);

@@ -45,6 +45,22 @@ static void test_part_start(void) {
         KT_ASSERT_INT_EQ(stats_part_waiting(&p), -1);
 }
 
+/* A transactional source fully consumed: the group's offset stops before
+ * the commit marker, so high - committed is 1; the reader found no record
+ * there, and nothing waits. */
+static void test_markers_only(void) {
+        stats_topic_t t  = {0};
+        stats_part_t p[] = {part(0, 11, 10), part(0, 20, 15)};
+        stats_topic_depth(&t, p, 2);
+        KT_ASSERT_INT_EQ(t.waiting, 1 + 5);
+        p[0].rest_unreadable = 1;
+        KT_ASSERT_INT_EQ(stats_part_waiting(&p[0]), 0);
+        stats_topic_depth(&t, p, 2);
+        KT_ASSERT_INT_EQ(t.waiting, 5);
+        p[0].committed_ok = 0; /* unknown stays unknown */
+        KT_ASSERT_INT_EQ(stats_part_waiting(&p[0]), -1);
+}
+
 static void test_depth(void) {
         stats_topic_t t  = {0};
         stats_part_t p[] = {part(0, 7, 2), part(3, 3, -1), part(5, 9, -1)};
@@ -371,6 +387,7 @@ static void test_table(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_allowance),
                                           KT_TEST(test_part_start),
+                                          KT_TEST(test_markers_only),
                                           KT_TEST(test_depth),
                                           KT_TEST(test_oldest),
                                           KT_TEST(test_rates_and_drain),

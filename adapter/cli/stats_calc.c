@@ -31,7 +31,7 @@ int64_t stats_part_start(const stats_part_t *p) {
 
 int64_t stats_part_waiting(const stats_part_t *p) {
         int64_t s = stats_part_start(p);
-        return s < 0 ? -1 : p->high - s;
+        return s < 0 ? -1 : p->rest_unreadable ? 0 : p->high - s;
 }
 
 void stats_topic_depth(stats_topic_t *t, const stats_part_t *parts, int cnt) {

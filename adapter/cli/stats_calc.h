@@ -9,7 +9,9 @@
  * Where a partition's waiting messages start: the group's committed offset,
  * or the low watermark when the group has none there (the group would read
  * everything retained: kretry consumes with auto.offset.reset=earliest),
- * clamped to [low, high]. Waiting = high watermark - start. Nobody consumes
+ * clamped to [low, high]. Waiting = high watermark - start, or 0 when a
+ * read_committed reader finds no record there (transaction markers, see
+ * stats_part_t.rest_unreadable). Nobody consumes
  * a DLQ: there the caller passes kretry dlq replay's progress as the
  * committed offset where the group has none (stats_kafka.h), so that what a
  * replay went past stops counting; without either, all of it counts.
@@ -32,6 +34,12 @@ typedef struct {
         int64_t low, high;
         int64_t committed; /* -1: the group has no committed offset */
         int committed_ok;  /* the committed offset (or its absence) is known */
+        /* A read_committed reader assigned at the start found no record
+         * before the end: what lies there is transaction markers (a commit
+         * marker follows a transaction's last record, and the group's
+         * offset stops before it), aborted records or an open
+         * transaction's — nothing the group can read yet. Waiting: 0. */
+        int rest_unreadable;
 } stats_part_t;
 
 typedef enum {

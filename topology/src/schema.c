@@ -58,6 +58,7 @@ static const cyaml_schema_field_t topics_fields[] = {
         STR("partitions", kretry_raw_topics_t, partitions),
         STR("replication", kretry_raw_topics_t, replication),
         STR("retention", kretry_raw_topics_t, retention),
+        STR("min_insync_replicas", kretry_raw_topics_t, min_insync_replicas),
         CYAML_FIELD_END,
 };
 

@@ -37,6 +37,7 @@ typedef struct {
         char *partitions;
         char *replication;
         char *retention;
+        char *min_insync_replicas;
 } kretry_raw_topics_t;
 
 typedef struct {

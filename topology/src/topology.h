@@ -47,6 +47,7 @@ typedef struct {
         int partitions;                           /* 0: the source's count */
         int replication;                          /* 0: the cluster's default */
         int64_t retention_ms;                     /* 0: not declared */
+        int min_insync; /* topics.min_insync_replicas; 0: min(2, replication) */
         kretry_ordering_t ordering;
         kretry_on_dlq_t on_dead_letter;
         kretry_versioning_t versioning;
