@@ -397,9 +397,7 @@ static void set_text(json_t *o, const char *name, const void *p, size_t n) {
                             p ? json_stringn((const char *)p, n) : json_null());
 }
 
-/* Bytes as "name": a string when they are UTF-8 without NUL, else
- * "name_hex"; null stays null. */
-static void set_bytes(json_t *o, const char *name, const void *p, size_t n) {
+void dlq_json_bytes(json_t *o, const char *name, const void *p, size_t n) {
         json_t *s = p && !memchr(p, '\0', n) ? json_stringn(p, n) : NULL;
         if (s || !p) {
                 json_object_set_new(o, name, s ? s : json_null());
@@ -424,17 +422,18 @@ static json_t *num_or_null(int ok, int64_t v) {
         return ok ? json_integer(v) : json_null();
 }
 
-static void print_json(FILE *out,
-                       const rd_kafka_message_t *m,
-                       const kretry_dlq_info_t *i,
-                       int show_value,
-                       int64_t at,
-                       int64_t age) {
+json_t *dlq_message_json(const rd_kafka_message_t *m,
+                         const kretry_dlq_info_t *i,
+                         int show_value,
+                         int64_t now_ms) {
         const kretry_chain_t *c = &i->chain;
-        json_t *o               = json_object();
+        int64_t at              = kretry_dlq_dead_lettered_at(
+                             i, rd_kafka_message_timestamp(m, NULL));
+        int64_t age = at >= 0 ? (now_ms > at ? now_ms - at : 0) : -1;
+        json_t *o   = json_object();
         json_object_set_new(o, "partition", json_integer(m->partition));
         json_object_set_new(o, "offset", json_integer(m->offset));
-        set_bytes(o, "key", m->key, m->key_len);
+        dlq_json_bytes(o, "key", m->key, m->key_len);
         set_text(o, "class", i->error_class.ptr, i->error_class.len);
         set_text(o, "code", i->error_code.ptr, i->error_code.len);
         set_text(o, "error", i->error.ptr, i->error.len);
@@ -457,12 +456,8 @@ static void print_json(FILE *out,
         set_text(o, "group", i->group.ptr, i->group.len);
         json_object_set_new(o, "replay_count", json_integer(i->replay_count));
         if (show_value)
-                set_bytes(o, "value", m->payload, m->len);
-        char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        if (s)
-                fprintf(out, "%s\n", s);
-        free(s);
-        json_decref(o);
+                dlq_json_bytes(o, "value", m->payload, m->len);
+        return o;
 }
 
 void dlq_print_message(FILE *out,
@@ -473,18 +468,34 @@ void dlq_print_message(FILE *out,
         kretry_dlq_info_t info;
         rd_kafka_message_headers(m, &h);
         kretry_dlq_info_decode(h, &info);
-        int64_t at = kretry_dlq_dead_lettered_at(
-                &info, rd_kafka_message_timestamp(m, NULL));
-        int64_t age = at >= 0 ? (now_ms > at ? now_ms - at : 0) : -1;
-        if (o->json)
-                print_json(out, m, &info, o->show_value, at, age);
-        else
-                print_row(out, m, &info, o->show_value, age);
+        if (!o->json) {
+                int64_t at = kretry_dlq_dead_lettered_at(
+                        &info, rd_kafka_message_timestamp(m, NULL));
+                print_row(out, m, &info, o->show_value,
+                          at >= 0 ? (now_ms > at ? now_ms - at : 0) : -1);
+                return;
+        }
+        json_t *j = dlq_message_json(m, &info, o->show_value, now_ms);
+        char *s   = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (s)
+                fprintf(out, "%s\n", s);
+        free(s);
+        json_decref(j);
+}
+
+static int picked(const dlq_opts_t *o, const rd_kafka_message_t *m) {
+        for (size_t i = 0; i < o->row_cnt; i++)
+                if (o->rows[i].partition == m->partition &&
+                    o->rows[i].offset == m->offset)
+                        return 1;
+        return 0;
 }
 
 static int selected(const dlq_opts_t *o, const rd_kafka_message_t *m) {
         rd_kafka_headers_t *h = NULL;
         kretry_dlq_info_t info;
+        if (o->rows && !picked(o, m))
+                return 0;
         rd_kafka_message_headers(m, &h);
         kretry_dlq_info_decode(h, &info);
         return kretry_dlq_filter_match(

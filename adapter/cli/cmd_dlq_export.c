@@ -329,7 +329,11 @@ typedef struct {
         size_t block; /* bytes in the current block */
 } out_t;
 
-static void out_close(out_t *o, int keep, const char *path) {
+static int out_close(out_t *o,
+                     int keep,
+                     const char *path,
+                     char *errstr,
+                     size_t errstr_size) {
         if (o->w)
                 avro_file_writer_close(o->w);
         if (o->iface) {
@@ -340,14 +344,19 @@ static void out_close(out_t *o, int keep, const char *path) {
                 avro_schema_decref(o->schema);
         free(o->sc.buf);
         if (keep && rename(o->tmp, path)) {
-                fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+                snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
                 keep = 0;
         }
         if (!keep && o->tmp[0])
                 unlink(o->tmp);
+        return keep ? 0 : -1;
 }
 
-static int out_open(out_t *o, const char *path, const char *codec) {
+static int out_open(out_t *o,
+                    const char *path,
+                    const char *codec,
+                    char *errstr,
+                    size_t errstr_size) {
         memset(o, 0, sizeof(*o));
         if (avro_schema_from_json_length(kretry_avsc_dlq_context,
                                          strlen(kretry_avsc_dlq_context),
@@ -358,14 +367,14 @@ static int out_open(out_t *o, const char *path, const char *codec) {
                         avro_value_iface_decref(o->iface);
                         o->iface = NULL;
                 }
-                fprintf(stderr, PROG ": the dlq_context schema: %s\n",
-                        avro_strerror());
+                snprintf(errstr, errstr_size, "the dlq_context schema: %s",
+                         avro_strerror());
                 return -1;
         }
         snprintf(o->tmp, sizeof(o->tmp), "%s.tmp-%d", path, (int)getpid());
         if (avro_file_writer_create_with_codec(o->tmp, o->schema, &o->w, codec,
                                                BLOCK_SIZE)) {
-                fprintf(stderr, PROG ": %s: %s\n", path, avro_strerror());
+                snprintf(errstr, errstr_size, "%s: %s", path, avro_strerror());
                 o->w      = NULL;
                 o->tmp[0] = '\0';
                 return -1;
@@ -402,20 +411,21 @@ static int append(out_t *o,
         return rc ? -1 : 0;
 }
 
-static int export_all(const export_opts_t *e,
+static int export_all(const dlq_opts_t *o,
                       dlq_reader_t *r,
                       out_t *out,
                       int64_t *seenp,
-                      int64_t *writtenp) {
+                      int64_t *writtenp,
+                      char *errstr,
+                      size_t errstr_size) {
         rd_kafka_message_t *m;
-        char errstr[1024];
         int rc;
-        while ((!e->o.limit || *writtenp < e->o.limit) &&
-               (rc = dlq_reader_next(r, &m, errstr, sizeof(errstr))) == 1) {
+        while ((!o->limit || *writtenp < o->limit) &&
+               (rc = dlq_reader_next(r, &m, errstr, errstr_size)) == 1) {
                 (*seenp)++;
                 int bad = 0;
-                if (dlq_selected(&e->o, m)) {
-                        bad = append(out, m, errstr, sizeof(errstr));
+                if (dlq_selected(o, m)) {
+                        bad = append(out, m, errstr, errstr_size);
                         if (!bad)
                                 (*writtenp)++;
                 }
@@ -425,51 +435,59 @@ static int export_all(const export_opts_t *e,
                         break;
                 }
         }
-        if (e->o.limit && *writtenp >= e->o.limit)
+        if (o->limit && *writtenp >= o->limit)
                 rc = 0;
-        if (rc < 0)
-                fprintf(stderr, PROG ": %s\n", errstr);
         return rc < 0 ? -1 : 0;
 }
 
-static int run(const export_opts_t *e, const dlq_target_t *tg) {
-        char errstr[1024];
-        int64_t seen = 0, written = 0;
+int dlq_export_file(const dlq_opts_t *o,
+                    const dlq_target_t *tg,
+                    const char *path,
+                    const char *codec,
+                    int64_t *written,
+                    char *errstr,
+                    size_t errstr_size) {
+        int64_t seen = 0;
         out_t out;
-        rd_kafka_conf_t *conf = dlq_client_conf(tg->f, e->o.bootstrap, 1,
-                                                errstr, sizeof(errstr));
+        rd_kafka_conf_t *conf =
+                dlq_client_conf(tg->f, o->bootstrap, 1, errstr, errstr_size);
         dlq_reader_t *r =
-                conf ? dlq_reader_new(conf, tg->t->dlq, NULL, e->o.timeout_ms,
-                                      errstr, sizeof(errstr))
+                conf ? dlq_reader_new(conf, tg->t->dlq, NULL, o->timeout_ms,
+                                      errstr, errstr_size)
                      : NULL;
-        if (!r || dlq_reader_snapshot(r, 0, errstr, sizeof(errstr))) {
+        int rc = !r || dlq_reader_snapshot(r, 0, errstr, errstr_size) ? -1 : 0;
+        *written = 0;
+        if (!rc) {
+                rc = out_open(&out, path, codec, errstr, errstr_size);
+                if (!rc)
+                        rc = export_all(o, r, &out, &seen, written, errstr,
+                                        errstr_size);
+                if (out_close(&out, rc == 0, path, errstr, errstr_size))
+                        rc = -1;
+        }
+        dlq_reader_destroy(r);
+        if (rc) {
                 fprintf(stderr, PROG ": %s\n", errstr);
-                dlq_reader_destroy(r);
                 return 1;
         }
-        int rc = out_open(&out, e->out, e->codec);
-        if (!rc)
-                rc = export_all(e, r, &out, &seen, &written);
-        out_close(&out, rc == 0, e->out);
-        dlq_reader_destroy(r);
-        if (rc)
-                return 1;
         fprintf(stderr, "%lld message%s exported to %s, %lld read from %s%s\n",
-                (long long)written, written == 1 ? "" : "s", e->out,
+                (long long)*written, *written == 1 ? "" : "s", path,
                 (long long)seen, tg->t->dlq,
-                e->o.limit && written >= e->o.limit ? " (--limit reached)"
-                                                    : "");
+                o->limit && *written >= o->limit ? " (--limit reached)" : "");
         return 0;
 }
 
 int cmd_dlq_export(int argc, char **argv) {
         export_opts_t e;
         dlq_target_t tg = {NULL, NULL};
-        int rc          = parse(&e, argc, argv);
+        int64_t written;
+        char errstr[1024];
+        int rc = parse(&e, argc, argv);
         if (rc)
                 return rc < 0 ? 0 : rc;
         if ((rc = load(&e.o, &tg)) == 0)
-                rc = run(&e, &tg);
+                rc = dlq_export_file(&e.o, &tg, e.out, e.codec, &written,
+                                     errstr, sizeof(errstr));
         kretry_topology_file_destroy(tg.f);
         return rc;
 }

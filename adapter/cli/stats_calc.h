@@ -153,6 +153,13 @@ json_t *stats_report_json(const stats_report_t *r);
  * figures are left out, "never" drains are +Inf. */
 void stats_render_prometheus(FILE *out, const stats_report_t *r);
 
+/* The same for @p n reports (the topologies of one file) in one
+ * exposition: each metric's HELP and TYPE once, its samples from every
+ * report under it. */
+void stats_render_prometheus_many(FILE *out,
+                                  const stats_report_t *const *rs,
+                                  size_t n);
+
 /* "source", "tier" or "dlq". */
 const char *stats_role_name(stats_role_t role);
 
