@@ -6,8 +6,9 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
         SUDO="sudo"
 fi
+# libmicrohttpd-dev: the HTTP server of kretry ui.
 PKGS="build-essential cmake pkg-config librdkafka-dev libjansson-dev \
-libcyaml-dev libavro-dev libcunit1-dev"
+libcyaml-dev libavro-dev libcunit1-dev libmicrohttpd-dev"
 # What the test suites and CI use beyond the build: independent Kafka
 # clients for the black-box tests (kcat, python3-kafka), independent Avro
 # readers for it_dlq_export (avrocat from avro-bin, python3-avro), binutils'

@@ -262,16 +262,7 @@ static int parse_opts(dlq_opts_t *o, int replay, int argc, char **argv) {
 }
 
 int dlq_load_target(const dlq_opts_t *o, dlq_target_t *tg) {
-        kretry_diags_t d;
-        char line[1500];
-        kretry_diags_init(&d);
-        tg->f = kretry_topology_file_load(o->file, &d);
-        for (size_t i = 0; i < d.cnt; i++)
-                if (d.items[i].level == KRETRY_DIAG_ERROR) {
-                        kretry_diag_format(&d, i, o->file, line, sizeof(line));
-                        fprintf(stderr, "%s\n", line);
-                }
-        kretry_diags_clear(&d);
+        tg->f = cli_topology_load(o->file);
         if (!tg->f)
                 return 1;
         size_t n = kretry_topology_count(tg->f);

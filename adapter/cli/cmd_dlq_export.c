@@ -274,8 +274,12 @@ static int text_field(avro_value_t *rec,
         return opt_text(rec, name, t.ptr, t.len, sc);
 }
 
-/* One DLQ message as a dlq_context record. */
-static int fill(avro_value_t *rec, const rd_kafka_message_t *m, scratch_t *sc) {
+/* One DLQ message as a dlq_context record; its value null unless
+ * @p values. */
+static int fill(avro_value_t *rec,
+                const rd_kafka_message_t *m,
+                int values,
+                scratch_t *sc) {
         rd_kafka_headers_t *h = NULL;
         kretry_dlq_info_t info;
         avro_value_t f;
@@ -314,7 +318,7 @@ static int fill(avro_value_t *rec, const rd_kafka_message_t *m, scratch_t *sc) {
              opt_bytes(rec, "correlation_id", c->correlation_id,
                        c->correlation_id_len) ||
              opt_bytes(rec, "key", m->key, m->key_len) ||
-             opt_bytes(rec, "value", m->payload, m->len) ||
+             opt_bytes(rec, "value", values ? m->payload : NULL, m->len) ||
              fill_headers(rec, h, sc);
         return rc;
 }
@@ -327,6 +331,7 @@ typedef struct {
         char tmp[4096];
         scratch_t sc;
         size_t block; /* bytes in the current block */
+        int values;   /* values written, or left null */
 } out_t;
 
 static int out_close(out_t *o,
@@ -387,7 +392,7 @@ static int append(out_t *o,
                   char *errstr,
                   size_t errstr_size) {
         size_t size = 0;
-        int rc      = fill(&o->rec, m, &o->sc);
+        int rc      = fill(&o->rec, m, o->values, &o->sc);
         if (!rc && !(rc = avro_value_sizeof(&o->rec, &size)) &&
             size > BLOCK_SIZE) {
                 snprintf(errstr, errstr_size,
@@ -444,6 +449,7 @@ int dlq_export_file(const dlq_opts_t *o,
                     const dlq_target_t *tg,
                     const char *path,
                     const char *codec,
+                    int values,
                     int64_t *written,
                     char *errstr,
                     size_t errstr_size) {
@@ -458,7 +464,8 @@ int dlq_export_file(const dlq_opts_t *o,
         int rc = !r || dlq_reader_snapshot(r, 0, errstr, errstr_size) ? -1 : 0;
         *written = 0;
         if (!rc) {
-                rc = out_open(&out, path, codec, errstr, errstr_size);
+                rc         = out_open(&out, path, codec, errstr, errstr_size);
+                out.values = values;
                 if (!rc)
                         rc = export_all(o, r, &out, &seen, written, errstr,
                                         errstr_size);
@@ -486,7 +493,7 @@ int cmd_dlq_export(int argc, char **argv) {
         if (rc)
                 return rc < 0 ? 0 : rc;
         if ((rc = load(&e.o, &tg)) == 0)
-                rc = dlq_export_file(&e.o, &tg, e.out, e.codec, &written,
+                rc = dlq_export_file(&e.o, &tg, e.out, e.codec, 1, &written,
                                      errstr, sizeof(errstr));
         kretry_topology_file_destroy(tg.f);
         return rc;

@@ -91,8 +91,6 @@ static int usage_error(const char *fmt, const char *arg) {
 
 static int opt_set(void *opts, int c, const char *arg) {
         stats_opts_t *o = opts;
-        char err[256];
-        int64_t n;
         switch (c) {
         case 'f':
                 o->file = arg;
@@ -122,20 +120,9 @@ static int opt_set(void *opts, int c, const char *arg) {
                                            arg);
                 return 0;
         case 'w':
-                if (kretry_parse_duration_ms(arg, &o->window_ms, err,
-                                             sizeof(err)) ||
-                    o->window_ms > 3600000)
-                        return usage_error("--window %s: expected a duration "
-                                           "up to 1h (e.g. 10s, 0 for none)",
-                                           arg);
-                return 0;
+                return cli_parse_window(PROG, arg, 3600000, &o->window_ms);
         case 't':
-                if (kretry_parse_int64(arg, 1, 3600000, &n, err, sizeof(err)))
-                        return usage_error("--timeout %s: expected "
-                                           "milliseconds (1..3600000)",
-                                           arg);
-                o->timeout_ms = (int)n;
-                return 0;
+                return cli_parse_timeout(PROG, arg, &o->timeout_ms);
         }
         return -2;
 }
@@ -171,16 +158,7 @@ static int parse_args(stats_opts_t *o, int argc, char **argv) {
 /* Load the file (errors on stderr) and pick the topology. */
 static const kretry_topology_t *load(const stats_opts_t *o,
                                      kretry_topology_file_t **fp) {
-        kretry_diags_t d;
-        char line[1500];
-        kretry_diags_init(&d);
-        *fp = kretry_topology_file_load(o->file, &d);
-        for (size_t i = 0; i < d.cnt; i++)
-                if (d.items[i].level == KRETRY_DIAG_ERROR) {
-                        kretry_diag_format(&d, i, o->file, line, sizeof(line));
-                        fprintf(stderr, "%s\n", line);
-                }
-        kretry_diags_clear(&d);
+        *fp = cli_topology_load(o->file);
         if (!*fp)
                 return NULL;
         size_t n = kretry_topology_count(*fp);

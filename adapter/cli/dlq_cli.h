@@ -117,12 +117,14 @@ void dlq_json_bytes(json_t *o, const char *name, const void *p, size_t n);
 
 /* kretry dlq export's file: the messages @p o selects (at most o->limit)
  * as an Avro object container file at @p path, written beside it and
- * renamed when complete. Returns 0 with *@p written set, or 1 after
- * saying why on stderr and in @p errstr. */
+ * renamed when complete; without @p values every value is null. Returns 0
+ * with *@p written set, or 1 after saying why on stderr and in
+ * @p errstr. */
 int dlq_export_file(const dlq_opts_t *o,
                     const dlq_target_t *tg,
                     const char *path,
                     const char *codec,
+                    int values,
                     int64_t *written,
                     char *errstr,
                     size_t errstr_size);

@@ -1,0 +1,295 @@
+/*
+ * kretry ui's replay: one job at a time, run by dlq_replay_run() — the
+ * replay of kretry dlq replay, resumable through the same progress group —
+ * on a thread of its own, its counters read by GET /api/replay/ID. The
+ * request's JSON (a filter, chosen rows, rate, target, dry run) becomes the
+ * command's options; the target can only be the topology's source or one
+ * of its tiers.
+ */
+#include "ui.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Owned by ui_t.lock's holder, except: ctl (dlq_replay_ctl_t's rules),
+ * running, and rc/ended_ms, written by the job's thread before it clears
+ * running. */
+struct ui_job_s {
+        int64_t id;
+        pthread_t th;
+        dlq_replay_ctl_t ctl;
+        dlq_opts_t o;
+        dlq_target_t tg;
+        const char *target; /* topic */
+        json_t *body;       /* holds the strings o points into */
+        dlq_row_t *rows;
+        atomic_int running;
+        int rc;
+        int64_t started_ms;
+        atomic_llong ended_ms;
+};
+
+/* A job whose thread never started. */
+static void job_discard(ui_job_t *j) {
+        json_decref(j->body);
+        free(j->rows);
+        free(j);
+}
+
+static void job_free(ui_job_t *j) {
+        if (!j)
+                return;
+        pthread_join(j->th, NULL);
+        job_discard(j);
+}
+
+static void *job_main(void *arg) {
+        ui_job_t *j = arg;
+        j->rc       = dlq_replay_run(&j->o, &j->tg, &j->ctl);
+        atomic_store(&j->ended_ms, dlq_now_ms());
+        atomic_store(&j->running, 0);
+        return NULL;
+}
+
+static json_t *job_json(ui_job_t *j) {
+        int running       = atomic_load(&j->running);
+        json_t *o         = json_object();
+        const char *state = running                     ? "running"
+                            : j->rc                     ? "failed"
+                            : atomic_load(&j->ctl.stop) ? "stopped"
+                                                        : "done";
+        long long ended   = atomic_load(&j->ended_ms);
+        json_object_set_new(o, "id", json_integer(j->id));
+        json_object_set_new(o, "state", json_string(state));
+        json_object_set_new(o, "dry_run", json_boolean(j->o.dry_run));
+        json_object_set_new(o, "topology", json_string(j->tg.t->name));
+        json_object_set_new(o, "target", json_string(j->target));
+        json_object_set_new(o, "rate", json_real(j->o.rate));
+        json_object_set_new(o, "total",
+                            json_integer(atomic_load(&j->ctl.total)));
+        json_object_set_new(o, "read", json_integer(atomic_load(&j->ctl.read)));
+        json_object_set_new(o, "replayed",
+                            json_integer(atomic_load(&j->ctl.replayed)));
+        json_object_set_new(o, "started_at", json_integer(j->started_ms));
+        json_object_set_new(o, "ended_at",
+                            ended ? json_integer(ended) : json_null());
+        json_object_set_new(o, "error",
+                            !running && j->ctl.error[0]
+                                    ? json_string(j->ctl.error)
+                                    : json_null());
+        return o;
+}
+
+static int bad(ui_reply_t *out, const char *what) {
+        ui_reply_error(out, 400, "%s", what);
+        return -1;
+}
+
+static int set_rows(ui_job_t *j, json_t *rows, ui_reply_t *out) {
+        size_t n = json_array_size(rows);
+        if (!json_is_array(rows) || n == 0 || n > UI_MAX_ROWS)
+                return bad(out, "rows: expected an array of 1..1000 "
+                                "{\"partition\": P, \"offset\": O}");
+        if (!(j->rows = calloc(n, sizeof(*j->rows)))) {
+                ui_reply_error(out, 500, "out of memory");
+                return -1;
+        }
+        for (size_t i = 0; i < n; i++) {
+                json_t *r = json_array_get(rows, i);
+                json_t *p = json_object_get(r, "partition");
+                json_t *o = json_object_get(r, "offset");
+                if (!json_is_object(r) || json_object_size(r) != 2 ||
+                    !json_is_integer(p) || !json_is_integer(o) ||
+                    json_integer_value(p) < 0 ||
+                    json_integer_value(p) > INT32_MAX ||
+                    json_integer_value(o) < 0)
+                        return bad(out, "rows: each one {\"partition\": P, "
+                                        "\"offset\": O}, both >= 0");
+                j->rows[i] = (dlq_row_t){(int32_t)json_integer_value(p),
+                                         json_integer_value(o)};
+        }
+        j->o.rows    = j->rows;
+        j->o.row_cnt = n;
+        return 0;
+}
+
+static int set_filter(ui_job_t *j, json_t *f, ui_reply_t *out) {
+        const char *k;
+        json_t *v;
+        char err[512];
+        if (!json_is_object(f))
+                return bad(out, "filter: expected an object");
+        json_object_foreach(f, k, v) {
+                if (json_is_null(v) ||
+                    (json_is_string(v) && !json_string_length(v)))
+                        continue;
+                if (!json_is_string(v) ||
+                    json_string_length(v) > UI_MAX_PARAM ||
+                    strlen(json_string_value(v)) != json_string_length(v))
+                        return bad(out, "filter: values are strings of at "
+                                        "most 256 bytes");
+                if (ui_filter_set(&j->o, k, json_string_value(v), err,
+                                  sizeof(err))) {
+                        ui_reply_error(out, 400, "filter: %s", err);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+static int set_number(ui_job_t *j, const char *k, json_t *v, ui_reply_t *out) {
+        double d = json_number_value(v);
+        if (!strcmp(k, "rate")) {
+                if (!json_is_number(v) || !(d > 0) || d > 1e7)
+                        return bad(out, "rate: expected messages per second, "
+                                        "> 0 and <= 10000000");
+                j->o.rate = d;
+        } else if (!strcmp(k, "max")) {
+                if (!json_is_integer(v) || json_integer_value(v) < 1)
+                        return bad(out, "max: expected an integer >= 1");
+                j->o.max = json_integer_value(v);
+        } else {
+                if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                    json_integer_value(v) > 100000)
+                        return bad(out, "batch: expected 1..100000");
+                j->o.batch = (int)json_integer_value(v);
+        }
+        return 0;
+}
+
+static int set_flag(ui_job_t *j, const char *k, json_t *v, ui_reply_t *out) {
+        char msg[64];
+        if (!json_is_boolean(v)) {
+                snprintf(msg, sizeof(msg), "%s: expected true or false", k);
+                return bad(out, msg);
+        }
+        *(!strcmp(k, "dry_run") ? &j->o.dry_run : &j->o.restart) =
+                json_is_true(v);
+        return 0;
+}
+
+static int set_to(ui_job_t *j, json_t *v, ui_reply_t *out) {
+        const kretry_topology_t *t = j->tg.t;
+        if (!json_is_string(v) || json_string_length(v) > UI_MAX_PARAM)
+                return bad(out, "to: expected source or tier:N");
+        j->o.to = json_string_value(v);
+        if (dlq_replay_tier(j->o.to, t) < 0) {
+                ui_reply_error(out, 400,
+                               "to: %s is not a target of topology \"%s\": "
+                               "use source (%s) or tier:1..%d",
+                               j->o.to, t->name, t->source, t->tier_cnt);
+                return -1;
+        }
+        return 0;
+}
+
+/* The request's fields into the job's options; 0, or -1 after a 400. */
+static int job_opts(ui_job_t *j, json_t *body, ui_reply_t *out) {
+        const char *k;
+        json_t *v;
+        int rc = 0;
+        json_object_foreach(body, k, v) {
+                if (rc)
+                        break;
+                if (!strcmp(k, "topology"))
+                        continue;
+                else if (!strcmp(k, "filter"))
+                        rc = set_filter(j, v, out);
+                else if (!strcmp(k, "rows"))
+                        rc = set_rows(j, v, out);
+                else if (!strcmp(k, "to"))
+                        rc = set_to(j, v, out);
+                else if (!strcmp(k, "rate") || !strcmp(k, "max") ||
+                         !strcmp(k, "batch"))
+                        rc = set_number(j, k, v, out);
+                else if (!strcmp(k, "dry_run") || !strcmp(k, "restart"))
+                        rc = set_flag(j, k, v, out);
+                else {
+                        ui_reply_error(out, 400, "unknown field \"%.64s\"", k);
+                        rc = -1;
+                }
+        }
+        return rc;
+}
+
+static ui_job_t *job_new(ui_req_t *q,
+                         const kretry_topology_t *t,
+                         json_t *body,
+                         ui_reply_t *out) {
+        ui_job_t *j = calloc(1, sizeof(*j));
+        if (!j) {
+                ui_reply_error(out, 500, "out of memory");
+                return NULL;
+        }
+        ui_opts_init(q->ui, &j->o);
+        j->o.show_value = 0;
+        j->tg           = (dlq_target_t){q->ui->f, t};
+        j->body         = json_incref(body);
+        j->ctl.quiet    = 1;
+        if (job_opts(j, body, out)) {
+                job_discard(j);
+                return NULL;
+        }
+        int tier  = dlq_replay_tier(j->o.to, t);
+        j->target = tier ? t->tier_topics[tier - 1] : t->source;
+        return j;
+}
+
+void ui_replay_post(ui_req_t *q,
+                    const kretry_topology_t *t,
+                    json_t *body,
+                    ui_reply_t *out) {
+        ui_t *ui    = q->ui;
+        ui_job_t *j = job_new(q, t, body, out);
+        if (!j)
+                return;
+        pthread_mutex_lock(&ui->lock);
+        if (ui->job && atomic_load(&ui->job->running)) {
+                ui_reply_error(out, 409,
+                               "replay %lld is still running (GET "
+                               "/api/replay/%lld; POST .../stop ends it)",
+                               (long long)ui->job->id, (long long)ui->job->id);
+                pthread_mutex_unlock(&ui->lock);
+                job_discard(j);
+                return;
+        }
+        job_free(ui->job);
+        ui->job       = j;
+        j->id         = ++ui->next_job_id;
+        j->started_ms = dlq_now_ms();
+        atomic_store(&j->running, 1);
+        if (pthread_create(&j->th, NULL, job_main, j)) {
+                ui->job = NULL;
+                job_discard(j);
+                ui_reply_error(out, 500, "cannot start the replay thread");
+        } else {
+                ui_reply_json(out, 202, job_json(j));
+        }
+        pthread_mutex_unlock(&ui->lock);
+}
+
+void ui_replay_get(ui_req_t *q, int64_t id, int stop, ui_reply_t *out) {
+        ui_t *ui = q->ui;
+        pthread_mutex_lock(&ui->lock);
+        ui_job_t *j = ui->job && ui->job->id == id ? ui->job : NULL;
+        if (!j)
+                ui_reply_error(out, 404,
+                               "no replay %lld (only the last one "
+                               "is kept)",
+                               (long long)id);
+        else {
+                if (stop)
+                        atomic_store(&j->ctl.stop, 1);
+                ui_reply_json(out, stop ? 202 : 200, job_json(j));
+        }
+        pthread_mutex_unlock(&ui->lock);
+}
+
+void ui_replay_shutdown(ui_t *ui) {
+        pthread_mutex_lock(&ui->lock);
+        if (ui->job)
+                atomic_store(&ui->job->ctl.stop, 1);
+        job_free(ui->job);
+        ui->job = NULL;
+        pthread_mutex_unlock(&ui->lock);
+}
