@@ -24,7 +24,7 @@ topologies:
       tiers: [1s, 10s]
     topics:
       partitions: 2
-    alerts: { dlq_messages: 1, oldest_age: 1h }
+    alerts: { dlq_messages: 1, oldest_age: 1h, dlq_rate: 20 }
 """
 
 

@@ -133,6 +133,30 @@ static void eval_dlq(stats_report_t *r, const stats_topic_t *t) {
                  (long long)a->limit);
 }
 
+static void eval_dlq_rate(stats_report_t *r, const stats_topic_t *t) {
+        stats_alert_t *a = alert_add(r, "dlq_rate", t);
+        if (!a)
+                return;
+        a->limit = r->limits.dlq_rate;
+        if (!t->rates_ok) {
+                a->state = STATS_ALERT_UNKNOWN;
+                snprintf(a->text, sizeof(a->text),
+                         "dlq_rate: cannot tell how fast messages arrive in "
+                         "%s (%s; limit %lld a minute)",
+                         t->topic,
+                         r->window_ms ? "not answered" : "no rates: --window 0",
+                         (long long)a->limit);
+                return;
+        }
+        double per_min = t->arrival_rate * 60.0;
+        a->value       = (int64_t)llround(per_min);
+        a->state       = per_min >= (double)a->limit ? STATS_ALERT_FIRING
+                                                     : STATS_ALERT_OK;
+        snprintf(a->text, sizeof(a->text),
+                 "dlq_rate: %s receives %.1f messages a minute (limit %lld)",
+                 t->topic, per_min, (long long)a->limit);
+}
+
 static void eval_age(stats_report_t *r, const stats_topic_t *t) {
         stats_alert_t *a = alert_add(r, "oldest_age", t);
         char age[32], lim[32], allow[32];
@@ -174,6 +198,8 @@ int stats_evaluate(stats_report_t *r) {
                 const stats_topic_t *t = &r->topics[i];
                 if (t->role == STATS_ROLE_DLQ && r->limits.dlq_messages >= 0)
                         eval_dlq(r, t);
+                if (t->role == STATS_ROLE_DLQ && r->limits.dlq_rate > 0)
+                        eval_dlq_rate(r, t);
                 if (t->role != STATS_ROLE_DLQ && r->limits.oldest_age_ms > 0)
                         eval_age(r, t);
         }

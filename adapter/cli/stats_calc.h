@@ -63,6 +63,7 @@ typedef struct {
 typedef struct {
         int64_t dlq_messages;  /* -1: none */
         int64_t oldest_age_ms; /* 0: none */
+        int64_t dlq_rate;      /* messages a minute into the DLQ, 0: none */
 } stats_limits_t;
 
 typedef enum {
@@ -72,10 +73,10 @@ typedef enum {
 } stats_alert_state_t;
 
 typedef struct {
-        const char *rule; /* "dlq_messages" or "oldest_age" */
+        const char *rule; /* "dlq_messages", "dlq_rate" or "oldest_age" */
         char topic[256];
         stats_alert_state_t state;
-        int64_t value, limit; /* messages, or ms */
+        int64_t value, limit; /* messages, ms, or messages a minute */
         char text[512];
 } stats_alert_t;
 
@@ -132,6 +133,8 @@ stats_drain(int64_t waiting, double consume, double arrival, double *secs);
 /*
  * Evaluate the limits on the topics into r->alerts:
  *   dlq_messages: the DLQ holds >= limit waiting messages;
+ *   dlq_rate:     messages arrive in the DLQ at >= limit a minute (the
+ *                 arrival rate over the window; unknown without rates);
  *   oldest_age:   the source's oldest waiting message is older than the
  *                 limit, or a tier's is older than its allowance (its delay
  *                 at +jitter) plus the limit. Strictly older: an age equal

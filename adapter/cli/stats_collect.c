@@ -37,6 +37,7 @@ static stats_topic_t *topics_of(const kretry_topology_t *t, stats_report_t *r) {
         r->topic_cnt            = (size_t)t->tier_cnt + 2;
         r->limits.dlq_messages  = t->alerts ? t->alert_dlq_messages : -1;
         r->limits.oldest_age_ms = t->alerts ? t->alert_oldest_age_ms : 0;
+        r->limits.dlq_rate      = t->alerts ? t->alert_dlq_rate : 0;
         return v;
 }
 
