@@ -13,3 +13,15 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(blackbox_ui PROPERTIES TIMEOUT 120
                        SKIP_RETURN_CODE 77 LABELS blackbox)
 endif()
+
+# The page in headless Chromium: the rendered DOM shows the seeded rows and
+# the overview's figures; the screenshot stays in artefacts/ui_page.png of
+# the build directory. Exits 77 only where Chromium (or kafka-python) is
+# not installed (scripts/install-deps.sh --test installs both).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME browser_ui
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/browser_ui.py
+                   $<TARGET_FILE:kretry_cli> ${CMAKE_BINARY_DIR}/artefacts)
+  set_tests_properties(browser_ui PROPERTIES TIMEOUT 180
+                       SKIP_RETURN_CODE 77 LABELS blackbox)
+endif()
