@@ -96,6 +96,51 @@ def step_dlq_rate(url, bootstrap):
     print("ok: dlq_rate fires at %s" % rate["text"])
 
 
+ORDER = {"order_id": "o-1", "version": 3, "customer": "c-9",
+         "amount_cents": 1250, "currency": "EUR", "status": "PAID",
+         "express": False, "items": [{"sku": "s-1", "quantity": 2}],
+         "note": None}
+
+
+def step_avro(cli, bootstrap, d):
+    """A topology with an Avro value: with --show-values the detail
+    decodes it with the topology's schema (and says why when it does
+    not)."""
+    import avro.io
+    import avro.schema
+    from kafka import KafkaProducer
+    avsc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                        "schemas", "examples", "order.avsc")
+    path = os.path.join(d, "pay.yaml")
+    with open(path, "w") as f:
+        f.write("topologies:\n  - name: pay\n    source: pay\n"
+                "    group: pay-service\n    retry: { tiers: [1s] }\n"
+                "    value: { format: avro, schema: %s, wire: raw }\n" % avsc)
+    with open(avsc) as f:
+        schema = avro.schema.parse(f.read())
+    buf = io.BytesIO()
+    avro.io.DatumWriter(schema).write(ORDER, avro.io.BinaryEncoder(buf))
+    prod = KafkaProducer(bootstrap_servers=bootstrap)
+    for v in (buf.getvalue(), b"not avro at all"):
+        prod.send("pay.dlq", key=b"o-1", value=v, partition=0,
+                  headers=[("kretry-error-class", b"schema")]).get(10)
+    prod.close()
+    ui = UI(cli, ["--topology", path, "--bootstrap", bootstrap, "--listen",
+                  "127.0.0.1:0", "--show-values"])
+    try:
+        good = get_json(ui.url + "api/dlq/0/0")
+        check(good["value_avro"] == ORDER and good["value_hex"] ==
+              buf.getvalue().hex(), "decoded %r" % good.get("value_avro"))
+        bad = get_json(ui.url + "api/dlq/0/1")
+        check(bad["value_avro"] is None and bad["value_avro_error"] and
+              bad["value"] == "not avro at all", "undecodable %r" % bad)
+        check(ui.stop() == 0, "SIGTERM: exit status")
+    finally:
+        ui.kill()
+    print("ok: an Avro value decoded with the topology's schema; an "
+          "undecodable one says why (%s)" % bad["value_avro_error"])
+
+
 def rows(url, **params):
     return get_json(q(url, "api/dlq", **params))
 
@@ -415,6 +460,7 @@ def main():
         step_replay(ui.url, broker.bootstrap, msgs)
         step_token(cli, path, broker.bootstrap, msgs)
         step_dlq_rate(ui.url, broker.bootstrap)
+        step_avro(cli, broker.bootstrap, d)
         check(ui.stop() == 0, "SIGTERM: exit status")
         return 0
     except AssertionError as e:
