@@ -458,6 +458,11 @@ def main():
         step_bad_posts(ui.url)
         step_export(ui.url, msgs, False)
         step_replay(ui.url, broker.bootstrap, msgs)
+        log = ui.stderr_text()
+        check("replay 2 started: chosen rows of topology orders into orders"
+              in log and "replay 2 done: 2 messages replayed to orders (12 "
+              "read from orders.dlq)" in log, "no record of the replay in "
+              "the log:\n" + log)
         step_token(cli, path, broker.bootstrap, msgs)
         step_dlq_rate(ui.url, broker.bootstrap)
         step_avro(cli, broker.bootstrap, d)

@@ -47,6 +47,20 @@ static void *job_main(void *arg) {
         ui_job_t *j = arg;
         j->rc       = dlq_replay_run(&j->o, &j->tg, &j->ctl);
         atomic_store(&j->ended_ms, dlq_now_ms());
+        /* The operator's record of what was written, as the command's
+         * summary line is. */
+        fprintf(stderr,
+                "kretry ui: replay %lld %s: %lld message%s %s to %s (%lld "
+                "read from %s)%s%s\n",
+                (long long)j->id,
+                j->rc                       ? "failed"
+                : atomic_load(&j->ctl.stop) ? "stopped"
+                                            : "done",
+                (long long)atomic_load(&j->ctl.replayed),
+                atomic_load(&j->ctl.replayed) == 1 ? "" : "s",
+                j->o.dry_run ? "would be replayed" : "replayed", j->target,
+                (long long)atomic_load(&j->ctl.read), j->tg.t->dlq,
+                j->ctl.error[0] ? ": " : "", j->ctl.error);
         atomic_store(&j->running, 0);
         return NULL;
 }
@@ -257,6 +271,12 @@ void ui_replay_post(ui_req_t *q,
         ui->job       = j;
         j->id         = ++ui->next_job_id;
         j->started_ms = dlq_now_ms();
+        fprintf(stderr,
+                "kretry ui: replay %lld started: %s of topology %s into %s "
+                "at %g/s%s\n",
+                (long long)j->id, j->o.rows ? "chosen rows" : "the filter",
+                t->name, j->target, j->o.rate,
+                j->o.dry_run ? " (dry run)" : "");
         atomic_store(&j->running, 1);
         if (pthread_create(&j->th, NULL, job_main, j)) {
                 ui->job = NULL;
