@@ -124,6 +124,13 @@ def check_page(dom, msgs, what):
           % (what, dom.alerts))
     check("(values shown)" not in text(dom.ids["file"]),
           "%s: values shown without --show-values" % what)
+    lines = [x for x in dom.ids["chart"]["text"]
+             if not isinstance(x, str) and x["tag"] == "polyline"]
+    check(len(lines) == 2 and all(x["attrs"].get("points") for x in lines),
+          "%s: the chart has %d lines" % (what, len(lines)))
+    scale = text(dom.ids["chart-scale"])
+    check(scale.startswith("peak: %d messages, 0.0 a minute" % SEEDED),
+          "%s: chart scale %r" % (what, scale))
     check("end of the DLQ" in text(dom.ids["page-info"]),
           "%s: paging %r" % (what, text(dom.ids["page-info"])))
 
