@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ui_seed import (SEEDED, SKIP, UI, Broker, check, seed,  # noqa: E402
@@ -56,6 +57,7 @@ class Dom(html.parser.HTMLParser):
         super().__init__()
         self.stack, self.rows, self.topics, self.alerts = [], [], {}, {}
         self.states, self.ids = {}, {}
+        self.raw = text
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
@@ -97,7 +99,7 @@ def cells(node):
             if not isinstance(x, str) and x["tag"] == "td"]
 
 
-def check_page(dom, msgs, what):
+def check_page(dom, msgs, what, values=False):
     check(dom.states.get("overview") == "ready" and
           dom.states.get("browser") == "ready",
           "%s: sections not loaded: %r (error: %r)"
@@ -122,8 +124,8 @@ def check_page(dom, msgs, what):
     check(dom.alerts.get("dlq_messages") == ["alert"] and
           dom.alerts.get("dlq_rate") == ["ok"], "%s: alerts %r"
           % (what, dom.alerts))
-    check("(values shown)" not in text(dom.ids["file"]),
-          "%s: values shown without --show-values" % what)
+    check(("(values shown)" in text(dom.ids["file"])) == values,
+          "%s: file line %r" % (what, text(dom.ids["file"])))
     lines = [x for x in dom.ids["chart"]["text"]
              if not isinstance(x, str) and x["tag"] == "polyline"]
     check(len(lines) == 2 and all(x["attrs"].get("points") for x in lines),
@@ -133,6 +135,29 @@ def check_page(dom, msgs, what):
           "%s: chart scale %r" % (what, scale))
     check("end of the DLQ" in text(dom.ids["page-info"]),
           "%s: paging %r" % (what, text(dom.ids["page-info"])))
+
+
+def check_detail(dom, m, values, what):
+    check(dom.states.get("detail") == "ready",
+          "%s: the linked message did not open: %r" % (what, dom.states))
+    title = text(dom.ids["detail-title"])
+    check(title == "orders.dlq [%d] @%d" % (m["partition"], m["offset"]),
+          "%s: detail title %r" % (what, title))
+    headers = text(dom.ids["detail-headers"])
+    check("kretry-error-code" + m["code"] in headers and
+          "trace" + "t%d" % m["i"] in headers, "%s: headers %r"
+          % (what, headers))
+    fields = text(dom.ids["detail-fields"])
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(m["ts"] / 1000))
+    check(m["error"] in fields and "dead-lettered" + when in fields,
+          "%s: fields %r (dead-lettered %s)" % (what, fields, when))
+    value = text(dom.ids["value"])
+    if values:
+        check(value == m["value"].decode(), "%s: value %r" % (what, value))
+    else:
+        check(value.startswith("values are hidden") and
+              m["value"].decode() not in dom.raw,
+              "%s: value shown without --show-values: %r" % (what, value))
 
 
 def check_png(path):
@@ -165,27 +190,32 @@ def main():
         msgs = seed(broker.bootstrap)
         uis.append(UI(cli, ["--topology", path, "--bootstrap",
                             broker.bootstrap, "--listen", "127.0.0.1:0"]))
+        m = msgs[-1]
+        link = "#message=%d:%d" % (m["partition"], m["offset"])
         dom = Dom(chrome(binary, os.path.join(d, "p1"), ["--dump-dom"],
-                         uis[0].url))
+                         uis[0].url + link))
         check_page(dom, msgs, "loopback")
-        print("ok: the page shows %d rows, the DLQ's figures and its alerts"
-              % len(dom.rows))
+        check_detail(dom, m, False, "loopback")
+        print("ok: the page shows %d rows, the DLQ's figures, its alerts, "
+              "and the linked message without its value" % len(dom.rows))
         os.makedirs(artefacts, exist_ok=True)
         shot = os.path.join(artefacts, "ui_page.png")
         if os.path.exists(shot):
             os.unlink(shot)
         chrome(binary, os.path.join(d, "p2"), ["--screenshot=" + shot],
-               uis[0].url)
+               uis[0].url + link)
         check_png(shot)
         print("ok: screenshot kept in %s" % shot)
         env = dict(os.environ, KRETRY_UI_TOKEN=TOKEN)
         uis.append(UI(cli, ["--topology", path, "--bootstrap",
-                            broker.bootstrap, "--listen", "127.0.0.1:0"],
-                      env=env))
+                            broker.bootstrap, "--listen", "127.0.0.1:0",
+                            "--show-values"], env=env))
         dom = Dom(chrome(binary, os.path.join(d, "p3"), ["--dump-dom"],
-                         uis[1].url + "?token=" + TOKEN))
-        check_page(dom, msgs, "with a token")
-        print("ok: with ?token= the page loads its data with the token")
+                         uis[1].url + "?token=" + TOKEN + link))
+        check_page(dom, msgs, "with a token", values=True)
+        check_detail(dom, m, True, "with a token")
+        print("ok: with ?token= the page loads its data with the token; "
+              "--show-values shows the value")
         for ui in uis:
             check(ui.stop() == 0, "kretry ui: exit status on SIGTERM")
         return 0
