@@ -21,7 +21,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ui_seed import (SEEDED, SKIP, UI, Broker, check, get_json,  # noqa: E402
-                     http, seed, topology_file)
+                     http, seed, source_messages, topology_file)
 
 TOKEN = "0123456789abcdef-secret"
 
@@ -293,22 +293,6 @@ def post_replay(url, body, want=202, headers=None):
     check(status == want, "POST %r: %d, expected %d: %r"
           % (body, status, want, resp[:300]))
     return json.loads(resp)
-
-
-def source_messages(bootstrap, want, timeout=15):
-    from kafka import KafkaConsumer, TopicPartition
-    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                      auto_offset_reset="earliest", group_id=None)
-    c.assign([TopicPartition("orders", 0), TopicPartition("orders", 1)])
-    got, deadline = [], time.monotonic() + timeout
-    while len(got) < want and time.monotonic() < deadline:
-        for recs in c.poll(timeout_ms=200).values():
-            got += recs
-    time.sleep(0.3)  # and nothing more
-    for recs in c.poll(timeout_ms=200).values():
-        got += recs
-    c.close()
-    return got
 
 
 def step_replay(url, bootstrap, msgs):

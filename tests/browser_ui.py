@@ -3,8 +3,10 @@
 chromium) loads it from `kretry ui` on a seeded `kretry dev-broker`, runs
 its JavaScript, and the rendered DOM (--dump-dom) must show every seeded
 DLQ row and the overview's figures and alert; once more with a token given
-in the URL, as an operator opens a token-protected server. A screenshot is
-kept in ARTEFACT_DIR (ui_page.png).
+in the URL, as an operator opens a token-protected server; and driven as an
+operator drives it (the DevTools protocol over a pipe): two rows ticked, a
+dry run, the replay and its progress bar. A screenshot is kept in
+ARTEFACT_DIR (ui_page.png).
 
 usage: browser_ui.py PATH/TO/kretry ARTEFACT_DIR
 Exit 0 on success, 1 on failure, 77 (skipped, with the reason) when
@@ -19,8 +21,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ui_seed import (SEEDED, SKIP, UI, Broker, check, seed,  # noqa: E402
-                     topology_file)
+from ui_seed import (SEEDED, SKIP, UI, Broker, Chrome, check,  # noqa: E402
+                     seed, source_messages, topology_file)
 
 TOKEN = "page-token-0123456789"
 WIDTH, HEIGHT = 1280, 1700
@@ -160,6 +162,50 @@ def check_detail(dom, m, values, what):
               "%s: value shown without --show-values: %r" % (what, value))
 
 
+def step_replay_in_page(binary, profile, ui, bootstrap, msgs):
+    """An operator's replay: tick two rows, dry run, replay, watch it end."""
+    c = Chrome(binary, profile)
+    try:
+        c.call("Page.navigate", url=ui.url)
+        c.wait('document.getElementById("browser").dataset.state === "ready"'
+               ' && document.querySelectorAll("#rows tr.row").length === %d'
+               % SEEDED)
+        pick = [msgs[0], msgs[7]]
+        for m in pick:
+            c.js('document.querySelector(\'tr[data-id="%d:%d"] input\')'
+                 '.click()' % (m["partition"], m["offset"]))
+        check(c.js('document.getElementById("replay-what").value') == "rows"
+              and c.js('document.getElementById("run").disabled'),
+              "ticking rows: replay of the rows, not enabled before a dry run")
+        c.js('document.getElementById("dry-run").click()')
+        status = c.wait('(() => { const s = document.getElementById('
+                        '"replay-status"); return s.dataset.state === "done"'
+                        ' && s.textContent; })()')
+        check(status == "2 messages would be replayed into orders (%d of %d "
+              "read), done" % (SEEDED, SEEDED), "dry run: %r" % status)
+        check(source_messages(bootstrap, 0, 1) == [], "the dry run wrote")
+        check(not c.js('document.getElementById("run").disabled'),
+              "the dry run did not enable the replay")
+        c.js('window.confirm = () => true;'
+             'document.getElementById("replay-rate").value = "4";'
+             'document.getElementById("run").click()')
+        status = c.wait('(() => { const s = document.getElementById('
+                        '"replay-status"); return s.dataset.state === "done"'
+                        ' && s.textContent; })()')
+        check(status == "2 messages replayed into orders (%d of %d read), "
+              "done" % (SEEDED, SEEDED), "replay: %r" % status)
+        bar = c.js('(() => { const b = document.getElementById('
+                   '"replay-progress"); return [b.hidden, b.value, b.max];'
+                   ' })()')
+        check(bar == [False, SEEDED, SEEDED], "progress bar %r" % bar)
+    finally:
+        c.close()
+    got = source_messages(bootstrap, 2)
+    check(sorted((r.key, r.value) for r in got) ==
+          sorted((m["key"], m["value"]) for m in pick),
+          "replayed %r" % [(r.key, r.value) for r in got])
+
+
 def check_png(path):
     with open(path, "rb") as f:
         head = f.read(24)
@@ -216,6 +262,11 @@ def main():
         check_detail(dom, m, True, "with a token")
         print("ok: with ?token= the page loads its data with the token; "
               "--show-values shows the value")
+        # last: the replay moves the DLQ's figures (its progress)
+        step_replay_in_page(binary, os.path.join(d, "p4"), uis[0],
+                            broker.bootstrap, msgs)
+        print("ok: in the page, two ticked rows: a dry run counts 2, the "
+              "replay writes them with its progress bar full")
         for ui in uis:
             check(ui.stop() == 0, "kretry ui: exit status on SIGTERM")
         return 0
