@@ -114,11 +114,38 @@ parse_count(const char *flag, const char *v, int64_t min, int64_t *out) {
         return 0;
 }
 
-static int parse_time(const char *flag, const char *v, int64_t *out) {
+int dlq_filter_set(dlq_opts_t *o,
+                   const char *name,
+                   const char *v,
+                   char *errstr,
+                   size_t errstr_size) {
+        if (!strcmp(name, "class"))
+                o->filter.error_class = v;
+        else if (!strcmp(name, "code"))
+                o->filter.error_code = v;
+        else if (!strcmp(name, "key")) {
+                o->filter.key     = v;
+                o->filter.key_len = strlen(v);
+        } else if (!strcmp(name, "since") || !strcmp(name, "until"))
+                return kretry_dlq_parse_time(v, dlq_now_ms(),
+                                             name[0] == 's'
+                                                     ? &o->filter.since_ms
+                                                     : &o->filter.until_ms,
+                                             errstr, errstr_size);
+        else
+                return -2;
+        return 0;
+}
+
+/* --class, --code, --key, --since, --until; -2 for any other option. */
+static int filter_opt(dlq_opts_t *o, const char *a, const char *v) {
         char err[256], msg[320];
-        if (!kretry_dlq_parse_time(v, dlq_now_ms(), out, err, sizeof(err)))
-                return 0;
-        snprintf(msg, sizeof(msg), "%s %s", flag, err);
+        int rc = strncmp(a, "--", 2)
+                         ? -2
+                         : dlq_filter_set(o, a + 2, v, err, sizeof(err));
+        if (rc != -1)
+                return rc;
+        snprintf(msg, sizeof(msg), "%s %s", a, err);
         return usage_error("%s", msg);
 }
 
@@ -142,25 +169,17 @@ static int parse_pause(const char *v, int64_t *out) {
 
 /* One option with its value; returns 0, -2 when unknown, or a status. */
 static int opt_value(dlq_opts_t *o, const char *a, const char *v) {
-        int64_t n;
-        int rc = 0;
+        int64_t n = 0;
+        int rc    = filter_opt(o, a, v);
+        if (rc != -2)
+                return rc;
+        rc = 0;
         if (!strcmp(a, "--topology") || !strcmp(a, "-f"))
                 o->file = v;
         else if (!strcmp(a, "--name") || !strcmp(a, "-N"))
                 o->name = v;
         else if (!strcmp(a, "--bootstrap") || !strcmp(a, "-b"))
                 o->bootstrap = v;
-        else if (!strcmp(a, "--class"))
-                o->filter.error_class = v;
-        else if (!strcmp(a, "--code"))
-                o->filter.error_code = v;
-        else if (!strcmp(a, "--key")) {
-                o->filter.key     = v;
-                o->filter.key_len = strlen(v);
-        } else if (!strcmp(a, "--since"))
-                rc = parse_time(a, v, &o->filter.since_ms);
-        else if (!strcmp(a, "--until"))
-                rc = parse_time(a, v, &o->filter.until_ms);
         else if (!strcmp(a, "--limit"))
                 rc = parse_count(a, v, 1, &o->limit);
         else if (!strcmp(a, "--max"))

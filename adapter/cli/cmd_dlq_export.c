@@ -66,6 +66,7 @@ static int set_opt(export_opts_t *e, const char *flag, const char *v) {
         dlq_opts_t *o = &e->o;
         char reason[256];
         int64_t n;
+        int rc;
         if (!strcmp(flag, "--topology"))
                 o->file = v;
         else if (!strcmp(flag, "--name"))
@@ -77,21 +78,13 @@ static int set_opt(export_opts_t *e, const char *flag, const char *v) {
         else if (!strcmp(flag, "--codec") &&
                  (!strcmp(v, "null") || !strcmp(v, "deflate")))
                 e->codec = v;
-        else if (!strcmp(flag, "--class"))
-                o->filter.error_class = v;
-        else if (!strcmp(flag, "--code"))
-                o->filter.error_code = v;
-        else if (!strcmp(flag, "--key")) {
-                o->filter.key     = v;
-                o->filter.key_len = strlen(v);
-        } else if (!strcmp(flag, "--since") || !strcmp(flag, "--until")) {
-                if (kretry_dlq_parse_time(v, dlq_now_ms(), &n, reason,
-                                          sizeof(reason))) {
+        else if (!strncmp(flag, "--", 2) &&
+                 (rc = dlq_filter_set(o, flag + 2, v, reason,
+                                      sizeof(reason))) != -2) {
+                if (rc) {
                         fprintf(stderr, PROG ": %s: %s\n", flag, reason);
                         return KRETRY_EX_USAGE;
                 }
-                *(flag[2] == 's' ? &o->filter.since_ms : &o->filter.until_ms) =
-                        n;
         } else if (!strcmp(flag, "--limit") || !strcmp(flag, "--timeout")) {
                 if (kretry_parse_int64(v, 1, INT32_MAX, &n, reason,
                                        sizeof(reason))) {

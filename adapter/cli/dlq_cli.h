@@ -69,6 +69,15 @@ void dlq_print_message(FILE *out,
                        const dlq_opts_t *o,
                        int64_t now_ms);
 
+/* One inspect filter by its name without dashes (class, code, key,
+ * since, until) into @p o; @p v is borrowed. Returns 0; -1 with the reason
+ * in @p errstr for a time that does not parse; -2 for another name. */
+int dlq_filter_set(dlq_opts_t *o,
+                   const char *name,
+                   const char *v,
+                   char *errstr,
+                   size_t errstr_size);
+
 /* 1 when @p m passes the filters of @p o. */
 int dlq_selected(const dlq_opts_t *o, const rd_kafka_message_t *m);
 

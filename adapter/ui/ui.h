@@ -17,6 +17,7 @@
 
 #include "dlq_cli.h"
 #include "topology.h"
+#include "ui_body.h"
 #include "ui_http.h"
 
 #include <microhttpd.h>
@@ -68,14 +69,6 @@ void ui_api_handle(ui_req_t *q, ui_reply_t *out);
 
 /* dlq_opts_t as the commands' defaults, with the UI's settings. */
 void ui_opts_init(const ui_t *ui, dlq_opts_t *o);
-
-/* One inspect filter (class, code, key, since, until) into @p o; @p v is
- * borrowed. Returns 0, or -1 with @p errstr filled. */
-int ui_filter_set(dlq_opts_t *o,
-                  const char *name,
-                  const char *v,
-                  char *errstr,
-                  size_t errstr_size);
 
 /* JSON replies: @p j is taken. */
 void ui_reply_json(ui_reply_t *out, unsigned status, json_t *j);

@@ -110,34 +110,6 @@ void ui_opts_init(const ui_t *ui, dlq_opts_t *o) {
         o->json       = 1;
 }
 
-int ui_filter_set(dlq_opts_t *o,
-                  const char *name,
-                  const char *v,
-                  char *errstr,
-                  size_t errstr_size) {
-        char reason[256];
-        if (!strcmp(name, "class"))
-                o->filter.error_class = v;
-        else if (!strcmp(name, "code"))
-                o->filter.error_code = v;
-        else if (!strcmp(name, "key")) {
-                o->filter.key     = v;
-                o->filter.key_len = strlen(v);
-        } else if (!strcmp(name, "since") || !strcmp(name, "until")) {
-                if (kretry_dlq_parse_time(v, dlq_now_ms(),
-                                          name[0] == 's' ? &o->filter.since_ms
-                                                         : &o->filter.until_ms,
-                                          reason, sizeof(reason))) {
-                        snprintf(errstr, errstr_size, "%s: %s", name, reason);
-                        return -1;
-                }
-        } else {
-                snprintf(errstr, errstr_size, "unknown filter \"%.64s\"", name);
-                return -1;
-        }
-        return 0;
-}
-
 static const char *const filter_names[] = {"class", "code", "key", "since",
                                            "until"};
 #define FILTER_CNT (sizeof(filter_names) / sizeof(filter_names[0]))

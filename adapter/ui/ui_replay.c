@@ -94,142 +94,11 @@ static json_t *job_json(ui_job_t *j) {
         return o;
 }
 
-static int bad(ui_reply_t *out, const char *what) {
-        ui_reply_error(out, 400, "%s", what);
-        return -1;
-}
-
-static int set_rows(ui_job_t *j, json_t *rows, ui_reply_t *out) {
-        size_t n = json_array_size(rows);
-        if (!json_is_array(rows) || n == 0 || n > UI_MAX_ROWS)
-                return bad(out, "rows: expected an array of 1..1000 "
-                                "{\"partition\": P, \"offset\": O}");
-        if (!(j->rows = calloc(n, sizeof(*j->rows)))) {
-                ui_reply_error(out, 500, "out of memory");
-                return -1;
-        }
-        for (size_t i = 0; i < n; i++) {
-                json_t *r = json_array_get(rows, i);
-                json_t *p = json_object_get(r, "partition");
-                json_t *o = json_object_get(r, "offset");
-                if (!json_is_object(r) || json_object_size(r) != 2 ||
-                    !json_is_integer(p) || !json_is_integer(o) ||
-                    json_integer_value(p) < 0 ||
-                    json_integer_value(p) > INT32_MAX ||
-                    json_integer_value(o) < 0)
-                        return bad(out, "rows: each one {\"partition\": P, "
-                                        "\"offset\": O}, both >= 0");
-                j->rows[i] = (dlq_row_t){(int32_t)json_integer_value(p),
-                                         json_integer_value(o)};
-        }
-        j->o.rows    = j->rows;
-        j->o.row_cnt = n;
-        return 0;
-}
-
-static int set_filter(ui_job_t *j, json_t *f, ui_reply_t *out) {
-        const char *k;
-        json_t *v;
-        char err[512];
-        if (!json_is_object(f))
-                return bad(out, "filter: expected an object");
-        json_object_foreach(f, k, v) {
-                if (json_is_null(v) ||
-                    (json_is_string(v) && !json_string_length(v)))
-                        continue;
-                if (!json_is_string(v) ||
-                    json_string_length(v) > UI_MAX_PARAM ||
-                    strlen(json_string_value(v)) != json_string_length(v))
-                        return bad(out, "filter: values are strings of at "
-                                        "most 256 bytes");
-                if (ui_filter_set(&j->o, k, json_string_value(v), err,
-                                  sizeof(err))) {
-                        ui_reply_error(out, 400, "filter: %s", err);
-                        return -1;
-                }
-        }
-        return 0;
-}
-
-static int set_number(ui_job_t *j, const char *k, json_t *v, ui_reply_t *out) {
-        double d = json_number_value(v);
-        if (!strcmp(k, "rate")) {
-                if (!json_is_number(v) || !(d > 0) || d > 1e7)
-                        return bad(out, "rate: expected messages per second, "
-                                        "> 0 and <= 10000000");
-                j->o.rate = d;
-        } else if (!strcmp(k, "max")) {
-                if (!json_is_integer(v) || json_integer_value(v) < 1)
-                        return bad(out, "max: expected an integer >= 1");
-                j->o.max = json_integer_value(v);
-        } else {
-                if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-                    json_integer_value(v) > 100000)
-                        return bad(out, "batch: expected 1..100000");
-                j->o.batch = (int)json_integer_value(v);
-        }
-        return 0;
-}
-
-static int set_flag(ui_job_t *j, const char *k, json_t *v, ui_reply_t *out) {
-        char msg[64];
-        if (!json_is_boolean(v)) {
-                snprintf(msg, sizeof(msg), "%s: expected true or false", k);
-                return bad(out, msg);
-        }
-        *(!strcmp(k, "dry_run") ? &j->o.dry_run : &j->o.restart) =
-                json_is_true(v);
-        return 0;
-}
-
-static int set_to(ui_job_t *j, json_t *v, ui_reply_t *out) {
-        const kretry_topology_t *t = j->tg.t;
-        if (!json_is_string(v) || json_string_length(v) > UI_MAX_PARAM)
-                return bad(out, "to: expected source or tier:N");
-        j->o.to = json_string_value(v);
-        if (dlq_replay_tier(j->o.to, t) < 0) {
-                ui_reply_error(out, 400,
-                               "to: %s is not a target of topology \"%s\": "
-                               "use source (%s) or tier:1..%d",
-                               j->o.to, t->name, t->source, t->tier_cnt);
-                return -1;
-        }
-        return 0;
-}
-
-/* The request's fields into the job's options; 0, or -1 after a 400. */
-static int job_opts(ui_job_t *j, json_t *body, ui_reply_t *out) {
-        const char *k;
-        json_t *v;
-        int rc = 0;
-        json_object_foreach(body, k, v) {
-                if (rc)
-                        break;
-                if (!strcmp(k, "topology"))
-                        continue;
-                else if (!strcmp(k, "filter"))
-                        rc = set_filter(j, v, out);
-                else if (!strcmp(k, "rows"))
-                        rc = set_rows(j, v, out);
-                else if (!strcmp(k, "to"))
-                        rc = set_to(j, v, out);
-                else if (!strcmp(k, "rate") || !strcmp(k, "max") ||
-                         !strcmp(k, "batch"))
-                        rc = set_number(j, k, v, out);
-                else if (!strcmp(k, "dry_run") || !strcmp(k, "restart"))
-                        rc = set_flag(j, k, v, out);
-                else {
-                        ui_reply_error(out, 400, "unknown field \"%.64s\"", k);
-                        rc = -1;
-                }
-        }
-        return rc;
-}
-
 static ui_job_t *job_new(ui_req_t *q,
                          const kretry_topology_t *t,
                          json_t *body,
                          ui_reply_t *out) {
+        char err[512];
         ui_job_t *j = calloc(1, sizeof(*j));
         if (!j) {
                 ui_reply_error(out, 500, "out of memory");
@@ -240,7 +109,12 @@ static ui_job_t *job_new(ui_req_t *q,
         j->tg           = (dlq_target_t){q->ui->f, t};
         j->body         = json_incref(body);
         j->ctl.quiet    = 1;
-        if (job_opts(j, body, out)) {
+        int rc = ui_replay_body(body, t, &j->o, &j->rows, err, sizeof(err));
+        if (rc) {
+                if (rc == -2)
+                        ui_reply_error(out, 500, "out of memory");
+                else
+                        ui_reply_error(out, 400, "%s", err);
                 job_discard(j);
                 return NULL;
         }
