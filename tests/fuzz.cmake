@@ -1,11 +1,11 @@
 # Fuzz targets for every parser of outside input: kretry-* headers, topology
-# files, Avro values. By default each links a small mutation driver and runs
+# files, Avro values, kretry ui's requests. By default each links a small mutation driver and runs
 # as a bounded CTest case over its seed corpus (tests/fuzz/corpus/); with
 # clang and -DKRETRY_FUZZ=ON they link libFuzzer instead:
 #   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DKRETRY_FUZZ=ON \
 #         -DKRETRY_SANITIZER=address,undefined
 #   build-fuzz/tests/fuzz_topology tests/fuzz/corpus/topology
-foreach(target headers topology codec)
+foreach(target headers topology codec ui)
   set(name fuzz_${target})
   if(KRETRY_FUZZ)
     add_executable(${name} fuzz/${name}.c)
@@ -25,3 +25,11 @@ foreach(target headers topology codec)
   target_compile_definitions(${name} PRIVATE
     KRETRY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 endforeach()
+# kretry ui's request parsing lives with the command (adapter/ui/ and the
+# dlq replay code it hands the options to).
+set(KRETRY_UI_FUZZ_SOURCES ui/ui_body.c ui/ui_http.c cli/dlq_replay.c
+    cli/cmd_dlq.c cli/cmd_dlq_export.c cli/dlq_reader.c cli/cli_util.c)
+list(TRANSFORM KRETRY_UI_FUZZ_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/adapter/)
+target_sources(fuzz_ui PRIVATE ${KRETRY_UI_FUZZ_SOURCES})
+target_include_directories(fuzz_ui PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui
+                           ${PROJECT_SOURCE_DIR}/adapter/cli)

@@ -250,6 +250,13 @@ static void test_check(void) {
         commit(e, e->source, 0, 5);
         KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 0);
 
+        /* dlq_rate needs rates: with --window 0 it cannot be told */
+        write_yaml(e, "    alerts: { dlq_rate: 5 }\n");
+        KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 1);
+        KT_CHECK_MSG(strstr(out, "UNKNOWN dlq_rate: cannot tell how fast "
+                                 "messages arrive in ") != NULL,
+                     CU_FALSE, "no unknown dlq_rate in:\n%s", out);
+
         /* no alerts declared: nothing to check, exit 0 */
         write_yaml(e, "");
         KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 0);

@@ -227,6 +227,34 @@ static void test_alerts_dlq_boundary(void) {
         report_free(r);
 }
 
+/* dlq_rate: the DLQ's arrival rate (0.5/s here) in messages a minute,
+ * at least the limit; unknown without rates. */
+static void test_alerts_dlq_rate(void) {
+        stats_report_t *r  = report(-1, 0);
+        r->limits.dlq_rate = 30;
+        stats_evaluate(r);
+        KT_ASSERT_INT_EQ(r->alert_cnt, 1);
+        KT_ASSERT_INT_EQ(state(r, "dlq_rate", "orders.dlq"),
+                         STATS_ALERT_FIRING);
+        KT_ASSERT_INT_EQ(r->alerts[0].value, 30);
+        KT_ASSERT_STR_EQ(r->alerts[0].text,
+                         "dlq_rate: orders.dlq receives 30.0 messages a "
+                         "minute (limit 30)");
+        r->limits.dlq_rate = 31;
+        KT_ASSERT_INT_EQ(stats_evaluate(r), 0);
+        KT_ASSERT_INT_EQ(state(r, "dlq_rate", "orders.dlq"), STATS_ALERT_OK);
+        r->topics[3].rates_ok = 0;
+        r->window_ms          = 0;
+        stats_evaluate(r);
+        KT_ASSERT_INT_EQ(state(r, "dlq_rate", "orders.dlq"),
+                         STATS_ALERT_UNKNOWN);
+        KT_ASSERT_STR_EQ(r->alerts[0].text,
+                         "dlq_rate: cannot tell how fast messages arrive in "
+                         "orders.dlq (no rates: --window 0; limit 31 a "
+                         "minute)");
+        report_free(r);
+}
+
 static void test_alerts_age_boundary(void) {
         /* source exactly 1h old, limit 1h: strictly older only */
         stats_report_t *r = report(-1, 3600000);
@@ -394,6 +422,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_drain_never),
                                           KT_TEST(test_alerts_dlq_boundary),
                                           KT_TEST(test_alerts_age_boundary),
+                                          KT_TEST(test_alerts_dlq_rate),
                                           KT_TEST(test_alerts_unknown),
                                           KT_TEST(test_prometheus_golden),
                                           KT_TEST(test_prometheus_escaping),

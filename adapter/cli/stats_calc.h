@@ -71,6 +71,7 @@ typedef struct {
 typedef struct {
         int64_t dlq_messages;  /* -1: none */
         int64_t oldest_age_ms; /* 0: none */
+        int64_t dlq_rate;      /* messages a minute into the DLQ, 0: none */
 } stats_limits_t;
 
 typedef enum {
@@ -80,10 +81,10 @@ typedef enum {
 } stats_alert_state_t;
 
 typedef struct {
-        const char *rule; /* "dlq_messages" or "oldest_age" */
+        const char *rule; /* "dlq_messages", "dlq_rate" or "oldest_age" */
         char topic[256];
         stats_alert_state_t state;
-        int64_t value, limit; /* messages, or ms */
+        int64_t value, limit; /* messages, ms, or messages a minute */
         char text[512];
 } stats_alert_t;
 
@@ -140,6 +141,8 @@ stats_drain(int64_t waiting, double consume, double arrival, double *secs);
 /*
  * Evaluate the limits on the topics into r->alerts:
  *   dlq_messages: the DLQ holds >= limit waiting messages;
+ *   dlq_rate:     messages arrive in the DLQ at >= limit a minute (the
+ *                 arrival rate over the window; unknown without rates);
  *   oldest_age:   the source's oldest waiting message is older than the
  *                 limit, or a tier's is older than its allowance (its delay
  *                 at +jitter) plus the limit. Strictly older: an age equal
@@ -160,6 +163,13 @@ json_t *stats_report_json(const stats_report_t *r);
 /* Prometheus text exposition format, HELP and TYPE lines included; unknown
  * figures are left out, "never" drains are +Inf. */
 void stats_render_prometheus(FILE *out, const stats_report_t *r);
+
+/* The same for @p n reports (the topologies of one file) in one
+ * exposition: each metric's HELP and TYPE once, its samples from every
+ * report under it. */
+void stats_render_prometheus_many(FILE *out,
+                                  const stats_report_t *const *rs,
+                                  size_t n);
 
 /* "source", "tier" or "dlq". */
 const char *stats_role_name(stats_role_t role);

@@ -102,6 +102,11 @@ static void describe_modes(FILE *out, const kretry_topology_t *t) {
         if (t->alert_dlq_messages > 0)
                 fprintf(out, "  alert       %lld or more messages in the DLQ\n",
                         (long long)t->alert_dlq_messages);
+        if (t->alert_dlq_rate > 0)
+                fprintf(out,
+                        "  alert       %lld or more messages a minute into "
+                        "the DLQ\n",
+                        (long long)t->alert_dlq_rate);
         if (t->alert_oldest_age_ms)
                 fprintf(out,
                         "  alert       oldest waiting message older than "

@@ -93,6 +93,7 @@ static const cyaml_schema_field_t handler_fields[] = {
 static const cyaml_schema_field_t alerts_fields[] = {
         STR("dlq_messages", kretry_raw_alerts_t, dlq_messages),
         STR("oldest_age", kretry_raw_alerts_t, oldest_age),
+        STR("dlq_rate", kretry_raw_alerts_t, dlq_rate),
         CYAML_FIELD_END,
 };
 

@@ -65,6 +65,7 @@ typedef struct {
 typedef struct {
         char *dlq_messages;
         char *oldest_age;
+        char *dlq_rate;
 } kretry_raw_alerts_t;
 
 typedef struct {

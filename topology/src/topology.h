@@ -72,6 +72,8 @@ typedef struct {
         int alerts;                  /* declared */
         int64_t alert_dlq_messages;  /* -1: none */
         int64_t alert_oldest_age_ms; /* 0: none */
+        int64_t alert_dlq_rate;      /* messages a minute into the DLQ, 0:
+                                      * none */
 
         /* Positions of what the engine may refuse, for its messages. */
         kretry_pos_t pos, ordering_pos, versioning_pos, value_pos,

@@ -510,6 +510,10 @@ check_extras(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
                 if (r->alerts->oldest_age)
                         duration(c, r->alerts->oldest_age, "alerts.oldest_age",
                                  &t->alert_oldest_age_ms);
+                if (r->alerts->dlq_rate &&
+                    !integer(c, r->alerts->dlq_rate, "alerts.dlq_rate", 1,
+                             1000000000, &v))
+                        t->alert_dlq_rate = v;
         }
 }
 
