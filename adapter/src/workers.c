@@ -98,8 +98,8 @@ typedef struct kretry_job_s {
         kretry_gate_t *gate;     /* its key's or partition's, or NULL */
         kretry_action_t action;  /* the handler's answer */
         int64_t us;              /* the handler's duration, -1 unknown */
-        avro_value_t value;      /* value.format avro, concurrency > 1: its
-                                    own copy of the decoded record */
+        avro_value_t value;      /* value.format avro: its own copy of the
+                                    decoded record */
         int has_value;
         int slot; /* in running[], -1 when not running */
         int hold; /* kretry_msg_hold() during the call */
@@ -414,11 +414,11 @@ static void gate_pass(kretry_adapter_t *a, kretry_job_t *j) {
         }
 }
 
-/* The decoded record (the codec's, which the next decode overwrites) copied
- * into the job's own, when handlers run at once; 0, or -1 when memory is
- * short. */
+/* The decoded record (the codec's, which the next decode overwrites: the
+ * next job is prepared while this one waits, runs, or is held) copied into
+ * the job's own; 0, or -1 when memory is short. */
 static int own_value(kretry_adapter_t *a, kretry_job_t *j) {
-        if (!j->msg.value_avro || a->workers->n == 1)
+        if (!j->msg.value_avro)
                 return 0;
         if (!j->has_value) {
                 if (kretry_codec_value_new(a->codec, &j->value))
