@@ -10,6 +10,8 @@
 #include "adapter_int.h" /* the consumer's assignment, a partition's pause */
 #include "it_harness.h"
 
+#include <time.h>
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,6 +330,13 @@ static void test_copy_over_producer_limit(void) {
         it_env_destroy(env);
 }
 
+/* CPU time of the calling thread, ms. */
+static int64_t thread_cpu_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* (m) a held tier message whose due time passes while the breaker is open
  * waits for the breaker: it is handled once the cool-down is over (as the
  * half-open probe, whose success closes the breaker), not at its due
@@ -350,7 +359,15 @@ static void test_held_waits_for_breaker(void) {
         /* Meaningful only when the held message fell due while the breaker
          * was open. */
         KT_REQUIRE(first->now_ms + DELAY < trip->now_ms + COOLDOWN - 500);
+        /* This thread polls through the cool-down: with the held message
+         * due meanwhile, the poll must still sleep, not spin. */
+        int64_t cpu0 = thread_cpu_ms(), wall0 = kt_now_ms();
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 3, 30000));
+        int64_t cpu = thread_cpu_ms() - cpu0, wall = kt_now_ms() - wall0;
+        KT_CHECK_MSG(cpu * 20 < wall, CU_FALSE,
+                     "the polling thread used %lld ms CPU in %lld ms while "
+                     "the breaker was open (5%% allowed)",
+                     (long long)cpu, (long long)wall);
         const it_call_t *again = call_of(env, "retry1-m", 1);
         KT_REQUIRE(again != NULL);
         KT_ASSERT_INT_EQ(again->attempt, 2);

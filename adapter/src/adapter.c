@@ -637,7 +637,10 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
         if (a->more)
                 return 0; /* the last poll stopped at its batch limit */
         int64_t now = kretry_now_ms(), next = -1;
-        for (kretry_part_t *p = a->held_list; p; p = p->next_held)
+        /* Held messages wait for an open breaker too (dispatch_due): its
+         * end is the time that counts then, not a due time already past. */
+        for (kretry_part_t *p = a->breaker_paused ? NULL : a->held_list; p;
+             p                = p->next_held)
                 if (next < 0 || p->held_due < next)
                         next = p->held_due;
         for (kretry_inflight_t *r = a->failed; r; r = r->next_failed)
