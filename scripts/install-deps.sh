@@ -7,7 +7,7 @@ if [ "$(id -u)" -ne 0 ]; then
         SUDO="sudo"
 fi
 PKGS="build-essential cmake pkg-config librdkafka-dev libjansson-dev \
-libcyaml-dev libavro-dev libcunit1-dev"
+libcyaml-dev libavro-dev libcunit1-dev libcurl4-openssl-dev"
 # What the test suites and CI use beyond the build: independent Kafka
 # clients for the black-box tests (kcat, python3-kafka), independent Avro
 # readers for it_dlq_export (avrocat from avro-bin, python3-avro), binutils'

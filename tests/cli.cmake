@@ -42,6 +42,19 @@ if(EXISTS /usr/bin/python3)
                        SKIP_RETURN_CODE 77 LABELS blackbox)
 endif()
 
+# kretry run --http against an HTTP server the test starts (Python's
+# http.server): every answer class routes as specified, body and headers
+# arrive byte for byte; needs kcat (77 when it is missing).
+if(EXISTS /usr/bin/python3)
+  foreach(mode routes)
+    add_test(NAME blackbox_http_${mode}
+             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_http.py
+                     $<TARGET_FILE:kretry_cli> ${mode})
+    set_tests_properties(blackbox_http_${mode} PROPERTIES TIMEOUT 90
+                         SKIP_RETURN_CODE 77 LABELS blackbox)
+  endforeach()
+endif()
+
 # kretry run's shutdown stays bounded when the broker dies with the SIGTERM;
 # needs kcat (77 when it is missing).
 if(EXISTS /usr/bin/python3)

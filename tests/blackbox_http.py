@@ -1,0 +1,350 @@
+#!/usr/bin/python3
+"""Black-box tests of `kretry run --http URL` on `kretry dev-broker`, against
+a real HTTP server started here (http.server.ThreadingHTTPServer, HTTP/1.1
+keep-alive). kcat produces the input and reads the dead-letter topic back.
+
+usage: blackbox_http.py PATH/TO/kretry MODE
+  routes       every answer class routes as specified (2xx, retried and
+               failed statuses, Kretry-Error-Code, Retry-After in seconds
+               and as an HTTP-date, a redirect, a timeout, moved statuses);
+               the body arrives byte for byte, the metadata headers right,
+               binary keys in base64, user headers only when valid
+  concurrency  --concurrency 4 with ordering=key: 4 requests at once and
+               never more, one per key, in each key's order, over reused
+               connections
+  down         the endpoint is down, then back: the breaker opens instead
+               of burning attempts, and nothing is lost
+Exit 0 on success, 1 on failure, 77 (skipped) when kcat is missing.
+"""
+import base64
+import email.utils
+import http.server
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blackbox_dev_broker import SKIP, Broker, check, kcat  # noqa: E402
+from blackbox_run import MOCK_X  # noqa: E402
+
+BINARY = bytes(range(256)) + b"\r\n\x00end"
+
+
+class Server(http.server.ThreadingHTTPServer):
+    """Records every request; answers by the behaviour function given."""
+    daemon_threads = True
+
+    def __init__(self, behave):
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.behave = behave
+        self.lock = threading.Lock()
+        self.requests = []  # (headers dict lower-case, body, port)
+        self.open_now = 0
+        self.open_max = 0
+        self.open_keys = {}
+        self.key_overlap = []
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d/events" % self.server_address[1]
+
+    def stop(self):
+        self.shutdown()
+        self.server_close()
+
+    def by_key(self, key):
+        with self.lock:
+            return [r for r in self.requests if r[0].get("kretry-key") == key]
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        s = self.server
+        n = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(n)
+        hdrs = {k.lower(): v for k, v in self.headers.items()}
+        key = hdrs.get("kretry-key")
+        with s.lock:
+            s.requests.append((hdrs, body, self.client_address[1]))
+            s.open_now += 1
+            s.open_max = max(s.open_max, s.open_now)
+            if key is not None:
+                if s.open_keys.get(key):
+                    s.key_overlap.append(key)
+                s.open_keys[key] = s.open_keys.get(key, 0) + 1
+        try:
+            status, headers, text = s.behave(hdrs, body)
+        finally:
+            with s.lock:
+                s.open_now -= 1
+                if key is not None:
+                    s.open_keys[key] -= 1
+        data = text.encode()
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class Run:
+    """kretry run --http against the broker; stderr kept in a file."""
+
+    def __init__(self, cli, b, group, args, env=None):
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [cli, "run", "--bootstrap", b, "--source", "orders", "--group",
+             group, "--jitter", "0", "--verbose"] + MOCK_X + args,
+            env=dict(os.environ, **(env or {})), stderr=self.err)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=40)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def stderr_text(self):
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace")
+
+
+def wait_until(cond, timeout, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
+
+
+def read_dlq(b, want, timeout):
+    """The DLQ's copies by key as {key: headers text}, once @want are there
+    (or at the timeout)."""
+    dlq = {}
+
+    def enough():
+        out = kcat(b, ["-C", "-t", "orders.dlq", "-o", "beginning", "-e",
+                       "-f", "%k|%h\\n"])
+        dlq.clear()
+        dlq.update(l.split("|", 1) for l in out.splitlines() if "|" in l)
+        return len(dlq) >= want
+    wait_until(enough, timeout, 0.2)
+    return dlq
+
+
+def produce_lines(b, lines, partition=0):
+    kcat(b, ["-P", "-t", "orders", "-p", str(partition), "-K", ":"],
+         stdin="".join("%s:%s\n" % kv for kv in lines).encode())
+
+
+def produce_file(b, key, value, headers=()):
+    """One message whose value is a file's bytes (binary-safe), with
+    @key given as bytes."""
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(value)
+        f.flush()
+        args = [b"kcat", b"-b", b.encode(), b"-P", b"-t", b"orders", b"-p",
+                b"0", b"-k", key]
+        for h in headers:
+            args += [b"-H", h]
+        r = subprocess.run(args + [f.name.encode()], capture_output=True,
+                           timeout=15)
+        check(r.returncode == 0, "kcat produced %r" % key)
+
+
+# ---- routes ----------------------------------------------------------------
+
+def routes_behave(h, body):
+    key = h.get("kretry-key", "")
+    attempt = int(h.get("kretry-attempt", "0"))
+    if key.startswith("s") and key[1:4].isdigit():
+        return int(key[1:4]), [], "status %s on attempt %d\nmore" % (
+            key[1:4], attempt)
+    if key == "code":
+        return 422, [("Kretry-Error-Code", "VALIDATION")], \
+            "amount is negative\nsecond line"
+    if key == "empty503":
+        return 503, [], ""
+    if key == "after-secs":
+        return (503, [("Retry-After", "2")], "busy") if attempt == 1 else \
+            (200, [], "")
+    if key == "after-date":
+        when = email.utils.formatdate(time.time() + 4, usegmt=True)
+        return (503, [("Retry-After", when)], "busy") if attempt == 1 else \
+            (200, [], "")
+    if key == "redir":
+        return 302, [("Location", "http://elsewhere.invalid/x")], ""
+    if key == "hang":
+        time.sleep(1.5)
+        return 200, [], ""
+    if key == "flaky":
+        return (503, [], "down for a moment") if attempt == 1 else \
+            (200, [], "")
+    return 204, [], ""
+
+
+def routes_check_requests(srv, binkey):
+    ok = srv.by_key("ok")
+    check(len(ok) == 1, "ok: one request (%d)" % len(ok))
+    h, body, _ = ok[0]
+    check(body == b"hello", "ok: the value is the body")
+    want = {"ce-specversion": "1.0", "ce-source": "orders",
+            "ce-type": "kretry.message", "kretry-attempt": "1",
+            "kretry-topic": "orders", "kretry-partition": "0",
+            "content-type": "application/octet-stream",
+            "authorization": "Bearer s3cret-token"}
+    bad = {k: h.get(k) for k, v in want.items() if h.get(k) != v}
+    check(not bad, "ok: metadata and --http-header headers (%s)" % bad)
+    off = h.get("kretry-offset", "")
+    check(off.isdigit() and h.get("ce-id") == "orders/0/" + off and
+          h.get("ce-subject") == "0/" + off,
+          "ok: ce-id orders/0/OFFSET, ce-subject 0/OFFSET (%s, %s)" %
+          (h.get("ce-id"), h.get("ce-subject")))
+    check(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$",
+                   h.get("ce-time", "")) is not None,
+          "ok: ce-time is RFC 3339 UTC (%s)" % h.get("ce-time"))
+    check("kretry-key-encoding" not in h and "expect" not in h,
+          "ok: a printable key is sent as is; no Expect: 100-continue")
+
+    enc = base64.b64encode(binkey).decode()
+    bins = srv.by_key(enc)
+    check(len(bins) == 1, "binary key: one request under its base64 key")
+    h, body, _ = bins[0]
+    check(h.get("kretry-key-encoding") == "base64",
+          "binary key: Kretry-Key-Encoding: base64")
+    check(body == BINARY, "binary value: the body byte for byte (%d bytes)" %
+          len(body))
+    check(h.get("kafka-header-trace") == "abc-123",
+          "a valid Kafka header arrives as Kafka-Header-trace")
+    check(not any(k.startswith("kafka-header-") and k != "kafka-header-trace"
+                  for k in h),
+          "invalid header names or values are not forwarded (%s)" %
+          sorted(k for k in h if k.startswith("kafka-header-")))
+
+    s503 = srv.by_key("s503")
+    check([r[0]["kretry-attempt"] for r in s503] == ["1", "2"] and
+          s503[1][0]["kretry-topic"] == "orders.retry.1",
+          "503: retried through tier 1, attempt 2 from orders.retry.1")
+    for k in RETRIED:
+        check(len(srv.by_key(k)) == 2, "%s: retried (2 attempts)" % k)
+    for k in FAILED:
+        check(len(srv.by_key(k)) == 1, "%s: not retried" % k)
+    for k, tier in (("after-secs", "orders.retry.2"),
+                    ("after-date", "orders.retry.3")):
+        r = srv.by_key(k)
+        check(len(r) == 2 and r[1][0]["kretry-topic"] == tier,
+              "%s: Retry-After picks %s (%s)" %
+              (k, tier, [x[0]["kretry-topic"] for x in r]))
+
+
+def routes_check_dlq(dlq):
+    def has(key, *parts):
+        got = dlq.get(key, "")
+        check(all(p in got for p in parts), "%s in the DLQ with %s (%s)" %
+              (key, ", ".join(parts), got))
+    has("s400", "kretry-error-class=permanent", "kretry-error-code=HTTP_400",
+        "kretry-error=status 400 on attempt 1")
+    has("s503", "kretry-error-class=exhausted", "kretry-error-code=HTTP_503",
+        "kretry-error=status 503 on attempt 2")
+    has("code", "kretry-error-class=permanent",
+        "kretry-error-code=VALIDATION", "kretry-error=amount is negative")
+    has("empty503", "kretry-error-code=HTTP_503",
+        "kretry-error=HTTP 503 Service Unavailable")
+    has("redir", "kretry-error-class=permanent", "kretry-error-code=HTTP_302",
+        "redirect to http://elsewhere.invalid/x not followed")
+    has("hang", "kretry-error-class=exhausted", "kretry-error-code=TIMEOUT")
+    has("s409", "kretry-error-class=exhausted")
+    has("s502", "kretry-error-class=permanent")
+    check(sorted(dlq) == sorted(RETRIED + FAILED),
+          "the DLQ holds the retried and failed keys only (%s)" %
+          sorted(dlq))
+    for k in ("ok", "flaky", "after-secs", "after-date"):
+        check(k not in dlq, "%s: not in the DLQ" % k)
+
+
+# With --http-retry-status 409 --http-fail-status 502.
+RETRIED = ["s408", "s425", "s429", "s500", "s503", "s504", "s409",
+           "empty503", "hang"]
+FAILED = ["s400", "s404", "s501", "s302", "s502", "code", "redir"]
+
+
+def mode_routes(cli, b):
+    srv = Server(routes_behave)
+    run = None
+    keys = ["ok", "flaky", "after-secs", "after-date"] + RETRIED + FAILED
+    binkey = b"\xff\x01k\x80"
+    try:
+        produce_lines(b, [(k, "hello") for k in keys])
+        produce_file(b, binkey, BINARY,
+                     [b"trace=abc-123", b"bad name=x", b"utf8=\xc3\xa9",
+                      b"ctl=a\x01b"])
+        run = Run(cli, b, "bb-http",
+                  ["--tiers", "100ms,2500ms,4s", "--max-attempts", "2",
+                   "--http", srv.url, "--http-timeout", "500ms",
+                   "--http-header", "Authorization: Bearer ${TOKEN}",
+                   "--http-retry-status", "409",
+                   "--http-fail-status", "502"],
+                  env={"TOKEN": "s3cret-token"})
+        dlq = read_dlq(b, len(RETRIED + FAILED), 30)
+        check(wait_until(lambda: len(srv.by_key("after-date")) >= 2, 15),
+              "after-date: answered on its second attempt")
+        routes_check_requests(srv, binkey)
+        routes_check_dlq(dlq)
+        rc = run.stop()
+        check(rc == 0, "SIGTERM stops kretry run with exit 0 (got %d)" % rc)
+        err = run.stderr_text()
+        check("s3cret-token" not in err, "a header value is never logged")
+    except Exception as e:
+        print("FAIL:", e)
+        if run:
+            print("--- kretry run stderr ---\n" + run.stderr_text())
+        return 1
+    finally:
+        if run:
+            run.kill()
+        srv.stop()
+    return 0
+
+
+MODES = {"routes": mode_routes}
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[2] not in MODES:
+        print(__doc__)
+        return 2
+    if not shutil.which("kcat"):
+        print("SKIP: kcat is not installed (Debian package kcat)")
+        return SKIP
+    t0 = time.monotonic()
+    topics = ["orders", "orders.retry.1", "orders.retry.2", "orders.retry.3",
+              "orders.dlq"]
+    broker = Broker(sys.argv[1], sum((["--topic", t + ":1"] for t in topics),
+                                     []))
+    try:
+        rc = MODES[sys.argv[2]](sys.argv[1], broker.bootstrap)
+    finally:
+        broker.kill()
+    print("# blackbox_http %s: %.1fs" % (sys.argv[2], time.monotonic() - t0))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
