@@ -40,8 +40,8 @@ class Server(http.server.ThreadingHTTPServer):
     """Records every request; answers by the behaviour function given."""
     daemon_threads = True
 
-    def __init__(self, behave):
-        super().__init__(("127.0.0.1", 0), Handler)
+    def __init__(self, behave, port=0):
+        super().__init__(("127.0.0.1", port), Handler)
         self.behave = behave
         self.lock = threading.Lock()
         self.requests = []  # (headers dict lower-case, body, port)
@@ -323,7 +323,113 @@ def mode_routes(cli, b):
     return 0
 
 
-MODES = {"routes": mode_routes}
+# ---- concurrency -----------------------------------------------------------
+
+CONC_KEYS = ["k%d" % i for i in range(8)]
+CONC_PER_KEY = 5
+
+
+def conc_behave(h, body):
+    time.sleep(0.15)
+    return 204, [], ""
+
+
+def mode_concurrency(cli, b):
+    srv = Server(conc_behave)
+    run = None
+    want = len(CONC_KEYS) * CONC_PER_KEY
+    try:
+        produce_lines(b, [(k, "%s-%d" % (k, i)) for i in range(CONC_PER_KEY)
+                          for k in CONC_KEYS])
+        run = Run(cli, b, "bb-http-conc",
+                  ["--tiers", "100ms", "--concurrency", "4",
+                   "-X", "ordering=key", "--http", srv.url])
+        check(wait_until(lambda: len(srv.requests) >= want, 40),
+              "%d requests answered (%d)" % (want, len(srv.requests)))
+        check(srv.open_max == 4,
+              "4 requests at once, never more (most seen: %d)" %
+              srv.open_max)
+        check(not srv.key_overlap,
+              "never two requests of one key open (%s)" % srv.key_overlap)
+        for k in CONC_KEYS:
+            got = [r[1].decode() for r in srv.by_key(k)]
+            check(got == ["%s-%d" % (k, i) for i in range(CONC_PER_KEY)],
+                  "%s: its messages in order, once each" % k)
+        ports = {r[2] for r in srv.requests}
+        check(len(ports) <= 8,
+              "connections reused: %d requests over %d connections" %
+              (len(srv.requests), len(ports)))
+        rc = run.stop()
+        check(rc == 0, "SIGTERM stops kretry run with exit 0 (got %d)" % rc)
+    except Exception as e:
+        print("FAIL:", e)
+        if run:
+            print("--- kretry run stderr ---\n" + run.stderr_text())
+        return 1
+    finally:
+        if run:
+            run.kill()
+        srv.stop()
+    return 0
+
+
+# ---- endpoint down, then back ---------------------------------------------
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mode_down(cli, b):
+    port = free_port()
+    keys = ["d%d" % i for i in range(10)]
+    srv = run = None
+    try:
+        produce_lines(b, [(k, k) for k in keys])
+        # Without the breaker, the 10 messages make about 40 attempts in
+        # 3 s here (a hop through the 100 ms tier takes ~0.6 s on the mock).
+        run = Run(cli, b, "bb-http-down",
+                  ["--tiers", "100ms", "--max-attempts", "10",
+                   "-X", "breaker.failures=3", "-X", "breaker.cooldown=500ms",
+                   "--http", "http://127.0.0.1:%d/events" % port])
+        check(wait_until(lambda: "-> retry tier" in run.stderr_text(), 15),
+              "connection refused: RETRY")
+        check(wait_until(lambda: "circuit open" in run.stderr_text(), 5),
+              "connection refused opens the breaker")
+        time.sleep(3)
+        tries = run.stderr_text().count("-> retry tier")
+        check(tries <= 12, "3 s down: %d attempts, not one per message and "
+              "tier hop" % tries)
+        dlq = read_dlq(b, 1, 0)
+        check(not dlq, "3 s down: nothing dead-lettered (%s)" % sorted(dlq))
+        srv = Server(lambda h, body: (204, [], ""), port)
+        check(wait_until(lambda: all(srv.by_key(k) for k in keys), 30),
+              "the endpoint back: every message delivered (%d of %d)" %
+              (sum(1 for k in keys if srv.by_key(k)), len(keys)))
+        check(not read_dlq(b, 1, 0), "nothing in the DLQ")
+        rc = run.stop()
+        check(rc == 0, "SIGTERM stops kretry run with exit 0 (got %d)" % rc)
+        m = re.search(r'"breaker_trips":(\d+)', run.stderr_text())
+        check(m and int(m.group(1)) >= 1,
+              "the counters show the breaker's trips (%s)" %
+              (m.group(1) if m else None))
+    except Exception as e:
+        print("FAIL:", e)
+        if run:
+            print("--- kretry run stderr ---\n" + run.stderr_text())
+        return 1
+    finally:
+        if run:
+            run.kill()
+        if srv:
+            srv.stop()
+    return 0
+
+
+MODES = {"routes": mode_routes, "concurrency": mode_concurrency,
+         "down": mode_down}
 
 
 def main():

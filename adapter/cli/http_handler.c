@@ -462,8 +462,10 @@ static int url_check(const char *url, char *errstr, size_t size) {
         CURLUcode uc = u ? curl_url_set(u, CURLUPART_URL, url, 0)
                          : CURLUE_OUT_OF_MEMORY;
         if (uc)
-                snprintf(errstr, size, "--http \"%s\": malformed URL: %s", url,
-                         curl_url_strerror(uc));
+                snprintf(errstr, size,
+                         "--http \"%s\": malformed URL: %s (expected "
+                         "http[s]://HOST[:PORT][/PATH])",
+                         url, curl_url_strerror(uc));
         else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) ||
                  (strcmp(scheme, "http") && strcmp(scheme, "https")))
                 snprintf(errstr, size,

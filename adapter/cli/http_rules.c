@@ -51,8 +51,8 @@ int kretry_http_statuses_move(kretry_http_opts_t *o,
         while (p && *p) {
                 long lo, hi;
                 const char *end = status_range(p, &lo, &hi);
-                if (!end || (*end && *end != ',') || lo < 300 || hi > 599 ||
-                    lo > hi) {
+                if (!end || (*end && (*end != ',' || !end[1])) || lo < 300 ||
+                    hi > 599 || lo > hi) {
                         snprintf(errstr, errstr_size,
                                  "\"%s\": expected statuses or ranges in "
                                  "300..599, e.g. 409,500-504 (a 2xx answer "
