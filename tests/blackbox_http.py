@@ -285,42 +285,58 @@ RETRIED = ["s408", "s425", "s429", "s500", "s503", "s504", "s409",
 FAILED = ["s400", "s404", "s501", "s302", "s502", "code", "redir"]
 
 
-def mode_routes(cli, b):
-    srv = Server(routes_behave)
-    run = None
+class Case:
+    """What a mode starts: the broker's bootstrap, the servers and the
+    kretry run it makes through server() and run(); main() reports a
+    failure with kretry run's stderr and stops them all."""
+
+    def __init__(self, cli, bootstrap):
+        self.cli = cli
+        self.b = bootstrap
+        self.servers = []
+        self.proc = None
+
+    def server(self, behave, port=0):
+        self.servers.append(Server(behave, port))
+        return self.servers[-1]
+
+    def run(self, group, args, env=None):
+        self.proc = Run(self.cli, self.b, group, args, env)
+        return self.proc
+
+    def stop_run(self):
+        rc = self.proc.stop()
+        check(rc == 0, "SIGTERM stops kretry run with exit 0 (got %d)" % rc)
+        return self.proc.stderr_text()
+
+    def close(self):
+        if self.proc:
+            self.proc.kill()
+        for srv in self.servers:
+            srv.stop()
+
+
+def mode_routes(c):
+    srv = c.server(routes_behave)
     keys = ["ok", "flaky", "after-secs", "after-date"] + RETRIED + FAILED
     binkey = b"\xff\x01k\x80"
-    try:
-        produce_lines(b, [(k, "hello") for k in keys])
-        produce_file(b, binkey, BINARY,
-                     [b"trace=abc-123", b"bad name=x", b"utf8=\xc3\xa9",
-                      b"ctl=a\x01b"])
-        run = Run(cli, b, "bb-http",
-                  ["--tiers", "100ms,2500ms,4s", "--max-attempts", "2",
-                   "--http", srv.url, "--http-timeout", "500ms",
-                   "--http-header", "Authorization: Bearer ${TOKEN}",
-                   "--http-retry-status", "409",
-                   "--http-fail-status", "502"],
-                  env={"TOKEN": "s3cret-token"})
-        dlq = read_dlq(b, len(RETRIED + FAILED), 30)
-        check(wait_until(lambda: len(srv.by_key("after-date")) >= 2, 15),
-              "after-date: answered on its second attempt")
-        routes_check_requests(srv, binkey)
-        routes_check_dlq(dlq)
-        rc = run.stop()
-        check(rc == 0, "SIGTERM stops kretry run with exit 0 (got %d)" % rc)
-        err = run.stderr_text()
-        check("s3cret-token" not in err, "a header value is never logged")
-    except Exception as e:
-        print("FAIL:", e)
-        if run:
-            print("--- kretry run stderr ---\n" + run.stderr_text())
-        return 1
-    finally:
-        if run:
-            run.kill()
-        srv.stop()
-    return 0
+    produce_lines(c.b, [(k, "hello") for k in keys])
+    produce_file(c.b, binkey, BINARY,
+                 [b"trace=abc-123", b"bad name=x", b"utf8=\xc3\xa9",
+                  b"ctl=a\x01b"])
+    c.run("bb-http",
+          ["--tiers", "100ms,2500ms,4s", "--max-attempts", "2",
+           "--http", srv.url, "--http-timeout", "500ms",
+           "--http-header", "Authorization: Bearer ${TOKEN}",
+           "--http-retry-status", "409", "--http-fail-status", "502"],
+          env={"TOKEN": "s3cret-token"})
+    dlq = read_dlq(c.b, len(RETRIED + FAILED), 30)
+    check(wait_until(lambda: len(srv.by_key("after-date")) >= 2, 15),
+          "after-date: answered on its second attempt")
+    routes_check_requests(srv, binkey)
+    routes_check_dlq(dlq)
+    check("s3cret-token" not in c.stop_run(),
+          "a header value is never logged")
 
 
 # ---- concurrency -----------------------------------------------------------
@@ -334,43 +350,28 @@ def conc_behave(h, body):
     return 204, [], ""
 
 
-def mode_concurrency(cli, b):
-    srv = Server(conc_behave)
-    run = None
+def mode_concurrency(c):
+    srv = c.server(conc_behave)
     want = len(CONC_KEYS) * CONC_PER_KEY
-    try:
-        produce_lines(b, [(k, "%s-%d" % (k, i)) for i in range(CONC_PER_KEY)
-                          for k in CONC_KEYS])
-        run = Run(cli, b, "bb-http-conc",
-                  ["--tiers", "100ms", "--concurrency", "4",
-                   "-X", "ordering=key", "--http", srv.url])
-        check(wait_until(lambda: len(srv.requests) >= want, 40),
-              "%d requests answered (%d)" % (want, len(srv.requests)))
-        check(srv.open_max == 4,
-              "4 requests at once, never more (most seen: %d)" %
-              srv.open_max)
-        check(not srv.key_overlap,
-              "never two requests of one key open (%s)" % srv.key_overlap)
-        for k in CONC_KEYS:
-            got = [r[1].decode() for r in srv.by_key(k)]
-            check(got == ["%s-%d" % (k, i) for i in range(CONC_PER_KEY)],
-                  "%s: its messages in order, once each" % k)
-        ports = {r[2] for r in srv.requests}
-        check(len(ports) <= 8,
-              "connections reused: %d requests over %d connections" %
-              (len(srv.requests), len(ports)))
-        rc = run.stop()
-        check(rc == 0, "SIGTERM stops kretry run with exit 0 (got %d)" % rc)
-    except Exception as e:
-        print("FAIL:", e)
-        if run:
-            print("--- kretry run stderr ---\n" + run.stderr_text())
-        return 1
-    finally:
-        if run:
-            run.kill()
-        srv.stop()
-    return 0
+    produce_lines(c.b, [(k, "%s-%d" % (k, i)) for i in range(CONC_PER_KEY)
+                        for k in CONC_KEYS])
+    c.run("bb-http-conc", ["--tiers", "100ms", "--concurrency", "4",
+                           "-X", "ordering=key", "--http", srv.url])
+    check(wait_until(lambda: len(srv.requests) >= want, 40),
+          "%d requests answered (%d)" % (want, len(srv.requests)))
+    check(srv.open_max == 4,
+          "4 requests at once, never more (most seen: %d)" % srv.open_max)
+    check(not srv.key_overlap,
+          "never two requests of one key open (%s)" % srv.key_overlap)
+    for k in CONC_KEYS:
+        got = [r[1].decode() for r in srv.by_key(k)]
+        check(got == ["%s-%d" % (k, i) for i in range(CONC_PER_KEY)],
+              "%s: its messages in order, once each" % k)
+    ports = {r[2] for r in srv.requests}
+    check(len(ports) <= 8,
+          "connections reused: %d requests over %d connections" %
+          (len(srv.requests), len(ports)))
+    c.stop_run()
 
 
 # ---- endpoint down, then back ---------------------------------------------
@@ -382,50 +383,35 @@ def free_port():
         return s.getsockname()[1]
 
 
-def mode_down(cli, b):
+def mode_down(c):
     port = free_port()
     keys = ["d%d" % i for i in range(10)]
-    srv = run = None
-    try:
-        produce_lines(b, [(k, k) for k in keys])
-        # Without the breaker, the 10 messages make about 40 attempts in
-        # 3 s here (a hop through the 100 ms tier takes ~0.6 s on the mock).
-        run = Run(cli, b, "bb-http-down",
-                  ["--tiers", "100ms", "--max-attempts", "10",
-                   "-X", "breaker.failures=3", "-X", "breaker.cooldown=500ms",
-                   "--http", "http://127.0.0.1:%d/events" % port])
-        check(wait_until(lambda: "-> retry tier" in run.stderr_text(), 15),
-              "connection refused: RETRY")
-        check(wait_until(lambda: "circuit open" in run.stderr_text(), 5),
-              "connection refused opens the breaker")
-        time.sleep(3)
-        tries = run.stderr_text().count("-> retry tier")
-        check(tries <= 12, "3 s down: %d attempts, not one per message and "
-              "tier hop" % tries)
-        dlq = read_dlq(b, 1, 0)
-        check(not dlq, "3 s down: nothing dead-lettered (%s)" % sorted(dlq))
-        srv = Server(lambda h, body: (204, [], ""), port)
-        check(wait_until(lambda: all(srv.by_key(k) for k in keys), 30),
-              "the endpoint back: every message delivered (%d of %d)" %
-              (sum(1 for k in keys if srv.by_key(k)), len(keys)))
-        check(not read_dlq(b, 1, 0), "nothing in the DLQ")
-        rc = run.stop()
-        check(rc == 0, "SIGTERM stops kretry run with exit 0 (got %d)" % rc)
-        m = re.search(r'"breaker_trips":(\d+)', run.stderr_text())
-        check(m and int(m.group(1)) >= 1,
-              "the counters show the breaker's trips (%s)" %
-              (m.group(1) if m else None))
-    except Exception as e:
-        print("FAIL:", e)
-        if run:
-            print("--- kretry run stderr ---\n" + run.stderr_text())
-        return 1
-    finally:
-        if run:
-            run.kill()
-        if srv:
-            srv.stop()
-    return 0
+    produce_lines(c.b, [(k, k) for k in keys])
+    # Without the breaker, the 10 messages make about 90 attempts in 3 s
+    # here (a hop through the 100 ms tier takes ~0.1-0.6 s on the mock).
+    run = c.run("bb-http-down",
+                ["--tiers", "100ms", "--max-attempts", "10",
+                 "-X", "breaker.failures=3", "-X", "breaker.cooldown=500ms",
+                 "--http", "http://127.0.0.1:%d/events" % port])
+    check(wait_until(lambda: "-> retry tier" in run.stderr_text(), 15),
+          "connection refused: RETRY")
+    check(wait_until(lambda: "circuit open" in run.stderr_text(), 5),
+          "connection refused opens the breaker")
+    time.sleep(3)
+    tries = run.stderr_text().count("-> retry tier")
+    check(tries <= 12, "3 s down: %d attempts, not one per message and "
+          "tier hop" % tries)
+    dlq = read_dlq(c.b, 1, 0)
+    check(not dlq, "3 s down: nothing dead-lettered (%s)" % sorted(dlq))
+    srv = c.server(lambda h, body: (204, [], ""), port)
+    check(wait_until(lambda: all(srv.by_key(k) for k in keys), 30),
+          "the endpoint back: every message delivered (%d of %d)" %
+          (sum(1 for k in keys if srv.by_key(k)), len(keys)))
+    check(not read_dlq(c.b, 1, 0), "nothing in the DLQ")
+    m = re.search(r'"breaker_trips":(\d+)', c.stop_run())
+    check(m and int(m.group(1)) >= 1,
+          "the counters show the breaker's trips (%s)" %
+          (m.group(1) if m else None))
 
 
 MODES = {"routes": mode_routes, "concurrency": mode_concurrency,
@@ -444,9 +430,17 @@ def main():
               "orders.dlq"]
     broker = Broker(sys.argv[1], sum((["--topic", t + ":1"] for t in topics),
                                      []))
+    c = Case(sys.argv[1], broker.bootstrap)
+    rc = 0
     try:
-        rc = MODES[sys.argv[2]](sys.argv[1], broker.bootstrap)
+        MODES[sys.argv[2]](c)
+    except Exception as e:
+        print("FAIL:", e)
+        if c.proc:
+            print("--- kretry run stderr ---\n" + c.proc.stderr_text())
+        rc = 1
     finally:
+        c.close()
         broker.kill()
     print("# blackbox_http %s: %.1fs" % (sys.argv[2], time.monotonic() - t0))
     return rc
