@@ -55,9 +55,10 @@ endif()
 # http.server): routes: every answer class routes as specified, body and
 # headers arrive byte for byte; concurrency: N requests at once and never
 # more, one per key, in order; down: the breaker opens while the endpoint is
-# down and nothing is lost when it is back. Need kcat (77 when missing).
+# down and nothing is lost when it is back; topology: handler.http from a
+# topology file. Need kcat (77 when missing).
 if(EXISTS /usr/bin/python3)
-  foreach(mode routes concurrency down)
+  foreach(mode routes concurrency down topology)
     add_test(NAME blackbox_http_${mode}
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_http.py
                      $<TARGET_FILE:kretry_cli> ${mode})

@@ -242,10 +242,11 @@ static int has_prop(const run_opts_t *o, const char *name) {
 }
 
 static int check_handler(const run_opts_t *o) {
-        if (o->exec && o->http.url)
+        if (o->exec && (o->http.url || run_http_given(&o->http)))
                 return usage_error("%s: one handler, not both",
                                    "--exec and --http");
-        if (o->http.url)
+        /* Without either, the file's handler.http may be the handler. */
+        if (o->http.url || (o->topology && !o->exec))
                 return 0;
         if (run_http_given(&o->http))
                 return usage_error("%s: the --http-* options need --http URL",
@@ -652,8 +653,16 @@ int cmd_run(int argc, char **argv) {
                 kretry_conf_destroy(conf);
                 goto done;
         }
+        o.http.exec = o.exec;
         if ((rc = run_http_start(&o.http, o.topology, o.name, conf,
                                  has_prop(&o, "handler.thread"), &ctx.http))) {
+                kretry_conf_destroy(conf);
+                goto done;
+        }
+        if (!ctx.http && (!o.exec || !*o.exec)) {
+                rc = usage_error("%s is required (or handler.http in the "
+                                 "topology)",
+                                 "--exec or --http");
                 kretry_conf_destroy(conf);
                 goto done;
         }

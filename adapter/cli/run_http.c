@@ -2,6 +2,7 @@
 
 #include "cli.h"
 #include "parse.h"
+#include "topology.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,11 +99,18 @@ typedef struct {
         size_t cnt;
 } header_lines_t;
 
-static int headers_expand(const run_http_args_t *a, header_lines_t *h) {
+/* The topology's headers first, then --http-header's. */
+static int headers_expand(const run_http_args_t *a,
+                          const kretry_topo_http_t *th,
+                          header_lines_t *h) {
         char err[512];
-        h->lines = calloc((size_t)a->header_cnt + 1, sizeof(char *));
+        size_t tn = th ? th->header_cnt : 0;
+        h->lines  = calloc(tn + (size_t)a->header_cnt + 1, sizeof(char *));
         if (!h->lines)
                 return 1;
+        for (; h->cnt < tn; h->cnt++)
+                if (!(h->lines[h->cnt] = strdup(th->headers[h->cnt])))
+                        return 1;
         for (int i = 0; i < a->header_cnt; i++) {
                 if (!(h->lines[h->cnt] = kretry_http_header_arg(
                               a->headers[i], err, sizeof(err))))
@@ -119,7 +127,9 @@ static void headers_free(header_lines_t *h) {
         h->cnt = 0;
 }
 
+/* @p a: the flags, with what they leave unset taken from the topology. */
 static int opts_fill(const run_http_args_t *a,
+                     const kretry_topo_http_t *th,
                      const kretry_conf_t *conf,
                      kretry_http_opts_t *o) {
         char err[512], fmt[16] = "";
@@ -131,6 +141,8 @@ static int opts_fill(const run_http_args_t *a,
         o->key          = a->key;
         if (a->ce_type)
                 o->ce_type = a->ce_type;
+        if (th && th->timeout_ms > 0)
+                o->timeout_ms = (long)th->timeout_ms;
         o->concurrency = (int)conf_long(conf, "handler.concurrency");
         o->error_max   = (size_t)conf_long(conf, "error.max.length");
         if (a->timeout) {
@@ -145,7 +157,7 @@ static int opts_fill(const run_http_args_t *a,
         if (a->body && strcmp(a->body, "raw") && strcmp(a->body, "json"))
                 return fail("--http-body", "expected raw or json");
         kretry_conf_get(conf, "value.format", fmt, sizeof(fmt));
-        o->body_json = a->body && !strcmp(a->body, "json");
+        o->body_json = a->body ? !strcmp(a->body, "json") : th && th->body_json;
         if (o->body_json && strcmp(fmt, "avro"))
                 return fail("--http-body json",
                             "needs value.format avro (a decoded record)");
@@ -160,8 +172,50 @@ static int opts_fill(const run_http_args_t *a,
         return 0;
 }
 
-/* The client's header lines, which it borrows. */
+/* The client's header lines and the topology file, which it borrows. */
 static header_lines_t lines;
+static kretry_topology_file_t *topo_file;
+
+/* handler.http of the topology kretry run loads, or NULL. Its errors were
+ * reported when the configuration was loaded from it. */
+static const kretry_topo_http_t *topo_http(const char *path, const char *name) {
+        kretry_diags_t d;
+        const kretry_topology_t *t = NULL;
+        if (!path)
+                return NULL;
+        kretry_diags_init(&d);
+        topo_file = kretry_topology_file_load(path, &d);
+        kretry_diags_clear(&d);
+        if (topo_file)
+                t = name ? kretry_topology_find(topo_file, name)
+                    : kretry_topology_count(topo_file) == 1
+                            ? kretry_topology_at(topo_file, 0)
+                            : NULL;
+        return t && t->http.url ? &t->http : NULL;
+}
+
+/* The flags over the topology's handler.http: a flag given wins. */
+static run_http_args_t args_merge(const run_http_args_t *a,
+                                  const kretry_topo_http_t *th) {
+        run_http_args_t m = *a;
+        if (!th)
+                return m;
+        const char **dst[]      = {&m.url,          &m.content_type, &m.ce_type,
+                                   &m.ca,           &m.cert,         &m.key,
+                                   &m.retry_status, &m.fail_status};
+        const char *const src[] = {th->url,
+                                   th->content_type,
+                                   th->ce_type,
+                                   th->ca_file,
+                                   th->cert_file,
+                                   th->key_file,
+                                   th->retry_statuses,
+                                   th->fail_statuses};
+        for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++)
+                if (!*dst[i])
+                        *dst[i] = src[i];
+        return m;
+}
 
 int run_http_start(const run_http_args_t *a,
                    const char *topology,
@@ -172,13 +226,16 @@ int run_http_start(const run_http_args_t *a,
         kretry_http_opts_t o;
         char err[512];
         int rc;
-        (void)topology;
-        (void)name;
         *hp = NULL;
-        if (!a->url)
+        /* --exec given: the command is the handler, whatever the file says. */
+        const kretry_topo_http_t *th =
+                a->exec ? NULL : topo_http(topology, name);
+        run_http_args_t m = args_merge(a, th);
+        if (!m.url)
                 return 0;
         kretry_http_opts_init(&o);
-        if ((rc = headers_expand(a, &lines)) || (rc = opts_fill(a, conf, &o)))
+        if ((rc = headers_expand(&m, th, &lines)) ||
+            (rc = opts_fill(&m, th, conf, &o)))
                 goto err;
         o.extra     = (const char *const *)lines.lines;
         o.extra_cnt = lines.cnt;
@@ -197,10 +254,14 @@ int run_http_start(const run_http_args_t *a,
         return 0;
 err:
         headers_free(&lines);
+        kretry_topology_file_destroy(topo_file);
+        topo_file = NULL;
         return rc;
 }
 
 void run_http_stop(kretry_http_t *h) {
         kretry_http_destroy(h);
         headers_free(&lines);
+        kretry_topology_file_destroy(topo_file);
+        topo_file = NULL;
 }

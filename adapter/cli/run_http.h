@@ -27,6 +27,7 @@ enum {
 
 /* The --http options as given (borrowed from argv). */
 typedef struct {
+        const char *exec; /* --exec: no HTTP, whatever the topology says */
         const char *url, *timeout, *content_type, *ce_type, *body;
         const char *ca, *cert, *key, *retry_status, *fail_status;
         const char **headers; /* --http-header, in order */
