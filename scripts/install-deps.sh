@@ -12,9 +12,10 @@ libcyaml-dev libavro-dev libcunit1-dev libcurl4-openssl-dev"
 # clients for the black-box tests (kcat, python3-kafka), independent Avro
 # readers for it_dlq_export (avrocat from avro-bin, python3-avro), binutils'
 # nm for install_check, clang-format for scripts/check-format.sh, valgrind
-# for bench_callgrind (instructions per message). A test
+# for bench_callgrind (instructions per message), openssl to make the
+# certificates of blackbox_http_tls. A test
 # whose tool is missing reports itself skipped; CI fails on that.
-TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin binutils clang-format valgrind"
+TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin binutils clang-format valgrind openssl"
 case "${1:-}" in
 --test) PKGS="$PKGS $TEST_PKGS" ;;
 esac

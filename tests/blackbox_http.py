@@ -17,11 +17,18 @@ usage: blackbox_http.py PATH/TO/kretry MODE
   topology     --topology FILE whose handler.http names the endpoint (no
                --exec, no --http): URL, headers, content type, timeout and
                moved statuses come from the file
+  avro         --http-body json with value.format avro: the decoded record
+               arrives as JSON (python3-avro encodes the input)
+  tls          https with --http-ca, --http-cert and --http-key against a
+               server that requires a client certificate (openssl makes the
+               certificates); without the CA the answer is a TLS retry
 Exit 0 on success, 1 on failure, 77 (skipped) when kcat is missing.
 """
 import base64
 import email.utils
 import http.server
+import io
+import json
 import os
 import re
 import shutil
@@ -43,8 +50,11 @@ class Server(http.server.ThreadingHTTPServer):
     """Records every request; answers by the behaviour function given."""
     daemon_threads = True
 
-    def __init__(self, behave, port=0):
+    def __init__(self, behave, port=0, tls=None):
         super().__init__(("127.0.0.1", port), Handler)
+        if tls:
+            self.socket = tls.wrap_socket(self.socket, server_side=True)
+        self.scheme = "https" if tls else "http"
         self.behave = behave
         self.lock = threading.Lock()
         self.requests = []  # (headers dict lower-case, body, port)
@@ -63,7 +73,8 @@ class Server(http.server.ThreadingHTTPServer):
 
     @property
     def url(self):
-        return "http://127.0.0.1:%d/events" % self.server_address[1]
+        return "%s://127.0.0.1:%d/events" % (self.scheme,
+                                             self.server_address[1])
 
     def stop(self):
         self.shutdown()
@@ -307,8 +318,8 @@ class Case:
         self.servers = []
         self.proc = None
 
-    def server(self, behave, port=0):
-        self.servers.append(Server(behave, port))
+    def server(self, behave, port=0, tls=None):
+        self.servers.append(Server(behave, port, tls))
         return self.servers[-1]
 
     def run(self, group, args, env=None, base=None):
@@ -474,8 +485,113 @@ def mode_topology(c):
     check("t0ken" not in c.stop_run(), "the header value is never logged")
 
 
+# ---- --http-body json ------------------------------------------------------
+
+ORDER_AVSC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                          "schemas", "examples", "order.avsc")
+
+
+def avro_encode(record):
+    import avro.io
+    import avro.schema
+    with open(ORDER_AVSC) as f:
+        schema = avro.schema.parse(f.read())
+    out = io.BytesIO()
+    avro.io.DatumWriter(schema).write(record, avro.io.BinaryEncoder(out))
+    return out.getvalue()
+
+
+def mode_avro(c):
+    try:
+        import avro.io  # noqa: F401
+    except ImportError:
+        print("SKIP: python3-avro is not installed (Debian package "
+              "python3-avro)")
+        sys.exit(SKIP)
+    order = {"order_id": "o-1", "version": 3, "customer": "c-9",
+             "amount_cents": 1250, "currency": "EUR", "status": "PAID",
+             "express": True, "items": [{"sku": "A-1", "quantity": 2}],
+             "note": "gift"}
+    srv = c.server(lambda h, body: (204, [], ""))
+    produce_file(c.b, b"o-1", avro_encode(order))
+    c.run("bb-http-avro", ["--http", srv.url, "--http-body", "json",
+                           "-X", "value.format=avro",
+                           "-X", "value.schema=" + ORDER_AVSC])
+    check(wait_until(lambda: srv.by_key("o-1"), 20), "the order is posted")
+    h, body, _ = srv.by_key("o-1")[0]
+    check(h.get("content-type") == "application/json",
+          "Content-Type: application/json")
+    want = dict(order, note={"string": "gift"})
+    check(json.loads(body) == want,
+          "the body is the decoded record as JSON (unions as {type: "
+          "value}): %s" % body.decode(errors="replace"))
+    c.stop_run()
+
+
+# ---- https -----------------------------------------------------------------
+
+def make_certs(d):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate,
+    all signed by it, with openssl."""
+    def ossl(*args):
+        r = subprocess.run(["openssl"] + list(args), cwd=d,
+                           capture_output=True, timeout=30)
+        check(r.returncode == 0, "openssl %s" % args[0])
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+          "-nodes"]
+    ossl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem",
+         "-subj", "/CN=kretry-test-ca", "-days", "1")
+    with open(os.path.join(d, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    for who, ext in (("srv", ["-extfile", "san.ext"]), ("cli", [])):
+        ossl("req", *ec, "-keyout", who + ".key", "-out", who + ".csr",
+             "-subj", "/CN=" + who)
+        ossl("x509", "-req", "-in", who + ".csr", "-CA", "ca.pem", "-CAkey",
+             "ca.key", "-CAcreateserial", "-out", who + ".pem", "-days", "1",
+             *ext)
+
+
+def mode_tls(c):
+    import ssl
+    if not shutil.which("openssl"):
+        print("SKIP: openssl is not installed (Debian package openssl)")
+        sys.exit(SKIP)
+    d = tempfile.mkdtemp()
+    try:
+        make_certs(d)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(d, "srv.pem"),
+                            os.path.join(d, "srv.key"))
+        ctx.verify_mode = ssl.CERT_REQUIRED  # a client certificate too
+        ctx.load_verify_locations(os.path.join(d, "ca.pem"))
+        srv = c.server(lambda h, body: (204, [], ""), tls=ctx)
+        produce_lines(c.b, [("t1", "v1"), ("t2", "v2")])
+        c.run("bb-http-tls", ["--http", srv.url,
+                              "--http-ca", os.path.join(d, "ca.pem"),
+                              "--http-cert", os.path.join(d, "cli.pem"),
+                              "--http-key", os.path.join(d, "cli.key")])
+        check(wait_until(lambda: srv.by_key("t1") and srv.by_key("t2"), 20),
+              "https with the CA and a client certificate: both posted")
+        c.stop_run()
+        check(not read_dlq(c.b, 1, 0), "nothing dead-lettered")
+        # The same without --http-ca: the server is not trusted.
+        c.run("bb-http-tls-noca", ["--http", srv.url, "--max-attempts", "1",
+                                   "--http-cert", os.path.join(d, "cli.pem"),
+                                   "--http-key", os.path.join(d, "cli.key")])
+        dlq = read_dlq(c.b, 2, 20)
+        check(all("kretry-error-code=TLS" in dlq.get(k, "")
+                  for k in ("t1", "t2")),
+              "without the CA: a TLS failure, retried (here exhausted at "
+              "once): %s" % dlq)
+        check(len(srv.requests) == 2, "and nothing reached the server")
+        c.stop_run()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 MODES = {"routes": mode_routes, "concurrency": mode_concurrency,
-         "down": mode_down, "topology": mode_topology}
+         "down": mode_down, "topology": mode_topology, "avro": mode_avro,
+         "tls": mode_tls}
 
 
 def main():

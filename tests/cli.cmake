@@ -56,9 +56,11 @@ endif()
 # headers arrive byte for byte; concurrency: N requests at once and never
 # more, one per key, in order; down: the breaker opens while the endpoint is
 # down and nothing is lost when it is back; topology: handler.http from a
-# topology file. Need kcat (77 when missing).
+# topology file; avro: --http-body json; tls: https with a CA and a client
+# certificate. Need kcat (avro: python3-avro, tls: openssl; 77 when
+# missing).
 if(EXISTS /usr/bin/python3)
-  foreach(mode routes concurrency down topology)
+  foreach(mode routes concurrency down topology avro tls)
     add_test(NAME blackbox_http_${mode}
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_http.py
                      $<TARGET_FILE:kretry_cli> ${mode})
