@@ -168,7 +168,11 @@ static void usage(FILE *out) {
                 "followed. Error code:\n"
                 "the Kretry-Error-Code response header, else HTTP_<status>, "
                 "TIMEOUT, CONNECT\n"
-                "or TLS; error message: the body's first line.\n",
+                "or TLS; error message: the body's first line. With "
+                "--topology and neither\n"
+                "--exec nor --http, the file's handler.http is the "
+                "endpoint (the --http-*\n"
+                "options override it). See docs/http.md.\n",
                 run_http_usage);
 }
 
