@@ -52,6 +52,11 @@ struct kretry_http_s {
         /* Under lock. */
         http_req_t *queue, **queue_tail;
         int stop;
+        /* Easy handles of finished requests, reused (reset) by the next
+         * ones: libcurl's per-handle set-up is a good part of a request's
+         * cost at many requests a second. */
+        CURL **idle;
+        int idle_cnt, idle_cap;
         /* The HTTP thread's own. */
         http_req_t *open; /* in the multi handle */
 };
@@ -270,11 +275,32 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
         return len;
 }
 
+static CURL *easy_get(kretry_http_t *h) {
+        CURL *e = NULL;
+        pthread_mutex_lock(&h->lock);
+        if (h->idle_cnt)
+                e = h->idle[--h->idle_cnt];
+        pthread_mutex_unlock(&h->lock);
+        return e ? e : curl_easy_init();
+}
+
+static void easy_put(kretry_http_t *h, CURL *e) {
+        curl_easy_reset(e);
+        pthread_mutex_lock(&h->lock);
+        if (h->idle_cnt < h->idle_cap) {
+                h->idle[h->idle_cnt++] = e;
+                e                      = NULL;
+        }
+        pthread_mutex_unlock(&h->lock);
+        if (e)
+                curl_easy_cleanup(e);
+}
+
 static void req_free(http_req_t *r) {
         if (!r)
                 return;
         if (r->easy)
-                curl_easy_cleanup(r->easy);
+                easy_put(r->h, r->easy);
         curl_slist_free_all(r->hdrs);
         if (r->body)
                 free(r->body); /* json_dumps(): malloc() */
@@ -319,8 +345,8 @@ static http_req_t *req_new(kretry_http_t *h, const kretry_msg_t *msg) {
                 return NULL;
         r->h = h;
         if (!(r->line = malloc(h->o.error_max + 1)) ||
-            !(r->easy = curl_easy_init()) || body_set(r, msg) ||
-            hdr_meta(r, msg) || hdr_user(r, msg) || easy_setup(r)) {
+            !(r->easy = easy_get(h)) || body_set(r, msg) || hdr_meta(r, msg) ||
+            hdr_user(r, msg) || easy_setup(r)) {
                 req_free(r);
                 return NULL;
         }
@@ -503,6 +529,12 @@ kretry_http_new(const kretry_http_opts_t *o, char *errstr, size_t size) {
         }
         h->o          = *o;
         h->queue_tail = &h->queue;
+        h->idle_cap   = o->concurrency > 0 ? o->concurrency : 1;
+        if (!(h->idle = calloc((size_t)h->idle_cap, sizeof(CURL *)))) {
+                free(h);
+                snprintf(errstr, size, "out of memory");
+                return NULL;
+        }
         pthread_mutex_init(&h->lock, NULL);
         if (!(h->multi = curl_multi_init())) {
                 snprintf(errstr, size, "cannot start libcurl");
@@ -532,6 +564,9 @@ void kretry_http_destroy(kretry_http_t *h) {
                 pthread_join(h->thread, NULL);
                 take(h); /* what the handler queued meanwhile */
         }
+        while (h->idle_cnt)
+                curl_easy_cleanup(h->idle[--h->idle_cnt]);
+        free(h->idle);
         if (h->multi)
                 curl_multi_cleanup(h->multi);
         pthread_mutex_destroy(&h->lock);
