@@ -245,6 +245,17 @@ def routes_check_requests(srv, binkey):
     check("kretry-key-encoding" not in h and "expect" not in h,
           "ok: a printable key is sent as is; no Expect: 100-continue")
 
+    nv = srv.by_key("nullvalue")
+    check(len(nv) == 1 and nv[0][1] == b"" and
+          nv[0][0].get("kretry-value-null") == "true",
+          "a null value: an empty body and Kretry-Value-Null: true")
+    check("kretry-value-null" not in ok[0][0],
+          "a value that is not null has no Kretry-Value-Null")
+    with srv.lock:
+        nk = [r for r in srv.requests if "kretry-key" not in r[0]]
+    check(len(nk) == 1 and nk[0][1] == b"no-key-line",
+          "a null key: no Kretry-Key header")
+
     enc = base64.b64encode(binkey).decode()
     bins = srv.by_key(enc)
     check(len(bins) == 1, "binary key: one request under its base64 key")
@@ -343,6 +354,9 @@ def mode_routes(c):
     keys = ["ok", "flaky", "after-secs", "after-date"] + RETRIED + FAILED
     binkey = b"\xff\x01k\x80"
     produce_lines(c.b, [(k, "hello") for k in keys])
+    # a null value (kcat -Z: empty is null) and a null key (no delimiter)
+    kcat(c.b, ["-P", "-t", "orders", "-p", "0", "-K", ":", "-Z"],
+         stdin=b"nullvalue:\nno-key-line\n")
     produce_file(c.b, binkey, BINARY,
                  [b"trace=abc-123", b"bad name=x", b"utf8=\xc3\xa9",
                   b"ctl=a\x01b"])
