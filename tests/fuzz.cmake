@@ -25,3 +25,20 @@ foreach(target headers topology codec)
   target_compile_definitions(${name} PRIVATE
     KRETRY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 endforeach()
+
+# What an endpoint answers kretry run --http (adapter/cli/http_rules.c).
+if(KRETRY_FUZZ)
+  add_executable(fuzz_http fuzz/fuzz_http.c)
+  target_compile_options(fuzz_http PRIVATE -fsanitize=fuzzer)
+  target_link_options(fuzz_http PRIVATE -fsanitize=fuzzer)
+else()
+  add_executable(fuzz_http fuzz/fuzz_http.c fuzz/driver.c)
+  add_test(NAME fuzz_http
+           COMMAND fuzz_http --iterations 100000
+                   ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/http)
+  set_tests_properties(fuzz_http PROPERTIES TIMEOUT 300 LABELS fuzz
+    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+endif()
+target_sources(fuzz_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/cli/http_rules.c)
+target_include_directories(fuzz_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/cli)
+target_link_libraries(fuzz_http PRIVATE kretry_static PkgConfig::CURL)
