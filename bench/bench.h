@@ -132,6 +132,8 @@ typedef struct {
  */
 int bench_broker(const bench_job_t *job, int out_fd, int ctl_fd);
 int bench_produce(const bench_job_t *job);
+/* A real cluster: delete the run's topics (bench_produce created them). */
+void bench_delete_real_topics(const bench_job_t *job);
 int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd);
 int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd);
 /* BENCH_ORDERED_VERSIONED's baseline: kretry with ordering and versions off. */

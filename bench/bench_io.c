@@ -139,9 +139,14 @@ static int create_real_topics(const bench_job_t *job) {
         int cnt, rc = 0;
         const char *const *topics = job_topics(job, &cnt);
         rd_kafka_NewTopic_t *nt[MAX_TOPICS];
-        for (int i = 0; i < cnt; i++)
+        for (int i = 0; i < cnt; i++) {
                 nt[i] = rd_kafka_NewTopic_new(topics[i], job->partitions, -1,
                                               errstr, sizeof(errstr));
+                /* The adapter refuses a changelog that is not compacted. */
+                if (topics[i] == job->versions)
+                        rd_kafka_NewTopic_set_config(nt[i], "cleanup.policy",
+                                                     "compact");
+        }
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, nt, (size_t)cnt, NULL, q);
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
@@ -165,6 +170,32 @@ static int create_real_topics(const bench_job_t *job) {
         rd_kafka_queue_destroy(q);
         rd_kafka_destroy(rk);
         return rc;
+}
+
+void bench_delete_real_topics(const bench_job_t *job) {
+        char errstr[256];
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, client_conf(job),
+                                      errstr, sizeof(errstr));
+        if (!rk) {
+                fprintf(stderr, "bench: topics left: %s\n", errstr);
+                return;
+        }
+        int cnt;
+        const char *const *topics = job_topics(job, &cnt);
+        rd_kafka_DeleteTopic_t *dt[MAX_TOPICS];
+        for (int i = 0; i < cnt; i++)
+                dt[i] = rd_kafka_DeleteTopic_new(topics[i]);
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_DeleteTopics(rk, dt, (size_t)cnt, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        if (!ev || rd_kafka_event_error(ev))
+                fprintf(stderr, "bench: DeleteTopics: %s\n",
+                        ev ? rd_kafka_event_error_string(ev) : "no answer");
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_DeleteTopic_destroy_array(dt, (size_t)cnt);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_destroy(rk);
 }
 
 static void

@@ -165,7 +165,10 @@ static int broker_start(child_t *b, bench_job_t *job) {
         return 0;
 }
 
-static void broker_stop(child_t *b) {
+/* Stop the mock broker; on a real cluster, delete the run's topics. */
+static void broker_stop(child_t *b, const bench_job_t *job) {
+        if (job->real)
+                bench_delete_real_topics(job);
         if (b->pid <= 0)
                 return;
         close(b->go_fd);
@@ -262,7 +265,7 @@ static int run_pair(const scenario_t *sc,
         e2 |= child_finish(second, sres);
         rc = e1 || e2 ? -1 : 0;
 out:
-        broker_stop(&b);
+        broker_stop(&b, &job);
         return rc;
 }
 
@@ -290,7 +293,7 @@ static int run_delay(const opts_t *o, bench_result_t *kres) {
         if (reap(p.pid))
                 rc = -1;
 out:
-        broker_stop(&b);
+        broker_stop(&b, &job);
         return rc;
 }
 
@@ -352,7 +355,7 @@ static int run_tier_mem(long n,
         int ew = child_finish(&cw, w), ee = child_finish(&ce, e);
         rc = ew || ee ? -1 : 0;
 out:
-        broker_stop(&b);
+        broker_stop(&b, &job);
         return rc;
 }
 
@@ -680,7 +683,7 @@ static int run_parallel(long n,
         }
         rc = 0;
 out:
-        broker_stop(&b);
+        broker_stop(&b, &job);
         return rc;
 }
 

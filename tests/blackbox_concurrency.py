@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from blackbox_dev_broker import check, kcat  # noqa: E402
-from blackbox_run import MOCK_X, Setup, wait_for  # noqa: E402
+from blackbox_run import MOCK_X, Setup, chain_topics, wait_for  # noqa: E402
 
 HANDLER = r"""
 v=$(cat)
@@ -39,7 +39,7 @@ def most_at_once(events):
 
 def main():
     t0 = time.monotonic()
-    s = Setup(__doc__, HANDLER, ["--topic", "orders:1"])
+    s = Setup(__doc__, HANDLER, chain_topics(1, 1))
     if s.status is not None:
         return s.status
     run = None

@@ -38,13 +38,16 @@ def skip_if_missing():
 
 
 class Broker:
-    """`kretry dev-broker` as a child process; stderr kept in a file."""
+    """`kretry dev-broker` (or another long-running kretry @command whose
+    first stdout line says where it is) as a child process; stderr kept in
+    a file."""
 
-    def __init__(self, cli, args):
+    def __init__(self, cli, args, command="dev-broker", env=None):
         self.err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([cli, "dev-broker"] + args,
+        self.command = command
+        self.proc = subprocess.Popen([cli, command] + args,
                                      stdout=subprocess.PIPE,
-                                     stderr=self.err)
+                                     stderr=self.err, env=env)
         self.bootstrap = self._first_line(10)
 
     def _first_line(self, timeout):
@@ -54,11 +57,13 @@ class Broker:
         while b"\n" not in buf:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise AssertionError("no bootstrap line within %ds" % timeout)
+                raise AssertionError("kretry %s: no first line within %ds"
+                                     % (self.command, timeout))
             chunk = os.read(fd, 4096)
             if not chunk:
-                raise AssertionError("dev-broker exited before printing its "
-                                     "bootstrap list")
+                raise AssertionError("kretry %s exited before its first "
+                                     "line: %s" % (self.command,
+                                                   self.stderr_text()))
             buf += chunk
         return buf.split(b"\n", 1)[0].decode()
 

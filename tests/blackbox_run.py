@@ -127,6 +127,16 @@ def check_dlq(b):
           "killed by SIGKILL: code SIGNAL_9")
 
 
+def chain_topics(partitions, tiers):
+    """dev-broker arguments creating orders, its @tiers tiers and its DLQ
+    with @partitions each: kretry run refuses to start without them."""
+    names = ["orders"] + ["orders.retry.%d" % (n + 1) for n in range(tiers)]
+    args = []
+    for name in names + ["orders.dlq"]:
+        args += ["--topic", "%s:%d" % (name, partitions)]
+    return args
+
+
 class Setup:
     """What a `kretry run` black-box test starts with: the kretry path from
     the command line, @handler_text written as handler.sh beside the log
@@ -167,7 +177,7 @@ class Setup:
 
 def main():
     t0 = time.monotonic()
-    s = Setup(__doc__, HANDLER, ["--topic", "orders:2"])
+    s = Setup(__doc__, HANDLER, chain_topics(2, 2))
     if s.status is not None:
         return s.status
     cli, log, handler, broker, run_err = (s.cli, s.log, s.handler, s.broker,

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from blackbox_dev_broker import check, kcat  # noqa: E402
-from blackbox_run import Setup, wait_for  # noqa: E402
+from blackbox_run import Setup, chain_topics, wait_for  # noqa: E402
 
 REVOKE_MS = 2000
 # kretry's own bound is revoke.timeout.ms + 5 s; the rest is room for a
@@ -29,7 +29,7 @@ HANDLER = 'echo "attempt=$KRETRY_ATTEMPT" >> "$LOG"; exit 75\n'
 
 
 def main():
-    s = Setup(__doc__, HANDLER, ["--topic", "orders:1"])
+    s = Setup(__doc__, HANDLER, chain_topics(1, 2))
     if s.status is not None:
         return s.status
     run = None

@@ -112,7 +112,7 @@ set_tests_properties(install_check PROPERTIES TIMEOUT 60 LABELS cli)
 # --help might print) does not count.
 foreach(cmd "demo" "run" "dev-broker" "topology" "topology validate"
             "topology describe" "topology plan" "topology apply" "dlq"
-            "dlq inspect" "dlq replay" "dlq export" "stats")
+            "dlq inspect" "dlq replay" "dlq export" "stats" "ui")
   string(REPLACE " " ";" args "${cmd}")
   string(REPLACE " " "_" tname "${cmd}")
   add_test(NAME cli_help_${tname}

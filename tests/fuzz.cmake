@@ -1,11 +1,12 @@
 # Fuzz targets for every parser of outside input: kretry-* headers, topology
-# files, Avro values. By default each links a small mutation driver and runs
+# files, Avro values, kretry ui's requests, what an endpoint answers kretry
+# run --http. By default each links a small mutation driver and runs
 # as a bounded CTest case over its seed corpus (tests/fuzz/corpus/); with
 # clang and -DKRETRY_FUZZ=ON they link libFuzzer instead:
 #   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DKRETRY_FUZZ=ON \
 #         -DKRETRY_SANITIZER=address,undefined
 #   build-fuzz/tests/fuzz_topology tests/fuzz/corpus/topology
-foreach(target headers topology codec)
+foreach(target headers topology codec ui http)
   set(name fuzz_${target})
   if(KRETRY_FUZZ)
     add_executable(${name} fuzz/${name}.c)
@@ -25,20 +26,16 @@ foreach(target headers topology codec)
   target_compile_definitions(${name} PRIVATE
     KRETRY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 endforeach()
+# kretry ui's request parsing lives with the command (adapter/ui/ and the
+# dlq replay code it hands the options to).
+set(KRETRY_UI_FUZZ_SOURCES ui/ui_body.c ui/ui_http.c cli/dlq_replay.c
+    cli/cmd_dlq.c cli/cmd_dlq_export.c cli/dlq_reader.c cli/cli_util.c)
+list(TRANSFORM KRETRY_UI_FUZZ_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/adapter/)
+target_sources(fuzz_ui PRIVATE ${KRETRY_UI_FUZZ_SOURCES})
+target_include_directories(fuzz_ui PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui
+                           ${PROJECT_SOURCE_DIR}/adapter/cli)
 
 # What an endpoint answers kretry run --http (adapter/cli/http_rules.c).
-if(KRETRY_FUZZ)
-  add_executable(fuzz_http fuzz/fuzz_http.c)
-  target_compile_options(fuzz_http PRIVATE -fsanitize=fuzzer)
-  target_link_options(fuzz_http PRIVATE -fsanitize=fuzzer)
-else()
-  add_executable(fuzz_http fuzz/fuzz_http.c fuzz/driver.c)
-  add_test(NAME fuzz_http
-           COMMAND fuzz_http --iterations 100000
-                   ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/http)
-  set_tests_properties(fuzz_http PROPERTIES TIMEOUT 300 LABELS fuzz
-    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
-endif()
 target_sources(fuzz_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/cli/http_rules.c)
 target_include_directories(fuzz_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/cli)
-target_link_libraries(fuzz_http PRIVATE kretry_static PkgConfig::CURL)
+target_link_libraries(fuzz_http PRIVATE PkgConfig::CURL)

@@ -14,3 +14,8 @@ kretry_add_suite(it_contract TIMEOUT 240 LABELS integration SOURCES it_harness.c
 target_link_libraries(it_contract PRIVATE PkgConfig::JANSSON)
 kretry_add_suite(it_lifecycle TIMEOUT 300 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_chaos TIMEOUT 480 LABELS integration SOURCES it_harness.c)
+kretry_add_suite(it_topology_check TIMEOUT 120 LABELS integration SOURCES it_harness.c)
+add_dependencies(it_topology_check kretry_cli)
+# The assertion messages quote the error text into a 2 KiB buffer (cut
+# short there, which is harmless in a message).
+target_compile_options(it_topology_check PRIVATE -Wno-format-truncation)

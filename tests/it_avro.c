@@ -7,8 +7,10 @@
 #include "it_harness.h"
 
 #include <avro.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *schema_path(void) {
@@ -96,6 +98,73 @@ static int has_error(const dlq_t *d, const char *needle) {
         return 0;
 }
 
+static atomic_int conc_calls, conc_mismatch, conc_running, conc_max;
+
+/* Reads the record, sleeps 1 ms (so that calls overlap), reads it again:
+ * the message with key "k<i>" must see id "c-<i>" and n = i mod 60. */
+static kretry_action_t conc_handler(kretry_msg_t *msg, void *opaque) {
+        (void)opaque;
+        int now = atomic_fetch_add(&conc_running, 1) + 1;
+        if (now > atomic_load(&conc_max))
+                atomic_store(&conc_max, now);
+        const avro_value_t *rec = kretry_msg_value_avro(msg);
+        size_t kl;
+        const char *k = kretry_msg_key(msg, &kl);
+        char want[16];
+        snprintf(want, sizeof(want), "c-%.*s", (int)(kl > 1 ? kl - 1 : 0),
+                 k ? k + 1 : "");
+        for (int pass = 0; pass < 2; pass++) {
+                avro_value_t f, g;
+                const char *id = NULL;
+                size_t sz;
+                int64_t n = -1;
+                if (!rec || avro_value_get_by_name(rec, "id", &f, NULL) ||
+                    avro_value_get_string(&f, &id, &sz) ||
+                    avro_value_get_by_name(rec, "n", &g, NULL) ||
+                    avro_value_get_long(&g, &n) || strcmp(id, want) ||
+                    atoll(id + 2) % 60 != n)
+                        atomic_fetch_add(&conc_mismatch, 1);
+                if (!pass) {
+                        struct timespec ts = {0, 1000000};
+                        nanosleep(&ts, NULL);
+                }
+        }
+        atomic_fetch_sub(&conc_running, 1);
+        atomic_fetch_add(&conc_calls, 1);
+        return KRETRY_OK;
+}
+
+/* value.format avro with handlers at once: each call reads its own record,
+ * never one decoded for another message meanwhile. */
+static void test_concurrent(void) {
+        it_env_t *env = it_env_new("30ms", 1);
+        unsigned char buf[128];
+        for (int i = 0; i < 200; i++) {
+                char id[16], key[16];
+                snprintf(id, sizeof(id), "c-%d", i);
+                snprintf(key, sizeof(key), "k%d", i);
+                size_t n = encode(buf, "", 0, id, i % 60);
+                /* encode() writes n as one zigzag byte: below 64. */
+                KT_REQUIRE(kt_produce(env->c, env->source, 0, key, strlen(key),
+                                      buf, n, NULL) == 0);
+        }
+        atomic_store(&conc_calls, 0);
+        atomic_store(&conc_mismatch, 0);
+        atomic_store(&conc_max, 0);
+        kretry_conf_t *conf =
+                it_conf(env, "value.format", "avro", "value.schema",
+                        schema_path(), "handler.concurrency", "8", NULL);
+        kretry_conf_set_handler(conf, conc_handler, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 200, 30000));
+        KT_ASSERT_INT_EQ(atomic_load(&conc_calls), 200);
+        KT_ASSERT(atomic_load(&conc_max) > 1);
+        KT_ASSERT_INT_EQ(atomic_load(&conc_mismatch), 0);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 static void test_raw(void) {
         it_env_t *env = it_env_new("30ms", 1);
         unsigned char buf[128];
@@ -178,7 +247,7 @@ static void test_field_versions(void) {
         it_env_t *env = it_env_new("30ms", 1);
         char vt[300];
         snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
-        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        KT_REQUIRE(kt_cluster_changelog(env->c, vt, 1) == 0);
         unsigned char buf[128];
         const int64_t vs[] = {3, 1, 2, 5, 4};
         for (int i = 0; i < 5; i++) {
@@ -234,8 +303,9 @@ static void test_bad_schema(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-                KT_TEST(test_raw), KT_TEST(test_confluent),
-                KT_TEST(test_field_versions), KT_TEST(test_bad_schema), KT_END};
+                KT_TEST(test_raw),        KT_TEST(test_concurrent),
+                KT_TEST(test_confluent),  KT_TEST(test_field_versions),
+                KT_TEST(test_bad_schema), KT_END};
         int rc = kt_main("it_avro", tests, argc, argv);
         unlink(schema_path());
         return rc;

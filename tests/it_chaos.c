@@ -436,7 +436,7 @@ static void test_changelog_write_fails(void) {
         char vt[300];
         snprintf(vt, sizeof(vt), "%s.%s.versions", ch.env->group,
                  ch.env->source);
-        KT_REQUIRE(kt_cluster_topic_named(ch.env->c, vt, PARTS) == 0);
+        KT_REQUIRE(kt_cluster_changelog(ch.env->c, vt, PARTS) == 0);
         lead(mock, ch.env->source, 1);
         lead(mock, ch.env->tiers[0], 1);
         lead(mock, ch.env->dlq, 1);
@@ -623,14 +623,12 @@ static void test_ordered_head_copy_refused(void) {
         if (skip_without(mock))
                 return;
         send_msg(0, "K", "retry1-h", NULL, EXP_OK);
-        /* Other keys in between: the head's copy leaves in a request of
-         * its own before the follower is parked. */
+        /* Other keys in between. */
         for (int i = 0; i < 10; i++) {
                 char k[8];
                 snprintf(k, sizeof(k), "x%d", i);
                 send_msg(0, k, "okslow", NULL, EXP_OK);
         }
-        send_msg(0, "K", "ok-f", NULL, EXP_OK);
         rd_kafka_mock_broker_push_request_error_rtts(
                 mock, 1, 0 /* Produce */, 1,
                 RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 500);
@@ -642,6 +640,13 @@ static void test_ordered_head_copy_refused(void) {
                                    err, sizeof(err)) == KRETRY_ERR_OK);
         kretry_adapter_t *a = it_adapter(conf);
         int64_t deadline    = kt_now_ms() + 20000;
+        /* K's next message comes once the head's copy is on its way (its
+         * refusal is answered 500 ms late), so that the parked copy leaves
+         * in a request of its own. */
+        while (call_index("retry1-h", 1) < 0 && kt_now_ms() < deadline)
+                drive(a, 20);
+        drive(a, 50);
+        send_msg(0, "K", "ok-f", NULL, EXP_OK);
         while ((ch.fail_cnt < 1 || !ch.env->routes[KRETRY_ROUTE_PARKED]) &&
                kt_now_ms() < deadline)
                 drive(a, 50);

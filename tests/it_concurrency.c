@@ -627,7 +627,7 @@ static void test_versions_serialized_per_key(void) {
         it_env_t *env = it_env_new("50ms", 1);
         char vt[300];
         snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
-        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        KT_REQUIRE(kt_cluster_changelog(env->c, vt, 1) == 0);
         for (int i = 1; i <= 20; i++) {
                 char v[16];
                 snprintf(v, sizeof(v), "%d", i);

@@ -403,7 +403,7 @@ static void test_invalid_version(void) {
         it_env_t *env = it_env_new("50ms", 1);
         char vt[300];
         snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
-        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        KT_REQUIRE(kt_cluster_changelog(env->c, vt, 1) == 0);
         static const char *const bad[][2] = {
                 {"ok-bad1", "9x"}, {"ok-bad2", "+9"},  {"ok-bad3", " 9"},
                 {"ok-bad4", ""},   {"ok-bad5", "9.0"}, {"ok-bad6", "0x9"},

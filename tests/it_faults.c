@@ -127,7 +127,7 @@ static void test_changelog_produce_error(void) {
                 return;
         char vt[300];
         snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
-        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        KT_REQUIRE(kt_cluster_changelog(env->c, vt, 1) == 0);
         rd_kafka_headers_t *h = rd_kafka_headers_new(1);
         rd_kafka_header_add(h, "version", -1, "3", -1);
         it_produce(env, 0, "K", "ok-v3", h);

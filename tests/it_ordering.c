@@ -286,7 +286,7 @@ static it_env_t *versioned_env(const char *tiers) {
         it_env_t *env = it_env_new(tiers, 1);
         char vt[300];
         snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
-        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 1) == 0);
+        KT_REQUIRE(kt_cluster_changelog(env->c, vt, 1) == 0);
         return env;
 }
 
@@ -472,6 +472,33 @@ static void test_chain_rebuilt(void) {
         it_env_destroy(env);
 }
 
+/* Another group's copy in a shared tier is no part of this group's chains:
+ * the rebuild ignores it, so the source message it copied (same key and
+ * original offset) is handled, not taken for a duplicate of it, and nothing
+ * is parked behind it. */
+static void test_foreign_copy_not_chained(void) {
+        it_env_t *env = it_env_new("8s", 1);
+        produce_k(env, "K", "ok-src", NULL, NULL);
+        produce_copy(env, 1, "K", "ok-src", "kretry-attempt", "1",
+                     "kretry-tier", "1", "kretry-due-ts", "0",
+                     "kretry-original-offset", "0", "kretry-group",
+                     "another-service", NULL);
+        produce_k(env, "K", "ok-next", NULL, NULL);
+        kretry_adapter_t *a = it_adapter(it_conf(env, "ordering", "key", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_FOREIGN, 1, 20000));
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DUPLICATES, 0), 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_FORWARDED, 0),
+                         0);
+        int src = call_at(env, "ok-src", 0), next = call_at(env, "ok-next", 0);
+        KT_ASSERT(src >= 0 && next > src);
+        KT_ASSERT(src >= 0 && env->calls[src].tier == 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* A malformed copy superseded by a valid newer copy of the same message
  * is dead-lettered (class schema) without taking the newer copy's place in
  * the chain: the key's next message still waits for the head (due well
@@ -598,6 +625,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_malformed_superseded_copy),
                 KT_TEST(test_park_rebuilt),
                 KT_TEST(test_restore_below_log_start),
+                KT_TEST(test_foreign_copy_not_chained),
                 KT_TEST(test_key_order_rebalance),
                 KT_END};
         return kt_main("it_ordering", tests, argc, argv);

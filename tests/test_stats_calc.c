@@ -45,6 +45,22 @@ static void test_part_start(void) {
         KT_ASSERT_INT_EQ(stats_part_waiting(&p), -1);
 }
 
+/* A transactional source fully consumed: the group's offset stops before
+ * the commit marker, so high - committed is 1; the reader found no record
+ * there, and nothing waits. */
+static void test_markers_only(void) {
+        stats_topic_t t  = {0};
+        stats_part_t p[] = {part(0, 11, 10), part(0, 20, 15)};
+        stats_topic_depth(&t, p, 2);
+        KT_ASSERT_INT_EQ(t.waiting, 1 + 5);
+        p[0].rest_unreadable = 1;
+        KT_ASSERT_INT_EQ(stats_part_waiting(&p[0]), 0);
+        stats_topic_depth(&t, p, 2);
+        KT_ASSERT_INT_EQ(t.waiting, 5);
+        p[0].committed_ok = 0; /* unknown stays unknown */
+        KT_ASSERT_INT_EQ(stats_part_waiting(&p[0]), -1);
+}
+
 static void test_depth(void) {
         stats_topic_t t  = {0};
         stats_part_t p[] = {part(0, 7, 2), part(3, 3, -1), part(5, 9, -1)};
@@ -211,6 +227,34 @@ static void test_alerts_dlq_boundary(void) {
         report_free(r);
 }
 
+/* dlq_rate: the DLQ's arrival rate (0.5/s here) in messages a minute,
+ * at least the limit; unknown without rates. */
+static void test_alerts_dlq_rate(void) {
+        stats_report_t *r  = report(-1, 0);
+        r->limits.dlq_rate = 30;
+        stats_evaluate(r);
+        KT_ASSERT_INT_EQ(r->alert_cnt, 1);
+        KT_ASSERT_INT_EQ(state(r, "dlq_rate", "orders.dlq"),
+                         STATS_ALERT_FIRING);
+        KT_ASSERT_INT_EQ(r->alerts[0].value, 30);
+        KT_ASSERT_STR_EQ(r->alerts[0].text,
+                         "dlq_rate: orders.dlq receives 30.0 messages a "
+                         "minute (limit 30)");
+        r->limits.dlq_rate = 31;
+        KT_ASSERT_INT_EQ(stats_evaluate(r), 0);
+        KT_ASSERT_INT_EQ(state(r, "dlq_rate", "orders.dlq"), STATS_ALERT_OK);
+        r->topics[3].rates_ok = 0;
+        r->window_ms          = 0;
+        stats_evaluate(r);
+        KT_ASSERT_INT_EQ(state(r, "dlq_rate", "orders.dlq"),
+                         STATS_ALERT_UNKNOWN);
+        KT_ASSERT_STR_EQ(r->alerts[0].text,
+                         "dlq_rate: cannot tell how fast messages arrive in "
+                         "orders.dlq (no rates: --window 0; limit 31 a "
+                         "minute)");
+        report_free(r);
+}
+
 static void test_alerts_age_boundary(void) {
         /* source exactly 1h old, limit 1h: strictly older only */
         stats_report_t *r = report(-1, 3600000);
@@ -371,12 +415,14 @@ static void test_table(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_allowance),
                                           KT_TEST(test_part_start),
+                                          KT_TEST(test_markers_only),
                                           KT_TEST(test_depth),
                                           KT_TEST(test_oldest),
                                           KT_TEST(test_rates_and_drain),
                                           KT_TEST(test_drain_never),
                                           KT_TEST(test_alerts_dlq_boundary),
                                           KT_TEST(test_alerts_age_boundary),
+                                          KT_TEST(test_alerts_dlq_rate),
                                           KT_TEST(test_alerts_unknown),
                                           KT_TEST(test_prometheus_golden),
                                           KT_TEST(test_prometheus_escaping),

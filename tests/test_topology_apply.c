@@ -1,9 +1,9 @@
 /*
  * The admin layer against a cluster. On librdkafka's mock cluster (no admin
- * APIs) the snapshot and plan work from Metadata alone and apply fails fast
- * with a clear message; against real Kafka (KRETRY_TEST_BOOTSTRAP) apply
- * creates, grows and re-configures the chain, and a second apply finds
- * nothing to do.
+ * APIs, and names no controller among its brokers) the snapshot and plan
+ * work from Metadata alone and apply fails at once with a clear message;
+ * against real Kafka (KRETRY_TEST_BOOTSTRAP) apply creates, grows and
+ * re-configures the chain, and a second apply finds nothing to do.
  */
 #include "admin.h"
 #include "testutil.h"
@@ -69,16 +69,19 @@ static void test_mock_fails_fast(void) {
         KT_REQUIRE(kt_cluster_topic(c, "topo", 3, source, sizeof(source)) == 0);
         env_t e;
         env_open(&e, c, source, "retention: 1d");
-        /* Nothing exists with a retention to describe: metadata suffices. */
-        KT_ASSERT_INT_EQ(env_plan(&e, 500), 0);
+        /* The source exists, its configuration cannot be asked: a note,
+         * at once (no DescribeConfigs waiting for a controller). */
+        int64_t t0 = kt_now_ms();
+        KT_ASSERT_INT_EQ(env_plan(&e, 500), 1);
+        KT_ASSERT(kt_now_ms() - t0 < 400);
         KT_ASSERT_INT_EQ(e.plan.changes, 3);
         KT_ASSERT_INT_EQ(e.plan.actions[0].partitions, 3);
-        int64_t t0 = kt_now_ms();
+        t0 = kt_now_ms();
         KT_ASSERT_INT_EQ(kretry_admin_apply(e.rk, &e.plan, 300), 3);
         KT_CHECK_MSG(kt_now_ms() - t0 < 3000, CU_FALSE, "apply took %lld ms",
                      (long long)(kt_now_ms() - t0));
         KT_CHECK_MSG(strstr(e.plan.actions[0].result,
-                            "did not answer CreateTopics") != NULL,
+                            "names no controller among its brokers") != NULL,
                      CU_FALSE, "result: %s", e.plan.actions[0].result);
         env_close(&e);
         kt_cluster_destroy(c);
@@ -128,8 +131,55 @@ static void test_real_apply(void) {
         kt_cluster_destroy(c);
 }
 
+/* The names of @p res's entries, in order, comma-separated. */
+static void
+entries(const rd_kafka_ConfigResource_t *res, char *buf, size_t size) {
+        size_t n, len = 0;
+        const rd_kafka_ConfigEntry_t **e =
+                rd_kafka_ConfigResource_configs(res, &n);
+        buf[0] = '\0';
+        for (size_t i = 0; i < n && len < size; i++)
+                len += (size_t)snprintf(buf + len, size - len, "%s%s=%s",
+                                        i ? "," : "",
+                                        rd_kafka_ConfigEntry_name(e[i]),
+                                        rd_kafka_ConfigEntry_value(e[i]));
+}
+
+/* AlterConfigs replaces the dynamic configuration: the request carries
+ * the current entries with the changes applied, each key once (Kafka
+ * answers INVALID_REQUEST to a key named twice). */
+static void test_alter_request(void) {
+        char got[1024];
+        const kretry_admin_kv_t cur[] = {{"retention.ms", "86400000"},
+                                         {"segment.bytes", "1048576"},
+                                         {"min.insync.replicas", "1"}};
+        const kretry_admin_kv_t ch[]  = {{"retention.ms", "604800000"},
+                                         {"min.insync.replicas", "2"},
+                                         {"max.message.bytes", "1179660"}};
+        rd_kafka_ConfigResource_t *res =
+                kretry_admin_alter_request("t", cur, 3, ch, 3);
+        KT_REQUIRE(res != NULL);
+        entries(res, got, sizeof(got));
+        KT_ASSERT_STR_EQ(got, "segment.bytes=1048576,retention.ms=604800000,"
+                              "min.insync.replicas=2,max.message.bytes="
+                              "1179660");
+        rd_kafka_ConfigResource_destroy(res);
+        /* A repeated key (in what DescribeConfigs reported, or in the
+         * changes) is sent once; no changes: the current entries. */
+        const kretry_admin_kv_t dup[] = {{"a", "1"}, {"a", "2"}, {"b", "3"}};
+        res = kretry_admin_alter_request("t", dup, 3, dup + 2, 0);
+        entries(res, got, sizeof(got));
+        KT_ASSERT_STR_EQ(got, "a=1,b=3");
+        rd_kafka_ConfigResource_destroy(res);
+        res = kretry_admin_alter_request("t", NULL, 0, dup, 3);
+        entries(res, got, sizeof(got));
+        KT_ASSERT_STR_EQ(got, "a=1,b=3");
+        rd_kafka_ConfigResource_destroy(res);
+}
+
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {KT_TEST(test_mock_fails_fast),
+        static const kt_test_t tests[] = {KT_TEST(test_alter_request),
+                                          KT_TEST(test_mock_fails_fast),
                                           KT_TEST(test_real_apply), KT_END};
         return kt_main("topology_apply", tests, argc, argv);
 }

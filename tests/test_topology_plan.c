@@ -10,22 +10,28 @@
 
 #define DAY_MS (86400000LL)
 
+/* Parse @p yaml (one topology), or fail the test. */
+static kretry_topology_file_t *parse(const char *yaml) {
+        kretry_diags_t d;
+        kretry_diags_init(&d);
+        kretry_topology_file_t *f =
+                kretry_topology_file_parse(yaml, strlen(yaml), "t.yaml", &d);
+        kretry_diags_clear(&d);
+        KT_REQUIRE(f != NULL);
+        return f;
+}
+
 /* orders: 3 tiers, DLQ, retention 7d; partitions from the source unless
  * @p partitions is given. */
 static kretry_topology_file_t *load(const char *partitions) {
         char yaml[512];
-        kretry_diags_t d;
         snprintf(yaml, sizeof(yaml),
                  "topologies:\n  - source: orders\n    group: g\n"
                  "    retry: { tiers: [1s, 10s, 1m] }\n"
                  "    topics: { retention: 7d%s%s }\n",
                  partitions ? ", partitions: " : "",
                  partitions ? partitions : "");
-        kretry_diags_init(&d);
-        kretry_topology_file_t *f =
-                kretry_topology_file_parse(yaml, strlen(yaml), "t.yaml", &d);
-        kretry_diags_clear(&d);
-        return f;
+        return parse(yaml);
 }
 
 static void plan(const kretry_topology_file_t *f,
@@ -94,7 +100,7 @@ static void test_partial_cluster(void) {
         KT_ASSERT_INT_EQ(p.cnt, 4);
         assert_action(&p, 0, KRETRY_PLAN_ADD_PARTITIONS, "orders.retry.2", 8);
         KT_ASSERT_INT_EQ(p.actions[0].current_partitions, 4);
-        KT_ASSERT_INT_EQ(p.actions[1].op, KRETRY_PLAN_ALTER_RETENTION);
+        KT_ASSERT_INT_EQ(p.actions[1].op, KRETRY_PLAN_ALTER_CONFIG);
         KT_ASSERT_STR_EQ(p.actions[1].topic, "orders.retry.2");
         KT_ASSERT_INT_EQ(p.actions[1].current_retention_ms, DAY_MS);
         KT_ASSERT_INT_EQ(p.actions[1].retention_ms, 7 * DAY_MS);
@@ -213,6 +219,127 @@ static void test_versions_changelog(void) {
         kretry_topology_file_destroy(f);
 }
 
+/* Created topics get min.insync.replicas = min(2, replication), or the
+ * declared value, and tiers and the DLQ the source's max.message.bytes
+ * plus the copy headroom; the changelog no size limit of its own. */
+static void test_create_configs(void) {
+        kretry_topology_file_t *f =
+                parse("topologies:\n  - source: orders\n    group: g\n"
+                      "    retry: { tiers: [1s] }\n"
+                      "    versioning: { header: version }\n"
+                      "    topics: { replication: 3 }\n");
+        kretry_meta_t m = {0};
+        kretry_plan_t p;
+        kretry_meta_add(&m, "orders", 4, -1);
+        m.topics[0].max_message_bytes = 1048588;
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 3);
+        for (size_t i = 0; i < p.cnt; i++)
+                KT_ASSERT_INT_EQ(p.actions[i].min_insync, 2);
+        KT_ASSERT_INT_EQ(p.actions[0].max_message_bytes,
+                         1048588 + KRETRY_COPY_HEADROOM);
+        KT_ASSERT_INT_EQ(p.actions[1].max_message_bytes,
+                         1048588 + KRETRY_COPY_HEADROOM);
+        KT_ASSERT_STR_EQ(p.actions[2].role, "versions");
+        KT_ASSERT_INT_EQ(p.actions[2].max_message_bytes, 0);
+        kretry_plan_clear(&p);
+        kretry_topology_file_destroy(f);
+        /* replication 1: min(2, 1); the source's limit unknown: none. */
+        f = parse("topologies:\n  - source: orders\n    group: g\n"
+                  "    retry: { tiers: [1s] }\n"
+                  "    topics: { replication: 1 }\n");
+        m.topics[0].max_message_bytes = -1;
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.actions[0].min_insync, 1);
+        KT_ASSERT_INT_EQ(p.actions[0].max_message_bytes, 0);
+        kretry_plan_clear(&p);
+        kretry_topology_file_destroy(f);
+        /* Declared: as declared; replication not declared: unknown. */
+        f = parse("topologies:\n  - source: orders\n    group: g\n"
+                  "    retry: { tiers: [1s] }\n"
+                  "    topics: { min_insync_replicas: 3 }\n");
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.actions[0].min_insync, 3);
+        kretry_plan_clear(&p);
+        kretry_topology_file_destroy(f);
+        f = parse("topologies:\n  - source: orders\n    group: g\n"
+                  "    retry: { tiers: [1s] }\n");
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.actions[0].min_insync, 0);
+        kretry_plan_clear(&p);
+        kretry_meta_clear(&m);
+        kretry_topology_file_destroy(f);
+}
+
+/* Existing topics: min.insync.replicas and max.message.bytes are raised
+ * (never lowered) in one ALTER_CONFIG with the retention. */
+static void test_alter_configs(void) {
+        kretry_topology_file_t *f = load(NULL);
+        kretry_meta_t m           = {0};
+        kretry_plan_t p;
+        kretry_meta_add(&m, "orders", 4, -1);
+        m.topics[0].max_message_bytes = 2000000;
+        const char *names[]           = {"orders.retry.1", "orders.retry.2",
+                                         "orders.retry.3", "orders.dlq"};
+        for (int i = 0; i < 4; i++) {
+                kretry_meta_add(&m, names[i], 4, 7 * DAY_MS);
+                kretry_meta_topic_t *t = &m.topics[m.cnt - 1];
+                t->replication         = 3;
+                t->min_insync          = 2;
+                t->max_message_bytes   = 4000000;
+        }
+        m.topics[1].retention_ms      = DAY_MS;  /* retry.1: retention */
+        m.topics[1].min_insync        = 1;       /* and min.insync */
+        m.topics[2].max_message_bytes = 1048588; /* retry.2: too small */
+        m.topics[3].min_insync        = 3;       /* retry.3: left alone */
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 2);
+        KT_ASSERT_INT_EQ(p.changes, 2);
+        assert_action(&p, 0, KRETRY_PLAN_ALTER_CONFIG, "orders.retry.1", 0);
+        KT_ASSERT_INT_EQ(p.actions[0].retention_ms, 7 * DAY_MS);
+        KT_ASSERT_INT_EQ(p.actions[0].current_retention_ms, DAY_MS);
+        KT_ASSERT_INT_EQ(p.actions[0].min_insync, 2);
+        KT_ASSERT_INT_EQ(p.actions[0].current_min_insync, 1);
+        KT_ASSERT_INT_EQ(p.actions[0].max_message_bytes, 0);
+        assert_action(&p, 1, KRETRY_PLAN_ALTER_CONFIG, "orders.retry.2", 0);
+        KT_ASSERT_INT_EQ(p.actions[1].retention_ms, 0);
+        KT_ASSERT_INT_EQ(p.actions[1].min_insync, 0);
+        KT_ASSERT_INT_EQ(p.actions[1].max_message_bytes,
+                         2000000 + KRETRY_COPY_HEADROOM);
+        KT_ASSERT_INT_EQ(p.actions[1].current_max_message_bytes, 1048588);
+        kretry_plan_clear(&p);
+        kretry_meta_clear(&m);
+        kretry_topology_file_destroy(f);
+}
+
+/* A changelog that exists with delete cleanup is made compact (a tier
+ * never is); one whose policy is unknown is left alone. */
+static void test_changelog_compacted(void) {
+        kretry_topology_file_t *f =
+                parse("topologies:\n  - source: orders\n    group: g\n"
+                      "    retry: { tiers: [1s] }\n"
+                      "    versioning: { header: version }\n");
+        kretry_meta_t m = {0};
+        kretry_plan_t p;
+        kretry_meta_add(&m, "orders", 4, -1);
+        kretry_meta_add(&m, "orders.retry.1", 4, -1);
+        kretry_meta_add(&m, "orders.dlq", 4, -1);
+        kretry_meta_add(&m, "g.orders.versions", 4, -1);
+        m.topics[1].compact = 0;
+        m.topics[3].compact = 0;
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 1);
+        assert_action(&p, 0, KRETRY_PLAN_ALTER_CONFIG, "g.orders.versions", 0);
+        KT_ASSERT_INT_EQ(p.actions[0].compact, 1);
+        kretry_plan_clear(&p);
+        m.topics[3].compact = -1;
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 0);
+        kretry_plan_clear(&p);
+        kretry_meta_clear(&m);
+        kretry_topology_file_destroy(f);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_empty_cluster),
                                           KT_TEST(test_empty_cluster_unsized),
@@ -222,6 +349,9 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_unknown_retention),
                                           KT_TEST(test_shared_source),
                                           KT_TEST(test_versions_changelog),
+                                          KT_TEST(test_create_configs),
+                                          KT_TEST(test_alter_configs),
+                                          KT_TEST(test_changelog_compacted),
                                           KT_END};
         return kt_main("topology_plan", tests, argc, argv);
 }

@@ -79,6 +79,8 @@ struct kt_cluster_s {
         rd_kafka_t *producer; /* kt_produce's, created on first use */
         rd_kafka_mock_cluster_t *mock;
         char bootstrap[512];
+        char **created; /* a real cluster: topics to delete at the end */
+        size_t created_cnt;
 };
 
 static void kt_fatal(const char *what, const char *detail) {
@@ -107,9 +109,16 @@ kt_cluster_t *kt_cluster_new(int brokers) {
         return c;
 }
 
+static void kt_delete_real_topics(kt_cluster_t *c);
+
 void kt_cluster_destroy(kt_cluster_t *c) {
         if (!c)
                 return;
+        if (c->created_cnt)
+                kt_delete_real_topics(c);
+        for (size_t i = 0; i < c->created_cnt; i++)
+                free(c->created[i]);
+        free(c->created);
         if (c->producer)
                 rd_kafka_destroy(c->producer);
         if (c->mock)
@@ -226,7 +235,41 @@ rd_kafka_conf_t *kt_rdkafka_conf(const kt_cluster_t *c) {
         return conf;
 }
 
-static int kt_create_real_topic(kt_cluster_t *c, const char *name, int parts) {
+/* The one admin result of @p q within 30 s, or NULL. */
+static rd_kafka_event_t *kt_admin_result(rd_kafka_queue_t *q) {
+        return rd_kafka_queue_poll(q, 30000);
+}
+
+/* A real cluster: wait (10 s at most) until the metadata @p rk reads lists
+ * @p name with its partitions: brokers learn of a new topic a moment after
+ * CreateTopics returned, and the adapter's topology check reads their
+ * metadata. */
+static void kt_wait_listed(rd_kafka_t *rk, const char *name, int parts) {
+        for (int64_t end = kt_now_ms() + 10000; kt_now_ms() < end;) {
+                const struct rd_kafka_metadata *md = NULL;
+                int found                          = 0;
+                if (!rd_kafka_metadata(rk, 1, NULL, &md, 5000)) {
+                        for (int i = 0; i < md->topic_cnt; i++)
+                                found |= !strcmp(md->topics[i].topic, name) &&
+                                         md->topics[i].partition_cnt == parts;
+                        rd_kafka_metadata_destroy(md);
+                }
+                if (found)
+                        return;
+                struct timespec ts = {0, 100 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+        }
+}
+
+/* A real cluster: create @p name through the admin API. Every test topic
+ * takes messages up to 8 MiB (test_null_and_huge's 1 MiB value is over
+ * Kafka's default message.max.bytes of 1,048,588), and a changelog is
+ * compacted (the adapter refuses one that is not). The name is kept for
+ * deletion when the cluster handle is destroyed. */
+static int kt_create_real_topic(kt_cluster_t *c,
+                                const char *name,
+                                int parts,
+                                int compact) {
         char errstr[256];
         rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kt_rdkafka_conf(c),
                                       errstr, sizeof(errstr));
@@ -234,9 +277,12 @@ static int kt_create_real_topic(kt_cluster_t *c, const char *name, int parts) {
                 return -1;
         rd_kafka_NewTopic_t *nt =
                 rd_kafka_NewTopic_new(name, parts, -1, errstr, sizeof(errstr));
+        rd_kafka_NewTopic_set_config(nt, "max.message.bytes", "8388608");
+        if (compact)
+                rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        rd_kafka_event_t *ev = kt_admin_result(q);
         int rc               = -1;
         if (ev) {
                 const rd_kafka_CreateTopics_result_t *res =
@@ -250,12 +296,57 @@ static int kt_create_real_topic(kt_cluster_t *c, const char *name, int parts) {
                                RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
                              ? 0
                              : -1;
+                if (rc)
+                        fprintf(stderr, "test setup: create %s: %s\n", name,
+                                n == 1 ? rd_kafka_topic_result_error_string(
+                                                 tr[0])
+                                       : rd_kafka_event_error_string(ev));
                 rd_kafka_event_destroy(ev);
         }
+        if (!rc)
+                kt_wait_listed(rk, name, parts);
         rd_kafka_NewTopic_destroy(nt);
         rd_kafka_queue_destroy(q);
         rd_kafka_destroy(rk);
+        char **v = rc ? NULL
+                      : realloc(c->created,
+                                (c->created_cnt + 1) * sizeof(*c->created));
+        if (v) {
+                c->created = v;
+                if ((v[c->created_cnt] = strdup(name)))
+                        c->created_cnt++;
+        }
         return rc;
+}
+
+/* A real cluster: delete the topics this handle created (unique names:
+ * nothing another test uses). What fails is said, never fatal. */
+static void kt_delete_real_topics(kt_cluster_t *c) {
+        char errstr[256];
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kt_rdkafka_conf(c),
+                                      errstr, sizeof(errstr));
+        rd_kafka_DeleteTopic_t **dt = calloc(c->created_cnt, sizeof(*dt));
+        if (!rk || !dt) {
+                fprintf(stderr, "test teardown: topics left: %s\n", errstr);
+                free(dt);
+                if (rk)
+                        rd_kafka_destroy(rk);
+                return;
+        }
+        for (size_t i = 0; i < c->created_cnt; i++)
+                dt[i] = rd_kafka_DeleteTopic_new(c->created[i]);
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_DeleteTopics(rk, dt, c->created_cnt, NULL, q);
+        rd_kafka_event_t *ev = kt_admin_result(q);
+        if (!ev || rd_kafka_event_error(ev))
+                fprintf(stderr, "test teardown: DeleteTopics: %s\n",
+                        ev ? rd_kafka_event_error_string(ev) : "no answer");
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_DeleteTopic_destroy_array(dt, c->created_cnt);
+        free(dt);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_destroy(rk);
 }
 
 int kt_cluster_topic_named(kt_cluster_t *c, const char *name, int partitions) {
@@ -264,7 +355,13 @@ int kt_cluster_topic_named(kt_cluster_t *c, const char *name, int partitions) {
                                                   1) == 0
                                ? 0
                                : -1;
-        return kt_create_real_topic(c, name, partitions);
+        return kt_create_real_topic(c, name, partitions, 0);
+}
+
+int kt_cluster_changelog(kt_cluster_t *c, const char *name, int partitions) {
+        if (c->mock) /* the mock cluster keeps no topic configuration */
+                return kt_cluster_topic_named(c, name, partitions);
+        return kt_create_real_topic(c, name, partitions, 1);
 }
 
 int kt_cluster_topic(kt_cluster_t *c,

@@ -90,8 +90,13 @@ int kt_cluster_topic(kt_cluster_t *c,
                      int partitions,
                      char *name,
                      size_t name_size);
-/* Create a topic with exactly this name. */
+/* Create a topic with exactly this name. On a real cluster every topic a
+ * test creates takes messages up to 8 MiB and is deleted when @p c is
+ * destroyed. */
 int kt_cluster_topic_named(kt_cluster_t *c, const char *name, int partitions);
+/* The same for a version changelog: compacted on a real cluster (the
+ * adapter's topology check refuses one that is not). */
+int kt_cluster_changelog(kt_cluster_t *c, const char *name, int partitions);
 /* A unique name with @p prefix (for groups). */
 void kt_unique_name(const char *prefix, char *name, size_t name_size);
 

@@ -2,6 +2,7 @@
 # planning, the library call, and apply against KRETRY_TEST_BOOTSTRAP.
 kretry_add_suite(test_topology TIMEOUT 60)
 kretry_add_suite(test_topology_plan TIMEOUT 60)
+kretry_add_suite(test_topology_shape TIMEOUT 60)
 kretry_add_suite(test_topology_conf TIMEOUT 60)
 # test_real_apply needs a real cluster (KRETRY_TEST_BOOTSTRAP): without one
 # it is reported as skipped, on its own.

@@ -17,5 +17,7 @@ int cmd_dlq(int argc, char **argv);
 /* kretry dlq export (cmd_dlq_export.c): argv[0] is "export". */
 int cmd_dlq_export(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+/* kretry ui (cmd_ui.c; the server in adapter/ui/). */
+int cmd_ui(int argc, char **argv);
 
 #endif

@@ -1,6 +1,7 @@
 #include "cli_util.h"
 
 #include "cli.h"
+#include "parse.h"
 
 #include <time.h>
 
@@ -38,5 +39,47 @@ int cli_getopt(const cli_getopt_t *g, void *opts, int argc, char **argv) {
                 if (rc)
                         return rc;
         }
+        return 0;
+}
+
+kretry_topology_file_t *cli_topology_load(const char *path) {
+        kretry_diags_t d;
+        char line[1500];
+        kretry_diags_init(&d);
+        kretry_topology_file_t *f = kretry_topology_file_load(path, &d);
+        for (size_t i = 0; i < d.cnt; i++)
+                if (d.items[i].level == KRETRY_DIAG_ERROR) {
+                        kretry_diag_format(&d, i, path, line, sizeof(line));
+                        fprintf(stderr, "%s\n", line);
+                }
+        kretry_diags_clear(&d);
+        return f;
+}
+
+int cli_parse_window(const char *prog,
+                     const char *arg,
+                     int64_t max_ms,
+                     int64_t *out) {
+        char err[256], max[32], msg[512];
+        if (!kretry_parse_duration_ms(arg, out, err, sizeof(err)) &&
+            *out <= max_ms)
+                return 0;
+        kretry_topology_format_duration(max_ms, max, sizeof(max));
+        snprintf(msg, sizeof(msg),
+                 "--window %s: expected a duration up to %s (e.g. 10s, 0 for "
+                 "none)",
+                 arg, max);
+        return cli_usage_error(prog, "%s", msg);
+}
+
+int cli_parse_timeout(const char *prog, const char *arg, int *out) {
+        char err[256];
+        int64_t n;
+        if (kretry_parse_int64(arg, 1, 3600000, &n, err, sizeof(err)))
+                return cli_usage_error(prog,
+                                       "--timeout %s: expected milliseconds "
+                                       "(1..3600000)",
+                                       arg);
+        *out = (int)n;
         return 0;
 }

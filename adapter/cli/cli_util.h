@@ -6,6 +6,8 @@
 #ifndef KRETRY_CLI_UTIL_H
 #define KRETRY_CLI_UTIL_H
 
+#include "topology.h"
+
 #include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,5 +40,20 @@ int cli_getopt(const cli_getopt_t *g, void *opts, int argc, char **argv);
 /* @p ms (milliseconds since the epoch) as UTC "2024-01-31T12:00:00Z" in
  * @p dest, or "-" when negative or not representable. */
 void cli_iso_time(int64_t ms, char *dest, size_t size);
+
+/* Load and validate a topology file; its errors on stderr. Returns the
+ * file (free with kretry_topology_file_destroy()) or NULL. */
+kretry_topology_file_t *cli_topology_load(const char *path);
+
+/* --window ARG: a duration up to @p max_ms into *@p out; 0, or a usage
+ * error's status. */
+int cli_parse_window(const char *prog,
+                     const char *arg,
+                     int64_t max_ms,
+                     int64_t *out);
+
+/* --timeout ARG: milliseconds 1..3600000 into *@p out; 0, or a usage
+ * error's status. */
+int cli_parse_timeout(const char *prog, const char *arg, int *out);
 
 #endif

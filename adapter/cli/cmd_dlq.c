@@ -114,11 +114,38 @@ parse_count(const char *flag, const char *v, int64_t min, int64_t *out) {
         return 0;
 }
 
-static int parse_time(const char *flag, const char *v, int64_t *out) {
+int dlq_filter_set(dlq_opts_t *o,
+                   const char *name,
+                   const char *v,
+                   char *errstr,
+                   size_t errstr_size) {
+        if (!strcmp(name, "class"))
+                o->filter.error_class = v;
+        else if (!strcmp(name, "code"))
+                o->filter.error_code = v;
+        else if (!strcmp(name, "key")) {
+                o->filter.key     = v;
+                o->filter.key_len = strlen(v);
+        } else if (!strcmp(name, "since") || !strcmp(name, "until"))
+                return kretry_dlq_parse_time(v, dlq_now_ms(),
+                                             name[0] == 's'
+                                                     ? &o->filter.since_ms
+                                                     : &o->filter.until_ms,
+                                             errstr, errstr_size);
+        else
+                return -2;
+        return 0;
+}
+
+/* --class, --code, --key, --since, --until; -2 for any other option. */
+static int filter_opt(dlq_opts_t *o, const char *a, const char *v) {
         char err[256], msg[320];
-        if (!kretry_dlq_parse_time(v, dlq_now_ms(), out, err, sizeof(err)))
-                return 0;
-        snprintf(msg, sizeof(msg), "%s %s", flag, err);
+        int rc = strncmp(a, "--", 2)
+                         ? -2
+                         : dlq_filter_set(o, a + 2, v, err, sizeof(err));
+        if (rc != -1)
+                return rc;
+        snprintf(msg, sizeof(msg), "%s %s", a, err);
         return usage_error("%s", msg);
 }
 
@@ -142,25 +169,17 @@ static int parse_pause(const char *v, int64_t *out) {
 
 /* One option with its value; returns 0, -2 when unknown, or a status. */
 static int opt_value(dlq_opts_t *o, const char *a, const char *v) {
-        int64_t n;
-        int rc = 0;
+        int64_t n = 0;
+        int rc    = filter_opt(o, a, v);
+        if (rc != -2)
+                return rc;
+        rc = 0;
         if (!strcmp(a, "--topology") || !strcmp(a, "-f"))
                 o->file = v;
         else if (!strcmp(a, "--name") || !strcmp(a, "-N"))
                 o->name = v;
         else if (!strcmp(a, "--bootstrap") || !strcmp(a, "-b"))
                 o->bootstrap = v;
-        else if (!strcmp(a, "--class"))
-                o->filter.error_class = v;
-        else if (!strcmp(a, "--code"))
-                o->filter.error_code = v;
-        else if (!strcmp(a, "--key")) {
-                o->filter.key     = v;
-                o->filter.key_len = strlen(v);
-        } else if (!strcmp(a, "--since"))
-                rc = parse_time(a, v, &o->filter.since_ms);
-        else if (!strcmp(a, "--until"))
-                rc = parse_time(a, v, &o->filter.until_ms);
         else if (!strcmp(a, "--limit"))
                 rc = parse_count(a, v, 1, &o->limit);
         else if (!strcmp(a, "--max"))
@@ -262,16 +281,7 @@ static int parse_opts(dlq_opts_t *o, int replay, int argc, char **argv) {
 }
 
 int dlq_load_target(const dlq_opts_t *o, dlq_target_t *tg) {
-        kretry_diags_t d;
-        char line[1500];
-        kretry_diags_init(&d);
-        tg->f = kretry_topology_file_load(o->file, &d);
-        for (size_t i = 0; i < d.cnt; i++)
-                if (d.items[i].level == KRETRY_DIAG_ERROR) {
-                        kretry_diag_format(&d, i, o->file, line, sizeof(line));
-                        fprintf(stderr, "%s\n", line);
-                }
-        kretry_diags_clear(&d);
+        tg->f = cli_topology_load(o->file);
         if (!tg->f)
                 return 1;
         size_t n = kretry_topology_count(tg->f);
@@ -397,9 +407,7 @@ static void set_text(json_t *o, const char *name, const void *p, size_t n) {
                             p ? json_stringn((const char *)p, n) : json_null());
 }
 
-/* Bytes as "name": a string when they are UTF-8 without NUL, else
- * "name_hex"; null stays null. */
-static void set_bytes(json_t *o, const char *name, const void *p, size_t n) {
+void dlq_json_bytes(json_t *o, const char *name, const void *p, size_t n) {
         json_t *s = p && !memchr(p, '\0', n) ? json_stringn(p, n) : NULL;
         if (s || !p) {
                 json_object_set_new(o, name, s ? s : json_null());
@@ -424,17 +432,18 @@ static json_t *num_or_null(int ok, int64_t v) {
         return ok ? json_integer(v) : json_null();
 }
 
-static void print_json(FILE *out,
-                       const rd_kafka_message_t *m,
-                       const kretry_dlq_info_t *i,
-                       int show_value,
-                       int64_t at,
-                       int64_t age) {
+json_t *dlq_message_json(const rd_kafka_message_t *m,
+                         const kretry_dlq_info_t *i,
+                         int show_value,
+                         int64_t now_ms) {
         const kretry_chain_t *c = &i->chain;
-        json_t *o               = json_object();
+        int64_t at              = kretry_dlq_dead_lettered_at(
+                             i, rd_kafka_message_timestamp(m, NULL));
+        int64_t age = at >= 0 ? (now_ms > at ? now_ms - at : 0) : -1;
+        json_t *o   = json_object();
         json_object_set_new(o, "partition", json_integer(m->partition));
         json_object_set_new(o, "offset", json_integer(m->offset));
-        set_bytes(o, "key", m->key, m->key_len);
+        dlq_json_bytes(o, "key", m->key, m->key_len);
         set_text(o, "class", i->error_class.ptr, i->error_class.len);
         set_text(o, "code", i->error_code.ptr, i->error_code.len);
         set_text(o, "error", i->error.ptr, i->error.len);
@@ -457,12 +466,8 @@ static void print_json(FILE *out,
         set_text(o, "group", i->group.ptr, i->group.len);
         json_object_set_new(o, "replay_count", json_integer(i->replay_count));
         if (show_value)
-                set_bytes(o, "value", m->payload, m->len);
-        char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        if (s)
-                fprintf(out, "%s\n", s);
-        free(s);
-        json_decref(o);
+                dlq_json_bytes(o, "value", m->payload, m->len);
+        return o;
 }
 
 void dlq_print_message(FILE *out,
@@ -473,18 +478,34 @@ void dlq_print_message(FILE *out,
         kretry_dlq_info_t info;
         rd_kafka_message_headers(m, &h);
         kretry_dlq_info_decode(h, &info);
-        int64_t at = kretry_dlq_dead_lettered_at(
-                &info, rd_kafka_message_timestamp(m, NULL));
-        int64_t age = at >= 0 ? (now_ms > at ? now_ms - at : 0) : -1;
-        if (o->json)
-                print_json(out, m, &info, o->show_value, at, age);
-        else
-                print_row(out, m, &info, o->show_value, age);
+        if (!o->json) {
+                int64_t at = kretry_dlq_dead_lettered_at(
+                        &info, rd_kafka_message_timestamp(m, NULL));
+                print_row(out, m, &info, o->show_value,
+                          at >= 0 ? (now_ms > at ? now_ms - at : 0) : -1);
+                return;
+        }
+        json_t *j = dlq_message_json(m, &info, o->show_value, now_ms);
+        char *s   = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (s)
+                fprintf(out, "%s\n", s);
+        free(s);
+        json_decref(j);
+}
+
+static int picked(const dlq_opts_t *o, const rd_kafka_message_t *m) {
+        for (size_t i = 0; i < o->row_cnt; i++)
+                if (o->rows[i].partition == m->partition &&
+                    o->rows[i].offset == m->offset)
+                        return 1;
+        return 0;
 }
 
 static int selected(const dlq_opts_t *o, const rd_kafka_message_t *m) {
         rd_kafka_headers_t *h = NULL;
         kretry_dlq_info_t info;
+        if (o->rows && !picked(o, m))
+                return 0;
         rd_kafka_message_headers(m, &h);
         kretry_dlq_info_decode(h, &info);
         return kretry_dlq_filter_match(

@@ -66,6 +66,7 @@ static int set_opt(export_opts_t *e, const char *flag, const char *v) {
         dlq_opts_t *o = &e->o;
         char reason[256];
         int64_t n;
+        int rc;
         if (!strcmp(flag, "--topology"))
                 o->file = v;
         else if (!strcmp(flag, "--name"))
@@ -77,21 +78,13 @@ static int set_opt(export_opts_t *e, const char *flag, const char *v) {
         else if (!strcmp(flag, "--codec") &&
                  (!strcmp(v, "null") || !strcmp(v, "deflate")))
                 e->codec = v;
-        else if (!strcmp(flag, "--class"))
-                o->filter.error_class = v;
-        else if (!strcmp(flag, "--code"))
-                o->filter.error_code = v;
-        else if (!strcmp(flag, "--key")) {
-                o->filter.key     = v;
-                o->filter.key_len = strlen(v);
-        } else if (!strcmp(flag, "--since") || !strcmp(flag, "--until")) {
-                if (kretry_dlq_parse_time(v, dlq_now_ms(), &n, reason,
-                                          sizeof(reason))) {
+        else if (!strncmp(flag, "--", 2) &&
+                 (rc = dlq_filter_set(o, flag + 2, v, reason,
+                                      sizeof(reason))) != -2) {
+                if (rc) {
                         fprintf(stderr, PROG ": %s: %s\n", flag, reason);
                         return KRETRY_EX_USAGE;
                 }
-                *(flag[2] == 's' ? &o->filter.since_ms : &o->filter.until_ms) =
-                        n;
         } else if (!strcmp(flag, "--limit") || !strcmp(flag, "--timeout")) {
                 if (kretry_parse_int64(v, 1, INT32_MAX, &n, reason,
                                        sizeof(reason))) {
@@ -274,8 +267,12 @@ static int text_field(avro_value_t *rec,
         return opt_text(rec, name, t.ptr, t.len, sc);
 }
 
-/* One DLQ message as a dlq_context record. */
-static int fill(avro_value_t *rec, const rd_kafka_message_t *m, scratch_t *sc) {
+/* One DLQ message as a dlq_context record; its value null unless
+ * @p values. */
+static int fill(avro_value_t *rec,
+                const rd_kafka_message_t *m,
+                int values,
+                scratch_t *sc) {
         rd_kafka_headers_t *h = NULL;
         kretry_dlq_info_t info;
         avro_value_t f;
@@ -314,7 +311,7 @@ static int fill(avro_value_t *rec, const rd_kafka_message_t *m, scratch_t *sc) {
              opt_bytes(rec, "correlation_id", c->correlation_id,
                        c->correlation_id_len) ||
              opt_bytes(rec, "key", m->key, m->key_len) ||
-             opt_bytes(rec, "value", m->payload, m->len) ||
+             opt_bytes(rec, "value", values ? m->payload : NULL, m->len) ||
              fill_headers(rec, h, sc);
         return rc;
 }
@@ -327,9 +324,14 @@ typedef struct {
         char tmp[4096];
         scratch_t sc;
         size_t block; /* bytes in the current block */
+        int values;   /* values written, or left null */
 } out_t;
 
-static void out_close(out_t *o, int keep, const char *path) {
+static int out_close(out_t *o,
+                     int keep,
+                     const char *path,
+                     char *errstr,
+                     size_t errstr_size) {
         if (o->w)
                 avro_file_writer_close(o->w);
         if (o->iface) {
@@ -340,14 +342,19 @@ static void out_close(out_t *o, int keep, const char *path) {
                 avro_schema_decref(o->schema);
         free(o->sc.buf);
         if (keep && rename(o->tmp, path)) {
-                fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+                snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
                 keep = 0;
         }
         if (!keep && o->tmp[0])
                 unlink(o->tmp);
+        return keep ? 0 : -1;
 }
 
-static int out_open(out_t *o, const char *path, const char *codec) {
+static int out_open(out_t *o,
+                    const char *path,
+                    const char *codec,
+                    char *errstr,
+                    size_t errstr_size) {
         memset(o, 0, sizeof(*o));
         if (avro_schema_from_json_length(kretry_avsc_dlq_context,
                                          strlen(kretry_avsc_dlq_context),
@@ -358,14 +365,14 @@ static int out_open(out_t *o, const char *path, const char *codec) {
                         avro_value_iface_decref(o->iface);
                         o->iface = NULL;
                 }
-                fprintf(stderr, PROG ": the dlq_context schema: %s\n",
-                        avro_strerror());
+                snprintf(errstr, errstr_size, "the dlq_context schema: %s",
+                         avro_strerror());
                 return -1;
         }
         snprintf(o->tmp, sizeof(o->tmp), "%s.tmp-%d", path, (int)getpid());
         if (avro_file_writer_create_with_codec(o->tmp, o->schema, &o->w, codec,
                                                BLOCK_SIZE)) {
-                fprintf(stderr, PROG ": %s: %s\n", path, avro_strerror());
+                snprintf(errstr, errstr_size, "%s: %s", path, avro_strerror());
                 o->w      = NULL;
                 o->tmp[0] = '\0';
                 return -1;
@@ -378,7 +385,7 @@ static int append(out_t *o,
                   char *errstr,
                   size_t errstr_size) {
         size_t size = 0;
-        int rc      = fill(&o->rec, m, &o->sc);
+        int rc      = fill(&o->rec, m, o->values, &o->sc);
         if (!rc && !(rc = avro_value_sizeof(&o->rec, &size)) &&
             size > BLOCK_SIZE) {
                 snprintf(errstr, errstr_size,
@@ -402,20 +409,21 @@ static int append(out_t *o,
         return rc ? -1 : 0;
 }
 
-static int export_all(const export_opts_t *e,
+static int export_all(const dlq_opts_t *o,
                       dlq_reader_t *r,
                       out_t *out,
                       int64_t *seenp,
-                      int64_t *writtenp) {
+                      int64_t *writtenp,
+                      char *errstr,
+                      size_t errstr_size) {
         rd_kafka_message_t *m;
-        char errstr[1024];
         int rc;
-        while ((!e->o.limit || *writtenp < e->o.limit) &&
-               (rc = dlq_reader_next(r, &m, errstr, sizeof(errstr))) == 1) {
+        while ((!o->limit || *writtenp < o->limit) &&
+               (rc = dlq_reader_next(r, &m, errstr, errstr_size)) == 1) {
                 (*seenp)++;
                 int bad = 0;
-                if (dlq_selected(&e->o, m)) {
-                        bad = append(out, m, errstr, sizeof(errstr));
+                if (dlq_selected(o, m)) {
+                        bad = append(out, m, errstr, errstr_size);
                         if (!bad)
                                 (*writtenp)++;
                 }
@@ -425,51 +433,61 @@ static int export_all(const export_opts_t *e,
                         break;
                 }
         }
-        if (e->o.limit && *writtenp >= e->o.limit)
+        if (o->limit && *writtenp >= o->limit)
                 rc = 0;
-        if (rc < 0)
-                fprintf(stderr, PROG ": %s\n", errstr);
         return rc < 0 ? -1 : 0;
 }
 
-static int run(const export_opts_t *e, const dlq_target_t *tg) {
-        char errstr[1024];
-        int64_t seen = 0, written = 0;
+int dlq_export_file(const dlq_opts_t *o,
+                    const dlq_target_t *tg,
+                    const char *path,
+                    const char *codec,
+                    int values,
+                    int64_t *written,
+                    char *errstr,
+                    size_t errstr_size) {
+        int64_t seen = 0;
         out_t out;
-        rd_kafka_conf_t *conf = dlq_client_conf(tg->f, e->o.bootstrap, 1,
-                                                errstr, sizeof(errstr));
+        rd_kafka_conf_t *conf =
+                dlq_client_conf(tg->f, o->bootstrap, 1, errstr, errstr_size);
         dlq_reader_t *r =
-                conf ? dlq_reader_new(conf, tg->t->dlq, NULL, e->o.timeout_ms,
-                                      errstr, sizeof(errstr))
+                conf ? dlq_reader_new(conf, tg->t->dlq, NULL, o->timeout_ms,
+                                      errstr, errstr_size)
                      : NULL;
-        if (!r || dlq_reader_snapshot(r, 0, errstr, sizeof(errstr))) {
+        int rc = !r || dlq_reader_snapshot(r, 0, errstr, errstr_size) ? -1 : 0;
+        *written = 0;
+        if (!rc) {
+                rc         = out_open(&out, path, codec, errstr, errstr_size);
+                out.values = values;
+                if (!rc)
+                        rc = export_all(o, r, &out, &seen, written, errstr,
+                                        errstr_size);
+                if (out_close(&out, rc == 0, path, errstr, errstr_size))
+                        rc = -1;
+        }
+        dlq_reader_destroy(r);
+        if (rc) {
                 fprintf(stderr, PROG ": %s\n", errstr);
-                dlq_reader_destroy(r);
                 return 1;
         }
-        int rc = out_open(&out, e->out, e->codec);
-        if (!rc)
-                rc = export_all(e, r, &out, &seen, &written);
-        out_close(&out, rc == 0, e->out);
-        dlq_reader_destroy(r);
-        if (rc)
-                return 1;
         fprintf(stderr, "%lld message%s exported to %s, %lld read from %s%s\n",
-                (long long)written, written == 1 ? "" : "s", e->out,
+                (long long)*written, *written == 1 ? "" : "s", path,
                 (long long)seen, tg->t->dlq,
-                e->o.limit && written >= e->o.limit ? " (--limit reached)"
-                                                    : "");
+                o->limit && *written >= o->limit ? " (--limit reached)" : "");
         return 0;
 }
 
 int cmd_dlq_export(int argc, char **argv) {
         export_opts_t e;
         dlq_target_t tg = {NULL, NULL};
-        int rc          = parse(&e, argc, argv);
+        int64_t written;
+        char errstr[1024];
+        int rc = parse(&e, argc, argv);
         if (rc)
                 return rc < 0 ? 0 : rc;
         if ((rc = load(&e.o, &tg)) == 0)
-                rc = run(&e, &tg);
+                rc = dlq_export_file(&e.o, &tg, e.out, e.codec, 1, &written,
+                                     errstr, sizeof(errstr));
         kretry_topology_file_destroy(tg.f);
         return rc;
 }

@@ -547,6 +547,8 @@ static void on_route(const char *topic,
                 snprintf(where, sizeof(where), "retry tier %d", tier);
         else if (route == KRETRY_ROUTE_DLQ || route == KRETRY_ROUTE_INVALID)
                 snprintf(where, sizeof(where), "dlq");
+        else if (route == KRETRY_ROUTE_FOREIGN)
+                snprintf(where, sizeof(where), "skipped (another group's)");
         fprintf(stderr,
                 PROG ": %s[%" PRId32 "]@%" PRId64 " attempt %d -> %s%s%s%s\n",
                 topic, partition, offset, attempt, where,
@@ -606,7 +608,7 @@ static void stats_print(const kretry_adapter_t *adapter) {
 /* Block the stop signals while librdkafka starts its threads, which inherit
  * the mask: they then reach this thread, the one running the handler. */
 static int serve(kretry_conf_t *conf, const run_ctx_t *ctx) {
-        char errstr[512];
+        char errstr[4096]; /* every problem of the topology check */
         sigset_t set, old;
         sigemptyset(&set);
         sigaddset(&set, SIGINT);

@@ -5,14 +5,13 @@
  * estimate — with the topology's alerts: evaluated, and --check turning a
  * firing one into exit status 2 for cron jobs and monitoring scripts. The
  * group is never joined, so running it beside the consumers changes
- * nothing. Figures: stats_calc.c; Kafka requests: stats_kafka.c.
+ * nothing. Figures: stats_calc.c; Kafka requests: stats_kafka.c; both
+ * together: stats_collect.c.
  */
 #include "cli.h"
 #include "cli_util.h"
-#include "dlq_reader.h" /* dlq_client_conf(): clients from a topology file */
 #include "parse.h"
-#include "stats_calc.h"
-#include "stats_kafka.h"
+#include "stats_collect.h"
 #include "topology.h"
 
 #include <getopt.h>
@@ -75,10 +74,12 @@ static void usage(FILE *out) {
                 "where kretry dlq replay got to (group "
                 "<group>.kretry-replay), else all of it.\n"
                 "Alerts: dlq_messages holds when the DLQ has at least that "
-                "many; oldest_age\n"
-                "when the source's oldest waiting message is older, or a "
-                "tier's is older than\n"
-                "its delay at +jitter plus the limit. See docs/stats.md.\n\n"
+                "many; dlq_rate when\n"
+                "at least that many arrive in it a minute (needs a "
+                "window); oldest_age when\n"
+                "the source's oldest waiting message is older, or a tier's "
+                "is older than its\n"
+                "delay at +jitter plus the limit. See docs/stats.md.\n\n"
                 "Exit status: 0 done (with --check: no alert), 1 failure "
                 "(with --check: an\n"
                 "alert could not be evaluated), 2 an alert holds (--check), "
@@ -92,8 +93,6 @@ static int usage_error(const char *fmt, const char *arg) {
 
 static int opt_set(void *opts, int c, const char *arg) {
         stats_opts_t *o = opts;
-        char err[256];
-        int64_t n;
         switch (c) {
         case 'f':
                 o->file = arg;
@@ -123,20 +122,9 @@ static int opt_set(void *opts, int c, const char *arg) {
                                            arg);
                 return 0;
         case 'w':
-                if (kretry_parse_duration_ms(arg, &o->window_ms, err,
-                                             sizeof(err)) ||
-                    o->window_ms > 3600000)
-                        return usage_error("--window %s: expected a duration "
-                                           "up to 1h (e.g. 10s, 0 for none)",
-                                           arg);
-                return 0;
+                return cli_parse_window(PROG, arg, 3600000, &o->window_ms);
         case 't':
-                if (kretry_parse_int64(arg, 1, 3600000, &n, err, sizeof(err)))
-                        return usage_error("--timeout %s: expected "
-                                           "milliseconds (1..3600000)",
-                                           arg);
-                o->timeout_ms = (int)n;
-                return 0;
+                return cli_parse_timeout(PROG, arg, &o->timeout_ms);
         }
         return -2;
 }
@@ -172,16 +160,7 @@ static int parse_args(stats_opts_t *o, int argc, char **argv) {
 /* Load the file (errors on stderr) and pick the topology. */
 static const kretry_topology_t *load(const stats_opts_t *o,
                                      kretry_topology_file_t **fp) {
-        kretry_diags_t d;
-        char line[1500];
-        kretry_diags_init(&d);
-        *fp = kretry_topology_file_load(o->file, &d);
-        for (size_t i = 0; i < d.cnt; i++)
-                if (d.items[i].level == KRETRY_DIAG_ERROR) {
-                        kretry_diag_format(&d, i, o->file, line, sizeof(line));
-                        fprintf(stderr, "%s\n", line);
-                }
-        kretry_diags_clear(&d);
+        *fp = cli_topology_load(o->file);
         if (!*fp)
                 return NULL;
         size_t n = kretry_topology_count(*fp);
@@ -203,93 +182,6 @@ static const kretry_topology_t *load(const stats_opts_t *o,
                         kretry_topology_at(*fp, i)->name);
         fprintf(stderr, ")\n");
         return NULL;
-}
-
-static void
-topic_init(stats_topic_t *s, const char *name, stats_role_t role, int tier) {
-        memset(s, 0, sizeof(*s));
-        snprintf(s->topic, sizeof(s->topic), "%s", name);
-        s->role       = role;
-        s->tier       = tier;
-        s->partitions = -1;
-        s->waiting    = -1;
-        s->oldest_ts  = -1;
-}
-
-/* Source, tiers, DLQ, in that order; the limits from alerts:. */
-static stats_topic_t *topics_of(const kretry_topology_t *t, stats_report_t *r) {
-        stats_topic_t *v = calloc((size_t)t->tier_cnt + 2, sizeof(*v));
-        if (!v)
-                return NULL;
-        topic_init(&v[0], t->source, STATS_ROLE_SOURCE, 0);
-        for (int i = 0; i < t->tier_cnt; i++) {
-                topic_init(&v[i + 1], t->tier_topics[i], STATS_ROLE_TIER,
-                           i + 1);
-                v[i + 1].allowance_ms =
-                        stats_tier_allowance_ms(t->tiers_ms[i], t->jitter);
-        }
-        topic_init(&v[t->tier_cnt + 1], t->dlq, STATS_ROLE_DLQ, 0);
-        r->topology             = t->name;
-        r->group                = t->group;
-        r->topics               = v;
-        r->topic_cnt            = (size_t)t->tier_cnt + 2;
-        r->limits.dlq_messages  = t->alerts ? t->alert_dlq_messages : -1;
-        r->limits.oldest_age_ms = t->alerts ? t->alert_oldest_age_ms : 0;
-        return v;
-}
-
-/* What the cluster did not answer is reported per topic; librdkafka's
- * connection retries would only repeat it (--verbose shows them). */
-static void
-quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-        (void)rk;
-        (void)level;
-        (void)fac;
-        (void)buf;
-}
-
-static int64_t wall_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms) {
-        struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-        while (nanosleep(&ts, &ts) == -1)
-                ;
-}
-
-/* Everything the cluster is asked, into @p r's topics. */
-static int gather(stats_io_t *io, stats_report_t *r, int64_t window_ms) {
-        char errstr[512];
-        stats_part_t **before = NULL, **after = NULL;
-        int rc = 1;
-        if (stats_io_metadata(io, errstr, sizeof(errstr))) {
-                fprintf(stderr, PROG ": %s\n", errstr);
-                return 1;
-        }
-        if (!(before = stats_io_parts_new(io)) ||
-            !(after = stats_io_parts_new(io)))
-                goto out;
-        if (window_ms > 0) {
-                stats_io_snapshot(io, before);
-                sleep_ms(window_ms);
-        }
-        stats_io_snapshot(io, after);
-        r->at_ms     = wall_ms();
-        r->window_ms = window_ms;
-        for (size_t i = 0; i < io->topic_cnt; i++)
-                stats_topic_depth(&r->topics[i], after[i], io->topics[i].cnt);
-        stats_io_oldest(io, after, r->at_ms);
-        for (size_t i = 0; i < io->topic_cnt; i++)
-                stats_topic_rates(&r->topics[i], before[i], after[i],
-                                  io->topics[i].cnt, window_ms);
-        rc = 0;
-out:
-        stats_io_parts_free(io, before);
-        stats_io_parts_free(io, after);
-        return rc;
 }
 
 static void render(const stats_opts_t *o, const stats_report_t *r) {
@@ -339,41 +231,22 @@ static int conclude(const stats_opts_t *o, const stats_report_t *r) {
 int cmd_stats(int argc, char **argv) {
         stats_opts_t o;
         stats_report_t *r         = NULL;
-        stats_io_t io             = {0};
         kretry_topology_file_t *f = NULL;
-        rd_kafka_conf_t *conf     = NULL;
         char errstr[1024];
         int rc = parse_args(&o, argc, argv);
         if (rc)
                 return rc < 0 ? 0 : rc;
         const kretry_topology_t *t = load(&o, &f);
         rc                         = 1;
-        if (!t || !(r = calloc(1, sizeof(*r))) || !topics_of(t, r))
-                goto out;
-        if (!(io.topics = calloc(r->topic_cnt, sizeof(*io.topics))))
-                goto out;
-        io.topic_cnt = r->topic_cnt;
-        for (size_t i = 0; i < r->topic_cnt; i++)
-                io.topics[i].fig = &r->topics[i];
-        conf = dlq_client_conf(f, o.bootstrap, 1, errstr, sizeof(errstr));
-        if (conf && !o.verbose)
-                rd_kafka_conf_set_log_cb(conf, quiet_log);
-        if (!conf || stats_io_open(&io, conf, t->group, o.timeout_ms, errstr,
-                                   sizeof(errstr))) {
+        if (t &&
+            !(r = stats_collect(f, t, o.bootstrap, o.window_ms, o.timeout_ms,
+                                o.verbose, errstr, sizeof(errstr))))
                 fprintf(stderr, PROG ": %s\n", errstr);
-                goto out;
+        if (r) {
+                render(&o, r);
+                rc = conclude(&o, r);
         }
-        if (gather(&io, r, o.window_ms))
-                goto out;
-        stats_evaluate(r);
-        render(&o, r);
-        rc = conclude(&o, r);
-out:
-        stats_io_close(&io);
-        free(io.topics);
-        if (r)
-                free(r->topics);
-        free(r);
+        stats_report_free(r);
         kretry_topology_file_destroy(f);
         return rc;
 }

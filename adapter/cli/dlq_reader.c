@@ -239,6 +239,33 @@ int dlq_reader_partition_cnt(const dlq_reader_t *r) {
         return r->part_cnt;
 }
 
+void dlq_reader_from(dlq_reader_t *r,
+                     int32_t partition,
+                     int64_t offset,
+                     int one) {
+        for (int p = 0; p < r->part_cnt; p++) {
+                if (p < partition || (one && p > partition) ||
+                    (p == partition && offset >= r->end[p])) {
+                        r->start[p] = r->end[p];
+                        continue;
+                }
+                if (p != partition)
+                        continue;
+                if (one && offset < r->start[p]) {
+                        r->start[p] = r->end[p];
+                        continue;
+                }
+                if (offset > r->start[p])
+                        r->start[p] = offset;
+                if (one)
+                        r->end[p] = r->start[p] + 1;
+        }
+}
+
+int dlq_reader_done(const dlq_reader_t *r) {
+        return r->cur >= r->part_cnt;
+}
+
 int64_t dlq_reader_total(const dlq_reader_t *r) {
         int64_t n = 0;
         for (int p = 0; p < r->part_cnt; p++)

@@ -64,6 +64,17 @@ int dlq_reader_snapshot(dlq_reader_t *r,
 
 int dlq_reader_partition_cnt(const dlq_reader_t *r);
 
+/* After the snapshot: read from @p offset of @p partition on (the
+ * partitions before it left out), or with @p one only the message at that
+ * offset. An offset outside the snapshot reads nothing there. */
+void dlq_reader_from(dlq_reader_t *r,
+                     int32_t partition,
+                     int64_t offset,
+                     int one);
+
+/* 1 once dlq_reader_next() has returned the snapshot's last message. */
+int dlq_reader_done(const dlq_reader_t *r);
+
 /* Messages between the starts and the ends (an upper bound: offsets may be
  * gaps). */
 int64_t dlq_reader_total(const dlq_reader_t *r);

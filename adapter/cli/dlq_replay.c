@@ -16,6 +16,7 @@
 #include "replay_headers.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +33,7 @@ static void on_signal(int sig) {
 
 typedef struct {
         const dlq_opts_t *o;
+        dlq_replay_ctl_t *ctl; /* NULL from the command line */
         const kretry_topology_t *t;
         const char *target;
         int tier; /* of the target, 0: the source */
@@ -60,9 +62,32 @@ static void nap_us(int64_t us) {
         nanosleep(&ts, NULL);
 }
 
-/* --to: the source (0), "tier:N" or a tier's name (N); -1 for anything
- * else. */
-static int resolve_to(const char *to, const kretry_topology_t *t) {
+static int stopped(const replay_t *rp) {
+        return replay_stop || (rp->ctl && atomic_load(&rp->ctl->stop));
+}
+
+/* Why the replay fails: on stderr, and for a watcher in ctl->error. */
+static void fail(replay_t *rp, const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, PROG ": %s\n", msg);
+        if (rp->ctl && !rp->ctl->error[0])
+                snprintf(rp->ctl->error, sizeof(rp->ctl->error), "%s", msg);
+}
+
+/* Counters for a watcher. */
+static void publish(const replay_t *rp) {
+        if (!rp->ctl)
+                return;
+        atomic_store(&rp->ctl->total, rp->total);
+        atomic_store(&rp->ctl->read, rp->read);
+        atomic_store(&rp->ctl->replayed, rp->replayed);
+}
+
+int dlq_replay_tier(const char *to, const kretry_topology_t *t) {
         char *end;
         if (!to || !strcmp(to, "source") || !strcmp(to, t->source))
                 return 0;
@@ -121,7 +146,7 @@ static int producer_new(replay_t *rp, const dlq_target_t *tg) {
                         rd_kafka_conf_destroy(conf);
         }
         if (!rp->producer)
-                fprintf(stderr, PROG ": producer: %s\n", errstr);
+                fail(rp, "producer: %s", errstr);
         return rp->producer ? 0 : -1;
 }
 
@@ -138,8 +163,7 @@ static int target_partitions(replay_t *rp) {
         if (!err)
                 rp->target_parts = md->topics[0].partition_cnt;
         if (err)
-                fprintf(stderr, PROG ": %s: %s\n", rp->target,
-                        rd_kafka_err2str(err));
+                fail(rp, "%s: %s", rp->target, rd_kafka_err2str(err));
         if (md)
                 rd_kafka_metadata_destroy(md);
         rd_kafka_topic_destroy(rkt);
@@ -185,7 +209,7 @@ static void progress(replay_t *rp, int final) {
 /* Wait for a token; serves delivery reports meanwhile. */
 static void take_token(replay_t *rp) {
         int64_t wait;
-        while (!replay_stop &&
+        while (!stopped(rp) &&
                (wait = kretry_bucket_take(&rp->bucket, mono_us())) > 0) {
                 rd_kafka_poll(rp->producer, 0);
                 nap_us(wait < 50000 ? wait : 50000);
@@ -212,8 +236,8 @@ static int produce(replay_t *rp, const rd_kafka_message_t *m) {
                 rd_kafka_poll(rp->producer, 100);
         if (err) {
                 rd_kafka_headers_destroy(h);
-                fprintf(stderr, PROG ": produce to %s: %s\n", rp->target,
-                        rd_kafka_err2str(err));
+                fail(rp, "produce to %s: %s", rp->target,
+                     rd_kafka_err2str(err));
                 return -1;
         }
         return 0;
@@ -226,14 +250,14 @@ static int end_batch(replay_t *rp) {
         rd_kafka_resp_err_t err =
                 rd_kafka_flush(rp->producer, rp->o->timeout_ms * 6);
         if (err || rp->failed) {
-                fprintf(stderr,
-                        PROG ": not acknowledged: %s; progress not "
-                             "committed for this batch\n",
-                        rp->failed ? rp->dr_err : rd_kafka_err2str(err));
+                fail(rp,
+                     "not acknowledged: %s; progress not committed for "
+                     "this batch",
+                     rp->failed ? rp->dr_err : rd_kafka_err2str(err));
                 return -1;
         }
         if (dlq_reader_commit(rp->r, errstr, sizeof(errstr))) {
-                fprintf(stderr, PROG ": %s\n", errstr);
+                fail(rp, "%s", errstr);
                 return -1;
         }
         rp->in_batch = 0;
@@ -243,7 +267,7 @@ static int end_batch(replay_t *rp) {
 static void pause_between(replay_t *rp) {
         int64_t until = mono_us() + rp->o->pause_ms * 1000;
         int64_t now;
-        while (!replay_stop && (now = mono_us()) < until) {
+        while (!stopped(rp) && (now = mono_us()) < until) {
                 rd_kafka_poll(rp->producer, 0);
                 progress(rp, 0);
                 nap_us(until - now < 50000 ? until - now : 50000);
@@ -257,14 +281,15 @@ static int handle(replay_t *rp, const rd_kafka_message_t *m) {
         rp->read++;
         if (dlq_selected(o, m)) {
                 if (o->dry_run) {
-                        dlq_print_message(stdout, m, o, dlq_now_ms());
+                        if (!rp->ctl || !rp->ctl->quiet)
+                                dlq_print_message(stdout, m, o, dlq_now_ms());
                 } else {
                         if (rp->pause_due) { /* not after the last batch */
                                 pause_between(rp);
                                 rp->pause_due = 0;
                         }
                         take_token(rp);
-                        if (replay_stop)
+                        if (stopped(rp))
                                 return 1; /* not produced: not marked */
                         if (produce(rp, m))
                                 return -1;
@@ -279,6 +304,7 @@ static int handle(replay_t *rp, const rd_kafka_message_t *m) {
                 rp->pause_due = o->pause_ms > 0;
         }
         progress(rp, 0);
+        publish(rp);
         return o->max && rp->replayed >= o->max ? 1 : 0;
 }
 
@@ -286,11 +312,11 @@ static int run(replay_t *rp) {
         char errstr[1024];
         rd_kafka_message_t *m;
         int rc = 0, got;
-        while (!replay_stop && rc == 0 &&
+        while (!stopped(rp) && rc == 0 &&
                (got = dlq_reader_next(rp->r, &m, errstr, sizeof(errstr))) !=
                        0) {
                 if (got < 0) {
-                        fprintf(stderr, PROG ": %s\n", errstr);
+                        fail(rp, "%s", errstr);
                         rc = -1;
                         break;
                 }
@@ -314,7 +340,7 @@ static void summary(const replay_t *rp, int ok) {
         }
         printf("%s %lld message%s to %s in %.1fs (%lld read from %s)%s; "
                "progress committed under group %s\n",
-               ok ? (replay_stop ? "stopped after replaying" : "replayed")
+               ok ? (stopped(rp) ? "stopped after replaying" : "replayed")
                   : "failed after replaying",
                (long long)rp->replayed, rp->replayed == 1 ? "" : "s",
                rp->target, secs, (long long)rp->read, rp->t->dlq,
@@ -333,39 +359,77 @@ static int open_reader(replay_t *rp, const dlq_target_t *tg) {
                                        sizeof(errstr));
         if (!rp->r || dlq_reader_snapshot(rp->r, !rp->o->restart, errstr,
                                           sizeof(errstr))) {
-                fprintf(stderr, PROG ": %s\n", errstr);
+                fail(rp, "%s", errstr);
                 return -1;
         }
         rp->total = dlq_reader_total(rp->r);
+        publish(rp);
         return 0;
+}
+
+/* Everything but the signals and the summary: the command's and the UI's
+ * replay alike. */
+static int replay(replay_t *rp, const dlq_target_t *tg) {
+        const dlq_opts_t *o = rp->o;
+        int rc              = 1;
+        if ((o->dry_run || !producer_new(rp, tg)) &&
+            (o->dry_run || !target_partitions(rp)) && !open_reader(rp, tg)) {
+                if (o->dry_run && !(rp->ctl && rp->ctl->quiet))
+                        dlq_print_heading(stdout, o->show_value);
+                rp->start_us = mono_us();
+                kretry_bucket_init(&rp->bucket, o->rate, o->rate / 20,
+                                   rp->start_us);
+                rc = run(rp) ? 1 : 0;
+        }
+        return rc;
+}
+
+static void replay_close(replay_t *rp) {
+        dlq_reader_destroy(rp->r);
+        if (rp->producer)
+                rd_kafka_destroy(rp->producer);
+}
+
+/* The target of --to; 0 when it is one of the topology's. */
+static int set_target(replay_t *rp, const dlq_target_t *tg) {
+        if ((rp->tier = dlq_replay_tier(rp->o->to, tg->t)) < 0)
+                return -1;
+        rp->target =
+                rp->tier ? tg->t->tier_topics[rp->tier - 1] : tg->t->source;
+        snprintf(rp->group, sizeof(rp->group), "%s.kretry-replay",
+                 tg->t->group);
+        return 0;
+}
+
+int dlq_replay_run(const dlq_opts_t *o,
+                   const dlq_target_t *tg,
+                   dlq_replay_ctl_t *ctl) {
+        replay_t rp = {.o = o, .t = tg->t, .ctl = ctl};
+        if (set_target(&rp, tg)) {
+                fail(&rp, "%s is not a target of topology \"%s\"", o->to,
+                     tg->t->name);
+                return KRETRY_EX_USAGE;
+        }
+        int rc = replay(&rp, tg);
+        publish(&rp);
+        replay_close(&rp);
+        return rc;
 }
 
 int dlq_replay(const dlq_opts_t *o, const dlq_target_t *tg) {
         replay_t rp = {.o = o, .t = tg->t, .tty = !o->dry_run && isatty(2)};
-        int rc      = 1;
-        if ((rp.tier = resolve_to(o->to, tg->t)) < 0) {
+        if (set_target(&rp, tg)) {
                 refuse_target(o->to, tg->t);
                 return KRETRY_EX_USAGE;
         }
-        rp.target = rp.tier ? tg->t->tier_topics[rp.tier - 1] : tg->t->source;
-        snprintf(rp.group, sizeof(rp.group), "%s.kretry-replay", tg->t->group);
         struct sigaction sa = {.sa_handler = on_signal,
                                .sa_flags   = (int)SA_RESETHAND};
         sigemptyset(&sa.sa_mask);
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
-        if ((o->dry_run || !producer_new(&rp, tg)) &&
-            (o->dry_run || !target_partitions(&rp)) && !open_reader(&rp, tg)) {
-                if (o->dry_run)
-                        dlq_print_heading(stdout, o->show_value);
-                rp.start_us = mono_us();
-                kretry_bucket_init(&rp.bucket, o->rate, o->rate / 20,
-                                   rp.start_us);
-                rc = run(&rp) ? 1 : 0;
+        int rc = replay(&rp, tg);
+        if (rp.start_us)
                 summary(&rp, rc == 0);
-        }
-        dlq_reader_destroy(rp.r);
-        if (rp.producer)
-                rd_kafka_destroy(rp.producer);
+        replay_close(&rp);
         return rc;
 }

@@ -20,6 +20,8 @@ static const struct {
          "inspect a topology's dead-letter topic and replay it"},
         {"stats", cmd_stats,
          "per-topic backlog, oldest age, rates and drain time; --check alerts"},
+        {"ui", cmd_ui,
+         "the DLQ as a web page: figures, browser, replay, export (HTTP API)"},
 };
 
 #define COMMAND_CNT (sizeof(commands) / sizeof(commands[0]))

@@ -31,7 +31,7 @@ int64_t stats_part_start(const stats_part_t *p) {
 
 int64_t stats_part_waiting(const stats_part_t *p) {
         int64_t s = stats_part_start(p);
-        return s < 0 ? -1 : p->high - s;
+        return s < 0 ? -1 : p->rest_unreadable ? 0 : p->high - s;
 }
 
 void stats_topic_depth(stats_topic_t *t, const stats_part_t *parts, int cnt) {
@@ -133,6 +133,30 @@ static void eval_dlq(stats_report_t *r, const stats_topic_t *t) {
                  (long long)a->limit);
 }
 
+static void eval_dlq_rate(stats_report_t *r, const stats_topic_t *t) {
+        stats_alert_t *a = alert_add(r, "dlq_rate", t);
+        if (!a)
+                return;
+        a->limit = r->limits.dlq_rate;
+        if (!t->rates_ok) {
+                a->state = STATS_ALERT_UNKNOWN;
+                snprintf(a->text, sizeof(a->text),
+                         "dlq_rate: cannot tell how fast messages arrive in "
+                         "%s (%s; limit %lld a minute)",
+                         t->topic,
+                         r->window_ms ? "not answered" : "no rates: --window 0",
+                         (long long)a->limit);
+                return;
+        }
+        double per_min = t->arrival_rate * 60.0;
+        a->value       = (int64_t)llround(per_min);
+        a->state       = per_min >= (double)a->limit ? STATS_ALERT_FIRING
+                                                     : STATS_ALERT_OK;
+        snprintf(a->text, sizeof(a->text),
+                 "dlq_rate: %s receives %.1f messages a minute (limit %lld)",
+                 t->topic, per_min, (long long)a->limit);
+}
+
 static void eval_age(stats_report_t *r, const stats_topic_t *t) {
         stats_alert_t *a = alert_add(r, "oldest_age", t);
         char age[32], lim[32], allow[32];
@@ -174,6 +198,8 @@ int stats_evaluate(stats_report_t *r) {
                 const stats_topic_t *t = &r->topics[i];
                 if (t->role == STATS_ROLE_DLQ && r->limits.dlq_messages >= 0)
                         eval_dlq(r, t);
+                if (t->role == STATS_ROLE_DLQ && r->limits.dlq_rate > 0)
+                        eval_dlq_rate(r, t);
                 if (t->role != STATS_ROLE_DLQ && r->limits.oldest_age_ms > 0)
                         eval_age(r, t);
         }
@@ -421,24 +447,25 @@ static int metric_value(metric_t m, const stats_topic_t *t, char *v, size_t n) {
         }
 }
 
-static void prom_topic_metric(FILE *out, const stats_report_t *r, metric_t m) {
+static void prom_topic_metric(FILE *out,
+                              const stats_report_t *const *rs,
+                              size_t n,
+                              metric_t m) {
         char v[64];
         fprintf(out, "# HELP %s %s\n# TYPE %s gauge\n", metrics[m].name,
                 metrics[m].help, metrics[m].name);
-        for (size_t i = 0; i < r->topic_cnt; i++) {
-                if (!metric_value(m, &r->topics[i], v, sizeof(v)))
-                        continue;
-                fputs(metrics[m].name, out);
-                topic_labels(out, r, &r->topics[i]);
-                fprintf(out, " %s\n", v);
-        }
+        for (size_t k = 0; k < n; k++)
+                for (size_t i = 0; i < rs[k]->topic_cnt; i++) {
+                        const stats_topic_t *t = &rs[k]->topics[i];
+                        if (!metric_value(m, t, v, sizeof(v)))
+                                continue;
+                        fputs(metrics[m].name, out);
+                        topic_labels(out, rs[k], t);
+                        fprintf(out, " %s\n", v);
+                }
 }
 
 static void prom_alerts(FILE *out, const stats_report_t *r) {
-        fputs("# HELP kretry_alert_firing 1 when an alerts: threshold of the "
-              "topology holds for the topic (left out when it cannot be "
-              "told).\n# TYPE kretry_alert_firing gauge\n",
-              out);
         for (size_t i = 0; i < r->alert_cnt; i++) {
                 const stats_alert_t *a = &r->alerts[i];
                 if (a->state == STATS_ALERT_UNKNOWN)
@@ -451,14 +478,28 @@ static void prom_alerts(FILE *out, const stats_report_t *r) {
         }
 }
 
-void stats_render_prometheus(FILE *out, const stats_report_t *r) {
+void stats_render_prometheus_many(FILE *out,
+                                  const stats_report_t *const *rs,
+                                  size_t n) {
         for (int m = 0; m < M_CNT; m++)
-                prom_topic_metric(out, r, (metric_t)m);
-        prom_alerts(out, r);
+                prom_topic_metric(out, rs, n, (metric_t)m);
+        fputs("# HELP kretry_alert_firing 1 when an alerts: threshold of the "
+              "topology holds for the topic (left out when it cannot be "
+              "told).\n# TYPE kretry_alert_firing gauge\n",
+              out);
+        for (size_t k = 0; k < n; k++)
+                prom_alerts(out, rs[k]);
         fputs("# HELP kretry_stats_timestamp_seconds When kretry stats took "
               "these figures.\n# TYPE kretry_stats_timestamp_seconds "
-              "gauge\nkretry_stats_timestamp_seconds{topology=\"",
+              "gauge\n",
               out);
-        label_value(out, r->topology);
-        fprintf(out, "\"} %.3f\n", (double)r->at_ms / 1000.0);
+        for (size_t k = 0; k < n; k++) {
+                fputs("kretry_stats_timestamp_seconds{topology=\"", out);
+                label_value(out, rs[k]->topology);
+                fprintf(out, "\"} %.3f\n", (double)rs[k]->at_ms / 1000.0);
+        }
+}
+
+void stats_render_prometheus(FILE *out, const stats_report_t *r) {
+        stats_render_prometheus_many(out, &r, 1);
 }

@@ -9,7 +9,9 @@
  * Where a partition's waiting messages start: the group's committed offset,
  * or the low watermark when the group has none there (the group would read
  * everything retained: kretry consumes with auto.offset.reset=earliest),
- * clamped to [low, high]. Waiting = high watermark - start. Nobody consumes
+ * clamped to [low, high]. Waiting = high watermark - start, or 0 when a
+ * read_committed reader finds no record there (transaction markers, see
+ * stats_part_t.rest_unreadable). Nobody consumes
  * a DLQ: there the caller passes kretry dlq replay's progress as the
  * committed offset where the group has none (stats_kafka.h), so that what a
  * replay went past stops counting; without either, all of it counts.
@@ -32,6 +34,12 @@ typedef struct {
         int64_t low, high;
         int64_t committed; /* -1: the group has no committed offset */
         int committed_ok;  /* the committed offset (or its absence) is known */
+        /* A read_committed reader assigned at the start found no record
+         * before the end: what lies there is transaction markers (a commit
+         * marker follows a transaction's last record, and the group's
+         * offset stops before it), aborted records or an open
+         * transaction's — nothing the group can read yet. Waiting: 0. */
+        int rest_unreadable;
 } stats_part_t;
 
 typedef enum {
@@ -63,6 +71,7 @@ typedef struct {
 typedef struct {
         int64_t dlq_messages;  /* -1: none */
         int64_t oldest_age_ms; /* 0: none */
+        int64_t dlq_rate;      /* messages a minute into the DLQ, 0: none */
 } stats_limits_t;
 
 typedef enum {
@@ -72,10 +81,10 @@ typedef enum {
 } stats_alert_state_t;
 
 typedef struct {
-        const char *rule; /* "dlq_messages" or "oldest_age" */
+        const char *rule; /* "dlq_messages", "dlq_rate" or "oldest_age" */
         char topic[256];
         stats_alert_state_t state;
-        int64_t value, limit; /* messages, or ms */
+        int64_t value, limit; /* messages, ms, or messages a minute */
         char text[512];
 } stats_alert_t;
 
@@ -132,6 +141,8 @@ stats_drain(int64_t waiting, double consume, double arrival, double *secs);
 /*
  * Evaluate the limits on the topics into r->alerts:
  *   dlq_messages: the DLQ holds >= limit waiting messages;
+ *   dlq_rate:     messages arrive in the DLQ at >= limit a minute (the
+ *                 arrival rate over the window; unknown without rates);
  *   oldest_age:   the source's oldest waiting message is older than the
  *                 limit, or a tier's is older than its allowance (its delay
  *                 at +jitter) plus the limit. Strictly older: an age equal
@@ -152,6 +163,13 @@ json_t *stats_report_json(const stats_report_t *r);
 /* Prometheus text exposition format, HELP and TYPE lines included; unknown
  * figures are left out, "never" drains are +Inf. */
 void stats_render_prometheus(FILE *out, const stats_report_t *r);
+
+/* The same for @p n reports (the topologies of one file) in one
+ * exposition: each metric's HELP and TYPE once, its samples from every
+ * report under it. */
+void stats_render_prometheus_many(FILE *out,
+                                  const stats_report_t *const *rs,
+                                  size_t n);
 
 /* "source", "tier" or "dlq". */
 const char *stats_role_name(stats_role_t role);

@@ -35,6 +35,10 @@ static int reader_conf(rd_kafka_conf_t *conf,
                 {"enable.auto.commit", "false"},
                 {"enable.auto.offset.store", "false"},
                 {"enable.partition.eof", "true"},
+                /* Transactional sources: aborted records and markers are
+                 * never read, so the first waiting message is a real one,
+                 * and reaching the end without any means none waits. */
+                {"isolation.level", "read_committed"},
                 {"auto.offset.reset", "earliest"},
                 {"fetch.wait.max.ms", "50"},
                 {"queued.min.messages", "1"},
@@ -224,6 +228,7 @@ static int64_t mono_ms(void) {
 #define TS_PENDING (-2)
 #define TS_NONE (-1)
 #define TS_MISSING (-3) /* a message without a timestamp */
+#define TS_END (-4)     /* the end, reached without a record */
 
 /* Assign every partition with waiting messages at its start; returns how
  * many were assigned. */
@@ -272,7 +277,7 @@ static int take(stats_io_t *io, int64_t **ts, const rd_kafka_message_t *m) {
                         return 0;
                 }
                 int64_t t =
-                        m->err ? TS_NONE : rd_kafka_message_timestamp(m, NULL);
+                        m->err ? TS_END : rd_kafka_message_timestamp(m, NULL);
                 ts[i][m->partition] = m->err || t >= 0 ? t : TS_MISSING;
                 pause_one(io, name, m->partition);
                 return 1;
@@ -303,6 +308,8 @@ static void settle(stats_io_t *io,
         int64_t oldest   = -1;
         int known        = 1;
         for (int k = 0; k < io->topics[i].cnt; k++) {
+                /* Waiting counted markers only: nothing waits there. */
+                parts[k].rest_unreadable = ts[k] == TS_END;
                 if (ts[k] == TS_PENDING) {
                         known = 0;
                         topic_error(t,
@@ -346,9 +353,13 @@ void stats_io_oldest(stats_io_t *io, stats_part_t **parts, int64_t now_ms) {
                 goto out;
         }
         read_starts(io, ts, pending);
-        for (size_t i = 0; i < io->topic_cnt; i++)
-                if (io->topics[i].fig->waiting_ok)
-                        settle(io, i, parts[i], ts[i], now_ms);
+        for (size_t i = 0; i < io->topic_cnt; i++) {
+                if (!io->topics[i].fig->waiting_ok)
+                        continue;
+                settle(io, i, parts[i], ts[i], now_ms);
+                stats_topic_depth(io->topics[i].fig, parts[i],
+                                  io->topics[i].cnt);
+        }
 out:
         for (size_t i = 0; ts && i < io->topic_cnt; i++)
                 free(ts[i]);

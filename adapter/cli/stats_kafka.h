@@ -68,7 +68,9 @@ void stats_io_parts_free(const stats_io_t *io, stats_part_t **parts);
 
 /* The oldest waiting message's timestamp of every topic whose depth is
  * known, from @p parts (the latest snapshot); sets the oldest figures at
- * @p now_ms. */
+ * @p now_ms. A partition whose reader reached the end without a record
+ * (transaction markers) is marked rest_unreadable and the topic's depth
+ * computed again. */
 void stats_io_oldest(stats_io_t *io, stats_part_t **parts, int64_t now_ms);
 
 #endif

@@ -102,6 +102,11 @@ static void describe_modes(FILE *out, const kretry_topology_t *t) {
         if (t->alert_dlq_messages > 0)
                 fprintf(out, "  alert       %lld or more messages in the DLQ\n",
                         (long long)t->alert_dlq_messages);
+        if (t->alert_dlq_rate > 0)
+                fprintf(out,
+                        "  alert       %lld or more messages a minute into "
+                        "the DLQ\n",
+                        (long long)t->alert_dlq_rate);
         if (t->alert_oldest_age_ms)
                 fprintf(out,
                         "  alert       oldest waiting message older than "
@@ -187,8 +192,34 @@ int topology_describe_json(FILE *out,
         return 0;
 }
 
-static void action_text(FILE *out, const kretry_plan_action_t *a) {
+/* "retention 1d -> 7d, min.insync.replicas 1 -> 2, ...": what changes
+ * (a changelog's cleanup.policy, when it is not compacted, to compact). */
+static void alter_text(FILE *out, const kretry_plan_action_t *a) {
         char r1[64], r2[64];
+        const char *sep = "";
+        if (a->retention_ms) {
+                fprintf(out, "retention %s -> %s",
+                        dur(a->current_retention_ms, r1, sizeof(r1)),
+                        dur(a->retention_ms, r2, sizeof(r2)));
+                sep = ", ";
+        }
+        if (a->min_insync) {
+                fprintf(out, "%smin.insync.replicas %d -> %d", sep,
+                        a->current_min_insync, a->min_insync);
+                sep = ", ";
+        }
+        if (a->max_message_bytes) {
+                fprintf(out, "%smax.message.bytes %lld -> %lld", sep,
+                        (long long)a->current_max_message_bytes,
+                        (long long)a->max_message_bytes);
+                sep = ", ";
+        }
+        if (a->compact)
+                fprintf(out, "%scleanup.policy -> compact", sep);
+}
+
+static void action_text(FILE *out, const kretry_plan_action_t *a) {
+        char r1[64];
         fprintf(out, "  %-16s %-28s %-7s ", kretry_plan_op_name(a->op),
                 a->topic, a->role);
         switch (a->op) {
@@ -201,15 +232,18 @@ static void action_text(FILE *out, const kretry_plan_action_t *a) {
                                 dur(a->retention_ms, r1, sizeof(r1)));
                 if (a->compact)
                         fprintf(out, " cleanup.policy=compact");
+                if (a->min_insync)
+                        fprintf(out, " min.insync.replicas=%d", a->min_insync);
+                if (a->max_message_bytes)
+                        fprintf(out, " max.message.bytes=%lld",
+                                (long long)a->max_message_bytes);
                 break;
         case KRETRY_PLAN_ADD_PARTITIONS:
                 fprintf(out, "%d -> %d partitions", a->current_partitions,
                         a->partitions);
                 break;
-        case KRETRY_PLAN_ALTER_RETENTION:
-                fprintf(out, "retention %s -> %s",
-                        dur(a->current_retention_ms, r1, sizeof(r1)),
-                        dur(a->retention_ms, r2, sizeof(r2)));
+        case KRETRY_PLAN_ALTER_CONFIG:
+                alter_text(out, a);
                 break;
         default:
                 fprintf(out, "%s", a->reason);
@@ -248,6 +282,19 @@ int topology_plan_json(FILE *out, const kretry_plan_t *plan) {
                 if (o && a->compact)
                         json_object_set_new(o, "cleanup_policy",
                                             json_string("compact"));
+                if (o && a->min_insync)
+                        json_object_set_new(o, "min_insync_replicas",
+                                            json_pack("{s:i,s:i}", "value",
+                                                      a->min_insync, "current",
+                                                      a->current_min_insync));
+                if (o && a->max_message_bytes)
+                        json_object_set_new(
+                                o, "max_message_bytes",
+                                json_pack("{s:I,s:I}", "value",
+                                          (json_int_t)a->max_message_bytes,
+                                          "current",
+                                          (json_int_t)a
+                                                  ->current_max_message_bytes));
                 if (!o || json_array_append_new(arr, o)) {
                         json_decref(arr);
                         return -1;

@@ -52,7 +52,7 @@ void kretry_log(kretry_adapter_t *a,
         a->conf->log_cb(level, fac, buf, a->conf->log_opaque);
 }
 
-static void rdkafka_log_cb(const rd_kafka_t *rk,
+void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
                            int level,
                            const char *fac,
                            const char *buf) {
@@ -151,6 +151,7 @@ void kretry_update_pause_all(kretry_adapter_t *a) {
 
 void kretry_breaker_apply(kretry_adapter_t *a, int paused) {
         a->breaker_paused = paused;
+        kretry_workers_pause(a, paused);
         atomic_store_explicit(&a->stats.breaker_open, paused,
                               memory_order_relaxed);
         kretry_update_pause_all(a);
@@ -232,9 +233,10 @@ setup_topics(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
                                                  c->source_topic, a->group, 0,
                                                  buf, sizeof(buf))) {
                         snprintf(errstr, errstr_size,
-                                 "versioning.topic \"%s\" makes no valid "
-                                 "topic name",
-                                 c->versions_topic);
+                                 "versioning.topic \"%s\" with group.id "
+                                 "\"%s\" makes no valid Kafka topic name "
+                                 "(1..249 of a-z A-Z 0-9 . _ -)",
+                                 c->versions_topic, a->group);
                         return KRETRY_ERR_INVALID_VALUE;
                 }
                 if (!(a->versions_topic = strdup(buf)))
@@ -260,7 +262,7 @@ static rd_kafka_t *client_new(kretry_adapter_t *a,
                               size_t errstr_size) {
         rd_kafka_conf_t *rc = rd_kafka_conf_dup(base);
         rd_kafka_conf_set_opaque(rc, a);
-        rd_kafka_conf_set_log_cb(rc, rdkafka_log_cb);
+        rd_kafka_conf_set_log_cb(rc, kretry_rdkafka_log_cb);
         if (type == RD_KAFKA_CONSUMER)
                 rd_kafka_conf_set_rebalance_cb(rc, kretry_rebalance_cb);
         else {
@@ -379,6 +381,8 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
                                          ((uint64_t)getpid() << 32) ^
                                          (uint64_t)(uintptr_t)a);
         kretry_err_t err = setup_topics(a, errstr, errstr_size);
+        if (!err)
+                err = kretry_startup_check(a, errstr, errstr_size);
         if (!err && kretry_msg_init(&a->msg0, (size_t)conf->error_max_length))
                 err = KRETRY_ERR_NO_MEM;
         if (!err && conf->value_avro &&

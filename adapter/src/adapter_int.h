@@ -45,6 +45,8 @@ typedef struct kretry_part_s {
                                      in kretry's memory (kretry_rkm_own) */
         int64_t held_due;
         int produce_failures; /* copies from here waiting to be re-produced */
+        int too_large_logged; /* a copy refused as too large was logged
+                                 since the partition last had none failing */
         int paused;           /* what we last asked librdkafka */
         struct kretry_part_s *next_held; /* list of parts with a held message */
         kretry_gate_t gate; /* ordering=partition: its messages in flight
@@ -131,6 +133,8 @@ typedef struct {
         atomic_llong consumed, ok, handler_calls, dlq, produce_errors, held;
         atomic_llong stale, forwarded, chain_keys, version_keys, version_bytes;
         atomic_llong duplicates, breaker_trips, breaker_open, keepalives;
+        atomic_llong too_large;      /* copies refused as too large */
+        atomic_llong foreign;        /* tier copies of another group, skipped */
         atomic_llong inflight;       /* workers.c: jobs waiting or running */
         atomic_llong inflight_bytes; /* workers.c: their keys and values */
         /* permanent, exhausted, expired, schema, parked */
@@ -213,6 +217,12 @@ void kretry_log(kretry_adapter_t *a,
         ;
 
 /* adapter.c */
+/* librdkafka's log lines to the log callback; the client's opaque is the
+ * adapter. */
+void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
+                           int level,
+                           const char *fac,
+                           const char *buf);
 kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p);
 kretry_part_t *kretry_part_find(kretry_adapter_t *a, int tier, int32_t p);
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
@@ -302,7 +312,8 @@ int kretry_prepare(kretry_adapter_t *a,
                    kretry_part_t *part,
                    rd_kafka_message_t *rkm);
 /* The user's handler on @p m; *usp gets its duration (µs) when stats are
- * on. Touches nothing of the adapter but its configuration. */
+ * on. Touches nothing of the adapter but its configuration and the
+ * handler-calls counter (an atomic). */
 kretry_action_t
 kretry_call_handler(kretry_adapter_t *a, kretry_msg_t *m, int64_t *usp);
 /* After the handler: the outcome of @p action (OK, tier or DLQ copy);
@@ -365,6 +376,9 @@ void kretry_workers_submit(kretry_adapter_t *a,
 /* Decide the results the workers returned, then dispatch what may run;
  * returns the results decided. */
 int kretry_workers_reap(kretry_adapter_t *a);
+/* The breaker opened (1) or closed (0): workers take no queued job while
+ * it is open; the calls running finish. */
+void kretry_workers_pause(kretry_adapter_t *a, int paused);
 /* Dispatch what was submitted and may run now. */
 void kretry_workers_flush(kretry_adapter_t *a);
 /* 1 when no result waits: the next one then writes the eventfd (call
@@ -375,6 +389,13 @@ int kretry_workers_idle(kretry_adapter_t *a);
 void kretry_workers_revoke(kretry_adapter_t *a,
                            const rd_kafka_topic_partition_list_t *l,
                            int64_t deadline);
+
+/* startup_check.c: the cluster's topics fit the topology (every tier, the
+ * DLQ and the changelog exist with the source's partitions, the changelog
+ * is compacted), read without creating any; by topology.check. Before the
+ * clients exist. KRETRY_ERR_TOPOLOGY with every problem in @p errstr. */
+kretry_err_t
+kretry_startup_check(kretry_adapter_t *a, char *errstr, size_t errstr_size);
 
 /* restore.c: rebuild ordering chains and the version store of the source
  * partitions in @p l before any of their messages is handled. */

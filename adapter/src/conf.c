@@ -124,6 +124,19 @@ static const struct prop {
          offsetof(kretry_conf_t, restore_timeout_ms), 100, 3600000, "60000",
          "bounded wait, on assignment, for rebuilding key chains and versions "
          "from the tier partitions and the changelog"},
+        {"topology.check", PROP_CHOICE, offsetof(kretry_conf_t, topology_check),
+         0, 0, "fail",
+         "before subscribing, check on the cluster that every tier, the DLQ "
+         "and the version changelog exist with at least the source's "
+         "partitions and the changelog is compacted, never creating a topic; "
+         "fail: refuse to start; warn: log the problems and start; off: skip "
+         "the check",
+         "fail|warn|off"},
+        {"topology.check.timeout.ms", PROP_INT,
+         offsetof(kretry_conf_t, topology_check_timeout_ms), 100, 600000,
+         "10000",
+         "bounded wait for the topology check's metadata and the changelog's "
+         "cleanup.policy"},
         {"produce.retry.backoff.ms", PROP_INT,
          offsetof(kretry_conf_t, produce_backoff_ms), 1, 10000, "100",
          "first wait before a failed copy is produced again (doubles up to 10 "
@@ -582,7 +595,14 @@ int kretry_conf_topic_name_group(const char *pattern,
                 if (len >= dest_size)
                         return -1;
         }
-        return len > 0 && len < 250 ? 0 : -1;
+        /* Kafka's rule for topic names: a group id with ':', '/' or a
+         * space makes an illegal changelog name. */
+        return len > 0 && len < 250 &&
+                               strspn(dest, "abcdefghijklmnopqrstuvwxyz"
+                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789._-") == len
+                       ? 0
+                       : -1;
 }
 
 kretry_err_t
@@ -628,13 +648,6 @@ kretry_conf_check(const kretry_conf_t *conf, char *errstr, size_t errstr_size) {
         if (conf->value_avro && (!conf->value_schema || !*conf->value_schema)) {
                 snprintf(errstr, errstr_size,
                          "value.format avro needs value.schema");
-                return KRETRY_ERR_INVALID_VALUE;
-        }
-        if (conf->value_avro && conf->concurrency > 1) {
-                /* The codec decodes into one value it reuses. */
-                snprintf(errstr, errstr_size,
-                         "value.format avro runs one handler at a time: "
-                         "handler.concurrency must be 1");
                 return KRETRY_ERR_INVALID_VALUE;
         }
         return KRETRY_ERR_OK;

@@ -14,6 +14,11 @@
 
 /* The values of `ordering`, in the order of its choices. */
 enum { KRETRY_ORDER_NONE, KRETRY_ORDER_KEY, KRETRY_ORDER_PARTITION };
+enum {
+        KRETRY_TOPOLOGY_CHECK_FAIL,
+        KRETRY_TOPOLOGY_CHECK_WARN,
+        KRETRY_TOPOLOGY_CHECK_OFF
+};
 
 struct kretry_conf_s {
         char *source_topic;
@@ -28,6 +33,11 @@ struct kretry_conf_s {
         int revoke_timeout_ms;
         int produce_backoff_ms;
         int restore_timeout_ms;
+        int topology_check; /* KRETRY_TOPOLOGY_CHECK_FAIL, _WARN, _OFF */
+        int topology_check_timeout_ms;
+        /* The topology file the conf was loaded from ("": none), so the
+         * topology check can name the command that fixes the cluster. */
+        char topology_file[512];
         int stats_interval_ms;
         char *permanent_errors; /* "A,B": codes that always mean FAIL */
         int breaker_failures;   /* 0: no breaker */

@@ -276,3 +276,12 @@ rd_kafka_headers_t *kretry_headers_build(const rd_kafka_headers_t *src,
         kretry_headers_append(h, info);
         return h;
 }
+
+int kretry_headers_foreign(const rd_kafka_headers_t *hdrs, const char *group) {
+        const void *v;
+        size_t n;
+        if (!hdrs || rd_kafka_header_get_last(hdrs, KRETRY_H_GROUP, &v, &n) ||
+            !v)
+                return 0;
+        return n != strlen(group) || memcmp(v, group, n);
+}

@@ -91,6 +91,11 @@ typedef struct {
  * unknown kretry-* names pass through). */
 int kretry_header_is_chain(const char *name);
 
+/* 1 when @p hdrs (may be NULL) carry a kretry-group naming another group
+ * than @p group: a tier copy another consumer group wrote to a tier topic
+ * both share. Without the header the copy is nobody else's. */
+int kretry_headers_foreign(const rd_kafka_headers_t *hdrs, const char *group);
+
 /*
  * The headers of a copy: every header of @p src (may be NULL) that is not a
  * chain header, byte for byte and in order, then the chain headers from

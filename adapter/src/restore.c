@@ -264,8 +264,8 @@ static void apply(kretry_adapter_t *a,
         }
         if (rd_kafka_message_headers(m, &h))
                 return;
-        if (rp->kind == R_TIER)
-                apply_tier(src, rp, m, h);
+        if (rp->kind == R_TIER && !kretry_headers_foreign(h, a->group))
+                apply_tier(src, rp, m, h); /* another group's: not ours */
         else if (rp->kind == R_DLQ)
                 apply_dlq(a, src, m, h);
         else if (!rd_kafka_header_get_last(h, KRETRY_H_REPLAY_COUNT, &v, &n))

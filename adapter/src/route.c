@@ -108,9 +108,18 @@ static void fail_record(kretry_adapter_t *a,
                 r->backoff_ms = KRETRY_BACKOFF_MAX_MS;
         r->retry_at      = kretry_now_ms() + r->backoff_ms;
         const char *dest = dest_topic(a, r);
-        /* Too large never heals by itself: an operator must act. */
-        int big = too_large(err);
-        kretry_log(a, big ? KRETRY_LOG_ERR : KRETRY_LOG_WARNING, "PRODUCE",
+        /* Too large never heals by itself: an operator must act. Said once
+         * per stuck partition (the copy is produced again every 10 s at
+         * most), counted once per copy. */
+        int big   = too_large(err);
+        int level = !big                        ? KRETRY_LOG_WARNING
+                    : r->part->too_large_logged ? KRETRY_LOG_DEBUG
+                                                : KRETRY_LOG_ERR;
+        if (big && !r->failed)
+                atomic_fetch_add_explicit(&a->stats.too_large, 1,
+                                          memory_order_relaxed);
+        r->part->too_large_logged |= big;
+        kretry_log(a, (kretry_log_level_t)level, "PRODUCE",
                    "copy of %s [%d] offset %lld to %s failed: %s; producing "
                    "again in %d ms (offset not committed meanwhile)%s%s%s",
                    a->topics[r->part->tier], (int)r->part->partition,
@@ -403,11 +412,29 @@ static void breaker_feed(kretry_adapter_t *a, kretry_action_t action) {
         }
 }
 
+/* A tier copy another consumer group wrote (its kretry-group names that
+ * group: the groups share the tier topics): that group handles it, this one
+ * acknowledges it unhandled, counted, whatever its other headers say. */
+static int foreign_copy(kretry_adapter_t *a, kretry_part_t *part) {
+        kretry_msg_t *m = a->msg;
+        if (part->tier == 0 ||
+            !kretry_headers_foreign(kretry_msg_hdrs(m), a->group))
+                return 0;
+        atomic_fetch_add_explicit(&a->stats.foreign, 1, memory_order_relaxed);
+        kretry_route_cb(a, part, m->rkm, KRETRY_ROUTE_FOREIGN, part->tier, NULL,
+                        m->attempt);
+        kretry_complete(a, part, part->gen, m->rkm->offset);
+        kretry_rkm_destroy(m->rkm);
+        return 1;
+}
+
 int kretry_prepare(kretry_adapter_t *a,
                    kretry_part_t *part,
                    rd_kafka_message_t *rkm) {
         kretry_msg_t *m = a->msg;
         kretry_msg_bind(m, rkm, a->topics[part->tier], part->tier);
+        if (foreign_copy(a, part))
+                return 1;
         if (part->tier > 0 && !m->chain.attempt_ok) {
                 /* A tier message whose attempt count is missing or absurd
                  * cannot be placed in its chain: dead-letter it rather than
@@ -426,14 +453,14 @@ int kretry_prepare(kretry_adapter_t *a,
                 return 1; /* parked behind its key, or a stale version */
         if (a->codec && !a->msg->value_avro && !kretry_decode_value(a, part))
                 return 1; /* undecodable: dead-lettered as schema */
-        atomic_fetch_add_explicit(&a->stats.handler_calls, 1,
-                                  memory_order_relaxed);
         return 0;
 }
 
 kretry_action_t
 kretry_call_handler(kretry_adapter_t *a, kretry_msg_t *m, int64_t *usp) {
         struct timespec t0, t1;
+        atomic_fetch_add_explicit(&a->stats.handler_calls, 1,
+                                  memory_order_relaxed);
         if (!a->conf->stats_cb)
                 return a->conf->handler(m, a->conf->opaque);
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -625,6 +652,7 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         kretry_part_t *part = r->part;
         if (r->failed && part->gen == r->gen) {
                 part->produce_failures--;
+                part->too_large_logged &= part->produce_failures > 0;
                 kretry_part_update_pause(a, part);
         }
         count_route(a, r);

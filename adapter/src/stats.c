@@ -73,6 +73,10 @@ int64_t kretry_adapter_counter(const kretry_adapter_t *a,
                 return get(&s->inflight);
         case KRETRY_COUNTER_INFLIGHT_BYTES:
                 return get(&s->inflight_bytes);
+        case KRETRY_COUNTER_TOO_LARGE:
+                return get(&s->too_large);
+        case KRETRY_COUNTER_FOREIGN:
+                return get(&s->foreign);
         }
         return -1;
 }
@@ -89,7 +93,7 @@ json_t *kretry_stats_counters(const kretry_adapter_t *a) {
                                     json_integer(get(&s->dlq_by_class[c])));
         json_t *o = json_pack(
                 "{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,"
-                "s:I,s:I}",
+                "s:I,s:I,s:I,s:I}",
                 "consumed", (json_int_t)get(&s->consumed), "ok",
                 (json_int_t)get(&s->ok), "handler_calls",
                 (json_int_t)get(&s->handler_calls), "retried", retried,
@@ -104,7 +108,9 @@ json_t *kretry_stats_counters(const kretry_adapter_t *a) {
                 (json_int_t)get(&s->breaker_trips), "breaker_open",
                 (int)get(&s->breaker_open), "inflight",
                 (json_int_t)get(&s->inflight), "inflight_bytes",
-                (json_int_t)get(&s->inflight_bytes));
+                (json_int_t)get(&s->inflight_bytes), "too_large",
+                (json_int_t)get(&s->too_large), "foreign",
+                (json_int_t)get(&s->foreign));
         return o;
 }
 

@@ -155,6 +155,9 @@ size_t kretry_stats_prometheus(const char *json, char *dest, size_t size) {
                 {"forwarded", "messages parked behind their key's head"},
                 {"produce_errors",
                  "copy deliveries that failed and were retried"},
+                {"too_large",
+                 "copies refused as too large for their topic (each once)"},
+                {"foreign", "tier copies of another consumer group, skipped"},
         };
         for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
                 OUT("# HELP kretry_%s_total %s\n# TYPE kretry_%s_total "

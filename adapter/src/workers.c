@@ -31,8 +31,9 @@
  * dispatched, after it (kretry_finish: OK, tier or DLQ copy, breaker,
  * latency) when its result comes back.
  *
- * What may be dispatched: at most handler.concurrency jobs run (held ones,
- * kretry_msg_hold, included). A job passes a gate first:
+ * What may be dispatched: at most handler.concurrency jobs are in a call or
+ * held (kretry_msg_hold) at once; the workers take queued jobs in order as
+ * they have room. A job passes a gate first:
  *   ordering=key (and any ordering with versioning): its key's gate, in the
  *     key's entry of its source partition's chains (keychain.h), where the
  *     key's retry chain lives too: one message of a key (per partition
@@ -43,8 +44,13 @@
  *     message was decided.
  *   ordering=partition: its partition's gate (source or tier).
  *   ordering=none: no gate.
- * Jobs through their gate wait in one FIFO for a free slot. An open breaker
- * dispatches nothing; the handlers running finish.
+ * Jobs through their gate are queued for the workers (prepared first, on
+ * the polling thread; with a breaker, at most handler.concurrency ahead of
+ * them, none while failures run), so that a worker going back for its next
+ * job needs no round trip through the polling thread. An open breaker
+ * dispatches nothing more and the workers take no queued job until it
+ * closes; the handlers running finish. With handler.thread poll a job is
+ * dispatched only when there is room, and called at once.
  *
  * Offsets: every consumed message is tracked in consume order and marked
  * done when its outcome is durable, in any order; the committed offset never
@@ -76,6 +82,7 @@
  */
 #include "adapter_int.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,8 +98,11 @@ typedef struct kretry_job_s {
         kretry_gate_t *gate;     /* its key's or partition's, or NULL */
         kretry_action_t action;  /* the handler's answer */
         int64_t us;              /* the handler's duration, -1 unknown */
-        int slot;                /* in running[], -1 when not running */
-        int hold;                /* kretry_msg_hold() during the call */
+        avro_value_t value;      /* value.format avro, concurrency > 1: its
+                                    own copy of the decoded record */
+        int has_value;
+        int slot; /* in running[], -1 when not running */
+        int hold; /* kretry_msg_hold() during the call */
         /* Under lock. */
         int in_call;   /* the handler has not returned yet */
         int completed; /* kretry_msg_complete() during the call */
@@ -115,6 +125,8 @@ typedef struct kretry_workers_s {
         kretry_job_t *done, **done_tail;
         int todo_cnt;
         int idle;        /* workers waiting for a job */
+        int active;      /* jobs in a call or held: at most n */
+        int paused;      /* the breaker is open: no job is taken */
         atomic_int free; /* workers back from a call, about to take a job */
         int notify;      /* write the eventfd on the next result */
         int waiting;     /* the polling thread waits on done_cond */
@@ -124,7 +136,7 @@ typedef struct kretry_workers_s {
         /* The polling thread's own. */
         kretry_job_t *ready, **ready_tail; /* through their gate */
         kretry_job_t **running;            /* dispatched, not decided */
-        int running_cnt;
+        int running_cnt, running_cap;
         kretry_job_t *pool; /* free jobs, reused */
         int jobs;           /* waiting + running */
         int64_t bytes;      /* their keys and values */
@@ -158,12 +170,14 @@ call_returned(kretry_workers_t *w, kretry_job_t *j, kretry_action_t action) {
                         j->held = 1; /* kretry_msg_complete() delivers it */
                         return;
                 }
+                w->active--;
                 /* Completed during the call: j->action is its answer. */
         } else {
                 /* A hold the handler did not answer KRETRY_ASYNC for is
                  * void; its own answer counts. */
                 j->hold   = 0;
                 j->action = action;
+                w->active--;
         }
         push_done(w, j);
 }
@@ -172,7 +186,8 @@ static void *worker_main(void *arg) {
         kretry_workers_t *w = arg;
         pthread_mutex_lock(&w->lock);
         for (;;) {
-                while (!w->stop && !w->todo) {
+                while (!w->stop &&
+                       (!w->todo || w->paused || w->active >= w->n)) {
                         w->idle++;
                         pthread_cond_wait(&w->work_cond, &w->lock);
                         w->idle--;
@@ -183,6 +198,7 @@ static void *worker_main(void *arg) {
                 if (!(w->todo = j->next))
                         w->todo_tail = &w->todo;
                 w->todo_cnt--;
+                w->active++;
                 j->in_call = 1;
                 pthread_mutex_unlock(&w->lock);
                 j->us = -1;
@@ -201,15 +217,16 @@ int kretry_workers_start(kretry_adapter_t *a) {
         kretry_workers_t *w = calloc(1, sizeof(*w));
         if (!w)
                 return -1;
-        w->a          = a;
-        w->n          = a->conf->concurrency;
-        w->inline_    = a->conf->handler_poll_thread;
-        w->efd        = a->efd;
-        w->refs       = 1;
-        w->todo_tail  = &w->todo;
-        w->done_tail  = &w->done;
-        w->ready_tail = &w->ready;
-        w->running    = calloc((size_t)w->n, sizeof(*w->running));
+        w->a           = a;
+        w->n           = a->conf->concurrency;
+        w->inline_     = a->conf->handler_poll_thread;
+        w->efd         = a->efd;
+        w->refs        = 1;
+        w->todo_tail   = &w->todo;
+        w->done_tail   = &w->done;
+        w->ready_tail  = &w->ready;
+        w->running_cap = w->n;
+        w->running     = calloc((size_t)w->n, sizeof(*w->running));
         w->threads =
                 w->inline_ ? NULL : calloc((size_t)w->n, sizeof(pthread_t));
         if (!w->running || (!w->inline_ && !w->threads)) {
@@ -264,6 +281,8 @@ static void drop_list(kretry_adapter_t *a, kretry_job_t *j) {
 }
 
 static void job_release(kretry_job_t *j) {
+        if (j->has_value)
+                avro_value_decref(&j->value);
         kretry_msg_free(&j->msg); /* its reserve record too */
         free(j);
 }
@@ -395,22 +414,50 @@ static void gate_pass(kretry_adapter_t *a, kretry_job_t *j) {
         }
 }
 
+/* The decoded record (the codec's, which the next decode overwrites) copied
+ * into the job's own, when handlers run at once; 0, or -1 when memory is
+ * short. */
+static int own_value(kretry_adapter_t *a, kretry_job_t *j) {
+        if (!j->msg.value_avro || a->workers->n == 1)
+                return 0;
+        if (!j->has_value) {
+                if (kretry_codec_value_new(a->codec, &j->value))
+                        return -1;
+                j->has_value = 1;
+        }
+        avro_value_reset(&j->value);
+        if (avro_value_copy(&j->value, j->msg.value_avro))
+                return -1;
+        j->msg.value_avro = &j->value;
+        return 0;
+}
+
 /* Bind the job's view and decide what needs no handler; 1 when decided. */
 static int prepare(kretry_adapter_t *a, kretry_job_t *j) {
         a->msg      = &j->msg;
         int decided = kretry_prepare(a, j->part, j->rkm);
         a->msg      = &a->msg0;
+        if (!decided && own_value(a, j)) {
+                kretry_retry_later(a, j->part, j->rkm,
+                                   "copying the decoded record of");
+                return 1;
+        }
         return decided;
+}
+
+/* @p j is no longer dispatched. */
+static void unslot(kretry_workers_t *w, kretry_job_t *j) {
+        if (j->slot < 0)
+                return;
+        kretry_job_t *last  = w->running[--w->running_cnt];
+        w->running[j->slot] = last;
+        last->slot          = j->slot;
+        j->slot             = -1;
 }
 
 static void decide(kretry_adapter_t *a, kretry_job_t *j) {
         kretry_workers_t *w = a->workers;
-        if (j->slot >= 0) {
-                kretry_job_t *last  = w->running[--w->running_cnt];
-                w->running[j->slot] = last;
-                last->slot          = j->slot;
-                j->slot             = -1;
-        }
+        unslot(w, j);
         kretry_part_t *part = j->part;
         gate_pass(a, j);
         if (!part->assigned || part->gen != j->gen) {
@@ -446,6 +493,7 @@ static void call_here(kretry_adapter_t *a, kretry_job_t *j) {
         kretry_workers_t *w = a->workers;
         pthread_mutex_lock(&w->lock);
         j->in_call = 1;
+        w->active++;
         pthread_mutex_unlock(&w->lock);
         j->us                  = -1;
         kretry_action_t action = kretry_call_handler(a, &j->msg, &j->us);
@@ -455,12 +503,58 @@ static void call_here(kretry_adapter_t *a, kretry_job_t *j) {
         reap(a);
 }
 
-/* Dispatch, in order, every job through its gate while a slot is free. */
+/* handler.thread poll: 1 while fewer than handler.concurrency messages
+ * are in a call or held. */
+static int inline_room(kretry_workers_t *w) {
+        pthread_mutex_lock(&w->lock);
+        int room = w->active < w->n;
+        pthread_mutex_unlock(&w->lock);
+        return room;
+}
+
+/* Room in running[] for one more dispatched job; 0 when memory is short. */
+static int slot_room(kretry_workers_t *w) {
+        if (w->running_cnt < w->running_cap)
+                return 1;
+        int cap           = w->running_cap * 2;
+        kretry_job_t **nr = realloc(w->running, sizeof(*nr) * (size_t)cap);
+        if (!nr)
+                return 0;
+        w->running     = nr;
+        w->running_cap = cap;
+        return 1;
+}
+
+/* Jobs queued for the workers, not yet taken. */
+static int queued(kretry_workers_t *w) {
+        pthread_mutex_lock(&w->lock);
+        int n = w->todo_cnt;
+        pthread_mutex_unlock(&w->lock);
+        return n;
+}
+
+/* Dispatch, in order, every job through its gate that may go: to the
+ * workers' queue (a worker back from a call takes its next job with no
+ * round trip through this thread), or with handler.thread poll, while fewer
+ * than handler.concurrency are in a call or held, called here. */
 static void pump(kretry_adapter_t *a) {
         kretry_workers_t *w = a->workers;
         kretry_job_t *batch = NULL, **tail = &batch;
-        int cnt = 0;
-        while (w->ready && w->running_cnt < w->n && !a->breaker_paused) {
+        int cnt = 0, ahead = w->inline_ || !w->ready ? 0 : queued(w);
+        /* With a breaker, at most handler.concurrency jobs wait ahead of the
+         * workers, and while transient failures run (or it is half-open)
+         * none does: a call that starts after the result that opens the
+         * breaker is a call it should have stopped. Without one, every job
+         * that may go is queued. */
+        const kretry_breaker_t *b = &a->breaker;
+        int strict                = b->failures > 0 &&
+                     (b->run > 0 || b->state != KRETRY_BREAKER_CLOSED);
+        int depth = b->failures > 0 ? w->n : INT_MAX;
+        while (w->ready && !a->breaker_paused &&
+               (w->inline_ ? inline_room(w)
+                : strict   ? w->running_cnt < w->n
+                           : ahead + cnt < depth) &&
+               slot_room(w)) {
                 kretry_job_t *j = w->ready;
                 if (!(w->ready = j->next))
                         w->ready_tail = &w->ready;
@@ -489,7 +583,7 @@ static void pump(kretry_adapter_t *a) {
         w->todo_cnt += cnt;
         /* Wake a sleeping worker for each job no awake one will take. */
         int wake = w->todo_cnt - atomic_load(&w->free);
-        for (int i = 0; i < wake && i < w->idle; i++)
+        for (int i = 0; i < wake && i < w->idle && !w->paused; i++)
                 pthread_cond_signal(&w->work_cond);
         pthread_mutex_unlock(&w->lock);
 }
@@ -574,6 +668,17 @@ void kretry_workers_flush(kretry_adapter_t *a) {
         update_full(a);
 }
 
+void kretry_workers_pause(kretry_adapter_t *a, int paused) {
+        kretry_workers_t *w = a->workers;
+        if (!w)
+                return;
+        pthread_mutex_lock(&w->lock);
+        w->paused = paused;
+        if (!paused)
+                pthread_cond_broadcast(&w->work_cond);
+        pthread_mutex_unlock(&w->lock);
+}
+
 int kretry_workers_idle(kretry_adapter_t *a) {
         kretry_workers_t *w = a->workers;
         if (!w)
@@ -630,6 +735,29 @@ void kretry_workers_revoke(kretry_adapter_t *a,
                 if (part)
                         drop_gated(a, part);
         }
+        /* Queued for a worker, not started: taken back. */
+        kretry_job_t *back = NULL;
+        pthread_mutex_lock(&w->lock);
+        for (kretry_job_t **pp = &w->todo; *pp;) {
+                kretry_job_t *j = *pp;
+                if (!in_list(a, j->part, l)) {
+                        pp = &j->next;
+                        continue;
+                }
+                *pp     = j->next;
+                j->next = back;
+                back    = j;
+                w->todo_cnt--;
+        }
+        w->todo_tail = &w->todo;
+        while (*w->todo_tail)
+                w->todo_tail = &(*w->todo_tail)->next;
+        pthread_mutex_unlock(&w->lock);
+        for (kretry_job_t *next; back; back = next) {
+                next = back->next;
+                unslot(w, back);
+                job_drop(a, back);
+        }
         int n;
         while (reap(a), (n = running_in(a, l)) > 0) {
                 int wait = kretry_left_ms(deadline, 100);
@@ -680,6 +808,9 @@ int kretry_msg_complete(kretry_msg_t *msg, kretry_action_t action) {
                 return -1; /* not a held message */
         }
         j->held = 0;
+        w->active--;
+        if (w->todo && w->idle)
+                pthread_cond_signal(&w->work_cond);
         if (w->dead) {
                 int last = --w->refs == 0;
                 pthread_mutex_unlock(&w->lock);

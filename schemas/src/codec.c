@@ -401,6 +401,10 @@ int kretry_codec_field_int64(const avro_value_t *value,
         }
 }
 
+int kretry_codec_value_new(kretry_codec_t *codec, avro_value_t *value) {
+        return avro_generic_value_new(codec->iface, value) ? -1 : 0;
+}
+
 const void *kretry_codec_public_value(const avro_value_t *value) {
         return value;
 }

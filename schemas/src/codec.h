@@ -67,6 +67,12 @@ int kretry_codec_decode(kretry_codec_t *codec,
                         char *reason,
                         size_t reason_size);
 
+/* A record of the reader schema that the caller owns (free it with
+ * avro_value_decref()), for a decoded record that must outlive the next
+ * decode: handlers running at once each read their own. Returns 0, or -1
+ * when memory is short. */
+int kretry_codec_value_new(kretry_codec_t *codec, avro_value_t *value);
+
 /* The schema id of the last successful confluent decode, or -1. */
 int32_t kretry_codec_last_id(const kretry_codec_t *codec);
 

@@ -49,64 +49,80 @@ static rd_kafka_event_t *wait_result(rd_kafka_queue_t *q, int timeout_ms) {
         return rd_kafka_queue_poll(q, timeout_ms + WAIT_SLACK_MS);
 }
 
+/* The request waits @p timeout_ms for the broker's answer; the operation
+ * (the controller creating a topic or its partitions) gets three quarters
+ * of it, so that a slow controller answers REQUEST_TIMED_OUT for the topics
+ * it has not finished — they may still appear — before the request as a
+ * whole times out and reads as failed for every topic. librdkafka ignores
+ * the operation timeout of the other requests. */
 static rd_kafka_AdminOptions_t *
 options(rd_kafka_t *rk, rd_kafka_admin_op_t op, int timeout_ms) {
         rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, op);
         rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, NULL, 0);
-        rd_kafka_AdminOptions_set_operation_timeout(o, timeout_ms, NULL, 0);
+        rd_kafka_AdminOptions_set_operation_timeout(o, timeout_ms * 3 / 4, NULL,
+                                                    0);
         return o;
 }
 
-/* Does some topology need @p name? Sets *retention when it declares one. */
-static int needed(const kretry_topology_t *topos,
-                  size_t cnt,
-                  const char *name,
-                  int *retention) {
-        int found  = 0;
-        *retention = 0;
-        for (size_t i = 0; i < cnt; i++) {
-                const kretry_topology_t *t = &topos[i];
-                int chain                  = !strcmp(t->dlq, name);
-                for (int n = 0; n < t->tier_cnt; n++)
-                        chain |= !strcmp(t->tier_topics[n], name);
-                char vt[256];
-                found |= chain || !strcmp(t->source, name);
-                found |= t->versioning != KRETRY_VERSIONING_NONE &&
-                         !kretry_topology_versions_topic(t, vt, sizeof(vt)) &&
-                         !strcmp(vt, name);
-                *retention |= chain && t->retention_ms;
-        }
-        return found;
+int kretry_admin_controller_known(rd_kafka_t *rk,
+                                  const struct rd_kafka_metadata *md) {
+        int32_t id = rd_kafka_controllerid(rk, 0);
+        for (int i = 0; id >= 0 && i < md->broker_cnt; i++)
+                if (md->brokers[i].id == id)
+                        return 1;
+        return 0;
 }
 
-static void retention_from(const rd_kafka_ConfigResource_t *res,
-                           kretry_meta_t *meta) {
+/* Does some topology need @p name (its source, a tier, the DLQ or the
+ * changelog)? */
+static int
+needed(const kretry_topology_t *topos, size_t cnt, const char *name) {
+        for (size_t i = 0; i < cnt; i++) {
+                const kretry_topology_t *t = &topos[i];
+                char vt[256];
+                if (!strcmp(t->dlq, name) || !strcmp(t->source, name))
+                        return 1;
+                for (int n = 0; n < t->tier_cnt; n++)
+                        if (!strcmp(t->tier_topics[n], name))
+                                return 1;
+                if (t->versioning != KRETRY_VERSIONING_NONE &&
+                    !kretry_topology_versions_topic(t, vt, sizeof(vt)) &&
+                    !strcmp(vt, name))
+                        return 1;
+        }
+        return 0;
+}
+
+static void configs_from(const rd_kafka_ConfigResource_t *res,
+                         kretry_meta_t *meta) {
         size_t n;
         const rd_kafka_ConfigEntry_t **e =
                 rd_kafka_ConfigResource_configs(res, &n);
-        for (size_t i = 0; i < meta->cnt; i++) {
-                if (strcmp(meta->topics[i].name,
-                           rd_kafka_ConfigResource_name(res)))
+        kretry_meta_topic_t *t = (kretry_meta_topic_t *)kretry_meta_find(
+                meta, rd_kafka_ConfigResource_name(res));
+        for (size_t j = 0; t && j < n; j++) {
+                const char *name = rd_kafka_ConfigEntry_name(e[j]);
+                const char *v    = rd_kafka_ConfigEntry_value(e[j]);
+                if (!v)
                         continue;
-                for (size_t j = 0; j < n; j++) {
-                        const char *v = rd_kafka_ConfigEntry_value(e[j]);
-                        if (!strcmp(rd_kafka_ConfigEntry_name(e[j]),
-                                    "retention.ms") &&
-                            v)
-                                meta->topics[i].retention_ms =
-                                        strtoll(v, NULL, 10);
-                }
+                if (!strcmp(name, "retention.ms"))
+                        t->retention_ms = strtoll(v, NULL, 10);
+                else if (!strcmp(name, "min.insync.replicas"))
+                        t->min_insync = atoi(v);
+                else if (!strcmp(name, "max.message.bytes"))
+                        t->max_message_bytes = strtoll(v, NULL, 10);
+                else if (!strcmp(name, "cleanup.policy"))
+                        t->compact = strstr(v, "compact") != NULL;
         }
 }
 
-/* DescribeConfigs for @p names; 0, or -1 with @p errstr filled. */
-static int describe_configs(rd_kafka_t *rk,
-                            char **names,
-                            size_t cnt,
-                            int timeout_ms,
-                            kretry_meta_t *meta,
-                            char *errstr,
-                            size_t errstr_size) {
+int kretry_admin_describe(rd_kafka_t *rk,
+                          char **names,
+                          size_t cnt,
+                          int timeout_ms,
+                          kretry_meta_t *meta,
+                          char *errstr,
+                          size_t errstr_size) {
         rd_kafka_ConfigResource_t **res = calloc(cnt, sizeof(*res));
         rd_kafka_queue_t *q             = rd_kafka_queue_new(rk);
         for (size_t i = 0; res && i < cnt; i++)
@@ -121,18 +137,24 @@ static int describe_configs(rd_kafka_t *rk,
         int rc = -1;
         if (!r || rd_kafka_event_error(ev)) {
                 snprintf(errstr, errstr_size,
-                         "the cluster did not answer DescribeConfigs within "
-                         "%d ms%s: %s; retention of existing topics is "
-                         "unknown" MOCK_HINT,
-                         timeout_ms, "",
-                         ev ? rd_kafka_event_error_string(ev) : "timed out");
+                         "DescribeConfigs: %s; the configuration of existing "
+                         "topics is unknown",
+                         ev ? rd_kafka_event_error_string(ev) : "no answer");
         } else {
                 size_t n;
                 const rd_kafka_ConfigResource_t **rs =
                         rd_kafka_DescribeConfigs_result_resources(r, &n);
-                for (size_t i = 0; i < n; i++)
-                        retention_from(rs[i], meta);
                 rc = 0;
+                for (size_t i = 0; i < n; i++) {
+                        if (!rd_kafka_ConfigResource_error(rs[i])) {
+                                configs_from(rs[i], meta);
+                                continue;
+                        }
+                        snprintf(errstr, errstr_size, "DescribeConfigs %s: %s",
+                                 rd_kafka_ConfigResource_name(rs[i]),
+                                 rd_kafka_ConfigResource_error_string(rs[i]));
+                        rc = -1;
+                }
         }
         if (ev)
                 rd_kafka_event_destroy(ev);
@@ -142,6 +164,27 @@ static int describe_configs(rd_kafka_t *rk,
         free(res);
         rd_kafka_queue_destroy(q);
         return rc;
+}
+
+/* Add the topics of @p md that @p topos need to @p meta; their names go to
+ * @p names (room for every topic). Returns how many, or -1 out of memory. */
+static int collect(const struct rd_kafka_metadata *md,
+                   const kretry_topology_t *topos,
+                   size_t cnt,
+                   kretry_meta_t *meta,
+                   char **names) {
+        int n = 0;
+        for (int i = 0; i < md->topic_cnt; i++) {
+                const rd_kafka_metadata_topic_t *mt = &md->topics[i];
+                if (mt->err || !needed(topos, cnt, mt->topic))
+                        continue;
+                if (kretry_meta_add(meta, mt->topic, mt->partition_cnt, -1))
+                        return -1;
+                meta->topics[meta->cnt - 1].replication =
+                        mt->partition_cnt ? mt->partitions[0].replica_cnt : 0;
+                names[n++] = mt->topic;
+        }
+        return n;
 }
 
 int kretry_admin_snapshot(rd_kafka_t *rk,
@@ -162,25 +205,25 @@ int kretry_admin_snapshot(rd_kafka_t *rk,
                          timeout_ms, rd_kafka_err2str(err));
                 return -1;
         }
-        char **describe = calloc((size_t)md->topic_cnt + 1, sizeof(char *));
-        size_t dcnt     = 0;
-        int rc          = describe ? 0 : -1;
-        for (int i = 0; describe && i < md->topic_cnt; i++) {
-                const rd_kafka_metadata_topic_t *mt = &md->topics[i];
-                int retention;
-                if (mt->err || !needed(topos, cnt, mt->topic, &retention))
-                        continue;
-                if (kretry_meta_add(meta, mt->topic, mt->partition_cnt, -1))
-                        rc = -1;
-                if (retention)
-                        describe[dcnt++] = mt->topic;
-        }
-        if (rc)
+        char **names = calloc((size_t)md->topic_cnt + 1, sizeof(char *));
+        int n        = names ? collect(md, topos, cnt, meta, names) : -1;
+        int rc       = 0;
+        if (n < 0) {
                 snprintf(errstr, errstr_size, "out of memory");
-        else if (dcnt && describe_configs(rk, describe, dcnt, timeout_ms, meta,
-                                          errstr, errstr_size))
+                rc = -1;
+        } else if (n && !kretry_admin_controller_known(rk, md)) {
+                snprintf(errstr, errstr_size,
+                         "the cluster names no controller among its "
+                         "brokers, so it cannot be asked for topic "
+                         "configurations: retention.ms, min.insync.replicas "
+                         "and max.message.bytes of existing topics are "
+                         "unknown" MOCK_HINT);
                 rc = 1;
-        free(describe);
+        } else if (n && kretry_admin_describe(rk, names, (size_t)n, timeout_ms,
+                                              meta, errstr, errstr_size)) {
+                rc = 1;
+        }
+        free(names);
         rd_kafka_metadata_destroy(md);
         return rc;
 }
@@ -194,30 +237,51 @@ action_for(kretry_plan_t *plan, kretry_plan_op_t op, const char *topic) {
         return NULL;
 }
 
+/* The broker's answer for one action: "done", or its error and text. A
+ * topic the controller had not finished within the operation timeout may
+ * still be created: say so. */
 static void
 set_result(kretry_plan_action_t *a, rd_kafka_resp_err_t err, const char *msg) {
         int ok  = !err || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS;
         a->done = ok ? 1 : -1;
-        snprintf(a->result, sizeof(a->result), "%s%s%s",
-                 ok ? (err ? "already exists" : "done")
-                    : rd_kafka_err2name(err),
-                 !ok && msg ? ": " : "", !ok && msg ? msg : "");
+        if (ok)
+                snprintf(a->result, sizeof(a->result), "%s",
+                         err ? "already exists" : "done");
+        else
+                snprintf(a->result, sizeof(a->result), "%s%s%s%s",
+                         rd_kafka_err2name(err), msg && *msg ? ": " : "",
+                         msg ? msg : "",
+                         err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT
+                                 ? " (the controller did not finish within "
+                                   "the operation timeout; it may still: run "
+                                   "plan again)"
+                                 : "");
 }
 
-/* Mark every action of @p op that got no answer. */
+/* @p a got no answer of its own: the request's error (@p ev; timeout,
+ * authorization, TLS...), or none at all. */
+static void unanswered(kretry_plan_action_t *a,
+                       const char *request,
+                       rd_kafka_event_t *ev,
+                       int timeout_ms) {
+        if (ev && rd_kafka_event_error(ev))
+                set_result(a, rd_kafka_event_error(ev),
+                           rd_kafka_event_error_string(ev));
+        else
+                snprintf(a->result, sizeof(a->result),
+                         "no answer to %s within %d ms", request, timeout_ms);
+        a->done = -1;
+}
+
+/* Every action of @p op that got no answer of its own. */
 static void set_unanswered(kretry_plan_t *plan,
                            kretry_plan_op_t op,
                            const char *request,
+                           rd_kafka_event_t *ev,
                            int timeout_ms) {
-        for (size_t i = 0; i < plan->cnt; i++) {
-                kretry_plan_action_t *a = &plan->actions[i];
-                if (a->op != op || a->done)
-                        continue;
-                a->done = -1;
-                snprintf(a->result, sizeof(a->result),
-                         "the cluster did not answer %s within %d ms" MOCK_HINT,
-                         request, timeout_ms);
-        }
+        for (size_t i = 0; i < plan->cnt; i++)
+                if (plan->actions[i].op == op && !plan->actions[i].done)
+                        unanswered(&plan->actions[i], request, ev, timeout_ms);
 }
 
 static void topic_results(kretry_plan_t *plan,
@@ -233,33 +297,42 @@ static void topic_results(kretry_plan_t *plan,
         }
 }
 
+static void set_number(rd_kafka_NewTopic_t *nt, const char *name, int64_t v) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%" PRId64, v);
+        if (v > 0)
+                rd_kafka_NewTopic_set_config(nt, name, buf);
+}
+
+static rd_kafka_NewTopic_t *new_topic(const kretry_plan_action_t *a) {
+        char err[256];
+        rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(
+                a->topic, a->partitions, a->replication ? a->replication : -1,
+                err, sizeof(err));
+        if (!nt)
+                return NULL;
+        set_number(nt, "retention.ms", a->retention_ms);
+        set_number(nt, "min.insync.replicas", a->min_insync);
+        set_number(nt, "max.message.bytes", a->max_message_bytes);
+        if (a->compact)
+                rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+        return nt;
+}
+
 static void create_topics(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
         rd_kafka_NewTopic_t **nt = calloc(plan->cnt, sizeof(*nt));
+        rd_kafka_event_t *ev     = NULL;
         size_t n                 = 0;
-        char err[256], ret[32];
-        for (size_t i = 0; nt && i < plan->cnt; i++) {
-                kretry_plan_action_t *a = &plan->actions[i];
-                if (a->op != KRETRY_PLAN_CREATE)
-                        continue;
-                nt[n] = rd_kafka_NewTopic_new(
-                        a->topic, a->partitions,
-                        a->replication ? a->replication : -1, err, sizeof(err));
-                snprintf(ret, sizeof(ret), "%" PRId64, a->retention_ms);
-                if (nt[n] && a->retention_ms)
-                        rd_kafka_NewTopic_set_config(nt[n], "retention.ms",
-                                                     ret);
-                if (nt[n] && a->compact)
-                        rd_kafka_NewTopic_set_config(nt[n], "cleanup.policy",
-                                                     "compact");
-                if (nt[n])
+        for (size_t i = 0; nt && i < plan->cnt; i++)
+                if (plan->actions[i].op == KRETRY_PLAN_CREATE &&
+                    (nt[n] = new_topic(&plan->actions[i])))
                         n++;
-        }
         if (n) {
                 rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
                 rd_kafka_AdminOptions_t *o =
                         options(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms);
                 rd_kafka_CreateTopics(rk, nt, n, o, q);
-                rd_kafka_event_t *ev = wait_result(q, timeout_ms);
+                ev = wait_result(q, timeout_ms);
                 const rd_kafka_CreateTopics_result_t *r =
                         ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
                 size_t rn = 0;
@@ -268,19 +341,21 @@ static void create_topics(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
                                 plan, KRETRY_PLAN_CREATE,
                                 rd_kafka_CreateTopics_result_topics(r, &rn),
                                 rn);
-                if (ev)
-                        rd_kafka_event_destroy(ev);
                 rd_kafka_AdminOptions_destroy(o);
                 rd_kafka_queue_destroy(q);
                 rd_kafka_NewTopic_destroy_array(nt, n);
         }
         free(nt);
-        set_unanswered(plan, KRETRY_PLAN_CREATE, "CreateTopics", timeout_ms);
+        set_unanswered(plan, KRETRY_PLAN_CREATE, "CreateTopics", ev,
+                       timeout_ms);
+        if (ev)
+                rd_kafka_event_destroy(ev);
 }
 
 static void
 add_partitions(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
         rd_kafka_NewPartitions_t **np = calloc(plan->cnt, sizeof(*np));
+        rd_kafka_event_t *ev          = NULL;
         size_t n                      = 0;
         char err[256];
         for (size_t i = 0; np && i < plan->cnt; i++) {
@@ -296,7 +371,7 @@ add_partitions(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
                 rd_kafka_AdminOptions_t *o = options(
                         rk, RD_KAFKA_ADMIN_OP_CREATEPARTITIONS, timeout_ms);
                 rd_kafka_CreatePartitions(rk, np, n, o, q);
-                rd_kafka_event_t *ev = wait_result(q, timeout_ms);
+                ev = wait_result(q, timeout_ms);
                 const rd_kafka_CreatePartitions_result_t *r =
                         ev ? rd_kafka_event_CreatePartitions_result(ev) : NULL;
                 size_t rn = 0;
@@ -305,24 +380,83 @@ add_partitions(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
                                 plan, KRETRY_PLAN_ADD_PARTITIONS,
                                 rd_kafka_CreatePartitions_result_topics(r, &rn),
                                 rn);
-                if (ev)
-                        rd_kafka_event_destroy(ev);
                 rd_kafka_AdminOptions_destroy(o);
                 rd_kafka_queue_destroy(q);
                 rd_kafka_NewPartitions_destroy_array(np, n);
         }
         free(np);
-        set_unanswered(plan, KRETRY_PLAN_ADD_PARTITIONS, "CreatePartitions",
+        set_unanswered(plan, KRETRY_PLAN_ADD_PARTITIONS, "CreatePartitions", ev,
                        timeout_ms);
+        if (ev)
+                rd_kafka_event_destroy(ev);
 }
 
-/* AlterConfigs replaces a topic's whole dynamic configuration (librdkafka
- * 2.0.2 has no IncrementalAlterConfigs): read the current dynamic entries
- * first and send them back with the new retention.ms. */
-static rd_kafka_ConfigResource_t *
-current_config(rd_kafka_t *rk, const char *topic, int timeout_ms) {
-        rd_kafka_ConfigResource_t *req =
+/* Is @p name among the first @p n entries of @p kv? */
+static int kv_has(const kretry_admin_kv_t *kv, size_t n, const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (!strcmp(kv[i].name, name))
+                        return 1;
+        return 0;
+}
+
+rd_kafka_ConfigResource_t *
+kretry_admin_alter_request(const char *topic,
+                           const kretry_admin_kv_t *current,
+                           size_t current_cnt,
+                           const kretry_admin_kv_t *changes,
+                           size_t change_cnt) {
+        rd_kafka_ConfigResource_t *res =
                 rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+        rd_kafka_resp_err_t err =
+                res ? 0 : RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
+        for (size_t i = 0; !err && i < current_cnt; i++)
+                if (!kv_has(changes, change_cnt, current[i].name) &&
+                    !kv_has(current, i, current[i].name))
+                        err = rd_kafka_ConfigResource_set_config(
+                                res, current[i].name, current[i].value);
+        for (size_t i = 0; !err && i < change_cnt; i++)
+                if (!kv_has(changes, i, changes[i].name))
+                        err = rd_kafka_ConfigResource_set_config(
+                                res, changes[i].name, changes[i].value);
+        if (err && res) {
+                rd_kafka_ConfigResource_destroy(res);
+                res = NULL;
+        }
+        return res;
+}
+
+/* The changes of an ALTER_CONFIG action as name/value pairs, the values
+ * printed into @p bufs. Returns how many. */
+static size_t changes_of(const kretry_plan_action_t *a,
+                         kretry_admin_kv_t *kv,
+                         char (*bufs)[32]) {
+        size_t n = 0;
+        const struct {
+                const char *name;
+                int64_t v;
+        } all[] = {{"retention.ms", a->retention_ms},
+                   {"min.insync.replicas", a->min_insync},
+                   {"max.message.bytes", a->max_message_bytes}};
+        for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+                if (!all[i].v)
+                        continue;
+                snprintf(bufs[n], sizeof(bufs[n]), "%" PRId64, all[i].v);
+                kv[n].name  = all[i].name;
+                kv[n].value = bufs[n];
+                n++;
+        }
+        if (a->compact)
+                kv[n++] = (kretry_admin_kv_t){"cleanup.policy", "compact"};
+        return n;
+}
+
+/* The AlterConfigs request for @p a: the topic's dynamic entries, read
+ * with DescribeConfigs, with the action's changes. NULL with the action's
+ * result set when the cluster did not tell. */
+static rd_kafka_ConfigResource_t *
+alter_request(rd_kafka_t *rk, kretry_plan_action_t *a, int timeout_ms) {
+        rd_kafka_ConfigResource_t *req =
+                rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, a->topic);
         rd_kafka_ConfigResource_t *out = NULL;
         rd_kafka_queue_t *q            = rd_kafka_queue_new(rk);
         rd_kafka_AdminOptions_t *o =
@@ -331,23 +465,30 @@ current_config(rd_kafka_t *rk, const char *topic, int timeout_ms) {
         rd_kafka_event_t *ev = wait_result(q, timeout_ms);
         const rd_kafka_DescribeConfigs_result_t *r =
                 ev ? rd_kafka_event_DescribeConfigs_result(ev) : NULL;
-        size_t n = 0;
+        size_t n = 0, cn = 0;
         const rd_kafka_ConfigResource_t **rs =
                 r ? rd_kafka_DescribeConfigs_result_resources(r, &n) : NULL;
-        if (n == 1 && !rd_kafka_ConfigResource_error(rs[0])) {
-                out = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC,
-                                                  topic);
-                size_t cn;
-                const rd_kafka_ConfigEntry_t **e =
-                        rd_kafka_ConfigResource_configs(rs[0], &cn);
-                for (size_t i = 0; i < cn; i++)
-                        if (rd_kafka_ConfigEntry_source(e[i]) ==
-                                    RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG &&
-                            rd_kafka_ConfigEntry_value(e[i]))
-                                rd_kafka_ConfigResource_set_config(
-                                        out, rd_kafka_ConfigEntry_name(e[i]),
-                                        rd_kafka_ConfigEntry_value(e[i]));
-        }
+        const rd_kafka_ConfigEntry_t **e =
+                n == 1 ? rd_kafka_ConfigResource_configs(rs[0], &cn) : NULL;
+        kretry_admin_kv_t *cur = calloc(cn + 1, sizeof(*cur)), ch[4];
+        size_t cur_cnt         = 0;
+        char bufs[3][32];
+        for (size_t i = 0; cur && i < cn; i++)
+                if (rd_kafka_ConfigEntry_source(e[i]) ==
+                            RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG &&
+                    rd_kafka_ConfigEntry_value(e[i]))
+                        cur[cur_cnt++] = (kretry_admin_kv_t){
+                                rd_kafka_ConfigEntry_name(e[i]),
+                                rd_kafka_ConfigEntry_value(e[i])};
+        if (n == 1 && rd_kafka_ConfigResource_error(rs[0]))
+                set_result(a, rd_kafka_ConfigResource_error(rs[0]),
+                           rd_kafka_ConfigResource_error_string(rs[0]));
+        else if (n == 1 && cur)
+                out = kretry_admin_alter_request(a->topic, cur, cur_cnt, ch,
+                                                 changes_of(a, ch, bufs));
+        else
+                unanswered(a, "DescribeConfigs", ev, timeout_ms);
+        free(cur);
         if (ev)
                 rd_kafka_event_destroy(ev);
         rd_kafka_AdminOptions_destroy(o);
@@ -357,14 +498,10 @@ current_config(rd_kafka_t *rk, const char *topic, int timeout_ms) {
 }
 
 static void
-alter_retention(rd_kafka_t *rk, kretry_plan_action_t *a, int timeout_ms) {
-        char ret[32];
-        rd_kafka_ConfigResource_t *res =
-                current_config(rk, a->topic, timeout_ms);
+alter_config(rd_kafka_t *rk, kretry_plan_action_t *a, int timeout_ms) {
+        rd_kafka_ConfigResource_t *res = alter_request(rk, a, timeout_ms);
         if (!res)
-                return; /* set_unanswered() reports it */
-        snprintf(ret, sizeof(ret), "%" PRId64, a->retention_ms);
-        rd_kafka_ConfigResource_set_config(res, "retention.ms", ret);
+                return; /* its result says why */
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_AdminOptions_t *o =
                 options(rk, RD_KAFKA_ADMIN_OP_ALTERCONFIGS, timeout_ms);
@@ -378,6 +515,8 @@ alter_retention(rd_kafka_t *rk, kretry_plan_action_t *a, int timeout_ms) {
         if (n == 1)
                 set_result(a, rd_kafka_ConfigResource_error(rs[0]),
                            rd_kafka_ConfigResource_error_string(rs[0]));
+        else
+                unanswered(a, "AlterConfigs", ev, timeout_ms);
         if (ev)
                 rd_kafka_event_destroy(ev);
         rd_kafka_AdminOptions_destroy(o);
@@ -385,17 +524,41 @@ alter_retention(rd_kafka_t *rk, kretry_plan_action_t *a, int timeout_ms) {
         rd_kafka_queue_destroy(q);
 }
 
+/* Can the cluster run admin requests at all? Fails every change at once,
+ * without waiting for a timeout, when it names no controller. */
+static int
+controller_check(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t err =
+                rd_kafka_metadata(rk, 0, NULL, &md, timeout_ms);
+        int known = !err && kretry_admin_controller_known(rk, md);
+        for (size_t i = 0; !known && i < plan->cnt; i++) {
+                kretry_plan_action_t *a = &plan->actions[i];
+                if (a->op > KRETRY_PLAN_ALTER_CONFIG)
+                        continue; /* not a change */
+                a->done = -1;
+                snprintf(a->result, sizeof(a->result), "%s",
+                         err ? rd_kafka_err2str(err)
+                             : "the cluster names no controller among its "
+                               "brokers: it cannot run admin "
+                               "requests" MOCK_HINT);
+        }
+        if (md)
+                rd_kafka_metadata_destroy(md);
+        return known;
+}
+
 int kretry_admin_apply(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
         int failed = 0;
         if (plan->conflicts)
                 return -1;
-        create_topics(rk, plan, timeout_ms);
-        add_partitions(rk, plan, timeout_ms);
-        for (size_t i = 0; i < plan->cnt; i++)
-                if (plan->actions[i].op == KRETRY_PLAN_ALTER_RETENTION)
-                        alter_retention(rk, &plan->actions[i], timeout_ms);
-        set_unanswered(plan, KRETRY_PLAN_ALTER_RETENTION,
-                       "DescribeConfigs/AlterConfigs", timeout_ms);
+        if (controller_check(rk, plan, timeout_ms)) {
+                create_topics(rk, plan, timeout_ms);
+                add_partitions(rk, plan, timeout_ms);
+                for (size_t i = 0; i < plan->cnt; i++)
+                        if (plan->actions[i].op == KRETRY_PLAN_ALTER_CONFIG)
+                                alter_config(rk, &plan->actions[i], timeout_ms);
+        }
         for (size_t i = 0; i < plan->cnt; i++)
                 failed += plan->actions[i].done < 0;
         return failed;

@@ -35,7 +35,46 @@ int kretry_admin_snapshot(rd_kafka_t *rk,
                           size_t errstr_size);
 
 /* Perform every change of @p plan (which must have no conflict), filling
- * each action's done/result. Returns the number of failed actions. */
+ * each action's done/result: "done", or the broker's own error text.
+ * Returns the number of failed actions. */
 int kretry_admin_apply(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms);
+
+/* Is the controller that metadata @p md names one of its brokers? The admin
+ * requests kretry sends wait for it: librdkafka's mock cluster names
+ * controller 0, none of its brokers, and would let each request wait for
+ * its whole timeout. */
+int kretry_admin_controller_known(rd_kafka_t *rk,
+                                  const struct rd_kafka_metadata *md);
+
+/* DescribeConfigs for @p names (topics already in @p meta): their
+ * retention.ms, min.insync.replicas, max.message.bytes and cleanup.policy
+ * into @p meta. 0, or -1 with the broker's reason in @p errstr (what was
+ * answered is filled in all the same). */
+int kretry_admin_describe(rd_kafka_t *rk,
+                          char **names,
+                          size_t cnt,
+                          int timeout_ms,
+                          kretry_meta_t *meta,
+                          char *errstr,
+                          size_t errstr_size);
+
+typedef struct {
+        const char *name, *value;
+} kretry_admin_kv_t;
+
+/* The AlterConfigs request for @p topic. AlterConfigs replaces a topic's
+ * whole dynamic configuration (librdkafka 2.0.2 has no
+ * IncrementalAlterConfigs), so the request carries @p current (the topic's
+ * dynamic entries, as DescribeConfigs reports them) with @p changes
+ * applied — each key once: Kafka refuses a request that names a key twice
+ * (INVALID_REQUEST). A change wins over a current entry of the same name,
+ * the first of two equal names wins otherwise. NULL when out of memory;
+ * free with rd_kafka_ConfigResource_destroy(). */
+rd_kafka_ConfigResource_t *
+kretry_admin_alter_request(const char *topic,
+                           const kretry_admin_kv_t *current,
+                           size_t current_cnt,
+                           const kretry_admin_kv_t *changes,
+                           size_t change_cnt);
 
 #endif

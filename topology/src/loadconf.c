@@ -223,6 +223,7 @@ static kretry_err_t load_into(kretry_conf_t *conf,
                 return KRETRY_ERR_NO_MEM;
         }
         kretry_err_t err = apply(copy, f, t, path, errstr, size);
+        snprintf(copy->topology_file, sizeof(copy->topology_file), "%s", path);
         if (!err) {
                 kretry_conf_t tmp = *conf;
                 *conf             = *copy;

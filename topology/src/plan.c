@@ -16,8 +16,12 @@ int kretry_meta_add(kretry_meta_t *m,
         m->topics = t;
         if (!(t[m->cnt].name = strdup(name)))
                 return -1;
-        t[m->cnt].partitions   = partitions;
-        t[m->cnt].retention_ms = retention_ms;
+        t[m->cnt].partitions        = partitions;
+        t[m->cnt].replication       = 0;
+        t[m->cnt].retention_ms      = retention_ms;
+        t[m->cnt].compact           = -1;
+        t[m->cnt].min_insync        = -1;
+        t[m->cnt].max_message_bytes = -1;
         m->cnt++;
         return 0;
 }
@@ -40,7 +44,7 @@ void kretry_meta_clear(kretry_meta_t *m) {
 
 const char *kretry_plan_op_name(kretry_plan_op_t op) {
         static const char *names[] = {"create", "add partitions",
-                                      "alter retention", "unknown", "conflict"};
+                                      "alter config", "unknown", "conflict"};
         return names[op];
 }
 
@@ -107,23 +111,100 @@ static int note(kretry_plan_t *plan,
         return 0;
 }
 
-/* A tier or the DLQ: create it, grow it, or bring its retention in line. */
-static int plan_chain_topic(kretry_plan_t *plan,
-                            const kretry_topology_t *t,
-                            const kretry_meta_t *meta,
-                            const char *topic,
-                            const char *role,
-                            int partitions) {
+/* min.insync.replicas for a topic of @p replication replicas: the declared
+ * value, else min(2, replication) (with 3 replicas and the broker's default
+ * of 1, acks=all would be met by the leader alone); 0 when unknown. */
+static int want_min_insync(const kretry_topology_t *t, int replication) {
+        if (t->min_insync)
+                return t->min_insync;
+        return replication > 2 ? 2 : replication;
+}
+
+/* max.message.bytes of a tier or the DLQ: the source's plus the headroom
+ * of a copy's headers; 0 when the source's is unknown. */
+static int64_t want_max_bytes(const kretry_topology_t *t,
+                              const kretry_meta_t *meta) {
+        const kretry_meta_topic_t *src = kretry_meta_find(meta, t->source);
+        return src && src->max_message_bytes > 0
+                       ? src->max_message_bytes + KRETRY_COPY_HEADROOM
+                       : 0;
+}
+
+/* An existing topic's configuration: retention.ms as declared (@p retention,
+ * 0: not declared), min.insync.replicas and max.message.bytes (@p max_bytes,
+ * 0: none) raised to what the guarantees need — never lowered, unless
+ * min_insync_replicas is declared — and a changelog (@p changelog) that is
+ * not compacted made compact (delete cleanup would expire the versions).
+ * One ALTER_CONFIG for all of them. */
+static int plan_configs(kretry_plan_t *plan,
+                        const kretry_topology_t *t,
+                        const kretry_meta_topic_t *m,
+                        const char *role,
+                        int64_t retention,
+                        int64_t max_bytes,
+                        int changelog) {
+        kretry_plan_action_t c = {0};
+        c.compact              = changelog && m->compact == 0;
+        if (retention && m->retention_ms != retention) {
+                if (m->retention_ms < 0)
+                        return note(plan, KRETRY_PLAN_UNKNOWN, t, m->name, role,
+                                    "its retention.ms is unknown (the cluster "
+                                    "did not answer DescribeConfigs)");
+                c.retention_ms         = retention;
+                c.current_retention_ms = m->retention_ms;
+        }
+        int insync = want_min_insync(t, m->replication);
+        if (insync && m->min_insync >= 0 &&
+            (t->min_insync ? m->min_insync != insync
+                           : m->min_insync < insync)) {
+                c.min_insync         = insync;
+                c.current_min_insync = m->min_insync;
+        }
+        if (max_bytes && m->max_message_bytes >= 0 &&
+            m->max_message_bytes < max_bytes) {
+                c.max_message_bytes         = max_bytes;
+                c.current_max_message_bytes = m->max_message_bytes;
+        }
+        if (!c.retention_ms && !c.min_insync && !c.max_message_bytes &&
+            !c.compact)
+                return 0;
+        kretry_plan_action_t *a =
+                push(plan, KRETRY_PLAN_ALTER_CONFIG, t, m->name, role);
+        if (!a)
+                return -1;
+        a->retention_ms              = c.retention_ms;
+        a->current_retention_ms      = c.current_retention_ms;
+        a->min_insync                = c.min_insync;
+        a->current_min_insync        = c.current_min_insync;
+        a->max_message_bytes         = c.max_message_bytes;
+        a->current_max_message_bytes = c.current_max_message_bytes;
+        a->compact                   = c.compact;
+        return 0;
+}
+
+/* A tier, the DLQ or the changelog (@p changelog): create it, grow it, or
+ * bring its configuration in line. */
+static int plan_topic(kretry_plan_t *plan,
+                      const kretry_topology_t *t,
+                      const kretry_meta_t *meta,
+                      const char *topic,
+                      const char *role,
+                      int partitions,
+                      int changelog) {
         if (planned(plan, topic))
                 return 0; /* shared with an earlier topology */
         const kretry_meta_topic_t *m = kretry_meta_find(meta, topic);
+        int64_t max_bytes            = changelog ? 0 : want_max_bytes(t, meta);
         kretry_plan_action_t *a;
         if (!m) {
                 if (!(a = push(plan, KRETRY_PLAN_CREATE, t, topic, role)))
                         return -1;
-                a->partitions   = partitions;
-                a->replication  = t->replication;
-                a->retention_ms = t->retention_ms;
+                a->partitions        = partitions;
+                a->replication       = t->replication;
+                a->retention_ms      = changelog ? 0 : t->retention_ms;
+                a->compact           = changelog;
+                a->min_insync        = want_min_insync(t, t->replication);
+                a->max_message_bytes = max_bytes;
                 return 0;
         }
         if (m->partitions < partitions) {
@@ -133,17 +214,9 @@ static int plan_chain_topic(kretry_plan_t *plan,
                 a->partitions         = partitions;
                 a->current_partitions = m->partitions;
         }
-        if (!t->retention_ms || m->retention_ms == t->retention_ms)
-                return 0;
-        if (m->retention_ms < 0)
-                return note(plan, KRETRY_PLAN_UNKNOWN, t, topic, role,
-                            "its retention.ms is unknown (the cluster did "
-                            "not answer DescribeConfigs)");
-        if (!(a = push(plan, KRETRY_PLAN_ALTER_RETENTION, t, topic, role)))
-                return -1;
-        a->retention_ms         = t->retention_ms;
-        a->current_retention_ms = m->retention_ms;
-        return 0;
+        /* The changelog: compaction, not retention, bounds it. */
+        return plan_configs(plan, t, m, role, changelog ? 0 : t->retention_ms,
+                            max_bytes, changelog);
 }
 
 /* The partition count of the chain, or 0 after recording a conflict. */
@@ -185,32 +258,16 @@ static int chain_partitions(kretry_plan_t *plan,
 }
 
 /* versioning: the compacted changelog of the version store, co-partitioned
- * with the source; compaction, not retention, bounds it. */
+ * with the source. */
 static int plan_versions_topic(kretry_plan_t *plan,
                                const kretry_topology_t *t,
                                const kretry_meta_t *meta,
                                int partitions) {
         char topic[256];
         if (t->versioning == KRETRY_VERSIONING_NONE ||
-            kretry_topology_versions_topic(t, topic, sizeof(topic)) ||
-            planned(plan, topic))
+            kretry_topology_versions_topic(t, topic, sizeof(topic)))
                 return 0;
-        const kretry_meta_topic_t *m = kretry_meta_find(meta, topic);
-        kretry_plan_action_t *a;
-        if (!m) {
-                if (!(a = push(plan, KRETRY_PLAN_CREATE, t, topic, "versions")))
-                        return -1;
-                a->partitions  = partitions;
-                a->replication = t->replication;
-                a->compact     = 1;
-        } else if (m->partitions < partitions) {
-                if (!(a = push(plan, KRETRY_PLAN_ADD_PARTITIONS, t, topic,
-                               "versions")))
-                        return -1;
-                a->partitions         = partitions;
-                a->current_partitions = m->partitions;
-        }
-        return 0;
+        return plan_topic(plan, t, meta, topic, "versions", partitions, 1);
 }
 
 static int plan_topology(kretry_plan_t *plan,
@@ -223,11 +280,11 @@ static int plan_topology(kretry_plan_t *plan,
         for (int n = 0; n < t->tier_cnt; n++) {
                 char role[32];
                 snprintf(role, sizeof(role), "tier %d", n + 1);
-                if (plan_chain_topic(plan, t, meta, t->tier_topics[n], role,
-                                     partitions))
+                if (plan_topic(plan, t, meta, t->tier_topics[n], role,
+                               partitions, 0))
                         return -1;
         }
-        if (plan_chain_topic(plan, t, meta, t->dlq, "dlq", partitions))
+        if (plan_topic(plan, t, meta, t->dlq, "dlq", partitions, 0))
                 return -1;
         return plan_versions_topic(plan, t, meta, partitions);
 }

@@ -17,8 +17,19 @@
 typedef struct {
         char *name;
         int partitions;
-        int64_t retention_ms; /* -1: unknown (DescribeConfigs unanswered) */
+        int replication; /* replicas of its partitions, 0: unknown */
+        /* From DescribeConfigs; -1: unknown (unanswered) */
+        int64_t retention_ms;
+        int compact; /* cleanup.policy includes compact: 1, 0 */
+        int min_insync;
+        int64_t max_message_bytes;
 } kretry_meta_topic_t;
+
+/* What max.message.bytes of a tier and the DLQ exceeds the source's by:
+ * room for the kretry-* headers of a copy, the handler's error message at
+ * error.max.length's largest (65,536 bytes) and topic names of 249 bytes
+ * included. */
+#define KRETRY_COPY_HEADROOM 131072
 
 /* A metadata snapshot: the topics that exist. */
 typedef struct {
@@ -26,7 +37,9 @@ typedef struct {
         size_t cnt;
 } kretry_meta_t;
 
-/* Add a topic to a snapshot (tests build snapshots with it). 0 or -1. */
+/* Add a topic to a snapshot (tests build snapshots with it); its
+ * replication and every configuration but @p retention_ms unknown.
+ * 0 or -1. */
 int kretry_meta_add(kretry_meta_t *m,
                     const char *name,
                     int partitions,
@@ -36,10 +49,11 @@ const kretry_meta_topic_t *kretry_meta_find(const kretry_meta_t *m,
 void kretry_meta_clear(kretry_meta_t *m);
 
 typedef enum {
-        KRETRY_PLAN_CREATE,          /* create with partitions, config */
-        KRETRY_PLAN_ADD_PARTITIONS,  /* grow to `partitions` */
-        KRETRY_PLAN_ALTER_RETENTION, /* set retention.ms */
-        KRETRY_PLAN_UNKNOWN,         /* could not be decided: see `reason` */
+        KRETRY_PLAN_CREATE,         /* create with partitions, config */
+        KRETRY_PLAN_ADD_PARTITIONS, /* grow to `partitions` */
+        KRETRY_PLAN_ALTER_CONFIG,   /* set retention.ms, min.insync.replicas,
+                                       max.message.bytes, cleanup.policy */
+        KRETRY_PLAN_UNKNOWN,        /* could not be decided: see `reason` */
         KRETRY_PLAN_CONFLICT /* refused: see `reason`; nothing is applied */
 } kretry_plan_op_t;
 
@@ -51,10 +65,16 @@ typedef struct {
         int partitions;         /* CREATE, ADD_PARTITIONS: the new count */
         int current_partitions; /* ADD_PARTITIONS */
         int replication;        /* CREATE: 0 = the cluster's default */
-        int64_t retention_ms;   /* CREATE (0: default), ALTER_RETENTION */
-        int compact;            /* CREATE: cleanup.policy=compact */
-        int64_t current_retention_ms; /* ALTER_RETENTION */
-        char reason[512];             /* CONFLICT, UNKNOWN */
+        /* CREATE: 0 = the cluster's default; ALTER_CONFIG: 0 = unchanged */
+        int64_t retention_ms;
+        int min_insync;
+        int64_t max_message_bytes;
+        int compact; /* CREATE, ALTER_CONFIG: cleanup.policy=compact */
+        /* ALTER_CONFIG: the values it changes */
+        int64_t current_retention_ms;
+        int current_min_insync;
+        int64_t current_max_message_bytes;
+        char reason[512]; /* CONFLICT, UNKNOWN */
         /* Filled by the admin layer when applied: */
         int done; /* 1 applied, -1 failed */
         char result[512];
@@ -64,7 +84,7 @@ typedef struct {
         kretry_plan_action_t *actions;
         size_t cnt, size;
         int conflicts; /* CONFLICT actions */
-        int changes;   /* CREATE, ADD_PARTITIONS, ALTER_RETENTION */
+        int changes;   /* CREATE, ADD_PARTITIONS, ALTER_CONFIG */
 } kretry_plan_t;
 
 /* Compute the plan for every topology of @p topos (@p cnt of them) against
@@ -76,7 +96,7 @@ int kretry_plan_compute(const kretry_topology_t *topos,
 
 void kretry_plan_clear(kretry_plan_t *plan);
 
-/* "create", "add partitions", "alter retention", "unknown", "conflict" */
+/* "create", "add partitions", "alter config", "unknown", "conflict" */
 const char *kretry_plan_op_name(kretry_plan_op_t op);
 
 #endif

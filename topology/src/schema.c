@@ -62,6 +62,7 @@ static const cyaml_schema_field_t topics_fields[] = {
         STR("partitions", kretry_raw_topics_t, partitions),
         STR("replication", kretry_raw_topics_t, replication),
         STR("retention", kretry_raw_topics_t, retention),
+        STR("min_insync_replicas", kretry_raw_topics_t, min_insync_replicas),
         CYAML_FIELD_END,
 };
 
@@ -113,6 +114,7 @@ static const cyaml_schema_field_t handler_fields[] = {
 static const cyaml_schema_field_t alerts_fields[] = {
         STR("dlq_messages", kretry_raw_alerts_t, dlq_messages),
         STR("oldest_age", kretry_raw_alerts_t, oldest_age),
+        STR("dlq_rate", kretry_raw_alerts_t, dlq_rate),
         CYAML_FIELD_END,
 };
 

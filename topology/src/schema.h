@@ -39,6 +39,7 @@ typedef struct {
         char *partitions;
         char *replication;
         char *retention;
+        char *min_insync_replicas;
 } kretry_raw_topics_t;
 
 typedef struct {
@@ -82,6 +83,7 @@ typedef struct {
 typedef struct {
         char *dlq_messages;
         char *oldest_age;
+        char *dlq_rate;
 } kretry_raw_alerts_t;
 
 typedef struct {

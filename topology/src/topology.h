@@ -60,6 +60,7 @@ typedef struct {
         int partitions;                           /* 0: the source's count */
         int replication;                          /* 0: the cluster's default */
         int64_t retention_ms;                     /* 0: not declared */
+        int min_insync; /* topics.min_insync_replicas; 0: min(2, replication) */
         kretry_ordering_t ordering;
         kretry_on_dlq_t on_dead_letter;
         kretry_versioning_t versioning;
@@ -85,6 +86,8 @@ typedef struct {
         int alerts;                  /* declared */
         int64_t alert_dlq_messages;  /* -1: none */
         int64_t alert_oldest_age_ms; /* 0: none */
+        int64_t alert_dlq_rate;      /* messages a minute into the DLQ, 0:
+                                      * none */
 
         /* Positions of what the engine may refuse, for its messages. */
         kretry_pos_t pos, ordering_pos, versioning_pos, value_pos,

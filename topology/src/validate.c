@@ -200,14 +200,25 @@ check_topics(vctx_t *c, const kretry_raw_topics_t *r, kretry_topology_t *t) {
                 t->replication = (int)v;
         if (r->retention)
                 duration(c, r->retention, "topics.retention", &t->retention_ms);
+        if (r->min_insync_replicas &&
+            integer(c, r->min_insync_replicas, "topics.min_insync_replicas", 1,
+                    MAX_REPLICATION, &v) == 0)
+                t->min_insync = (int)v;
+        if (t->min_insync && t->replication && t->min_insync > t->replication)
+                verr(c, "topics.min_insync_replicas",
+                     "min_insync_replicas: %d is more than replication %d: "
+                     "no write could ever be acknowledged",
+                     t->min_insync, t->replication);
 }
+
+#define TOPIC_CHARS                                                            \
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
 
 static int topic_name_ok(vctx_t *c, const char *rel, const char *name) {
         label_t lb;
         size_t n = strlen(name);
         if (n == 0 || n > 249 || !strcmp(name, ".") || !strcmp(name, "..") ||
-            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                         "0123456789._-") != n) {
+            strspn(name, TOPIC_CHARS) != n) {
                 verr(c, rel,
                      "%s: \"%s\" is not a valid Kafka topic name (1..249 "
                      "of a-z A-Z 0-9 . _ -)",
@@ -280,6 +291,23 @@ check_modes(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
                      "ordering: none, keys have no chain to park)");
 }
 
+/* The version store's changelog, {group}.{source}.versions: a group id
+ * may hold characters a topic name cannot (':', '/', spaces...). */
+static void check_changelog_name(vctx_t *c, const kretry_topology_t *t) {
+        char vt[600];
+        if (!t->group || !t->source)
+                return;
+        snprintf(vt, sizeof(vt), "%s.%s.versions", t->group, t->source);
+        size_t n = strlen(vt);
+        if (n <= 249 && strspn(vt, TOPIC_CHARS) == n)
+                return;
+        verr(c, "versioning",
+             "versioning: the version changelog \"%s\" ({group}.{source}"
+             ".versions) is not a valid Kafka topic name (1..249 of a-z A-Z "
+             "0-9 . _ -): use a group id made of those characters",
+             vt);
+}
+
 static void check_versioning(vctx_t *c,
                              const kretry_raw_versioning_t *r,
                              kretry_topology_t *t) {
@@ -297,6 +325,7 @@ static void check_versioning(vctx_t *c,
         t->versioning = h ? KRETRY_VERSIONING_HEADER : KRETRY_VERSIONING_FIELD;
         t->version_name  = h ? h : f;
         t->discard_equal = r->discard == KRETRY_RAW_DISCARD_OLDER_OR_EQUAL;
+        check_changelog_name(c, t);
 }
 
 /* @p path against the topology file's directory (pooled), or NULL. */
@@ -600,6 +629,10 @@ check_extras(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
                 if (r->alerts->oldest_age)
                         duration(c, r->alerts->oldest_age, "alerts.oldest_age",
                                  &t->alert_oldest_age_ms);
+                if (r->alerts->dlq_rate &&
+                    !integer(c, r->alerts->dlq_rate, "alerts.dlq_rate", 1,
+                             1000000000, &v))
+                        t->alert_dlq_rate = v;
         }
 }
 
@@ -655,6 +688,43 @@ static void check_unique_names(vctx_t *c, kretry_topology_file_t *f) {
                              "name: \"%s\" is already the name of topology "
                              "%zu; names must be unique in the file",
                              a, j + 1);
+                }
+        }
+}
+
+/* The first tier topic of @p a that is also one of @p b's, or NULL. */
+static const char *shared_tier(const kretry_topology_t *a,
+                               const kretry_topology_t *b) {
+        for (int i = 0; i < a->tier_cnt; i++)
+                for (int j = 0; j < b->tier_cnt; j++)
+                        if (a->tier_topics[i] && b->tier_topics[j] &&
+                            !strcmp(a->tier_topics[i], b->tier_topics[j]))
+                                return a->tier_topics[i];
+        return NULL;
+}
+
+/* Two groups whose tiers share a topic each read the other's copies: the
+ * engine skips them (kretry-group), but both pay for reading them and each
+ * group's backlog hides the other's. Allowed, with a warning. */
+static void check_shared_tiers(vctx_t *c, kretry_topology_file_t *f) {
+        for (size_t i = 0; i < f->cnt; i++) {
+                for (size_t j = 0; j < i; j++) {
+                        const kretry_topology_t *a = &f->topos[i],
+                                                *b = &f->topos[j];
+                        const char *t;
+                        if (!a->group || !b->group ||
+                            !strcmp(a->group, b->group) ||
+                            !(t = shared_tier(a, b)))
+                                continue;
+                        snprintf(c->base, sizeof(c->base), "topologies[%zu]",
+                                 i);
+                        vwarn(c, "group",
+                              "group: \"%s\" shares tier topic \"%s\" with "
+                              "topology \"%s\" of group \"%s\": each group "
+                              "skips the other's copies (kretry-group) but "
+                              "reads them all; give each group its own tiers "
+                              "and DLQ (topics.retry_pattern, dlq)",
+                              a->group, t, b->name, b->group);
                 }
         }
 }
@@ -739,4 +809,5 @@ void kretry_topology_validate(kretry_topology_file_t *f, kretry_diags_t *d) {
                 check_topology(&c, &f->raw->topologies[i], &f->topos[i]);
         }
         check_unique_names(&c, f);
+        check_shared_tiers(&c, f);
 }

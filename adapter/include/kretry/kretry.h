@@ -68,7 +68,8 @@ KRETRY_EXPORT int kretry_version(void);
         XX(FATAL, -8, "fatal error: the adapter cannot continue")              \
         XX(TIMED_OUT, -9, "timed out")                                         \
         XX(IO, -10, "input/output error")                                      \
-        XX(PARSE, -11, "parse error")
+        XX(PARSE, -11, "parse error")                                          \
+        XX(TOPOLOGY, -12, "the cluster's topics do not fit the topology")
 
 /** Every kretry error code; 0 is success, failures are negative. */
 typedef enum {
@@ -156,6 +157,15 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *       {source} [{group}.{source}.versions]
  *   restore.timeout.ms: bounded wait for rebuilding key chains and versions on
  *       assignment [60000]
+ *   topology.check: before subscribing, kretry_adapter_new() reads the
+ *       cluster's metadata (never creating a topic) and checks that every
+ *       tier, the DLQ and the version changelog exist with at least the
+ *       source's partitions, and that the changelog is compacted; fail:
+ *       refuse to start (kretry_adapter_new() returns NULL with one line
+ *       per problem in errstr); warn: log the problems and start; off:
+ *       skip it [fail]
+ *   topology.check.timeout.ms: bounded wait for that metadata (and the
+ *       changelog's cleanup.policy) [10000]
  *   stats.interval.ms: how often the stats callback runs (0: never) [0]
  *   retry.permanent.errors: comma-separated handler error codes that always
  *       mean FAIL, even with a RETRY answer
@@ -388,21 +398,25 @@ typedef kretry_action_t(kretry_handler_t)(kretry_msg_t *msg, void *opaque);
 
 /** Where a message went once its outcome became durable. */
 typedef enum {
-        KRETRY_ROUTE_OK      = 0,  /**< handled OK */
-        KRETRY_ROUTE_RETRY   = 1,  /**< copied to a retry tier */
-        KRETRY_ROUTE_DLQ     = 2,  /**< copied to the dead-letter topic */
-        KRETRY_ROUTE_INVALID = 3,  /**< a malformed message on a tier, dead-
-                                         lettered without calling the handler */
-        KRETRY_ROUTE_STALE = 4,    /**< skipped: an older version of its key
-                                         (versioning); not handled */
-        KRETRY_ROUTE_PARKED = 5,   /**< forwarded behind its key's head
-                                         (ordering key); not handled yet */
-        KRETRY_ROUTE_DUPLICATE = 6 /**< a source message consumed again after
+        KRETRY_ROUTE_OK      = 0,   /**< handled OK */
+        KRETRY_ROUTE_RETRY   = 1,   /**< copied to a retry tier */
+        KRETRY_ROUTE_DLQ     = 2,   /**< copied to the dead-letter topic */
+        KRETRY_ROUTE_INVALID = 3,   /**< a malformed message on a tier, dead-
+                                          lettered without calling the handler */
+        KRETRY_ROUTE_STALE = 4,     /**< skipped: an older version of its key
+                                          (versioning); not handled */
+        KRETRY_ROUTE_PARKED = 5,    /**< forwarded behind its key's head
+                                          (ordering key); not handled yet */
+        KRETRY_ROUTE_DUPLICATE = 6, /**< a source message consumed again after
                                          a restart whose copy already waits
                                          in a tier, or a tier copy superseded
                                          by a newer copy of the same message
                                          (ordering key): the newer copy
                                          carries it; not handled */
+        KRETRY_ROUTE_FOREIGN = 7    /**< a tier copy another consumer group
+                                          wrote to a tier topic both share
+                                          (kretry-group): that group handles
+                                          it; not handled */
 } kretry_route_t;
 
 /**
@@ -535,8 +549,16 @@ typedef struct kretry_adapter_s kretry_adapter_t;
 /**
  * @brief Create an adapter and subscribe to the source topic.
  *
+ * First checks the cluster's topics (topology.check): with `fail`, a tier,
+ * DLQ or changelog that is missing, has fewer partitions than the source or
+ * (the changelog) is not compacted, and metadata that cannot be read within
+ * topology.check.timeout.ms, make it return NULL. Called on the thread that
+ * will drive the adapter; blocks at most that timeout for the check.
+ *
  * @param conf takes ownership on success; on failure it stays the caller's.
- * @returns the adapter, or NULL with @p errstr filled.
+ * @returns the adapter, or NULL with @p errstr filled (every problem of the
+ *          topology check, one per line, as far as @p errstr_size allows;
+ *          each is also logged).
  *          Free with kretry_adapter_destroy().
  */
 KRETRY_EXPORT kretry_adapter_t *
@@ -653,9 +675,18 @@ typedef enum {
                                                 decided now (in the handler, held,
                                                 or waiting for a slot or their
                                                 key) */
-        KRETRY_COUNTER_INFLIGHT_BYTES = 22 /**< the bytes of key and value of
-                                                those messages now (bounded by
-                                                max.inflight.bytes) */
+        KRETRY_COUNTER_INFLIGHT_BYTES = 22, /**< the bytes of key and value
+                                                 of those messages now
+                                                 (bounded by max.inflight.bytes)
+                                                 */
+        KRETRY_COUNTER_TOO_LARGE = 23,      /**< copies the broker (or the
+                                                producer's message.max.bytes)
+                                                refused as too large, each
+                                                counted once: its partition waits
+                                                until the limit is raised */
+        KRETRY_COUNTER_FOREIGN = 24 /**< tier copies another consumer group
+                                         wrote (kretry-group), acknowledged
+                                         without handling */
 } kretry_counter_t;
 
 /**
@@ -671,7 +702,7 @@ KRETRY_EXPORT int64_t kretry_adapter_counter(const kretry_adapter_t *adapter,
  *        {"consumed":N,"ok":N,"handler_calls":N,"retried":[t1,t2,...],
  *         "dead_lettered":{"permanent":N,"exhausted":N,"expired":N,
  *         "schema":N},"produce_errors":N,"held":N,...,
- *         "inflight":N,"inflight_bytes":N}
+ *         "inflight":N,"inflight_bytes":N,"too_large":N,"foreign":N}
  *        ("inflight" and "inflight_bytes": KRETRY_COUNTER_INFLIGHT and
  *        KRETRY_COUNTER_INFLIGHT_BYTES, gauges of the moment)
  * @returns the length the full text needs (without NUL); @p dest gets it

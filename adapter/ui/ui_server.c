@@ -1,0 +1,249 @@
+/*
+ * kretry ui's HTTP server: libmicrohttpd with a thread per connection
+ * (a request may wait seconds on the cluster), bounded in connections,
+ * header memory and body size. Before any route runs, every request is
+ * checked here: its method, its Host (without a token, only loopback
+ * names: no DNS rebinding), its token when one is set, and for a POST its
+ * origin (Origin, Sec-Fetch-Site) and its JSON content type, which a
+ * cross-origin form cannot send without a preflight.
+ */
+#include "ui.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define UI_MAX_URL 1024
+#define UI_MAX_CONNECTIONS 64
+
+/* One request's state across libmicrohttpd's calls. */
+typedef struct {
+        char *body;
+        size_t len;
+        int answered;
+} conn_t;
+
+static const char *header(struct MHD_Connection *c, const char *name) {
+        return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+static void add_headers(struct MHD_Response *r, const ui_reply_t *rep) {
+        MHD_add_response_header(r, "Content-Type", rep->type);
+        MHD_add_response_header(r, "Cache-Control", "no-store");
+        MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+        MHD_add_response_header(r, "X-Frame-Options", "DENY");
+        MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+        MHD_add_response_header(
+                r, "Content-Security-Policy",
+                "default-src 'none'; script-src 'unsafe-inline'; style-src "
+                "'unsafe-inline'; img-src data:; connect-src 'self'; "
+                "form-action 'none'; frame-ancestors 'none'; base-uri 'none'");
+        if (rep->disposition[0])
+                MHD_add_response_header(r, "Content-Disposition",
+                                        rep->disposition);
+        if (rep->status == 401)
+                MHD_add_response_header(r, "WWW-Authenticate",
+                                        "Bearer realm=\"kretry ui\"");
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *c, ui_reply_t *rep) {
+        struct MHD_Response *r;
+        if (rep->fd >= 0)
+                r = MHD_create_response_from_fd(rep->fd_size, rep->fd);
+        else
+                r = MHD_create_response_from_buffer(rep->len, rep->body,
+                                                    MHD_RESPMEM_MUST_FREE);
+        if (!r) {
+                if (rep->fd >= 0)
+                        close(rep->fd);
+                else
+                        free(rep->body);
+                return MHD_NO;
+        }
+        add_headers(r, rep);
+        enum MHD_Result ret = MHD_queue_response(c, rep->status, r);
+        MHD_destroy_response(r);
+        return ret;
+}
+
+/* The checks every request passes before a route runs. Returns 1 with an
+ * error in @p rep when it is refused. */
+static int refused(ui_t *ui,
+                   struct MHD_Connection *c,
+                   const char *url,
+                   const char *method,
+                   ui_reply_t *rep) {
+        int post         = !strcmp(method, "POST");
+        const char *host = header(c, "Host");
+        const char *type = header(c, "Content-Type");
+        const char *len  = header(c, "Content-Length");
+        int64_t n;
+        if (!post && strcmp(method, "GET") && strcmp(method, "HEAD"))
+                ui_reply_error(rep, 405, "%.16s: only GET and POST", method);
+        else if (strlen(url) > UI_MAX_URL)
+                ui_reply_error(rep, 414, "the URL is longer than %d bytes",
+                               UI_MAX_URL);
+        else if (!ui->token && !ui_host_is_loopback(host, ui->port))
+                ui_reply_error(rep, 403,
+                               "Host \"%.64s\" is not this loopback server "
+                               "(without a token only localhost, 127.0.0.1 "
+                               "and [::1] are served)",
+                               host ? host : "");
+        else if (ui->token &&
+                 !ui_token_equal(
+                         ui_request_token(
+                                 header(c, "Authorization"),
+                                 MHD_lookup_connection_value(
+                                         c, MHD_GET_ARGUMENT_KIND, "token")),
+                         ui->token))
+                ui_reply_error(rep, 401,
+                               "a token is required: Authorization: Bearer "
+                               "TOKEN, or ?token=TOKEN");
+        else if (post && ui_cross_origin(header(c, "Origin"),
+                                         header(c, "Sec-Fetch-Site"), host))
+                ui_reply_error(rep, 403,
+                               "cross-origin requests may not change "
+                               "anything");
+        else if (post && (!type || strncmp(type, "application/json", 16)))
+                ui_reply_error(rep, 415,
+                               "POST bodies are JSON (Content-Type: "
+                               "application/json)");
+        else if (post && len && ui_parse_int(len, 0, UI_MAX_BODY, &n))
+                ui_reply_error(rep, 413, "the body is larger than %d bytes",
+                               UI_MAX_BODY);
+        else
+                return 0;
+        return 1;
+}
+
+static enum MHD_Result dispatch(ui_t *ui,
+                                struct MHD_Connection *c,
+                                const char *url,
+                                const char *method,
+                                conn_t *cn) {
+        ui_reply_t rep = {.fd = -1};
+        ui_req_t q     = {ui, c, method, url, cn->body, cn->len};
+        ui_api_handle(&q, &rep);
+        cn->answered = 1;
+        return send_reply(c, &rep);
+}
+
+static enum MHD_Result on_request(void *cls,
+                                  struct MHD_Connection *c,
+                                  const char *url,
+                                  const char *method,
+                                  const char *version,
+                                  const char *upload,
+                                  size_t *upload_size,
+                                  void **con_cls) {
+        ui_t *ui   = cls;
+        conn_t *cn = *con_cls;
+        (void)version;
+        if (!cn) {
+                ui_reply_t rep = {.fd = -1};
+                if (!(cn = calloc(1, sizeof(*cn))))
+                        return MHD_NO;
+                *con_cls = cn;
+                if (refused(ui, c, url, method, &rep)) {
+                        cn->answered = 1;
+                        return send_reply(c, &rep);
+                }
+                if (strcmp(method, "POST"))
+                        return dispatch(ui, c, url, method, cn);
+                return MHD_YES;
+        }
+        if (cn->answered) {
+                *upload_size = 0; /* the rest of a refused body */
+                return MHD_YES;
+        }
+        if (*upload_size) {
+                if (cn->len + *upload_size > UI_MAX_BODY) {
+                        ui_reply_t rep = {.fd = -1};
+                        ui_reply_error(&rep, 413,
+                                       "the body is larger than %d bytes",
+                                       UI_MAX_BODY);
+                        cn->answered = 1;
+                        *upload_size = 0;
+                        return send_reply(c, &rep);
+                }
+                char *b = realloc(cn->body, cn->len + *upload_size + 1);
+                if (!b)
+                        return MHD_NO;
+                memcpy(b + cn->len, upload, *upload_size);
+                cn->body = b;
+                cn->len += *upload_size;
+                cn->body[cn->len] = '\0';
+                *upload_size      = 0;
+                return MHD_YES;
+        }
+        return dispatch(ui, c, url, method, cn);
+}
+
+static void on_done(void *cls,
+                    struct MHD_Connection *c,
+                    void **con_cls,
+                    enum MHD_RequestTerminationCode toe) {
+        conn_t *cn = *con_cls;
+        (void)cls;
+        (void)c;
+        (void)toe;
+        if (cn) {
+                free(cn->body);
+                free(cn);
+        }
+        *con_cls = NULL;
+}
+
+static socklen_t listen_addr(const ui_listen_t *l,
+                             struct sockaddr_storage *ss) {
+        memset(ss, 0, sizeof(*ss));
+        if (l->ipv6) {
+                struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+                a->sin6_family         = AF_INET6;
+                a->sin6_port           = htons((uint16_t)l->port);
+                inet_pton(AF_INET6, l->host, &a->sin6_addr);
+                return sizeof(*a);
+        }
+        struct sockaddr_in *a = (struct sockaddr_in *)ss;
+        a->sin_family         = AF_INET;
+        a->sin_port           = htons((uint16_t)l->port);
+        inet_pton(AF_INET, strcmp(l->host, "localhost") ? l->host : "127.0.0.1",
+                  &a->sin_addr);
+        return sizeof(*a);
+}
+
+int ui_server_start(ui_t *ui, char *errstr, size_t errstr_size) {
+        struct sockaddr_storage ss;
+        listen_addr(&ui->listen, &ss);
+        ui->port       = ui->listen.port;
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
+                         MHD_USE_THREAD_PER_CONNECTION |
+                         (ui->listen.ipv6 ? MHD_USE_IPv6 : 0);
+        errno = 0;
+        ui->d = MHD_start_daemon(
+                flags, (uint16_t)ui->listen.port, NULL, NULL, on_request, ui,
+                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned)UI_MAX_CONNECTIONS,
+                MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
+                MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
+        if (!ui->d) {
+                snprintf(errstr, errstr_size, "cannot listen on %s:%d: %s",
+                         ui->listen.host, ui->listen.port,
+                         errno ? strerror(errno) : "libmicrohttpd refused");
+                return -1;
+        }
+        const union MHD_DaemonInfo *info =
+                MHD_get_daemon_info(ui->d, MHD_DAEMON_INFO_BIND_PORT);
+        ui->port = info && info->port ? info->port : ui->listen.port;
+        return 0;
+}
+
+void ui_server_stop(ui_t *ui) {
+        if (ui->d)
+                MHD_stop_daemon(ui->d);
+        ui->d = NULL;
+}

@@ -1,0 +1,286 @@
+#!/usr/bin/python3
+"""The kretry ui page in a real browser: headless Chromium (Debian's
+chromium) loads it from `kretry ui` on a seeded `kretry dev-broker`, runs
+its JavaScript, and the rendered DOM (--dump-dom) must show every seeded
+DLQ row and the overview's figures and alert; once more with a token given
+in the URL, as an operator opens a token-protected server; and driven as an
+operator drives it (the DevTools protocol over a pipe): two rows ticked, a
+dry run, the replay and its progress bar. A screenshot is kept in
+ARTEFACT_DIR (ui_page.png).
+
+usage: browser_ui.py PATH/TO/kretry ARTEFACT_DIR
+Exit 0 on success, 1 on failure, 77 (skipped, with the reason) when
+Chromium or kafka-python is not installed.
+"""
+import html.parser
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ui_seed import (SEEDED, SKIP, UI, Broker, Chrome, check,  # noqa: E402
+                     seed, source_messages, topology_file)
+
+TOKEN = "page-token-0123456789"
+WIDTH, HEIGHT = 1280, 1700
+
+
+def chromium_or_skip():
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    print("SKIPPED: browser_ui: Chromium is not installed (Debian package "
+          "chromium; scripts/install-deps.sh --test installs it)")
+    sys.exit(SKIP)
+
+
+def chrome(binary, profile, args, url):
+    """Runs headless Chromium; the page's fetches and timers run in virtual
+    time, which waits for the network, so the DOM is the loaded page's."""
+    cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu",
+           "--disable-dev-shm-usage", "--no-first-run", "--hide-scrollbars",
+           "--user-data-dir=" + profile, "--virtual-time-budget=20000",
+           "--window-size=%d,%d" % (WIDTH, HEIGHT)] + args + [url]
+    r = subprocess.run(cmd, capture_output=True, timeout=120)
+    check(r.returncode == 0, "chromium exited %d: %s"
+          % (r.returncode, r.stderr.decode(errors="replace")[-2000:]))
+    return r.stdout.decode()
+
+
+class Dom(html.parser.HTMLParser):
+    """What the test reads from the rendered page: elements by id, rows by
+    data-*, and the text of every cell."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.stack, self.rows, self.topics, self.alerts = [], [], {}, {}
+        self.states, self.ids = {}, {}
+        self.raw = text
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        node = {"tag": tag, "attrs": a, "text": []}
+        if tag in ("br", "input", "meta", "link", "img"):
+            return
+        self.stack.append(node)
+        if "id" in a and "data-state" in a:
+            self.states[a["id"]] = a["data-state"]
+        if "id" in a:
+            self.ids[a["id"]] = node
+        if tag == "tr" and "data-key" in a:
+            self.rows.append(node)
+        if tag == "tr" and "data-topic" in a:
+            self.topics[a["data-topic"]] = node
+        if tag == "li" and "data-rule" in a:
+            self.alerts.setdefault(a["data-rule"], []).append(a["data-state"])
+
+    def handle_endtag(self, tag):
+        while self.stack:
+            node = self.stack.pop()
+            if self.stack:
+                self.stack[-1]["text"].append(node)
+            if node["tag"] == tag:
+                break
+
+    def handle_data(self, data):
+        if self.stack:
+            self.stack[-1]["text"].append(data)
+
+
+def text(node):
+    return "".join(x if isinstance(x, str) else text(x) for x in node["text"])
+
+
+def cells(node):
+    return [text(x) for x in node["text"]
+            if not isinstance(x, str) and x["tag"] == "td"]
+
+
+def check_page(dom, msgs, what, values=False):
+    check(dom.states.get("overview") == "ready" and
+          dom.states.get("browser") == "ready",
+          "%s: sections not loaded: %r (error: %r)"
+          % (what, dom.states, text(dom.ids["error"]) if "error" in dom.ids
+             else None))
+    keys = [r["attrs"]["data-key"] for r in dom.rows]
+    want = ["0x" + m["key"].hex() if m["key"] == b"\x00\xffbin"
+            else m["key"].decode() for m in msgs]
+    check(keys == want, "%s: rows %r, expected %r" % (what, keys, want))
+    first = cells(dom.rows[0])
+    check(first[1:7] == ["0", "0", want[0], msgs[0]["class"], msgs[0]["code"],
+                         msgs[0]["error"]], "%s: first row %r" % (what, first))
+    dlq = dom.topics.get("orders.dlq")
+    check(dlq is not None, "%s: no orders.dlq in the overview" % what)
+    row = cells(dlq)
+    # topic, role, parts, waiting, oldest age, arrival, consume, drain
+    check(row[:4] == ["orders.dlq", "dlq", "2", str(SEEDED)] and
+          row[4].startswith("2h"), "%s: DLQ figures %r" % (what, row))
+    src = cells(dom.topics["orders"])
+    check(src[:4] == ["orders", "source", "2", "0"], "%s: source %r"
+          % (what, src))
+    check(dom.alerts.get("dlq_messages") == ["alert"] and
+          dom.alerts.get("dlq_rate") == ["ok"], "%s: alerts %r"
+          % (what, dom.alerts))
+    check(("(values shown)" in text(dom.ids["file"])) == values,
+          "%s: file line %r" % (what, text(dom.ids["file"])))
+    lines = [x for x in dom.ids["chart"]["text"]
+             if not isinstance(x, str) and x["tag"] == "polyline"]
+    check(len(lines) == 2 and all(x["attrs"].get("points") for x in lines),
+          "%s: the chart has %d lines" % (what, len(lines)))
+    scale = text(dom.ids["chart-scale"])
+    check(scale.startswith("peak: %d messages, 0.0 a minute" % SEEDED),
+          "%s: chart scale %r" % (what, scale))
+    check("end of the DLQ" in text(dom.ids["page-info"]),
+          "%s: paging %r" % (what, text(dom.ids["page-info"])))
+
+
+def check_detail(dom, m, values, what):
+    check(dom.states.get("detail") == "ready",
+          "%s: the linked message did not open: %r" % (what, dom.states))
+    title = text(dom.ids["detail-title"])
+    check(title == "orders.dlq [%d] @%d" % (m["partition"], m["offset"]),
+          "%s: detail title %r" % (what, title))
+    headers = text(dom.ids["detail-headers"])
+    check("kretry-error-code" + m["code"] in headers and
+          "trace" + "t%d" % m["i"] in headers, "%s: headers %r"
+          % (what, headers))
+    fields = text(dom.ids["detail-fields"])
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(m["ts"] / 1000))
+    check(m["error"] in fields and "dead-lettered" + when in fields,
+          "%s: fields %r (dead-lettered %s)" % (what, fields, when))
+    value = text(dom.ids["value"])
+    if values:
+        check(value == m["value"].decode(), "%s: value %r" % (what, value))
+    else:
+        check(value.startswith("values are hidden") and
+              m["value"].decode() not in dom.raw,
+              "%s: value shown without --show-values: %r" % (what, value))
+
+
+def step_replay_in_page(binary, profile, ui, bootstrap, msgs):
+    """An operator's replay: tick two rows, dry run, replay, watch it end."""
+    c = Chrome(binary, profile)
+    try:
+        c.call("Page.navigate", url=ui.url)
+        c.wait('document.getElementById("browser").dataset.state === "ready"'
+               ' && document.querySelectorAll("#rows tr.row").length === %d'
+               % SEEDED)
+        pick = [msgs[0], msgs[7]]
+        for m in pick:
+            c.js('document.querySelector(\'tr[data-id="%d:%d"] input\')'
+                 '.click()' % (m["partition"], m["offset"]))
+        check(c.js('document.getElementById("replay-what").value') == "rows"
+              and c.js('document.getElementById("run").disabled'),
+              "ticking rows: replay of the rows, not enabled before a dry run")
+        c.js('document.getElementById("dry-run").click()')
+        status = c.wait('(() => { const s = document.getElementById('
+                        '"replay-status"); return s.dataset.state === "done"'
+                        ' && s.textContent; })()')
+        check(status == "2 messages would be replayed into orders (%d of %d "
+              "read), done" % (SEEDED, SEEDED), "dry run: %r" % status)
+        check(source_messages(bootstrap, 0, 1) == [], "the dry run wrote")
+        check(not c.js('document.getElementById("run").disabled'),
+              "the dry run did not enable the replay")
+        c.js('window.confirm = () => true;'
+             'document.getElementById("replay-rate").value = "4";'
+             'document.getElementById("run").click()')
+        status = c.wait('(() => { const s = document.getElementById('
+                        '"replay-status"); return s.dataset.state === "done"'
+                        ' && s.textContent; })()')
+        check(status == "2 messages replayed into orders (%d of %d read), "
+              "done" % (SEEDED, SEEDED), "replay: %r" % status)
+        bar = c.js('(() => { const b = document.getElementById('
+                   '"replay-progress"); return [b.hidden, b.value, b.max];'
+                   ' })()')
+        check(bar == [False, SEEDED, SEEDED], "progress bar %r" % bar)
+    finally:
+        c.close()
+    got = source_messages(bootstrap, 2)
+    check(sorted((r.key, r.value) for r in got) ==
+          sorted((m["key"], m["value"]) for m in pick),
+          "replayed %r" % [(r.key, r.value) for r in got])
+
+
+def check_png(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    check(head[:8] == b"\x89PNG\r\n\x1a\n", "screenshot is not a PNG")
+    w, h = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24],
+                                                              "big")
+    check((w, h) == (WIDTH, HEIGHT) and os.path.getsize(path) > 20000,
+          "screenshot %dx%d, %d bytes" % (w, h, os.path.getsize(path)))
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    cli, artefacts = sys.argv[1], sys.argv[2]
+    binary = chromium_or_skip()
+    try:
+        import kafka  # noqa: F401
+    except ImportError:
+        print("SKIPPED: browser_ui: kafka-python is not installed (Debian "
+              "package python3-kafka)")
+        return SKIP
+    d = tempfile.mkdtemp(prefix="kretry-browser-")
+    path = topology_file(d)
+    broker = Broker(cli, ["--topology", path])
+    uis = []
+    try:
+        msgs = seed(broker.bootstrap)
+        uis.append(UI(cli, ["--topology", path, "--bootstrap",
+                            broker.bootstrap, "--listen", "127.0.0.1:0"]))
+        m = msgs[-1]
+        link = "#message=%d:%d" % (m["partition"], m["offset"])
+        dom = Dom(chrome(binary, os.path.join(d, "p1"), ["--dump-dom"],
+                         uis[0].url + link))
+        check_page(dom, msgs, "loopback")
+        check_detail(dom, m, False, "loopback")
+        print("ok: the page shows %d rows, the DLQ's figures, its alerts, "
+              "and the linked message without its value" % len(dom.rows))
+        os.makedirs(artefacts, exist_ok=True)
+        shot = os.path.join(artefacts, "ui_page.png")
+        if os.path.exists(shot):
+            os.unlink(shot)
+        chrome(binary, os.path.join(d, "p2"), ["--screenshot=" + shot],
+               uis[0].url + link)
+        check_png(shot)
+        print("ok: screenshot kept in %s" % shot)
+        env = dict(os.environ, KRETRY_UI_TOKEN=TOKEN)
+        uis.append(UI(cli, ["--topology", path, "--bootstrap",
+                            broker.bootstrap, "--listen", "127.0.0.1:0",
+                            "--show-values"], env=env))
+        dom = Dom(chrome(binary, os.path.join(d, "p3"), ["--dump-dom"],
+                         uis[1].url + "?token=" + TOKEN + link))
+        check_page(dom, msgs, "with a token", values=True)
+        check_detail(dom, m, True, "with a token")
+        print("ok: with ?token= the page loads its data with the token; "
+              "--show-values shows the value")
+        # last: the replay moves the DLQ's figures (its progress)
+        step_replay_in_page(binary, os.path.join(d, "p4"), uis[0],
+                            broker.bootstrap, msgs)
+        print("ok: in the page, two ticked rows: a dry run counts 2, the "
+              "replay writes them with its progress bar full")
+        for ui in uis:
+            check(ui.stop() == 0, "kretry ui: exit status on SIGTERM")
+        return 0
+    except AssertionError as e:
+        print("FAIL: %s" % e)
+        for ui in uis:
+            print("kretry ui stderr:\n" + ui.stderr_text())
+        return 1
+    finally:
+        for ui in uis:
+            ui.kill()
+        broker.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

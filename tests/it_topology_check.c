@@ -1,0 +1,202 @@
+/*
+ * The topology check before an adapter starts (topology.check): on the
+ * test cluster, a chain whose tier has fewer partitions than the source, or
+ * whose topics are missing, is refused with one error per problem naming
+ * the fix — by kretry_adapter_new() and by `kretry run` — and the check
+ * itself creates no topic (the mock cluster auto-creates any topic a
+ * Metadata request names).
+ */
+#include "it_harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Log lines at warning or worse, kept for the test to read. */
+static char logged[8192];
+
+static void keep_log(kretry_log_level_t level,
+                     const char *fac,
+                     const char *msg,
+                     void *opaque) {
+        (void)opaque;
+        size_t len = strlen(logged);
+        if (level <= KRETRY_LOG_WARNING && len < sizeof(logged))
+                snprintf(logged + len, sizeof(logged) - len, "%s: %s\n", fac,
+                         msg);
+}
+
+/* Does the cluster list @p topic? Reads every topic's metadata, which
+ * creates none. */
+static int topic_exists(it_env_t *env, const char *topic) {
+        char errstr[256];
+        rd_kafka_t *rk =
+                rd_kafka_new(RD_KAFKA_PRODUCER, kt_rdkafka_conf(env->c), errstr,
+                             sizeof(errstr));
+        KT_REQUIRE(rk != NULL);
+        const struct rd_kafka_metadata *md = NULL;
+        KT_REQUIRE(rd_kafka_metadata(rk, 1, NULL, &md, 5000) == 0);
+        int found = 0;
+        for (int i = 0; i < md->topic_cnt; i++)
+                found |= !strcmp(md->topics[i].topic, topic);
+        rd_kafka_metadata_destroy(md);
+        rd_kafka_destroy(rk);
+        return found;
+}
+
+/* Tier 2 with one partition where the source has 4, tier 3 missing. */
+static it_env_t *misshaped(char *tier2, char *tier3, size_t size) {
+        it_env_t *env = it_env_new("50ms", 4);
+        snprintf(tier2, size, "%s.retry.2", env->source);
+        snprintf(tier3, size, "%s.retry.3", env->source);
+        KT_REQUIRE(kt_cluster_topic_named(env->c, tier2, 1) == 0);
+        return env;
+}
+
+static void test_fewer_partitions_refused(void) {
+        char tier2[200], tier3[200], err[4096], want[512];
+        it_env_t *env = misshaped(tier2, tier3, sizeof(tier2));
+        kretry_conf_t *conf =
+                it_conf(env, "retry.tiers", "50ms,100ms,200ms", NULL);
+        logged[0] = '\0';
+        kretry_conf_set_log_cb(conf, keep_log, NULL);
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
+        KT_REQUIRE(a == NULL);
+        snprintf(want, sizeof(want),
+                 "tier 2 topic %s has 1 partition, fewer than the source %s "
+                 "(4)",
+                 tier2, env->source);
+        KT_CHECK_MSG(strstr(err, want) != NULL, CU_FALSE,
+                     "expected \"%s\" in: %s", want, err);
+        KT_ASSERT(strstr(err, "kretry topology apply") != NULL);
+        snprintf(want, sizeof(want), "tier 3 topic %s does not exist", tier3);
+        KT_CHECK_MSG(strstr(err, want) != NULL, CU_FALSE,
+                     "expected \"%s\" in: %s", want, err);
+        /* The tiers that fit are not reported; the check created nothing. */
+        KT_ASSERT(strstr(err, ".retry.1 ") == NULL);
+        KT_ASSERT(!topic_exists(env, tier3));
+        kretry_conf_destroy(conf);
+        it_env_destroy(env);
+}
+
+/* topology.check=warn: the problems are logged and the adapter starts. */
+static void test_warn_starts(void) {
+        char tier2[200], tier3[200], err[4096];
+        it_env_t *env       = misshaped(tier2, tier3, sizeof(tier2));
+        kretry_conf_t *conf = it_conf(env, "retry.tiers", "50ms,100ms",
+                                      "topology.check", "warn", NULL);
+        logged[0]           = '\0';
+        kretry_conf_set_log_cb(conf, keep_log, NULL);
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
+        KT_REQUIRE(a != NULL);
+        KT_ASSERT(strstr(logged, "TOPOLOGY: tier 2 topic") != NULL);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* A configuration for a cluster nobody listens at, group @p group, then
+ * @p name = @p value. */
+static kretry_conf_t *
+offline_conf(const char *group, const char *name, const char *value) {
+        kretry_conf_t *conf = kretry_conf_new();
+        KT_REQUIRE(conf != NULL);
+        kretry_conf_set(conf, "bootstrap.servers", "127.0.0.1:1", NULL, 0);
+        kretry_conf_set(conf, "group.id", group, NULL, 0);
+        kretry_conf_set(conf, "source.topic", "orders", NULL, 0);
+        kretry_conf_set(conf, name, value, NULL, 0);
+        kretry_conf_set_handler(conf, it_handler, NULL);
+        return conf;
+}
+
+/* A cluster that does not answer: refused within the check's timeout. */
+static void test_no_cluster(void) {
+        char err[4096];
+        kretry_conf_t *conf =
+                offline_conf("g", "topology.check.timeout.ms", "300");
+        int64_t t0          = kt_now_ms();
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
+        KT_REQUIRE(a == NULL);
+        KT_CHECK_MSG(strstr(err, "cannot read the cluster's metadata within "
+                                 "300 ms") != NULL,
+                     CU_FALSE, "got: %s", err);
+        KT_ASSERT(kt_now_ms() - t0 < 3000);
+        kretry_conf_destroy(conf);
+}
+
+/* A group id that makes an illegal changelog name is refused before any
+ * client exists, with the name and the rule. */
+static void test_changelog_name_refused(void) {
+        char err[4096];
+        kretry_conf_t *conf =
+                offline_conf("team:orders", "versioning.header", "version");
+        KT_REQUIRE(kretry_adapter_new(conf, err, sizeof(err)) == NULL);
+        KT_CHECK_MSG(strstr(err, "group.id \"team:orders\" makes no valid "
+                                 "Kafka topic name (1..249 of a-z A-Z 0-9 . "
+                                 "_ -)") != NULL,
+                     CU_FALSE, "got: %s", err);
+        kretry_conf_destroy(conf);
+}
+
+/* The changelog's cleanup.policy: the mock cluster cannot be asked (a
+ * warning, at once); a real cluster is, and a topic created without
+ * compaction is refused. */
+static void test_changelog_policy(void) {
+        char vt[300], err[4096];
+        it_env_t *env = it_env_new("50ms", 2);
+        snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
+        /* Not kt_cluster_changelog(): on a real cluster this one must
+         * have delete cleanup. */
+        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 2) == 0);
+        kretry_conf_t *conf =
+                it_conf(env, "versioning.header", "version", NULL);
+        logged[0] = '\0';
+        kretry_conf_set_log_cb(conf, keep_log, NULL);
+        int64_t t0          = kt_now_ms();
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
+        if (kt_cluster_mock(env->c)) {
+                KT_REQUIRE(a != NULL);
+                KT_ASSERT(strstr(logged, "cannot tell whether version "
+                                         "changelog") != NULL);
+                KT_ASSERT(kt_now_ms() - t0 < 3000);
+                kretry_adapter_destroy(a);
+        } else {
+                KT_REQUIRE(a == NULL);
+                KT_ASSERT(strstr(err, "is not compacted") != NULL);
+                kretry_conf_destroy(conf);
+        }
+        it_env_destroy(env);
+}
+
+/* `kretry run` exits non-zero, naming the tier and the fix. */
+static void test_kretry_run_refuses(void) {
+        char tier2[200], tier3[200], want[512], path[64], out[8192];
+        it_env_t *env = misshaped(tier2, tier3, sizeof(tier2));
+        snprintf(path, sizeof(path), "/tmp/it_topology_check-%d.yaml",
+                 (int)getpid());
+        kt_write_topology(env->c, path, env->source, env->group,
+                          "[50ms, 100ms]", "");
+        const char *argv[] = {"kretry", "run",  "--topology", path,
+                              "--exec", "true", NULL};
+        int rc             = kt_run(KRETRY_CLI_PATH, argv, 1, out, sizeof(out));
+        unlink(path);
+        KT_ASSERT(rc != 0 && rc != -1);
+        snprintf(want, sizeof(want), "tier 2 topic %s has 1 partition", tier2);
+        KT_CHECK_MSG(strstr(out, want) != NULL, CU_FALSE,
+                     "expected \"%s\" in: %s", want, out);
+        snprintf(want, sizeof(want), "`kretry topology apply %s`", path);
+        KT_CHECK_MSG(strstr(out, want) != NULL, CU_FALSE,
+                     "expected \"%s\" in: %s", want, out);
+        it_env_destroy(env);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+                KT_TEST(test_fewer_partitions_refused),
+                KT_TEST(test_warn_starts),
+                KT_TEST(test_no_cluster),
+                KT_TEST(test_changelog_name_refused),
+                KT_TEST(test_changelog_policy),
+                KT_TEST(test_kretry_run_refuses),
+                KT_END};
+        return kt_main("it_topology_check", tests, argc, argv);
+}
