@@ -17,8 +17,9 @@ usage: blackbox_http.py PATH/TO/kretry MODE
   topology     --topology FILE whose handler.http names the endpoint (no
                --exec, no --http): URL, headers, content type, timeout and
                moved statuses come from the file
-  avro         --http-body json with value.format avro: the decoded record
-               arrives as JSON (python3-avro encodes the input)
+  avro         --http-body json with value.format avro at --concurrency 4:
+               each decoded record arrives as JSON in its own request
+               (python3-avro encodes the input)
   tls          https with --http-ca, --http-cert and --http-key against a
                server that requires a client certificate (openssl makes the
                certificates); without the CA the answer is a TLS retry
@@ -522,23 +523,28 @@ def mode_avro(c):
         print("SKIP: python3-avro is not installed (Debian package "
               "python3-avro)")
         sys.exit(SKIP)
-    order = {"order_id": "o-1", "version": 3, "customer": "c-9",
-             "amount_cents": 1250, "currency": "EUR", "status": "PAID",
-             "express": True, "items": [{"sku": "A-1", "quantity": 2}],
-             "note": "gift"}
-    srv = c.server(lambda h, body: (204, [], ""))
-    produce_file(c.b, b"o-1", avro_encode(order))
+    orders = [{"order_id": "o-%d" % i, "version": i, "customer": "c-9",
+               "amount_cents": 1250 + i, "currency": "EUR", "status": "PAID",
+               "express": i % 2 == 0, "items": [{"sku": "A-1", "quantity": i}],
+               "note": "gift" if i % 2 else None} for i in range(6)]
+    srv = c.server(lambda h, body: (time.sleep(0.1), (204, [], ""))[1])
+    for o in orders:
+        produce_file(c.b, o["order_id"].encode(), avro_encode(o))
     c.run("bb-http-avro", ["--http", srv.url, "--http-body", "json",
+                           "--concurrency", "4",
                            "-X", "value.format=avro",
                            "-X", "value.schema=" + ORDER_AVSC])
-    check(wait_until(lambda: srv.by_key("o-1"), 20), "the order is posted")
-    h, body, _ = srv.by_key("o-1")[0]
-    check(h.get("content-type") == "application/json",
-          "Content-Type: application/json")
-    want = dict(order, note={"string": "gift"})
-    check(json.loads(body) == want,
-          "the body is the decoded record as JSON (unions as {type: "
-          "value}): %s" % body.decode(errors="replace"))
+    check(wait_until(lambda: all(srv.by_key(o["order_id"]) for o in orders),
+                     20), "every order is posted")
+    check(srv.open_max > 1, "several requests at once (%d)" % srv.open_max)
+    for o in orders:
+        h, body, _ = srv.by_key(o["order_id"])[0]
+        want = dict(o, note={"string": o["note"]} if o["note"] else None)
+        check(h.get("content-type") == "application/json" and
+              json.loads(body) == want,
+              "%s: its own record as JSON (unions as {type: value}), "
+              "application/json: %s" % (o["order_id"],
+                                        body.decode(errors="replace")))
     c.stop_run()
 
 
