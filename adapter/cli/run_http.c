@@ -231,12 +231,14 @@ int run_http_start(const run_http_args_t *a,
         const kretry_topo_http_t *th =
                 a->exec ? NULL : topo_http(topology, name);
         run_http_args_t m = args_merge(a, th);
-        if (!m.url)
-                return 0;
+        if (!m.url) {
+                rc = 0;
+                goto release; /* no HTTP handler */
+        }
         kretry_http_opts_init(&o);
         if ((rc = headers_expand(&m, th, &lines)) ||
             (rc = opts_fill(&m, th, conf, &o)))
-                goto err;
+                goto release;
         o.extra     = (const char *const *)lines.lines;
         o.extra_cnt = lines.cnt;
         /* The handler only queues a request: the polling thread runs it, and
@@ -244,15 +246,15 @@ int run_http_start(const run_http_args_t *a,
         if (!thread_set &&
             kretry_conf_set(conf, "handler.thread", "poll", err, sizeof(err))) {
                 rc = fail("handler.thread", err);
-                goto err;
+                goto release;
         }
         if (!(*hp = kretry_http_new(&o, err, sizeof(err)))) {
                 fprintf(stderr, PROG ": %s\n", err);
                 rc = KRETRY_EX_USAGE;
-                goto err;
+                goto release;
         }
         return 0;
-err:
+release: /* what no client borrows */
         headers_free(&lines);
         kretry_topology_file_destroy(topo_file);
         topo_file = NULL;
