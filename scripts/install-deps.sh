@@ -6,17 +6,19 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
         SUDO="sudo"
 fi
-# libmicrohttpd-dev: the HTTP server of kretry ui.
+# libmicrohttpd-dev: the HTTP server of kretry ui; libcurl4-openssl-dev:
+# the HTTP client of kretry run --http.
 PKGS="build-essential cmake pkg-config librdkafka-dev libjansson-dev \
-libcyaml-dev libavro-dev libcunit1-dev libmicrohttpd-dev"
+libcyaml-dev libavro-dev libcunit1-dev libmicrohttpd-dev libcurl4-openssl-dev"
 # What the test suites and CI use beyond the build: independent Kafka
 # clients for the black-box tests (kcat, python3-kafka), independent Avro
 # readers for it_dlq_export (avrocat from avro-bin, python3-avro), binutils'
 # nm for install_check, clang-format for scripts/check-format.sh, valgrind
 # for bench_callgrind (instructions per message), chromium for browser_ui
-# (kretry ui's page rendered in a real browser, headless). A test
+# (kretry ui's page rendered in a real browser, headless), openssl to make
+# the certificates of blackbox_http_tls. A test
 # whose tool is missing reports itself skipped; CI fails on that.
-TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin binutils clang-format valgrind chromium"
+TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin binutils clang-format valgrind chromium openssl"
 case "${1:-}" in
 --test) PKGS="$PKGS $TEST_PKGS" ;;
 esac

@@ -8,6 +8,15 @@ target_include_directories(test_exec_handler PRIVATE
 # line buffer makes GCC warn about a truncation that is harmless in a message.
 target_compile_options(test_exec_handler PRIVATE -Wno-format-truncation)
 
+# kretry run --http's rules: statuses, Retry-After, header text.
+kretry_add_suite(test_http_rules LABELS unit
+                 SOURCES ${PROJECT_SOURCE_DIR}/adapter/cli/http_rules.c)
+target_include_directories(test_http_rules PRIVATE
+                           ${PROJECT_SOURCE_DIR}/adapter/cli)
+target_link_libraries(test_http_rules PRIVATE PkgConfig::CURL)
+# As above: the verdict's 4 KiB message in a 2 KiB assertion message.
+target_compile_options(test_http_rules PRIVATE -Wno-format-truncation)
+
 # kretry dev-broker against independent clients (kcat, kafka-python); exits
 # 77 (skipped) when either is missing.
 if(EXISTS /usr/bin/python3)
@@ -41,6 +50,31 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(blackbox_concurrency PROPERTIES TIMEOUT 90
                        SKIP_RETURN_CODE 77 LABELS blackbox)
 endif()
+
+# kretry run --http against an HTTP server the test starts (Python's
+# http.server): routes: every answer class routes as specified, body and
+# headers arrive byte for byte; concurrency: N requests at once and never
+# more, one per key, in order; down: the breaker opens while the endpoint is
+# down and nothing is lost when it is back; topology: handler.http from a
+# topology file; avro: --http-body json; tls: https with a CA and a client
+# certificate. Need kcat (avro: python3-avro, tls: openssl; 77 when
+# missing).
+if(EXISTS /usr/bin/python3)
+  foreach(mode routes concurrency down topology avro tls)
+    add_test(NAME blackbox_http_${mode}
+             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_http.py
+                     $<TARGET_FILE:kretry_cli> ${mode})
+    set_tests_properties(blackbox_http_${mode} PROPERTIES TIMEOUT 90
+                         SKIP_RETURN_CODE 77 LABELS blackbox)
+  endforeach()
+endif()
+
+# A malformed --http URL stops kretry run before it connects to anything.
+add_test(NAME cli_http_bad_url
+         COMMAND ${KRETRY_EXPECT} 64 "--http \"http://exa mple\.com/\": malformed URL"
+                 $<TARGET_FILE:kretry_cli> run --bootstrap 127.0.0.1:1
+                 --source s --group g --http "http://exa mple.com/")
+set_tests_properties(cli_http_bad_url PROPERTIES LABELS cli)
 
 # kretry run's shutdown stays bounded when the broker dies with the SIGTERM;
 # needs kcat (77 when it is missing).

@@ -1,11 +1,12 @@
 # Fuzz targets for every parser of outside input: kretry-* headers, topology
-# files, Avro values, kretry ui's requests. By default each links a small mutation driver and runs
+# files, Avro values, kretry ui's requests, what an endpoint answers kretry
+# run --http. By default each links a small mutation driver and runs
 # as a bounded CTest case over its seed corpus (tests/fuzz/corpus/); with
 # clang and -DKRETRY_FUZZ=ON they link libFuzzer instead:
 #   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DKRETRY_FUZZ=ON \
 #         -DKRETRY_SANITIZER=address,undefined
 #   build-fuzz/tests/fuzz_topology tests/fuzz/corpus/topology
-foreach(target headers topology codec ui)
+foreach(target headers topology codec ui http)
   set(name fuzz_${target})
   if(KRETRY_FUZZ)
     add_executable(${name} fuzz/${name}.c)
@@ -33,3 +34,8 @@ list(TRANSFORM KRETRY_UI_FUZZ_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/adapter/)
 target_sources(fuzz_ui PRIVATE ${KRETRY_UI_FUZZ_SOURCES})
 target_include_directories(fuzz_ui PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui
                            ${PROJECT_SOURCE_DIR}/adapter/cli)
+
+# What an endpoint answers kretry run --http (adapter/cli/http_rules.c).
+target_sources(fuzz_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/cli/http_rules.c)
+target_include_directories(fuzz_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/cli)
+target_link_libraries(fuzz_http PRIVATE PkgConfig::CURL)

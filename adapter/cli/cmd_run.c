@@ -14,6 +14,7 @@
 #include "cli_util.h"
 #include "exec_handler.h"
 #include "kretry/kretry.h"
+#include "run_http.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -34,11 +35,13 @@ typedef struct {
         const char **props; /* -X name=value, in order */
         int prop_cnt;
         int verbose;
+        run_http_args_t http; /* --http and its options */
 } run_opts_t;
 
 /* What the handler and the callbacks share (the conf's opaque). */
 typedef struct {
         const char *cmd;
+        kretry_http_t *http; /* --http: this client, not cmd */
         int verbose;
 } run_ctx_t;
 
@@ -65,18 +68,22 @@ static void usage(FILE *out) {
                 "usage: kretry run --bootstrap BROKERS --source TOPIC --group "
                 "GROUP --exec CMD\n"
                 "       kretry run --topology FILE --name NAME --exec CMD\n"
+                "       kretry run ... --http URL [--http-header 'NAME: "
+                "VALUE']... [--http-* ...]\n"
                 "                  [--tiers LIST] [--max-attempts N] "
                 "[--jitter P] [--dlq TOPIC]\n"
                 "                  [--concurrency N] [-X PROPERTY=VALUE]... "
                 "[--verbose]\n\n"
                 "Consume TOPIC with retry tiers and a dead-letter topic; run "
-                "CMD (via /bin/sh -c)\nonce per message.\n\n"
+                "CMD (via /bin/sh -c)\nonce per message, or POST it to "
+                "URL.\n\n"
                 "options:\n"
                 "  -b, --bootstrap BROKERS  Kafka bootstrap servers "
                 "(host:port,...)\n"
                 "  -s, --source TOPIC       topic to consume\n"
                 "  -g, --group GROUP        consumer group\n"
                 "  -e, --exec CMD           handler command\n"
+                "%s"
                 "  -f, --topology FILE      take source, group, tiers, DLQ "
                 "and Kafka\n"
                 "                           properties from a topology "
@@ -96,10 +103,11 @@ static void usage(FILE *out) {
                 "percent (default 10%%)\n"
                 "  -d, --dlq TOPIC          dead-letter topic (default "
                 "TOPIC.dlq)\n"
-                "  -c, --concurrency N      run up to N commands at once "
-                "(default 1), as\n"
-                "                           ordering allows "
-                "(-X ordering=key: one per key)\n"
+                "  -c, --concurrency N      run up to N commands "
+                "(requests) at once\n"
+                "                           (default 1), as ordering "
+                "allows\n"
+                "                           (-X ordering=key: one per key)\n"
                 "  -X PROPERTY=VALUE        any kretry or librdkafka "
                 "property; repeatable\n"
                 "                           (\"consumer.\"/\"producer.\" "
@@ -135,7 +143,37 @@ static void usage(FILE *out) {
                 "35 s) whatever the\ncluster does.\n"
                 "Exit status: 0 after a stop, 1 on a fatal error or when the "
                 "stop was cut short\nat that bound or left copies "
-                "unacknowledged, 64 on a usage error.\n");
+                "unacknowledged, 64 on a usage error.\n\n"
+                "--http URL: one POST per message, the value as the body "
+                "(byte for byte),\n"
+                "up to --concurrency requests at once over reused "
+                "connections. Headers:\n"
+                "  ce-specversion 1.0, ce-id (correlation id), ce-source "
+                "(source topic),\n"
+                "  ce-type, ce-time (message time), ce-subject "
+                "(partition/offset);\n"
+                "  Kretry-Attempt (1 first), Kretry-Topic, "
+                "Kretry-Partition, Kretry-Offset;\n"
+                "  Kretry-Key (base64 with Kretry-Key-Encoding: base64 "
+                "unless printable\n"
+                "  ASCII); Kretry-Value-Null: true for a null value; each "
+                "Kafka header as\n"
+                "  Kafka-Header-NAME when name and value are valid HTTP "
+                "header text.\n"
+                "Answer: 2xx OK. 408 425 429 500 502 503 504, connection "
+                "refused or reset,\n"
+                "DNS failure, timeout: RETRY (Retry-After, seconds or "
+                "HTTP-date, as the\n"
+                "hint). Any other status: FAIL; redirects are not "
+                "followed. Error code:\n"
+                "the Kretry-Error-Code response header, else HTTP_<status>, "
+                "TIMEOUT, CONNECT\n"
+                "or TLS; error message: the body's first line. With "
+                "--topology and neither\n"
+                "--exec nor --http, the file's handler.http is the "
+                "endpoint (the --http-*\n"
+                "options override it). See docs/http.md.\n",
+                run_http_usage);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -196,7 +234,7 @@ static int opt_set(void *opts, int c, const char *arg) {
                 o->verbose = 1;
                 return 0;
         }
-        return -2;
+        return run_http_opt(&o->http, c, arg);
 }
 
 static int has_prop(const run_opts_t *o, const char *name) {
@@ -207,13 +245,26 @@ static int has_prop(const run_opts_t *o, const char *name) {
         return 0;
 }
 
+static int check_handler(const run_opts_t *o) {
+        if (o->exec && (o->http.url || run_http_given(&o->http)))
+                return usage_error("%s: one handler, not both",
+                                   "--exec and --http");
+        /* Without either, the file's handler.http may be the handler. */
+        if (o->http.url || (o->topology && !o->exec))
+                return 0;
+        if (run_http_given(&o->http))
+                return usage_error("%s: the --http-* options need --http URL",
+                                   "--http");
+        if (!o->exec || !*o->exec)
+                return usage_error("%s is required", "--exec or --http");
+        return 0;
+}
+
 static int check_required(const run_opts_t *o) {
         if (o->name && !o->topology)
                 return usage_error("%s needs --topology", "--name");
         if (o->topology)
-                return !o->exec || !*o->exec
-                               ? usage_error("%s is required", "--exec")
-                               : 0;
+                return check_handler(o);
         if (!o->bootstrap && !has_prop(o, "bootstrap.servers"))
                 return usage_error("%s is required", "--bootstrap");
         if (!o->source && !has_prop(o, "source.topic"))
@@ -221,9 +272,7 @@ static int check_required(const run_opts_t *o) {
         if (!o->group && !has_prop(o, "group.id") &&
             !has_prop(o, "consumer.group.id"))
                 return usage_error("%s is required", "--group");
-        if (!o->exec || !*o->exec)
-                return usage_error("%s is required", "--exec");
-        return 0;
+        return check_handler(o);
 }
 
 /* @returns 0, -1 after --help, or an exit status. */
@@ -242,8 +291,22 @@ static int parse_args(run_opts_t *o, int argc, char **argv) {
                 {"concurrency", required_argument, NULL, 'c'},
                 {"verbose", no_argument, NULL, 'v'},
                 {"help", no_argument, NULL, 'h'},
+                {"http", required_argument, NULL, 'u'},
+                {"http-header", required_argument, NULL, RUN_HTTP_HEADER},
+                {"http-timeout", required_argument, NULL, RUN_HTTP_TIMEOUT},
+                {"http-content-type", required_argument, NULL,
+                 RUN_HTTP_CONTENT_TYPE},
+                {"http-ce-type", required_argument, NULL, RUN_HTTP_CE_TYPE},
+                {"http-body", required_argument, NULL, RUN_HTTP_BODY},
+                {"http-ca", required_argument, NULL, RUN_HTTP_CA},
+                {"http-cert", required_argument, NULL, RUN_HTTP_CERT},
+                {"http-key", required_argument, NULL, RUN_HTTP_KEY},
+                {"http-retry-status", required_argument, NULL,
+                 RUN_HTTP_RETRY_STATUS},
+                {"http-fail-status", required_argument, NULL,
+                 RUN_HTTP_FAIL_STATUS},
                 {NULL, 0, NULL, 0}};
-        static const cli_getopt_t g = {PROG, ":b:s:g:e:t:n:j:d:f:N:c:X:vh",
+        static const cli_getopt_t g = {PROG, ":b:s:g:e:t:n:j:d:f:N:c:X:u:vh",
                                        longopts, usage, opt_set};
 
         int rc = cli_getopt(&g, o, argc, argv);
@@ -436,6 +499,11 @@ spawn_failed(kretry_msg_t *msg, int err, const char *errstr) {
         return KRETRY_RETRY;
 }
 
+static kretry_action_t handle_http(kretry_msg_t *msg, void *opaque) {
+        const run_ctx_t *ctx = opaque;
+        return kretry_http_handle(ctx->http, msg);
+}
+
 static kretry_action_t handle(kretry_msg_t *msg, void *opaque) {
         static const char *const unset[] = {"KRETRY_KEY", "KRETRY_KEY_HEX",
                                             "KRETRY_VALUE_NULL", NULL};
@@ -552,6 +620,7 @@ static int serve(kretry_conf_t *conf, const run_ctx_t *ctx) {
                 pthread_sigmask(SIG_SETMASK, &old, NULL);
                 fprintf(stderr, PROG ": %s\n", errstr);
                 kretry_conf_destroy(conf);
+                run_http_stop(ctx->http);
                 return 1;
         }
         run_adapter = adapter;
@@ -566,6 +635,9 @@ static int serve(kretry_conf_t *conf, const run_ctx_t *ctx) {
                                 : "");
         if (ctx->verbose)
                 stats_print(adapter);
+        /* Before the destroy, which abandons held messages: no request may
+         * read a value after it. */
+        run_http_stop(ctx->http);
         kretry_adapter_destroy(adapter);
         return err == KRETRY_ERR_OK ? 0 : 1;
 }
@@ -587,11 +659,25 @@ int cmd_run(int argc, char **argv) {
                 kretry_conf_destroy(conf);
                 goto done;
         }
-        kretry_conf_set_handler(conf, handle, &ctx);
+        o.http.exec = o.exec;
+        if ((rc = run_http_start(&o.http, o.topology, o.name, conf,
+                                 has_prop(&o, "handler.thread"), &ctx.http))) {
+                kretry_conf_destroy(conf);
+                goto done;
+        }
+        if (!ctx.http && (!o.exec || !*o.exec)) {
+                rc = usage_error("%s is required (or handler.http in the "
+                                 "topology)",
+                                 "--exec or --http");
+                kretry_conf_destroy(conf);
+                goto done;
+        }
+        kretry_conf_set_handler(conf, ctx.http ? handle_http : handle, &ctx);
         kretry_conf_set_route_cb(conf, on_route);
         kretry_conf_set_log_cb(conf, on_log, &ctx);
         rc = serve(conf, &ctx);
 done:
         free(o.props);
+        run_http_args_free(&o.http);
         return rc == -1 ? 0 : rc;
 }

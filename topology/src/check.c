@@ -230,19 +230,27 @@ static void walk_sequence(walk_t *w,
         }
 }
 
-/* A free-form mapping (kafka:, value.schemas:): names to single values. */
+/* A free-form mapping (kafka:, value.schemas:, handler.http.headers:):
+ * names to single values. */
 static void walk_free_map(walk_t *w, const char *path, const char *label) {
-        int kafka = !strcmp(path, "kafka");
+        static const char *const kinds[][2] = {
+                {"property", "a mapping of property names to values"},
+                {"schema id", "a mapping of schema ids to .avsc files"},
+                {"header", "a mapping of header names to values"}};
+        size_t n         = strlen(path);
+        int k            = !strcmp(path, "kafka")                       ? 0
+                           : n > 8 && !strcmp(path + n - 8, ".headers") ? 2
+                                                                        : 1;
+        const char *kind = kinds[k][0];
         if (cur(w) != YAML_MAPPING_START_EVENT) {
-                type_error(w, label,
-                           kafka ? "a mapping of property names to values"
-                                 : "a mapping of schema ids to .avsc files");
+                type_error(w, label, kinds[k][1]);
                 return;
         }
         while (next(w) == 0 && cur(w) != YAML_MAPPING_END_EVENT) {
                 if (cur(w) != YAML_SCALAR_EVENT) {
-                        type_error(w, label,
-                                   kafka ? "a property name" : "a schema id");
+                        char what[64];
+                        snprintf(what, sizeof(what), "a %s name", kind);
+                        type_error(w, label, k == 1 ? "a schema id" : what);
                         if (next(w) == 0)
                                 skip_node(w);
                         continue;
@@ -262,8 +270,8 @@ static void walk_free_map(walk_t *w, const char *path, const char *label) {
                         if (!strcmp(w->map->kvs[i].map, path) &&
                             !strcmp(w->map->kvs[i].key, key))
                                 err_at(w, w->ev.start_mark,
-                                       "%s: duplicate %s \"%s\"", label,
-                                       kafka ? "property" : "schema id", key);
+                                       "%s: duplicate %s \"%s\"", label, kind,
+                                       key);
                 if (kv_add(w, path, key, (const char *)w->ev.data.scalar.value,
                            w->ev.start_mark))
                         w->d->oom = 1;

@@ -33,6 +33,10 @@ static const cyaml_strval_t format_values[] = {
         {"bytes", KRETRY_RAW_FORMAT_BYTES},
         {"avro", KRETRY_RAW_FORMAT_AVRO},
 };
+static const cyaml_strval_t body_values[] = {
+        {"raw", KRETRY_RAW_BODY_RAW},
+        {"json", KRETRY_RAW_BODY_JSON},
+};
 static const cyaml_strval_t wire_values[] = {
         {"raw", KRETRY_RAW_WIRE_RAW},
         {"confluent", KRETRY_RAW_WIRE_CONFLUENT},
@@ -85,8 +89,25 @@ static const cyaml_schema_field_t breaker_fields[] = {
         CYAML_FIELD_END,
 };
 
+static const cyaml_schema_field_t http_fields[] = {
+        STR_REQ("url", kretry_raw_http_t, url),
+        STR("timeout", kretry_raw_http_t, timeout),
+        /* header name -> value: free-form keys, collected by check.c */
+        CYAML_FIELD_IGNORE("headers", CYAML_FLAG_OPTIONAL),
+        STR("content_type", kretry_raw_http_t, content_type),
+        STR("ce_type", kretry_raw_http_t, ce_type),
+        ENUM("body", kretry_raw_http_t, body, body_values),
+        STR("ca_file", kretry_raw_http_t, ca_file),
+        STR("cert_file", kretry_raw_http_t, cert_file),
+        STR("key_file", kretry_raw_http_t, key_file),
+        STR("retry_statuses", kretry_raw_http_t, retry_statuses),
+        STR("fail_statuses", kretry_raw_http_t, fail_statuses),
+        CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t handler_fields[] = {
         STR("concurrency", kretry_raw_handler_t, concurrency),
+        MAP("http", kretry_raw_handler_t, http, http_fields),
         CYAML_FIELD_END,
 };
 

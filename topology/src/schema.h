@@ -6,8 +6,9 @@
  * 1: 0 means "not given" and lets validation apply defaults and tell "absent"
  * from "set to the default".
  *
- * The `kafka:` mapping has free-form keys, which a libcyaml schema cannot
- * express: it is an ignored field here and collected by check.c.
+ * The `kafka:` mapping (and value.schemas, handler.http.headers) has free-form
+ * keys, which a libcyaml schema cannot express: it is an ignored field here and
+ * collected by check.c.
  */
 #ifndef KRETRY_TOPO_SCHEMA_H
 #define KRETRY_TOPO_SCHEMA_H
@@ -23,6 +24,7 @@ enum { KRETRY_RAW_DLQ_CONTINUE = 1, KRETRY_RAW_DLQ_PARK_KEY };
 enum { KRETRY_RAW_DISCARD_OLDER = 1, KRETRY_RAW_DISCARD_OLDER_OR_EQUAL };
 enum { KRETRY_RAW_FORMAT_BYTES = 1, KRETRY_RAW_FORMAT_AVRO };
 enum { KRETRY_RAW_WIRE_RAW = 1, KRETRY_RAW_WIRE_CONFLUENT };
+enum { KRETRY_RAW_BODY_RAW = 1, KRETRY_RAW_BODY_JSON };
 
 typedef struct {
         char **tiers;
@@ -58,8 +60,24 @@ typedef struct {
         char *cooldown;
 } kretry_raw_breaker_t;
 
+/* handler.http (kretry run --http); `headers:` is free-form, collected by
+ * check.c. */
+typedef struct {
+        char *url;
+        char *timeout;
+        char *content_type;
+        char *ce_type;
+        int body;
+        char *ca_file;
+        char *cert_file;
+        char *key_file;
+        char *retry_statuses;
+        char *fail_statuses;
+} kretry_raw_http_t;
+
 typedef struct {
         char *concurrency;
+        kretry_raw_http_t *http;
 } kretry_raw_handler_t;
 
 typedef struct {

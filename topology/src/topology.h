@@ -27,6 +27,19 @@ typedef enum {
 typedef enum { KRETRY_FORMAT_BYTES, KRETRY_FORMAT_AVRO } kretry_format_t;
 typedef enum { KRETRY_WIRE_RAW, KRETRY_WIRE_CONFLUENT } kretry_wire_t;
 
+/* handler.http: what kretry run --http takes from the file (the library
+ * ignores it: an application brings its own handler). */
+typedef struct {
+        const char *url;    /* NULL: not declared */
+        int64_t timeout_ms; /* 0: kretry run's default */
+        const char *content_type, *ce_type;
+        const char *ca_file, *cert_file, *key_file; /* resolved */
+        const char *retry_statuses, *fail_statuses;
+        int body_json;
+        const char **headers; /* "Name: value", ${VAR} expanded */
+        size_t header_cnt;
+} kretry_topo_http_t;
+
 /* Where a value came from, for messages about it after loading. */
 typedef struct {
         int line, col;
@@ -69,6 +82,7 @@ typedef struct {
         int breaker_failures, breaker_distinct_keys;
         int64_t breaker_cooldown_ms;
         int concurrency;             /* handler.concurrency, default 1 */
+        kretry_topo_http_t http;     /* handler.http */
         int alerts;                  /* declared */
         int64_t alert_dlq_messages;  /* -1: none */
         int64_t alert_oldest_age_ms; /* 0: none */

@@ -366,14 +366,22 @@ schema_id(vctx_t *c, kretry_topology_t *t, const kretry_yaml_kv_t *kv) {
         free(path);
 }
 
+/* The entries of this topology's free-form mapping at @p rel; @p map gets
+ * its path (what its entries' map field holds). */
+static size_t free_map_count(vctx_t *c, const char *rel, char map[96]) {
+        size_t n                   = 0;
+        const kretry_yaml_map_t *m = &c->f->map;
+        snprintf(map, 96, "%s.%s", c->base, rel);
+        for (size_t i = 0; i < m->kv_cnt; i++)
+                n += !strcmp(m->kvs[i].map, map);
+        return n;
+}
+
 /* value.schemas: confluent schema ids and their writer schemas. */
 static void check_schema_ids(vctx_t *c, kretry_topology_t *t) {
         char map[96];
-        size_t n                   = 0;
         const kretry_yaml_map_t *m = &c->f->map;
-        snprintf(map, sizeof(map), "%s.value.schemas", c->base);
-        for (size_t i = 0; i < m->kv_cnt; i++)
-                n += !strcmp(m->kvs[i].map, map);
+        size_t n                   = free_map_count(c, "value.schemas", map);
         if (!n)
                 return;
         if (t->wire != KRETRY_WIRE_CONFLUENT) {
@@ -454,6 +462,116 @@ check_value(vctx_t *c, const kretry_raw_value_t *r, kretry_topology_t *t) {
                 check_codec(c, t);
 }
 
+/* Header text for handler.http.headers: a token name, a value of printable
+ * ASCII (the value is never quoted in messages: it may be a secret). */
+static int header_ok(const char *s) {
+        static const char extra[] = "!#$%&'*+-.^_`|~";
+        if (!*s)
+                return 0;
+        for (; *s; s++)
+                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') ||
+                      (*s >= 'A' && *s <= 'Z') || strchr(extra, *s)))
+                        return 0;
+        return 1;
+}
+
+static int header_text_ok(const char *v) {
+        size_t n = strlen(v);
+        if (n && (v[0] == ' ' || v[n - 1] == ' '))
+                return 0;
+        for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+                if ((*p < 0x20 && *p != '\t') || *p >= 0x7f)
+                        return 0;
+        return 1;
+}
+
+/* One handler.http.headers entry as "Name: value". */
+static const char *http_header(vctx_t *c, const kretry_yaml_kv_t *kv) {
+        char reason[256];
+        if (!header_ok(kv->key)) {
+                kretry_diag_add(c->d, KRETRY_DIAG_ERROR, kv->line, kv->col,
+                                "headers: \"%s\" is not a valid header name",
+                                kv->key);
+                return NULL;
+        }
+        char *v = kretry_expand_env(kv->value, reason, sizeof(reason));
+        if (!v || !header_text_ok(v)) {
+                kretry_diag_add(c->d, KRETRY_DIAG_ERROR, kv->line, kv->col,
+                                "headers: %s: %s", kv->key,
+                                v ? "the value (after ${} expansion) is not "
+                                    "header text: printable ASCII, no "
+                                    "control characters"
+                                  : reason);
+                free(v);
+                return NULL;
+        }
+        size_t n   = strlen(kv->key) + strlen(v) + 3;
+        char *line = malloc(n);
+        if (line)
+                snprintf(line, n, "%s: %s", kv->key, v);
+        free(v);
+        if (!line || !(line = kretry_topology_pool(c->f, line)))
+                c->d->oom = 1;
+        return line;
+}
+
+static void http_headers(vctx_t *c, kretry_topo_http_t *h) {
+        char map[96];
+        const kretry_yaml_map_t *m = &c->f->map;
+        size_t n = free_map_count(c, "handler.http.headers", map);
+        if (!n)
+                return;
+        h->headers = calloc(n, sizeof(*h->headers));
+        if (!kretry_topology_pool(c->f, (char *)h->headers)) {
+                c->d->oom = 1;
+                return;
+        }
+        for (size_t i = 0; i < m->kv_cnt; i++)
+                if (!strcmp(m->kvs[i].map, map) &&
+                    (h->headers[h->header_cnt] = http_header(c, &m->kvs[i])))
+                        h->header_cnt++;
+}
+
+/* handler.http: kretry run --http's; checked here so that `validate` finds
+ * what `run` would refuse (the URL is parsed in full by libcurl there). */
+static void
+check_http(vctx_t *c, const kretry_raw_http_t *r, kretry_topology_t *t) {
+        kretry_topo_http_t *h = &t->http;
+        if (!r)
+                return;
+        h->url = text(c, r->url, "handler.http.url");
+        if (h->url && strncmp(h->url, "http://", 7) &&
+            strncmp(h->url, "https://", 8))
+                verr(c, "handler.http.url",
+                     "url: \"%s\" is not an http:// or https:// URL", h->url);
+        if (r->timeout)
+                duration(c, r->timeout, "handler.http.timeout", &h->timeout_ms);
+        h->content_type = text(c, r->content_type, "handler.http.content_type");
+        h->ce_type      = text(c, r->ce_type, "handler.http.ce_type");
+        h->retry_statuses =
+                text(c, r->retry_statuses, "handler.http.retry_statuses");
+        h->fail_statuses =
+                text(c, r->fail_statuses, "handler.http.fail_statuses");
+        h->body_json = r->body == KRETRY_RAW_BODY_JSON;
+        if (h->body_json && t->format != KRETRY_FORMAT_AVRO)
+                verr(c, "handler.http.body",
+                     "body: json needs value: { format: avro, schema: PATH }");
+        const char *const files[][2] = {
+                {r->ca_file, "handler.http.ca_file"},
+                {r->cert_file, "handler.http.cert_file"},
+                {r->key_file, "handler.http.key_file"}};
+        const char **dest[] = {&h->ca_file, &h->cert_file, &h->key_file};
+        for (size_t i = 0; i < 3; i++) {
+                const char *p = text(c, files[i][0], files[i][1]);
+                if (p && (*dest[i] = resolve(c, p)) && access(*dest[i], R_OK))
+                        verr(c, files[i][1],
+                             "%s: cannot read \"%s\" (a relative path is "
+                             "relative to the topology file)",
+                             strrchr(files[i][1], '.') + 1, p);
+        }
+        http_headers(c, h);
+}
+
 static void
 check_extras(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
         int64_t v;
@@ -500,6 +618,7 @@ check_extras(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
             !integer(c, r->handler->concurrency, "handler.concurrency", 1, 1024,
                      &v))
                 t->concurrency = (int)v;
+        check_http(c, r->handler ? r->handler->http : NULL, t);
         t->alert_dlq_messages = -1;
         if (r->alerts) {
                 t->alerts = 1;

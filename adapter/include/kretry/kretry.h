@@ -521,8 +521,9 @@ KRETRY_EXPORT void kretry_conf_set_log_cb(kretry_conf_t *conf,
  * ("FILE:LINE:COL: text"), all of them, one per line, in @p errstr.
  * Declarations this version of the engine cannot honour yet (versioning
  * field, permanent_errors, breaker) are refused
- * with their position rather than silently ignored. On failure @p conf is
- * left unchanged.
+ * with their position rather than silently ignored. `handler.http` is
+ * `kretry run`'s and is ignored here (the application brings its handler).
+ * On failure @p conf is left unchanged.
  *
  * @param name the topology's name; NULL when the file holds exactly one.
  * @param errstr receives the messages on failure (may be NULL).

@@ -1,0 +1,575 @@
+/*
+ * The I/O half of kretry run --http: requests built from held messages, one
+ * libcurl multi handle on a thread of its own.
+ *
+ * Threads. The handler (any thread; the polling thread with handler.thread
+ * poll) builds a request and appends it to `queue` under `lock`, then wakes
+ * the HTTP thread with curl_multi_wakeup(). The HTTP thread owns the multi
+ * handle and every request once taken from the queue: it adds them, drives
+ * them, decides each answer (http_rules.c) and completes its message with
+ * kretry_msg_complete(), after the request was removed from the multi
+ * handle (the body may be the held message's value: nothing reads it after
+ * the completion).
+ */
+#include "http_handler.h"
+
+#include <avro.h>
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+typedef struct http_req_s {
+        kretry_http_t *h;
+        kretry_msg_t *msg; /* held until completed */
+        CURL *easy;
+        struct curl_slist *hdrs;
+        char *body; /* owned (JSON), or NULL: the message's own value */
+        char errbuf[CURL_ERROR_SIZE];
+        /* Filled by the HTTP thread from the answer. */
+        char status_line[128];
+        char code[128];
+        char retry_after[128];
+        char location[512];
+        char *line; /* the body's first line, error_max bytes at most */
+        size_t line_len;
+        int line_done;
+        struct http_req_s *next, *prev;
+} http_req_t;
+
+struct kretry_http_s {
+        kretry_http_opts_t o;
+        CURLM *multi;
+        pthread_t thread;
+        int started;
+        pthread_mutex_t lock;
+        /* Under lock. */
+        http_req_t *queue, **queue_tail;
+        int stop;
+        /* Easy handles of finished requests, reused (reset) by the next
+         * ones: libcurl's per-handle set-up is a good part of a request's
+         * cost at many requests a second. */
+        CURL **idle;
+        int idle_cnt, idle_cap;
+        /* The HTTP thread's own. */
+        http_req_t *open; /* in the multi handle */
+};
+
+static int64_t wall_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- building a request (the handler's thread) ---- */
+
+static int hdr_add(http_req_t *r, const char *line) {
+        struct curl_slist *l = curl_slist_append(r->hdrs, line);
+        if (!l)
+                return -1;
+        r->hdrs = l;
+        return 0;
+}
+
+/* "Name: value"; an empty value as "Name;", libcurl's way to send one. */
+static int hdr_put(http_req_t *r,
+                   const char *prefix,
+                   const char *name,
+                   const void *v,
+                   size_t len) {
+        size_t n  = strlen(prefix) + strlen(name) + len + 3;
+        char *buf = malloc(n);
+        if (!buf)
+                return -1;
+        if (len)
+                snprintf(buf, n, "%s%s: %.*s", prefix, name, (int)len,
+                         (const char *)v);
+        else
+                snprintf(buf, n, "%s%s;", prefix, name);
+        int rc = hdr_add(r, buf);
+        free(buf);
+        return rc;
+}
+
+static int hdr_str(http_req_t *r, const char *name, const char *v) {
+        return hdr_put(r, "", name, v, strlen(v));
+}
+
+static int hdr_i64(http_req_t *r, const char *name, int64_t v) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%" PRId64, v);
+        return hdr_str(r, name, buf);
+}
+
+/* Kretry-Key as is when it is header text, else base64 and its encoding. */
+static int hdr_key(http_req_t *r, const kretry_msg_t *msg) {
+        size_t len;
+        const void *key = kretry_msg_key(msg, &len);
+        if (!key)
+                return 0;
+        if (kretry_http_text_ok(key, len))
+                return hdr_put(r, "", "Kretry-Key", key, len);
+        char *b64 = malloc(4 * ((len + 2) / 3) + 1);
+        if (!b64)
+                return -1;
+        kretry_http_base64(key, len, b64);
+        int rc = hdr_str(r, "Kretry-Key", b64) ||
+                 hdr_str(r, "Kretry-Key-Encoding", "base64");
+        free(b64);
+        return rc ? -1 : 0;
+}
+
+/* The message's own headers, kretry-* aside, that are valid HTTP. */
+static int hdr_user(http_req_t *r, const kretry_msg_t *msg) {
+        size_t n = kretry_msg_header_count(msg);
+        for (size_t i = 0; i < n; i++) {
+                const char *name;
+                const void *v;
+                size_t len;
+                if (kretry_msg_header_at(msg, i, &name, &v, &len) ||
+                    !strncasecmp(name, "kretry-", 7) || !v ||
+                    !kretry_http_token_ok(name, strlen(name)) ||
+                    !kretry_http_text_ok(v, len))
+                        continue;
+                if (hdr_put(r, "Kafka-Header-", name, v, len))
+                        return -1;
+        }
+        return 0;
+}
+
+/* ce-id: the correlation id (kept across retries and replays). */
+static int hdr_ce_id(http_req_t *r, const kretry_msg_t *msg) {
+        const void *v;
+        size_t len;
+        if (!kretry_msg_header(msg, "kretry-correlation-id", &v, &len) && v &&
+            len && kretry_http_text_ok(v, len))
+                return hdr_put(r, "", "ce-id", v, len);
+        char buf[512];
+        snprintf(buf, sizeof(buf), "%s/%" PRId32 "/%" PRId64,
+                 kretry_msg_original_topic(msg),
+                 kretry_msg_original_partition(msg),
+                 kretry_msg_original_offset(msg));
+        return hdr_str(r, "ce-id", buf);
+}
+
+static int hdr_ce_time(http_req_t *r, const kretry_msg_t *msg) {
+        int64_t ms = kretry_msg_original_timestamp(msg);
+        if (ms < 0)
+                ms = kretry_msg_timestamp(msg);
+        if (ms < 0)
+                return 0;
+        time_t s = (time_t)(ms / 1000);
+        struct tm tm;
+        char buf[64], date[32];
+        if (!gmtime_r(&s, &tm) ||
+            !strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm))
+                return 0;
+        snprintf(buf, sizeof(buf), "%s.%03dZ", date, (int)(ms % 1000));
+        return hdr_str(r, "ce-time", buf);
+}
+
+static int hdr_meta(http_req_t *r, const kretry_msg_t *msg) {
+        char subject[64];
+        const char *source = kretry_msg_original_topic(msg);
+        snprintf(subject, sizeof(subject), "%" PRId32 "/%" PRId64,
+                 kretry_msg_original_partition(msg),
+                 kretry_msg_original_offset(msg));
+        return hdr_str(r, "ce-specversion", "1.0") || hdr_ce_id(r, msg) ||
+               hdr_str(r, "ce-source", source) ||
+               hdr_str(r, "ce-type", r->h->o.ce_type) || hdr_ce_time(r, msg) ||
+               hdr_str(r, "ce-subject", subject) ||
+               hdr_i64(r, "Kretry-Attempt", kretry_msg_attempt(msg)) ||
+               hdr_str(r, "Kretry-Topic", kretry_msg_topic(msg)) ||
+               hdr_i64(r, "Kretry-Partition", kretry_msg_partition(msg)) ||
+               hdr_i64(r, "Kretry-Offset", kretry_msg_offset(msg)) ||
+               hdr_key(r, msg);
+}
+
+/* The decoded record as one line of JSON (avro-c's encoding). */
+static int body_json(http_req_t *r, const kretry_msg_t *msg) {
+        const avro_value_t *v = kretry_msg_value_avro(msg);
+        if (!v)
+                return 0; /* not decoded (a null value): sent as it is */
+        if (avro_value_to_json(v, 1, &r->body))
+                return -1;
+        return 0;
+}
+
+static int body_set(http_req_t *r, const kretry_msg_t *msg) {
+        const kretry_http_opts_t *o = &r->h->o;
+        size_t len;
+        const void *value = kretry_msg_value(msg, &len);
+        if (o->body_json && body_json(r, msg))
+                return -1;
+        if (r->body) {
+                value = r->body;
+                len   = strlen(r->body);
+        } else if (!value) {
+                value = "";
+                len   = 0;
+                if (hdr_str(r, "Kretry-Value-Null", "true"))
+                        return -1;
+        }
+        curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+        curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, value);
+        return hdr_str(r, "Content-Type",
+                       o->content_type ? o->content_type
+                       : o->body_json  ? "application/json"
+                                       : "application/octet-stream");
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg) {
+        http_req_t *r = arg;
+        size_t len    = size * n;
+        for (size_t i = 0; i < len && !r->line_done; i++) {
+                if (p[i] == '\n' || r->line_len >= r->h->o.error_max) {
+                        r->line_done = 1;
+                        break;
+                }
+                if (p[i] != '\r')
+                        r->line[r->line_len++] = p[i] ? p[i] : ' ';
+        }
+        return len; /* the rest is read and dropped */
+}
+
+static void copy_trimmed(char *dest, size_t size, const char *v, size_t len) {
+        while (len && (*v == ' ' || *v == '\t'))
+                v++, len--;
+        while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' ||
+                       v[len - 1] == ' ' || v[len - 1] == '\t'))
+                len--;
+        snprintf(dest, size, "%.*s", (int)len, v);
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg) {
+        http_req_t *r = arg;
+        size_t len    = size * n;
+        const char *colon;
+        if (len > 5 && !strncmp(p, "HTTP/", 5)) {
+                /* A new response (after a 1xx): forget the last one's. */
+                r->code[0] = r->retry_after[0] = r->location[0] = '\0';
+                copy_trimmed(r->status_line, sizeof(r->status_line), p, len);
+                return len;
+        }
+        if (!(colon = memchr(p, ':', len)))
+                return len;
+        const struct {
+                const char *name;
+                char *dest;
+                size_t size;
+        } want[]  = {{"Kretry-Error-Code", r->code, sizeof(r->code)},
+                     {"Retry-After", r->retry_after, sizeof(r->retry_after)},
+                     {"Location", r->location, sizeof(r->location)}};
+        size_t nl = (size_t)(colon - p);
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+                if (strlen(want[i].name) == nl &&
+                    !strncasecmp(p, want[i].name, nl))
+                        copy_trimmed(want[i].dest, want[i].size, colon + 1,
+                                     len - nl - 1);
+        return len;
+}
+
+static CURL *easy_get(kretry_http_t *h) {
+        CURL *e = NULL;
+        pthread_mutex_lock(&h->lock);
+        if (h->idle_cnt)
+                e = h->idle[--h->idle_cnt];
+        pthread_mutex_unlock(&h->lock);
+        return e ? e : curl_easy_init();
+}
+
+static void easy_put(kretry_http_t *h, CURL *e) {
+        curl_easy_reset(e);
+        pthread_mutex_lock(&h->lock);
+        if (h->idle_cnt < h->idle_cap) {
+                h->idle[h->idle_cnt++] = e;
+                e                      = NULL;
+        }
+        pthread_mutex_unlock(&h->lock);
+        if (e)
+                curl_easy_cleanup(e);
+}
+
+static void req_free(http_req_t *r) {
+        if (!r)
+                return;
+        if (r->easy)
+                easy_put(r->h, r->easy);
+        curl_slist_free_all(r->hdrs);
+        if (r->body)
+                free(r->body); /* json_dumps(): malloc() */
+        free(r->line);
+        free(r);
+}
+
+static int easy_setup(http_req_t *r) {
+        const kretry_http_opts_t *o = &r->h->o;
+        CURL *e                     = r->easy;
+        curl_easy_setopt(e, CURLOPT_URL, o->url);
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+        curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+        curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+        if (o->ca_file)
+                curl_easy_setopt(e, CURLOPT_CAINFO, o->ca_file);
+        if (o->cert)
+                curl_easy_setopt(e, CURLOPT_SSLCERT, o->cert);
+        if (o->key)
+                curl_easy_setopt(e, CURLOPT_SSLKEY, o->key);
+        /* No "Expect: 100-continue": one round trip per message. */
+        if (hdr_add(r, "Expect:"))
+                return -1;
+        for (size_t i = 0; i < o->extra_cnt; i++)
+                if (hdr_add(r, o->extra[i]))
+                        return -1;
+        return 0;
+}
+
+static http_req_t *req_new(kretry_http_t *h, const kretry_msg_t *msg) {
+        http_req_t *r = calloc(1, sizeof(*r));
+        if (!r)
+                return NULL;
+        r->h = h;
+        if (!(r->line = malloc(h->o.error_max + 1)) ||
+            !(r->easy = easy_get(h)) || body_set(r, msg) || hdr_meta(r, msg) ||
+            hdr_user(r, msg) || easy_setup(r)) {
+                req_free(r);
+                return NULL;
+        }
+        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->hdrs);
+        return r;
+}
+
+kretry_action_t kretry_http_handle(kretry_http_t *h, kretry_msg_t *msg) {
+        http_req_t *r = req_new(h, msg);
+        if (!r) {
+                kretry_msg_set_error(msg, "HTTP_PREPARE",
+                                     "cannot build the request: out of "
+                                     "memory");
+                return KRETRY_RETRY;
+        }
+        r->msg = kretry_msg_hold(msg);
+        pthread_mutex_lock(&h->lock);
+        *h->queue_tail = r;
+        h->queue_tail  = &r->next;
+        pthread_mutex_unlock(&h->lock);
+        curl_multi_wakeup(h->multi);
+        return KRETRY_ASYNC;
+}
+
+/* ---- the HTTP thread ---- */
+
+static void open_link(kretry_http_t *h, http_req_t *r) {
+        r->prev = NULL;
+        r->next = h->open;
+        if (h->open)
+                h->open->prev = r;
+        h->open = r;
+}
+
+static void open_unlink(kretry_http_t *h, http_req_t *r) {
+        if (r->prev)
+                r->prev->next = r->next;
+        else
+                h->open = r->next;
+        if (r->next)
+                r->next->prev = r->prev;
+}
+
+/* Answer @p r's message and free it. */
+static void req_complete(http_req_t *r, const kretry_http_verdict_t *v) {
+        kretry_msg_t *msg = r->msg;
+        req_free(r); /* nothing reads the value past this */
+        if (v->action != KRETRY_OK)
+                kretry_msg_set_error(msg, v->code, v->message);
+        if (v->retry_after_ms > 0)
+                kretry_msg_set_retry_after(msg, v->retry_after_ms);
+        kretry_msg_complete(msg, v->action);
+}
+
+static void req_done(kretry_http_t *h, http_req_t *r, CURLcode rc) {
+        kretry_http_verdict_t v;
+        kretry_http_answer_t a = {.transport       = rc,
+                                  .transport_error = r->errbuf,
+                                  .status_line     = r->status_line,
+                                  .error_code      = r->code,
+                                  .retry_after     = r->retry_after,
+                                  .location        = r->location,
+                                  .first_line      = r->line};
+        r->line[r->line_len]   = '\0';
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &a.status);
+        kretry_http_decide(&h->o, &a, wall_ms(), &v);
+        open_unlink(h, r);
+        curl_multi_remove_handle(h->multi, r->easy);
+        req_complete(r, &v);
+}
+
+static void req_abort(http_req_t *r) {
+        kretry_http_verdict_t v = {.action = KRETRY_RETRY};
+        snprintf(v.code, sizeof(v.code), "ABORTED");
+        snprintf(v.message, sizeof(v.message),
+                 "kretry stopped before the endpoint answered");
+        req_complete(r, &v);
+}
+
+static void reap(kretry_http_t *h) {
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(h->multi, &left))) {
+                http_req_t *r = NULL;
+                if (m->msg != CURLMSG_DONE)
+                        continue;
+                curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &r);
+                req_done(h, r, m->data.result);
+        }
+}
+
+/* Take the queue; @returns the stop flag. */
+static int take(kretry_http_t *h) {
+        pthread_mutex_lock(&h->lock);
+        http_req_t *q = h->queue;
+        int stop      = h->stop;
+        h->queue      = NULL;
+        h->queue_tail = &h->queue;
+        pthread_mutex_unlock(&h->lock);
+        while (q) {
+                http_req_t *r = q;
+                q             = q->next;
+                if (stop) {
+                        req_abort(r);
+                        continue;
+                }
+                open_link(h, r);
+                if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) {
+                        open_unlink(h, r);
+                        req_abort(r);
+                }
+        }
+        return stop;
+}
+
+static void *loop(void *arg) {
+        kretry_http_t *h = arg;
+        int running;
+        while (!take(h)) {
+                curl_multi_perform(h->multi, &running);
+                reap(h);
+                curl_multi_poll(h->multi, NULL, 0, 1000, NULL);
+        }
+        while (h->open) {
+                http_req_t *r = h->open;
+                open_unlink(h, r);
+                curl_multi_remove_handle(h->multi, r->easy);
+                req_abort(r);
+        }
+        return NULL;
+}
+
+/* ---- life cycle ---- */
+
+static int url_check(const char *url, char *errstr, size_t size) {
+        CURLU *u     = curl_url();
+        char *scheme = NULL, *host = NULL;
+        int rc       = -1;
+        CURLUcode uc = u ? curl_url_set(u, CURLUPART_URL, url, 0)
+                         : CURLUE_OUT_OF_MEMORY;
+        if (uc)
+                snprintf(errstr, size,
+                         "--http \"%s\": malformed URL: %s (expected "
+                         "http[s]://HOST[:PORT][/PATH])",
+                         url, curl_url_strerror(uc));
+        else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) ||
+                 (strcmp(scheme, "http") && strcmp(scheme, "https")))
+                snprintf(errstr, size,
+                         "--http \"%s\": the scheme must be http or https",
+                         url);
+        else if (curl_url_get(u, CURLUPART_HOST, &host, 0) || !*host)
+                snprintf(errstr, size, "--http \"%s\": the URL has no host",
+                         url);
+        else
+                rc = 0;
+        curl_free(scheme);
+        curl_free(host);
+        curl_url_cleanup(u);
+        return rc;
+}
+
+static int thread_start(kretry_http_t *h) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        int rc = pthread_create(&h->thread, NULL, loop, h);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return rc;
+}
+
+kretry_http_t *
+kretry_http_new(const kretry_http_opts_t *o, char *errstr, size_t size) {
+        kretry_http_t *h;
+        if (url_check(o->url, errstr, size))
+                return NULL;
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) ||
+            !(h = calloc(1, sizeof(*h)))) {
+                snprintf(errstr, size, "cannot start libcurl");
+                return NULL;
+        }
+        h->o          = *o;
+        h->queue_tail = &h->queue;
+        h->idle_cap   = o->concurrency > 0 ? o->concurrency : 1;
+        if (!(h->idle = calloc((size_t)h->idle_cap, sizeof(CURL *)))) {
+                free(h);
+                snprintf(errstr, size, "out of memory");
+                return NULL;
+        }
+        pthread_mutex_init(&h->lock, NULL);
+        if (!(h->multi = curl_multi_init())) {
+                snprintf(errstr, size, "cannot start libcurl");
+                kretry_http_destroy(h);
+                return NULL;
+        }
+        /* Keep a connection per request in flight for reuse. */
+        curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS,
+                          (long)(o->concurrency > 0 ? o->concurrency : 1));
+        if (thread_start(h)) {
+                snprintf(errstr, size, "cannot start the HTTP thread");
+                kretry_http_destroy(h);
+                return NULL;
+        }
+        h->started = 1;
+        return h;
+}
+
+void kretry_http_destroy(kretry_http_t *h) {
+        if (!h)
+                return;
+        if (h->started) {
+                pthread_mutex_lock(&h->lock);
+                h->stop = 1;
+                pthread_mutex_unlock(&h->lock);
+                curl_multi_wakeup(h->multi);
+                pthread_join(h->thread, NULL);
+                take(h); /* what the handler queued meanwhile */
+        }
+        while (h->idle_cnt)
+                curl_easy_cleanup(h->idle[--h->idle_cnt]);
+        free(h->idle);
+        if (h->multi)
+                curl_multi_cleanup(h->multi);
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+        curl_global_cleanup();
+}

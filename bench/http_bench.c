@@ -1,0 +1,326 @@
+/*
+ * http_bench: kretry run --http's path (adapter -> held message -> libcurl
+ * multi thread -> server -> completion) against a raw libcurl multi loop
+ * posting the same bodies to the same server in the same run, the limit.
+ *
+ *   http_bench [MESSAGES] [CONCURRENCY,...] [RUNS]    (20000 1,16,64 3)
+ *
+ * One process: librdkafka's mock cluster (one broker, 8 partitions), a
+ * small HTTP/1.1 keep-alive server on loopback that answers 204 at once
+ * (a thread per connection), the kretry side (an adapter whose handler is
+ * the --http handler, handler.thread poll, handler.concurrency C) and the
+ * raw side (C requests in flight on one multi handle, easy handles reused).
+ * Each side is timed from its first request to its last answer; the ratio
+ * is kretry msgs/s over raw msgs/s, median over the runs.
+ */
+#define _GNU_SOURCE /* memmem() */
+#include "http_handler.h"
+#include "kretry/kretry.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PARTS 8
+#define VALUE 100
+#define MAX_RUNS 15
+
+static double now_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- the server: 204 at once, keep-alive ---- */
+
+static atomic_long served;
+
+/* Read one request (headers, then Content-Length bytes); 0 at EOF. */
+static int read_request(int fd, char *buf, size_t size, size_t *have) {
+        for (;;) {
+                char *end = memmem(buf, *have, "\r\n\r\n", 4);
+                if (end) {
+                        size_t hlen = (size_t)(end - buf) + 4;
+                        long clen   = 0;
+                        for (char *p = buf; p < end; p++)
+                                if (!strncasecmp(p, "\ncontent-length:", 16))
+                                        clen = strtol(p + 16, NULL, 10);
+                        while (*have < hlen + (size_t)clen) {
+                                ssize_t n = read(fd, buf + *have, size - *have);
+                                if (n <= 0)
+                                        return 0;
+                                *have += (size_t)n;
+                        }
+                        memmove(buf, buf + hlen + clen,
+                                *have - hlen - (size_t)clen);
+                        *have -= hlen + (size_t)clen;
+                        return 1;
+                }
+                ssize_t n = read(fd, buf + *have, size - *have);
+                if (n <= 0)
+                        return 0;
+                *have += (size_t)n;
+        }
+}
+
+static void *conn_main(void *arg) {
+        static const char resp[] = "HTTP/1.1 204 No Content\r\n\r\n";
+        int fd                   = (int)(intptr_t)arg;
+        char *buf                = malloc(65536);
+        size_t have              = 0;
+        while (buf && read_request(fd, buf, 65536, &have)) {
+                atomic_fetch_add(&served, 1);
+                if (write(fd, resp, sizeof(resp) - 1) < 0)
+                        break;
+        }
+        free(buf);
+        close(fd);
+        return NULL;
+}
+
+static void *accept_main(void *arg) {
+        int lfd = (int)(intptr_t)arg;
+        for (;;) {
+                int fd = accept(lfd, NULL, NULL);
+                if (fd < 0)
+                        continue;
+                int one = 1;
+                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                pthread_t t;
+                if (!pthread_create(&t, NULL, conn_main, (void *)(intptr_t)fd))
+                        pthread_detach(t);
+                else
+                        close(fd);
+        }
+        return NULL;
+}
+
+static int server_start(void) {
+        struct sockaddr_in a = {.sin_family = AF_INET};
+        socklen_t len        = sizeof(a);
+        int lfd              = socket(AF_INET, SOCK_STREAM, 0);
+        a.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
+        pthread_t t;
+        if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) ||
+            listen(lfd, 256) || getsockname(lfd, (struct sockaddr *)&a, &len) ||
+            pthread_create(&t, NULL, accept_main, (void *)(intptr_t)lfd))
+                return -1;
+        pthread_detach(t);
+        return ntohs(a.sin_port);
+}
+
+/* ---- the input ---- */
+
+static char bootstrap[256];
+static char (*values)[VALUE];
+
+static int produce(long n) {
+        char err[512];
+        rd_kafka_conf_t *c = rd_kafka_conf_new();
+        rd_kafka_conf_set(c, "test.mock.num.brokers", "1", err, sizeof(err));
+        rd_kafka_conf_set(c, "linger.ms", "5", err, sizeof(err));
+        rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
+        if (!p)
+                return -1;
+        rd_kafka_mock_cluster_t *mc = rd_kafka_handle_mock_cluster(p);
+        snprintf(bootstrap, sizeof(bootstrap), "%s",
+                 rd_kafka_mock_cluster_bootstraps(mc));
+        rd_kafka_mock_topic_create(mc, "hb", PARTS, 1);
+        rd_kafka_mock_topic_create(mc, "hb.retry.1", PARTS, 1);
+        rd_kafka_mock_topic_create(mc, "hb.dlq", PARTS, 1);
+        values = calloc((size_t)n, VALUE);
+        for (long i = 0; i < n; i++) {
+                char key[16];
+                snprintf(key, sizeof(key), "key-%05ld", i % 10000);
+                snprintf(values[i], VALUE, "%015ld", i);
+                memset(values[i] + 15, 'v', VALUE - 15);
+                while (rd_kafka_producev(p, RD_KAFKA_V_TOPIC("hb"),
+                                         RD_KAFKA_V_KEY(key, strlen(key)),
+                                         RD_KAFKA_V_VALUE(values[i], VALUE),
+                                         RD_KAFKA_V_END) ==
+                       RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                        rd_kafka_poll(p, 10);
+        }
+        rd_kafka_flush(p, 30000);
+        /* The producer keeps the mock cluster alive: never destroyed. */
+        return 0;
+}
+
+/* ---- the kretry side ---- */
+
+typedef struct {
+        kretry_http_t *http;
+        long want, ok;
+        double first;
+} side_t;
+
+static kretry_action_t handle(kretry_msg_t *msg, void *opaque) {
+        side_t *s = opaque;
+        if (s->first == 0)
+                s->first = now_s();
+        return kretry_http_handle(s->http, msg);
+}
+
+static void on_route(const char *topic,
+                     int32_t partition,
+                     int64_t offset,
+                     kretry_route_t route,
+                     int tier,
+                     const char *error_class,
+                     int attempt,
+                     void *opaque) {
+        side_t *s = opaque;
+        (void)topic, (void)partition, (void)offset, (void)tier;
+        (void)error_class, (void)attempt;
+        if (route == KRETRY_ROUTE_OK)
+                s->ok++;
+}
+
+static double kretry_side(const char *url, long n, int conc, int run) {
+        char err[512], group[64], cs[16];
+        side_t s = {.want = n};
+        kretry_http_opts_t o;
+        kretry_http_opts_init(&o);
+        o.url         = url;
+        o.concurrency = conc;
+        if (!(s.http = kretry_http_new(&o, err, sizeof(err))))
+                return -1;
+        snprintf(group, sizeof(group), "hb-k-%d-%d", conc, run);
+        snprintf(cs, sizeof(cs), "%d", conc);
+        const char *const props[][2] = {
+                {"bootstrap.servers", bootstrap},
+                {"group.id", group},
+                {"source.topic", "hb"},
+                {"retry.tiers", "1s"},
+                {"handler.concurrency", cs},
+                {"handler.thread", "poll"},
+                {"socket.nagle.disable", "true"},
+                {"consumer.fetch.wait.max.ms", "10"},
+                {"consumer.queued.min.messages", "1000000"}};
+        kretry_conf_t *conf = kretry_conf_new();
+        for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++)
+                if (kretry_conf_set(conf, props[i][0], props[i][1], err,
+                                    sizeof(err))) {
+                        fprintf(stderr, "%s: %s\n", props[i][0], err);
+                        return -1;
+                }
+        kretry_conf_set_handler(conf, handle, &s);
+        kretry_conf_set_route_cb(conf, on_route);
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
+        if (!a) {
+                fprintf(stderr, "adapter: %s\n", err);
+                return -1;
+        }
+        double deadline = now_s() + 120;
+        while (s.ok < n && now_s() < deadline)
+                kretry_adapter_poll(a, 100);
+        double rate = s.ok == n ? (double)n / (now_s() - s.first) : -1;
+        kretry_adapter_close(a);
+        kretry_http_destroy(s.http);
+        kretry_adapter_destroy(a);
+        return rate;
+}
+
+/* ---- the raw side ---- */
+
+static double raw_side(const char *url, long n, int conc) {
+        CURLM *m                = curl_multi_init();
+        CURL **e                = calloc((size_t)conc, sizeof(*e));
+        struct curl_slist *hdrs = curl_slist_append(NULL, "Expect:");
+        hdrs                    = curl_slist_append(hdrs,
+                                                    "Content-Type: application/octet-stream");
+        long next = 0, done = 0;
+        int running;
+        double t0 = now_s();
+        for (int i = 0; i < conc && next < n; i++, next++) {
+                e[i] = curl_easy_init();
+                curl_easy_setopt(e[i], CURLOPT_URL, url);
+                curl_easy_setopt(e[i], CURLOPT_HTTPHEADER, hdrs);
+                curl_easy_setopt(e[i], CURLOPT_TCP_NODELAY, 1L);
+                curl_easy_setopt(e[i], CURLOPT_POSTFIELDSIZE, (long)VALUE);
+                curl_easy_setopt(e[i], CURLOPT_POSTFIELDS, values[next]);
+                curl_multi_add_handle(m, e[i]);
+        }
+        while (done < n) {
+                CURLMsg *msg;
+                int left;
+                curl_multi_perform(m, &running);
+                while ((msg = curl_multi_info_read(m, &left))) {
+                        CURL *h = msg->easy_handle;
+                        done++;
+                        curl_multi_remove_handle(m, h);
+                        if (next < n) {
+                                curl_easy_setopt(h, CURLOPT_POSTFIELDS,
+                                                 values[next++]);
+                                curl_multi_add_handle(m, h);
+                        }
+                }
+                if (done < n)
+                        curl_multi_poll(m, NULL, 0, 100, NULL);
+        }
+        double rate = (double)n / (now_s() - t0);
+        for (int i = 0; i < conc; i++)
+                if (e[i])
+                        curl_easy_cleanup(e[i]);
+        curl_slist_free_all(hdrs);
+        free(e);
+        curl_multi_cleanup(m);
+        return rate;
+}
+
+static int cmp(const void *a, const void *b) {
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+        long n           = argc > 1 ? atol(argv[1]) : 20000;
+        const char *list = argc > 2 ? argv[2] : "1,16,64";
+        int runs         = argc > 3 ? atoi(argv[3]) : 3;
+        char url[64];
+        if (n <= 0 || runs < 1 || runs > MAX_RUNS) {
+                fprintf(stderr, "usage: http_bench [MESSAGES] "
+                                "[CONCURRENCY,...] [RUNS 1..15]\n");
+                return 64;
+        }
+        int port = server_start();
+        if (port < 0 || produce(n)) {
+                fprintf(stderr, "http_bench: cannot start\n");
+                return 1;
+        }
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/events", port);
+        printf("%ld messages of %d bytes, 204 at once, median of %d runs\n", n,
+               VALUE, runs);
+        printf("%6s %14s %14s %7s\n", "conc", "kretry msg/s", "raw msg/s",
+               "ratio");
+        for (const char *p = list; *p;) {
+                int conc = atoi(p);
+                double k[MAX_RUNS], r[MAX_RUNS], q[MAX_RUNS];
+                for (int i = 0; i < runs; i++) {
+                        k[i] = kretry_side(url, n, conc, i);
+                        r[i] = raw_side(url, n, conc);
+                        q[i] = k[i] / r[i];
+                }
+                qsort(k, (size_t)runs, sizeof(double), cmp);
+                qsort(r, (size_t)runs, sizeof(double), cmp);
+                qsort(q, (size_t)runs, sizeof(double), cmp);
+                printf("%6d %14.0f %14.0f %7.2f\n", conc, k[runs / 2],
+                       r[runs / 2], q[runs / 2]);
+                fflush(stdout);
+                p = strchr(p, ',') ? strchr(p, ',') + 1 : p + strlen(p);
+        }
+        return 0;
+}
