@@ -222,6 +222,7 @@ static void test_complete_during_call(void) {
         async_state_t *st   = state_new();
         kretry_conf_t *conf = it_conf(env, NULL);
         kretry_conf_set_handler(conf, early_handler, st);
+        kretry_conf_set_route_cb(conf, NULL); /* it shares the opaque */
         kretry_adapter_t *a = it_adapter(conf);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
@@ -382,6 +383,7 @@ static void test_complete_after_destroy(void) {
         kretry_conf_t *conf = it_conf(env, "handler.concurrency", "2",
                                       "revoke.timeout.ms", "100", NULL);
         kretry_conf_set_handler(conf, hold_handler, st);
+        kretry_conf_set_route_cb(conf, NULL); /* it shares the opaque */
         kretry_adapter_t *a = it_adapter(conf);
         int64_t deadline    = kt_now_ms() + 30000;
         while (atomic_load(&st->calls) < 2 && kt_now_ms() < deadline)
