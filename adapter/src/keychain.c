@@ -36,6 +36,7 @@ void kretry_chains_init(kretry_chains_t *c) {
         kretry_keymap_init(&c->map, sizeof(kretry_chain_key_t));
         kretry_keymap_init(&c->superseded, 1);
         c->pending = 0;
+        c->chained = 0;
 }
 
 void kretry_chains_clear(kretry_chains_t *c) {
