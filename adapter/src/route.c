@@ -227,8 +227,8 @@ kretry_inflight_t *kretry_reserve_take(kretry_adapter_t *a) {
 }
 
 /* Build the copy record of the message bound to a->msg: its own
- * allocation, or, when memory is short, the reserve that dispatch()
- * made sure of before the outcome was decided. */
+ * allocation, or, when memory is short, the reserve the job took
+ * (kretry_workers_submit) before the outcome was decided. */
 static kretry_inflight_t *record_new(kretry_adapter_t *a,
                                      kretry_part_t *part,
                                      const kretry_copy_t *cp,
@@ -305,7 +305,7 @@ void kretry_route_copy(kretry_adapter_t *a,
         kretry_inflight_t *r = record_new(a, part, cp, kretry_now_ms());
         if (!r) {
                 /* Cannot happen: a dispatch makes at most one copy, and
-                 * dispatch() reserved its record. Should it, the offset
+                 * its job reserved its record. Should it, the offset
                  * stays in flight (nothing is committed past it) until the
                  * partition is assigned again. */
                 kretry_log(a, KRETRY_LOG_ERR, "ROUTE",
@@ -505,12 +505,6 @@ void kretry_finish(kretry_adapter_t *a,
         route_failure(a, part, action);
 }
 
-/* Hand a tracked message to the handler (workers.c). */
-static void
-dispatch(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
-        kretry_workers_submit(a, part, rkm);
-}
-
 /* Held messages wait their due time in kretry's memory, their partition
  * paused (kretry_part_update_pause); dispatch_due hands them to
  * kretry_dispatch. */
@@ -583,7 +577,7 @@ admit(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
                         return;
                 }
         }
-        dispatch(a, part, rkm);
+        kretry_workers_submit(a, part, rkm);
 }
 
 void kretry_dispatch(kretry_adapter_t *a,
@@ -592,7 +586,7 @@ void kretry_dispatch(kretry_adapter_t *a,
         /* A held message whose offset could not be tracked (out of memory)
          * starts over; any other was tracked when it was consumed. */
         if (kretry_offsets_pending(&part->offsets, rkm->offset))
-                dispatch(a, part, rkm);
+                kretry_workers_submit(a, part, rkm);
         else
                 admit(a, part, rkm);
 }

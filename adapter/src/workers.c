@@ -652,20 +652,19 @@ void kretry_workers_submit(kretry_adapter_t *a,
         update_full(a);
 }
 
-int kretry_workers_reap(kretry_adapter_t *a) {
-        if (!a->workers)
-                return 0;
-        int n = reap(a);
-        pump(a);
-        update_full(a);
-        return n;
-}
-
 void kretry_workers_flush(kretry_adapter_t *a) {
         if (!a->workers)
                 return;
         pump(a);
         update_full(a);
+}
+
+int kretry_workers_reap(kretry_adapter_t *a) {
+        if (!a->workers)
+                return 0;
+        int n = reap(a);
+        kretry_workers_flush(a);
+        return n;
 }
 
 void kretry_workers_pause(kretry_adapter_t *a, int paused) {
