@@ -270,8 +270,12 @@ consume_two(it_env_t *env, rd_kafka_message_t **out, int *n) {
  * is never mistaken for librdkafka's. */
 static void test_owned_copy(void) {
         it_env_t *env          = it_env_new("50ms", 1);
-        rd_kafka_headers_t *hs = rd_kafka_headers_new(2);
+        rd_kafka_headers_t *hs = rd_kafka_headers_new(6);
         rd_kafka_header_add(hs, "trace-id", -1, "t-7", -1);
+        rd_kafka_header_add(hs, "null", -1, NULL, 0);
+        rd_kafka_header_add(hs, "empty", -1, "", 0);
+        rd_kafka_header_add(hs, "bin", -1, "a\0\xff", 3);
+        rd_kafka_header_add(hs, "trace-id", -1, "t-8", -1);
         it_produce(env, 0, "key-o", "value-o", hs);
         it_produce(env, 0, NULL, NULL, NULL);
         rd_kafka_message_t *m[2];
@@ -282,8 +286,12 @@ static void test_owned_copy(void) {
         rd_kafka_timestamp_type_t tt, ott;
         int64_t ts            = rd_kafka_message_timestamp(m[0], &tt);
         int64_t offset        = m[0]->offset;
+        size_t size           = kretry_rkm_size(m[0]);
         rd_kafka_message_t *o = kretry_rkm_own(m[0]); /* m[0] destroyed */
         KT_REQUIRE(kretry_rkm_owned(o));
+        /* What the copy takes, known before it is made. */
+        KT_ASSERT_INT_EQ((long long)kretry_rkm_size(o), (long long)size);
+        KT_ASSERT(size > 5 + 7 + 8 + 3 + 4 + 5 + 3 + 3 + 8 + 3 && size < 512);
         KT_ASSERT(kretry_rkm_own(o) == o);
         KT_ASSERT(o->err == 0 && o->partition == 0 && o->offset == offset);
         KT_ASSERT(o->key_len == 5 && !memcmp(o->key, "key-o", 5));
@@ -295,8 +303,30 @@ static void test_owned_copy(void) {
         const void *v;
         size_t n;
         KT_REQUIRE(!kretry_rkm_headers(o, &h));
+        /* Every header, in order, byte for byte: null and empty values,
+         * binary bytes, a repeated name. */
+        static const struct {
+                const char *name, *value;
+                size_t len;
+        } want[] = {{"trace-id", "t-7", 3},
+                    {"null", NULL, 0},
+                    {"empty", "", 0},
+                    {"bin", "a\0\xff", 3},
+                    {"trace-id", "t-8", 3}};
+        const char *name;
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+                KT_REQUIRE(!rd_kafka_header_get_all(h, i, &name, &v, &n));
+                KT_ASSERT_STR_EQ(name, want[i].name);
+                KT_ASSERT((v == NULL) == (want[i].value == NULL));
+                KT_ASSERT(n == want[i].len &&
+                          (!n || !memcmp(v, want[i].value, n)));
+        }
+        KT_ASSERT(rd_kafka_header_get_all(h, 5, &name, &v, &n) != 0);
         KT_ASSERT(!rd_kafka_header_get_last(h, "trace-id", &v, &n) && n == 3 &&
-                  !memcmp(v, "t-7", 3));
+                  !memcmp(v, "t-8", 3));
+        /* Read again: the same list. */
+        rd_kafka_headers_t *h2;
+        KT_ASSERT(!kretry_rkm_headers(o, &h2) && h2 == h);
         kretry_rkm_destroy(o);
         /* Null key and value, no headers. */
         o = kretry_rkm_own(m[1]);

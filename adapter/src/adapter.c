@@ -121,10 +121,16 @@ kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p) {
         return part;
 }
 
+/* Messages @p part may keep behind a held one (tier.buffer.*): tier
+ * partitions only; a source message is held only while memory runs out. */
+static int behind_cap(const kretry_adapter_t *a, const kretry_part_t *part) {
+        return part->tier > 0 ? a->conf->tier_buffer_msgs : 0;
+}
+
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
-        int want =
-                part->assigned &&
-                (part->held || part->produce_failures > 0 || a->breaker_paused);
+        int want = part->assigned &&
+                   ((part->held && !behind_cap(a, part)) || part->behind_full ||
+                    part->produce_failures > 0 || a->breaker_paused);
         if (want == part->paused)
                 return;
         rd_kafka_topic_partition_list_t *l =
@@ -184,6 +190,15 @@ void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part) {
 }
 
 void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part) {
+        rd_kafka_message_t *rkm;
+        kretry_rkm_fifo_t *f = &part->behind;
+        atomic_fetch_sub_explicit(&a->stats.buffered, f->cnt,
+                                  memory_order_relaxed);
+        atomic_fetch_sub_explicit(&a->stats.buffered_bytes, f->bytes,
+                                  memory_order_relaxed);
+        while ((rkm = kretry_rkm_fifo_pop(f)))
+                kretry_rkm_destroy(rkm);
+        part->behind_full = 0;
         if (!part->held)
                 return;
         for (kretry_part_t **pp = &a->held_list; *pp; pp = &(*pp)->next_held)
@@ -417,6 +432,33 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
         return a;
 }
 
+/* The messages kept behind @p part's held one, in order, now that it is
+ * gone: each is admitted as if it arrived now, until one is held again (not
+ * due yet) or max.inflight or the breaker stops them. */
+static int release_behind(kretry_adapter_t *a, kretry_part_t *part) {
+        kretry_rkm_fifo_t *f = &part->behind;
+        int n = 0, cap = behind_cap(a, part);
+        while (f->cnt && !part->held && !a->full && !a->breaker_paused) {
+                rd_kafka_message_t *rkm = kretry_rkm_fifo_pop(f);
+                atomic_fetch_sub_explicit(&a->stats.buffered, 1,
+                                          memory_order_relaxed);
+                atomic_fetch_sub_explicit(&a->stats.buffered_bytes,
+                                          (int64_t)kretry_rkm_size(rkm),
+                                          memory_order_relaxed);
+                kretry_dispatch(a, part, rkm);
+                n++;
+        }
+        if (f->cnt && !part->held)
+                a->behind_stalled = 1;
+        /* Full until half of it is free: a buffer at its bound must not
+         * pause and resume its partition on every message. */
+        if (part->behind_full && f->cnt <= cap / 2 &&
+            f->bytes <= a->conf->tier_buffer_bytes / 2)
+                part->behind_full = 0;
+        kretry_part_update_pause(a, part);
+        return n;
+}
+
 /* Hand every held message whose due time has come to the handler. */
 static int dispatch_due(kretry_adapter_t *a, int64_t now) {
         kretry_part_t *due = NULL, **pp = &a->held_list;
@@ -443,8 +485,24 @@ static int dispatch_due(kretry_adapter_t *a, int64_t now) {
                                           memory_order_relaxed);
                 kretry_part_update_pause(a, part);
                 kretry_dispatch(a, part, rkm);
-                n++;
+                n += 1 + release_behind(a, part);
         }
+        return n;
+}
+
+/* Messages kept behind a held one whose turn came while max.inflight or
+ * the breaker stopped them. */
+static int release_stalled(kretry_adapter_t *a) {
+        int n = 0;
+        if (!a->behind_stalled || a->full || a->breaker_paused)
+                return 0;
+        a->behind_stalled = 0;
+        for (int t = 1; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++) {
+                        kretry_part_t *part = a->parts[t][p];
+                        if (part && part->assigned && !part->held)
+                                n += release_behind(a, part);
+                }
         return n;
 }
 
@@ -461,9 +519,10 @@ static void consumer_error(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
                    rkm->rkt ? ": " : "", rd_kafka_message_errstr(rkm));
 }
 
-/* A message for a paused partition (its head held, or the breaker open)
- * cannot normally arrive: the pause flushed its fetch queue. Should one slip
- * through, fetch it again once the partition resumes rather than lose it. */
+/* A message for a paused partition (its buffer behind a held message full,
+ * or the breaker open) cannot normally arrive: the pause flushed its fetch
+ * queue. Should one slip through, fetch it again once the partition resumes
+ * rather than lose it. */
 static void refetch_later(kretry_adapter_t *a,
                           kretry_part_t *part,
                           rd_kafka_message_t *rkm,
@@ -482,6 +541,34 @@ static void refetch_later(kretry_adapter_t *a,
                 rd_kafka_error_destroy(e);
         rd_kafka_topic_partition_list_destroy(l);
         rd_kafka_message_destroy(rkm);
+}
+
+/* @p rkm arrived behind a held message of @p part (or behind others kept
+ * so): kept in order in kretry's memory while tier.buffer.* has room, which
+ * leaves the partition fetching; at the bound the partition is paused, and
+ * a message still arriving is fetched again after the resume. */
+static void
+keep_behind(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
+        kretry_rkm_fifo_t *f = &part->behind;
+        int64_t bytes        = (int64_t)kretry_rkm_size(rkm);
+        if (!part->behind_full && f->cnt < behind_cap(a, part) &&
+            (!f->cnt || f->bytes + bytes <= a->conf->tier_buffer_bytes) &&
+            !kretry_rkm_fifo_push(f, &rkm)) {
+                kretry_count_consumed(a, part, f->tail);
+                atomic_fetch_add_explicit(&a->stats.buffered, 1,
+                                          memory_order_relaxed);
+                atomic_fetch_add_explicit(&a->stats.buffered_bytes, bytes,
+                                          memory_order_relaxed);
+                if (f->cnt >= behind_cap(a, part) ||
+                    f->bytes >= a->conf->tier_buffer_bytes) {
+                        part->behind_full = 1;
+                        kretry_part_update_pause(a, part);
+                }
+                return;
+        }
+        part->behind_full = 1; /* no room, or no memory for the copy */
+        kretry_part_update_pause(a, part);
+        refetch_later(a, part, rkm, "behind a held message");
 }
 
 /* Delivery reports and due messages are served every this many consumed
@@ -556,8 +643,8 @@ static void consumed(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
         kretry_part_t *part = assigned_part(a, rkm);
         if (!part)
                 rd_kafka_message_destroy(rkm);
-        else if (part->held)
-                refetch_later(a, part, rkm, "behind a held message");
+        else if (part->held || part->behind.cnt)
+                keep_behind(a, part, rkm);
         else
                 kretry_process(a, part, rkm);
 }
@@ -623,6 +710,7 @@ static int step(kretry_adapter_t *a) {
         }
         kretry_retry_failed(a, now);
         n += dispatch_due(a, now);
+        n += release_stalled(a);
         n += consume(a);
         kretry_workers_flush(a); /* what was consumed goes to the handler */
         if (n && (a->versions_topic || a->conf->ordering == KRETRY_ORDER_KEY))

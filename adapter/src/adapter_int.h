@@ -24,6 +24,15 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* Owned copies of consumed messages (kretry_rkm_own) in arrival order,
+ * linked through the copies themselves: queueing one allocates nothing
+ * more. */
+typedef struct {
+        rd_kafka_message_t *head, *tail;
+        int cnt;
+        int64_t bytes; /* the copies' memory (kretry_rkm_size) */
+} kretry_rkm_fifo_t;
+
 /* One consumed partition: the source (tier 0) or a tier. Allocated on first
  * assignment and kept until the adapter is destroyed, so that late delivery
  * reports can find it; `gen` tells them whether it was reassigned since. */
@@ -44,6 +53,13 @@ typedef struct kretry_part_s {
         rd_kafka_message_t *held; /* tier message waiting for its due time,
                                      in kretry's memory (kretry_rkm_own) */
         int64_t held_due;
+        /* Tier messages consumed behind the held one, in offset order, in
+         * kretry's memory: the partition is paused only once they fill
+         * tier.buffer.messages or .bytes (behind_full, cleared again at
+         * half), since a pause drops what librdkafka prefetched and the
+         * fetch after the resume can wait fetch.wait.max.ms. */
+        kretry_rkm_fifo_t behind;
+        int behind_full;
         int produce_failures; /* copies from here waiting to be re-produced */
         int too_large_logged; /* a copy refused as too large was logged
                                  since the partition last had none failing */
@@ -123,6 +139,15 @@ rd_kafka_resp_err_t kretry_rkm_headers(const rd_kafka_message_t *rkm,
 int64_t kretry_rkm_timestamp(const rd_kafka_message_t *rkm,
                              rd_kafka_timestamp_type_t *tstype);
 void kretry_rkm_destroy(rd_kafka_message_t *rkm);
+/* The memory an owned copy of @p rkm takes (its own, if it is one): key,
+ * value, headers and the record around them. */
+size_t kretry_rkm_size(const rd_kafka_message_t *rkm);
+
+/* Queue *@p rkmp as an owned copy (librdkafka's is destroyed) and set it to
+ * NULL; -1 when it could not be copied (out of memory): *@p rkmp is then
+ * the caller's still. */
+int kretry_rkm_fifo_push(kretry_rkm_fifo_t *f, rd_kafka_message_t **rkmp);
+rd_kafka_message_t *kretry_rkm_fifo_pop(kretry_rkm_fifo_t *f); /* or NULL */
 
 /* A copy's destination that is the version changelog, not a tier or DLQ. */
 #define KRETRY_DEST_VERSIONS (-1)
@@ -133,7 +158,8 @@ typedef struct {
         atomic_llong consumed, ok, handler_calls, dlq, produce_errors, held;
         atomic_llong stale, forwarded, chain_keys, version_keys, version_bytes;
         atomic_llong duplicates, breaker_trips, breaker_open, keepalives;
-        atomic_llong too_large;      /* copies refused as too large */
+        atomic_llong buffered, buffered_bytes; /* behind held messages */
+        atomic_llong too_large;                /* copies refused as too large */
         atomic_llong foreign;        /* tier copies of another group, skipped */
         atomic_llong inflight;       /* workers.c: jobs waiting or running */
         atomic_llong inflight_bytes; /* workers.c: their keys and values */
@@ -176,6 +202,8 @@ struct kretry_adapter_s {
         kretry_part_t ***parts; /* [topic][partition] */
         int *part_cap;          /* per topic */
         kretry_part_t *held_list;
+        int behind_stalled; /* a partition has messages behind no held one:
+                               max.inflight or the breaker stopped them */
         kretry_inflight_t *failed; /* deliveries to retry */
         int inflight;              /* copies not yet acknowledged */
         /* The view being decided on (route.c, keyed.c): msg0, or with
@@ -302,6 +330,11 @@ void kretry_hold_for(kretry_adapter_t *a,
 void kretry_process(kretry_adapter_t *a,
                     kretry_part_t *part,
                     rd_kafka_message_t *rkm);
+/* The counts kretry_process keeps of a consumed message, for one kept
+ * behind a held message instead (adapter.c). */
+void kretry_count_consumed(kretry_adapter_t *a,
+                           kretry_part_t *part,
+                           const rd_kafka_message_t *rkm);
 void kretry_dispatch(kretry_adapter_t *a,
                      kretry_part_t *part,
                      rd_kafka_message_t *rkm);

@@ -79,6 +79,16 @@ static const struct prop {
          "bytes of key and value of the messages consumed and not yet "
          "decided before no more are taken (a message larger than this is "
          "still taken when nothing else is in flight)"},
+        {"tier.buffer.messages", PROP_INT,
+         offsetof(kretry_conf_t, tier_buffer_msgs), 0, 1000000, "1000",
+         "tier messages kept in memory per tier partition behind one that is "
+         "not due yet, so that the partition keeps fetching; at this bound "
+         "(or tier.buffer.bytes) the partition is paused until half of it is "
+         "free (0: pause at once)"},
+        {"tier.buffer.bytes", PROP_INT,
+         offsetof(kretry_conf_t, tier_buffer_bytes), 0, 2147483647, "262144",
+         "memory those messages may take per tier partition (key, value, "
+         "headers and kretry's record of each)"},
         {"ordering.on.dead.letter", PROP_CHOICE,
          offsetof(kretry_conf_t, park_key), 0, 0, "continue",
          "ordering key: when a key's head is dead-lettered, continue with its "

@@ -49,6 +49,8 @@ struct kretry_conf_s {
         int handler_poll_thread; /* handler.thread: 0 worker, 1 poll */
         int max_inflight;        /* max.inflight.messages */
         int max_inflight_bytes;  /* max.inflight.bytes */
+        int tier_buffer_msgs;    /* tier.buffer.messages */
+        int tier_buffer_bytes;   /* tier.buffer.bytes */
         int park_key; /* ordering.on.dead.letter: 0 continue, 1 park_key */
         char *version_header; /* "" = versioning off */
         char *version_field;  /* "" = not from an Avro field */

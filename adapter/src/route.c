@@ -505,8 +505,10 @@ void kretry_finish(kretry_adapter_t *a,
         route_failure(a, part, action);
 }
 
-/* Held messages wait their due time in kretry's memory, their partition
- * paused (kretry_part_update_pause); dispatch_due hands them to
+/* Held messages wait their due time in kretry's memory; the messages
+ * consumed behind one wait behind it (adapter.c, keep_behind), and its
+ * partition is paused only when they fill tier.buffer.* or it is a source
+ * partition (kretry_part_update_pause). dispatch_due hands them to
  * kretry_dispatch. */
 static void hold(kretry_adapter_t *a,
                  kretry_part_t *part,
@@ -598,14 +600,20 @@ void kretry_hold_for(kretry_adapter_t *a,
         hold(a, part, rkm, kretry_now_ms() + ms);
 }
 
-void kretry_process(kretry_adapter_t *a,
-                    kretry_part_t *part,
-                    rd_kafka_message_t *rkm) {
+void kretry_count_consumed(kretry_adapter_t *a,
+                           kretry_part_t *part,
+                           const rd_kafka_message_t *rkm) {
         atomic_fetch_add_explicit(&a->stats.consumed, 1, memory_order_relaxed);
         a->topic_consumed[part->tier]++;
         if (part->tier == 0 && part->src_next >= 0 &&
             rkm->offset >= part->src_next)
                 part->src_next = rkm->offset + 1;
+}
+
+void kretry_process(kretry_adapter_t *a,
+                    kretry_part_t *part,
+                    rd_kafka_message_t *rkm) {
+        kretry_count_consumed(a, part, rkm);
         admit(a, part, rkm);
 }
 

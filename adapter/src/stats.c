@@ -77,6 +77,10 @@ int64_t kretry_adapter_counter(const kretry_adapter_t *a,
                 return get(&s->too_large);
         case KRETRY_COUNTER_FOREIGN:
                 return get(&s->foreign);
+        case KRETRY_COUNTER_BUFFERED:
+                return get(&s->buffered);
+        case KRETRY_COUNTER_BUFFERED_BYTES:
+                return get(&s->buffered_bytes);
         }
         return -1;
 }
@@ -93,7 +97,7 @@ json_t *kretry_stats_counters(const kretry_adapter_t *a) {
                                     json_integer(get(&s->dlq_by_class[c])));
         json_t *o = json_pack(
                 "{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,"
-                "s:I,s:I,s:I,s:I}",
+                "s:I,s:I,s:I,s:I,s:I,s:I}",
                 "consumed", (json_int_t)get(&s->consumed), "ok",
                 (json_int_t)get(&s->ok), "handler_calls",
                 (json_int_t)get(&s->handler_calls), "retried", retried,
@@ -110,7 +114,9 @@ json_t *kretry_stats_counters(const kretry_adapter_t *a) {
                 (json_int_t)get(&s->inflight), "inflight_bytes",
                 (json_int_t)get(&s->inflight_bytes), "too_large",
                 (json_int_t)get(&s->too_large), "foreign",
-                (json_int_t)get(&s->foreign));
+                (json_int_t)get(&s->foreign), "buffered",
+                (json_int_t)get(&s->buffered), "buffered_bytes",
+                (json_int_t)get(&s->buffered_bytes));
         return o;
 }
 

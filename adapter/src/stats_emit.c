@@ -186,6 +186,10 @@ size_t kretry_stats_prometheus(const char *json, char *dest, size_t size) {
                  "> 1)"},
                 {"inflight_bytes", "kretry_inflight_bytes",
                  "bytes of key and value of those messages"},
+                {"buffered", "kretry_buffered_messages",
+                 "tier messages kept in memory behind one not due yet"},
+                {"buffered_bytes", "kretry_buffered_bytes",
+                 "memory those messages take (key, value, headers)"},
         };
         for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
                 json_t *n = json_object_get(doc, gauges[g][0]);

@@ -148,6 +148,15 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *   max.inflight.bytes: bytes of key and value of those messages before no
  *       more are taken; a larger message is still taken when nothing else is
  *       in flight (1..2147483647) [67108864]
+ *   tier.buffer.messages: tier messages kept in kretry's memory per tier
+ *       partition behind one that is not due yet, so that the partition
+ *       keeps fetching and each is handled at its due time whatever
+ *       fetch.wait.max.ms is; at this bound (or tier.buffer.bytes) the
+ *       partition is paused until half of it is free; 0: pause at once
+ *       (0..1000000) [1000]
+ *   tier.buffer.bytes: memory those messages may take per tier partition:
+ *       key, value, headers and kretry's record of each (0..2147483647)
+ *       [262144]
  *   versioning.header: header carrying a decimal version; versions not above
  *       the highest handled OK for the key are skipped (empty: off)
  *   versioning.field: with value.format avro: an int or long field of the
@@ -684,9 +693,19 @@ typedef enum {
                                                 refused as too large, each
                                                 counted once: its partition waits
                                                 until the limit is raised */
-        KRETRY_COUNTER_FOREIGN = 24 /**< tier copies another consumer group
-                                         wrote (kretry-group), acknowledged
-                                         without handling */
+        KRETRY_COUNTER_FOREIGN = 24,  /**< tier copies another consumer group
+                                           wrote (kretry-group), acknowledged
+                                           without handling */
+        KRETRY_COUNTER_BUFFERED = 25, /**< tier messages kept in memory now
+                                           behind one not due yet, so that
+                                           their partition keeps fetching
+                                           (bounded per partition by
+                                           tier.buffer.messages) */
+        KRETRY_COUNTER_BUFFERED_BYTES = 26 /**< the memory those messages
+                                                take now: key, value, headers
+                                                and kretry's record (bounded
+                                                per partition by
+                                                tier.buffer.bytes) */
 } kretry_counter_t;
 
 /**
@@ -702,7 +721,8 @@ KRETRY_EXPORT int64_t kretry_adapter_counter(const kretry_adapter_t *adapter,
  *        {"consumed":N,"ok":N,"handler_calls":N,"retried":[t1,t2,...],
  *         "dead_lettered":{"permanent":N,"exhausted":N,"expired":N,
  *         "schema":N},"produce_errors":N,"held":N,...,
- *         "inflight":N,"inflight_bytes":N,"too_large":N,"foreign":N}
+ *         "inflight":N,"inflight_bytes":N,"too_large":N,"foreign":N,
+ *         "buffered":N,"buffered_bytes":N}
  *        ("inflight" and "inflight_bytes": KRETRY_COUNTER_INFLIGHT and
  *        KRETRY_COUNTER_INFLIGHT_BYTES, gauges of the moment)
  * @returns the length the full text needs (without NUL); @p dest gets it
