@@ -311,14 +311,18 @@ static kretry_action_t ok_handler(kretry_msg_t *msg, void *opaque) {
 
 /* Held messages whose partitions are revoked (a second member joins)
  * before they are answered: the answers that come after are discarded,
- * never routed nor committed, and the new owner handles the messages. */
-static void test_complete_after_revoke(void) {
+ * never routed nor committed, and the new owner handles the messages. With
+ * @p assignor eager both of a's partitions are revoked; cooperative, only
+ * the one that moves to b, and the answer for the one a keeps is routed
+ * as usual: @p kept_routed copies. */
+static void complete_after_revoke(const char *assignor, int kept_routed) {
         it_env_t *env = it_env_new("20ms", PARTS);
         for (int p = 0; p < PARTS; p++)
                 it_produce(env, p, "k", p ? "1:0" : "0:0", NULL);
         async_state_t *st = state_new(), *st2 = state_new();
-        kretry_conf_t *c1 = it_conf(env, "handler.concurrency", "4",
-                                    "revoke.timeout.ms", "200", NULL);
+        kretry_conf_t *c1 = it_conf(
+                env, "handler.concurrency", "4", "revoke.timeout.ms", "200",
+                "consumer.partition.assignment.strategy", assignor, NULL);
         kretry_conf_set_handler(c1, hold_handler, st);
         kretry_conf_set_route_cb(c1, count_copies);
         kretry_conf_t *c2 = kretry_conf_dup(c1);
@@ -334,8 +338,8 @@ static void test_complete_after_revoke(void) {
         for (int i = 0; i < PARTS; i++)
                 before[i] = st->q[--st->n];
         kretry_adapter_t *b = it_adapter(c2);
-        /* The join revokes both of a's partitions (eager assignor): a waits
-         * 200 ms for its held messages, then lets go; b gets its share. */
+        /* The join revokes a's partitions that move (eager: both): a waits
+         * 200 ms for their held messages, then lets go; b gets its share. */
         deadline = kt_now_ms() + 30000;
         while (atomic_load(&st2->calls) == 0 && kt_now_ms() < deadline) {
                 kretry_adapter_poll(a, 20);
@@ -355,9 +359,9 @@ static void test_complete_after_revoke(void) {
         /* Whatever a got back after the rebalance was handed to it again
          * and is held; answer it OK. */
         kretry_adapter_close(a);
-        KT_ASSERT_INT_EQ(atomic_load(&routed_copies), 0);
+        KT_ASSERT_INT_EQ(atomic_load(&routed_copies), kept_routed);
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0),
-                         0);
+                         kept_routed);
         while (st->n)
                 kretry_msg_complete(st->q[--st->n], KRETRY_OK);
         kretry_adapter_destroy(a);
@@ -365,6 +369,14 @@ static void test_complete_after_revoke(void) {
         state_free(st);
         state_free(st2);
         it_env_destroy(env);
+}
+
+static void test_complete_after_revoke_eager(void) {
+        complete_after_revoke("range,roundrobin", 0);
+}
+
+static void test_complete_after_revoke_cooperative(void) {
+        complete_after_revoke("cooperative-sticky", 1);
 }
 
 /* Answer every held message OK without reading it (it was abandoned). */
@@ -418,7 +430,8 @@ int main(int argc, char **argv) {
                 KT_TEST(test_held_count_against_concurrency),
                 KT_TEST(test_complete_during_call),
                 KT_TEST(test_poll_thread),
-                KT_TEST(test_complete_after_revoke),
+                KT_TEST(test_complete_after_revoke_eager),
+                KT_TEST(test_complete_after_revoke_cooperative),
                 KT_TEST(test_complete_after_destroy),
                 KT_TEST(test_complete_refused),
                 KT_END};

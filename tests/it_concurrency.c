@@ -511,15 +511,20 @@ static void revoke_route(const char *topic,
 /* A second member joins while the first one's handlers run past
  * revoke.timeout.ms: their results arrive after the revocation and are
  * discarded — no copy routed, nothing committed past them — and the
- * messages are handled again by their owner. */
-static void test_revoke_discards_late_results(void) {
+ * messages are handled again by their owner. With @p assignor eager every
+ * partition of a is revoked; cooperative, only the half that moves to b,
+ * and the answers of the half a keeps are routed as usual: @p kept_routed
+ * copies. */
+static void revoke_discards_late_results(const char *assignor,
+                                         int kept_routed) {
         it_env_t *env = it_env_new("50ms", PARTS);
         for (int p = 0; p < PARTS; p++)
                 it_produce(env, p, "k", "x", NULL);
         static revoke_state_t st;
         memset(&st, 0, sizeof(st));
-        kretry_conf_t *c1 = it_conf(env, "handler.concurrency", "4",
-                                    "revoke.timeout.ms", "300", NULL);
+        kretry_conf_t *c1 = it_conf(
+                env, "handler.concurrency", "4", "revoke.timeout.ms", "300",
+                "consumer.partition.assignment.strategy", assignor, NULL);
         kretry_conf_set_handler(c1, revoke_handler, &st);
         kretry_conf_set_route_cb(c1, revoke_route);
         kretry_conf_t *c2 = kretry_conf_dup(c1);
@@ -531,9 +536,10 @@ static void test_revoke_discards_late_results(void) {
                 kretry_adapter_poll(a, 50);
         KT_REQUIRE(atomic_load(&st.blocked) == PARTS);
         kretry_adapter_t *b = it_adapter(c2);
-        /* The join revokes a's partitions (eager assignor): a waits 300 ms
-         * for its handlers, then lets the revocation go on; b handles its
-         * share. What a gets back waits: its 4 workers are still busy. */
+        /* The join revokes a's partitions that move (eager: all): a waits
+         * 300 ms for their handlers, then lets the revocation go on; b
+         * handles its share. What a gets back waits: its 4 workers are
+         * still busy. */
         deadline = kt_now_ms() + 30000;
         while (atomic_load(&st.ok) == 0 && kt_now_ms() < deadline) {
                 kretry_adapter_poll(a, 20);
@@ -550,13 +556,21 @@ static void test_revoke_discards_late_results(void) {
         /* Closing drains a's producer: a copy made of a discarded result
          * would be acknowledged and reported by now. */
         kretry_adapter_close(a);
-        /* Not one of the blocked calls' RETRY answers made a copy. */
-        KT_ASSERT_INT_EQ(atomic_load(&st.routed_retry), 0);
+        /* Not one of the revoked calls' RETRY answers made a copy. */
+        KT_ASSERT_INT_EQ(atomic_load(&st.routed_retry), kept_routed);
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0),
-                         0);
+                         kept_routed);
         kretry_adapter_destroy(a);
         kretry_adapter_destroy(b);
         it_env_destroy(env);
+}
+
+static void test_revoke_discards_late_results_eager(void) {
+        revoke_discards_late_results("range,roundrobin", 0);
+}
+
+static void test_revoke_discards_late_results_cooperative(void) {
+        revoke_discards_late_results("cooperative-sticky", PARTS / 2);
 }
 
 /* Every call RETRY after 50 ms. */
@@ -728,7 +742,8 @@ int main(int argc, char **argv) {
                 KT_TEST(test_hot_key_bytes_bounded),
                 KT_TEST(test_message_over_bytes_bound),
                 KT_TEST(test_stats_inflight_gauge),
-                KT_TEST(test_revoke_discards_late_results),
+                KT_TEST(test_revoke_discards_late_results_eager),
+                KT_TEST(test_revoke_discards_late_results_cooperative),
                 KT_TEST(test_breaker_stops_dispatch),
                 KT_TEST(test_versions_serialized_per_key),
                 KT_TEST(test_long_handler_keeps_group),

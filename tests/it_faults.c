@@ -557,7 +557,11 @@ static void test_breaker_sleeps_and_serves_group(void) {
         KT_CHECK_MSG(cpu * 20 < wall, CU_FALSE,
                      "open breaker used %lld ms CPU in %lld ms (5%% allowed)",
                      (long long)cpu, (long long)wall);
-        while (!log_has("[REBALANCE] assigned ") &&
+        /* Cooperative (kretry's default on librdkafka >= 2.3.0), its first
+         * assignment is empty: the
+         * open member gives a partition up, and a second rebalance hands it
+         * over. */
+        while (!log_has("[REBALANCE] assigned 2 partition(s)") &&
                kt_now_ms() < opened + 38000)
                 kretry_adapter_poll(b, 50);
         KT_ASSERT_INT_EQ(

@@ -20,6 +20,39 @@ static void test_defaults(void) {
                 kretry_conf_get(c, "enable.auto.offset.store", v, sizeof(v)),
                 0);
         KT_ASSERT_STR_EQ(v, "false");
+        /* Commits every 100 ms and incremental rebalancing unless the
+         * operator says otherwise; buffers behind held tier messages. */
+        KT_ASSERT_INT_EQ(kretry_conf_get(c, "consumer.auto.commit.interval.ms",
+                                         v, sizeof(v)),
+                         0);
+        KT_ASSERT_STR_EQ(v, "100");
+        KT_ASSERT_INT_EQ(kretry_conf_get(c,
+                                         "consumer.partition.assignment."
+                                         "strategy",
+                                         v, sizeof(v)),
+                         0);
+        /* librdkafka 2.0.2 (Debian 12) keeps its eager default: its
+         * cooperative-sticky assignor aborts on a destroy before the first
+         * assignment. */
+        KT_ASSERT_STR_EQ(v, rd_kafka_version() >= KRETRY_COOPERATIVE_MIN_RDKAFKA
+                                    ? "cooperative-sticky"
+                                    : "range,roundrobin");
+        KT_ASSERT_INT_EQ(
+                kretry_conf_get(c, "tier.buffer.messages", v, sizeof(v)), 0);
+        KT_ASSERT_STR_EQ(v, "1000");
+        KT_ASSERT_INT_EQ(kretry_conf_get(c, "tier.buffer.bytes", v, sizeof(v)),
+                         0);
+        KT_ASSERT_STR_EQ(v, "262144");
+        char e[256];
+        KT_ASSERT_INT_EQ(kretry_conf_set(c, "partition.assignment.strategy",
+                                         "range,roundrobin", e, sizeof(e)),
+                         0);
+        KT_ASSERT_INT_EQ(kretry_conf_get(c,
+                                         "consumer.partition.assignment."
+                                         "strategy",
+                                         v, sizeof(v)),
+                         0);
+        KT_ASSERT_STR_EQ(v, "range,roundrobin");
         kretry_conf_destroy(c);
 }
 

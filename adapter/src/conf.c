@@ -320,6 +320,24 @@ kretry_conf_t *kretry_conf_new(void) {
         /* Defaults an operator may change. */
         rd_kafka_conf_set(conf->consumer, "auto.offset.reset", "earliest", NULL,
                           0);
+        /* Stored offsets are committed every 100 ms, not librdkafka's 5 s
+         * (Kafka Streams commits as often under exactly-once): a crash
+         * repeats about that much of the outcomes, for at most ten
+         * OffsetCommit requests a second per instance while messages are
+         * decided, none while nothing new is stored. */
+        rd_kafka_conf_set(conf->consumer, "auto.commit.interval.ms", "100",
+                          NULL, 0);
+        /* Incremental rebalancing: a member joining or leaving moves only
+         * the partitions that change owner (with their tier partitions,
+         * rebalance.c); the others keep their held messages, buffers and
+         * in-flight handlers. Not before librdkafka 2.3.0: its
+         * cooperative-sticky assignor aborts the process when a consumer is
+         * destroyed before its first assignment (librdkafka #4312), as a
+         * stop during a group join does. */
+        if (rd_kafka_version() >= KRETRY_COOPERATIVE_MIN_RDKAFKA)
+                rd_kafka_conf_set(conf->consumer,
+                                  "partition.assignment.strategy",
+                                  "cooperative-sticky", NULL, 0);
         /* A copy is its source message plus a few hundred bytes of kretry
          * headers: let the broker's (topic's) limit decide what fits, not
          * librdkafka's lower client-side default. */

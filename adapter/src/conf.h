@@ -20,6 +20,11 @@ enum {
         KRETRY_TOPOLOGY_CHECK_OFF
 };
 
+/* The first librdkafka whose cooperative-sticky assignor survives a
+ * consumer destroyed before its first assignment (2.3.0): from it on,
+ * kretry's default assignor. */
+#define KRETRY_COOPERATIVE_MIN_RDKAFKA 0x020300ff
+
 struct kretry_conf_s {
         char *source_topic;
         int64_t tiers_ms[KRETRY_MAX_TIERS];
