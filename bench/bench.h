@@ -78,8 +78,10 @@ typedef struct {
         long n;    /* input messages */
         long keys; /* distinct keys: message i has key i mod keys */
         int rate;  /* BENCH_DELAY: arrivals per second */
-        int timeout_s;  /* a side gives up this long after "go" */
-        int partitions; /* of every topic of the run */
+        int fetch_default; /* BENCH_DELAY: kretry at librdkafka's default
+                              fetch.wait.max.ms (500 ms), not 10 ms */
+        int timeout_s;     /* a side gives up this long after "go" */
+        int partitions;    /* of every topic of the run */
         /* handler.concurrency (0: not set, the default 1) and ordering of
          * the kretry side (BENCH_PARALLEL; happy_c16) */
         int concurrency;

@@ -233,7 +233,10 @@ k_adapter(const bench_job_t *job, kside_t *k, char *err, size_t err_size) {
                                 goto fail;
         }
         for (size_t i = 0; i < COMMON_PROPS; i++)
-                if (kretry_conf_set(conf, common_props[i][0],
+                if (!(job->fetch_default &&
+                      !strcmp(common_props[i][0],
+                              "consumer.fetch.wait.max.ms")) &&
+                    kretry_conf_set(conf, common_props[i][0],
                                     common_props[i][1], err, err_size))
                         goto fail;
         if (bench_kretry_extra_props(conf, err, err_size))

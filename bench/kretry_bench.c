@@ -4,8 +4,9 @@
  *
  * Scenarios (bench/README.md): happy, retry_hop, dead_letter (kretry
  * against a raw librdkafka loop doing the same work, same input, same
- * process run, alternating which side goes first) and delay (lateness of
- * messages through a 1 s tier), and ordered_versioned: kretry with
+ * process run, alternating which side goes first), delay (lateness of
+ * messages through a 1 s tier) and delay_default (the same at librdkafka's
+ * default fetch.wait.max.ms), and ordered_versioned: kretry with
  * ordering=key and versioning against kretry with both off (same input,
  * same 5 % transient failures); its ratio is kretry-with-both over
  * kretry-with-neither, not over raw librdkafka. tier_mem: the RSS of an
@@ -269,12 +270,13 @@ out:
         return rc;
 }
 
-static int run_delay(const opts_t *o, bench_result_t *kres) {
+static int run_delay(const opts_t *o, int fetch_default, bench_result_t *kres) {
         bench_job_t job;
         child_t b, p, k;
         int rc = -1;
         job_init(&job, BENCH_DELAY, o->delay_n);
-        job.rate = o->delay_rate;
+        job.rate          = o->delay_rate;
+        job.fetch_default = fetch_default;
         memset(kres, 0, sizeof(*kres));
         if (broker_start(&b, &job) || child_start(&k, bench_kretry_side, &job))
                 goto out;
@@ -473,12 +475,17 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         s->ok            = 1;
 }
 
+/* delay, and delay_default: the same at librdkafka's default
+ * fetch.wait.max.ms. */
 typedef struct {
+        const char *name;
+        int fetch_default, ran;
         int ok, runs;
         double p50, p99, max, rss, load_max;
         long early;
         char err[200];
 } delay_summary_t;
+#define DELAYS 2
 
 typedef struct {
         int ok, runs, partitions;
@@ -553,24 +560,24 @@ static void run_mem_scenario(const opts_t *o, mem_summary_t *m) {
 
 static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
         double p50[MAX_RUNS], p99[MAX_RUNS], mx[MAX_RUNS], rss[MAX_RUNS];
-        memset(d, 0, sizeof(*d));
+        d->ran = 1;
         for (int i = 0; i < o->runs; i++) {
                 bench_result_t k;
                 double load = loadavg();
                 if (load > d->load_max)
                         d->load_max = load;
-                if (run_delay(o, &k)) {
+                if (run_delay(o, d->fetch_default, &k)) {
                         snprintf(d->err, sizeof(d->err), "%s",
                                  k.err[0] ? k.err : "run failed");
-                        fprintf(stderr, "bench delay: %s\n", d->err);
+                        fprintf(stderr, "bench %s: %s\n", d->name, d->err);
                         return;
                 }
                 fprintf(stderr,
-                        "bench delay        run %d (load %.2f): lateness p50 "
+                        "bench %-13s run %d (load %.2f): lateness p50 "
                         "%.2f ms, p99 %.2f ms, max %.2f ms, early %ld, rss %ld "
                         "KB\n",
-                        i + 1, load, k.p50_ms, k.p99_ms, k.max_ms, k.early,
-                        k.rss_kb);
+                        d->name, i + 1, load, k.p50_ms, k.p99_ms, k.max_ms,
+                        k.early, k.rss_kb);
                 p50[i] = k.p50_ms;
                 p99[i] = k.p99_ms;
                 mx[i]  = k.max_ms;
@@ -882,7 +889,6 @@ static void print_json(const opts_t *o,
                        const summary_t *s,
                        int cnt,
                        const delay_summary_t *d,
-                       int delay_ran,
                        const mem_summary_t *m,
                        int mem_ran,
                        const par_summary_t *ps,
@@ -938,18 +944,24 @@ static void print_json(const opts_t *o,
                        s[i].target, s[i].k_rss, s[i].r_rss, s[i].k_cpu_us,
                        s[i].r_cpu_us, s[i].load_max);
         }
-        printf("], ");
-        if (delay_ran && d->ok)
-                printf("\"delay\": {\"messages\": %ld, \"rate_per_s\": %d, "
-                       "\"tier\": \"1s\", \"p50_ms\": %.2f, \"p99_ms\": %.2f, "
-                       "\"max_ms\": %.2f, \"early\": %ld, "
-                       "\"peak_rss_kb\": %.0f, \"load_max\": %.2f}",
-                       o->delay_n, o->delay_rate, d->p50, d->p99, d->max,
-                       d->early, d->rss, d->load_max);
-        else {
-                printf("\"delay\": {\"p50_ms\": null, \"p99_ms\": null, "
-                       "\"max_ms\": null, \"early\": null");
-                if (delay_ran) {
+        printf("]");
+        for (int i = 0; i < DELAYS; i++, d++) {
+                if (d->ran && d->ok) {
+                        printf(", \"%s\": {\"messages\": %ld, "
+                               "\"rate_per_s\": %d, \"tier\": \"1s\", "
+                               "\"fetch_wait_max_ms\": %d, \"p50_ms\": %.2f, "
+                               "\"p99_ms\": %.2f, \"max_ms\": %.2f, "
+                               "\"early\": %ld, \"peak_rss_kb\": %.0f, "
+                               "\"load_max\": %.2f}",
+                               d->name, o->delay_n, o->delay_rate,
+                               d->fetch_default ? 500 : 10, d->p50, d->p99,
+                               d->max, d->early, d->rss, d->load_max);
+                        continue;
+                }
+                printf(", \"%s\": {\"p50_ms\": null, \"p99_ms\": null, "
+                       "\"max_ms\": null, \"early\": null",
+                       d->name);
+                if (d->ran) {
                         printf(", \"error\": ");
                         json_string(d->err);
                 }
@@ -1004,7 +1016,6 @@ static void print_table(const opts_t *o,
                         const summary_t *s,
                         int cnt,
                         const delay_summary_t *d,
-                        int delay_ran,
                         const mem_summary_t *m,
                         int mem_ran,
                         const par_summary_t *ps,
@@ -1051,19 +1062,22 @@ static void print_table(const opts_t *o,
                        s[i].retried, s[i].plain_retried, s[i].dlq,
                        s[i].version_keys, s[i].version_bytes);
         }
-        if (!delay_ran)
-                goto mem;
-        if (!d->ok) {
-                printf("\ndelay: FAILED: %s\n", d->err);
-                goto mem;
+        for (int i = 0; i < DELAYS; i++, d++) {
+                if (!d->ran)
+                        continue;
+                if (!d->ok) {
+                        printf("\n%s: FAILED: %s\n", d->name, d->err);
+                        continue;
+                }
+                printf("\n%s (%ld msgs at %d/s through a 1s tier, "
+                       "fetch.wait.max.ms %d): lateness p50 %.2f ms, p99 "
+                       "%.2f ms%s, max %.2f ms, early %ld, RSS %.0f KB, load "
+                       "%.2f\n",
+                       d->name, o->delay_n, o->delay_rate,
+                       d->fetch_default ? 500 : 10, d->p50, d->p99,
+                       d->p99 <= 20 ? "" : " (MISS: target <= 20)", d->max,
+                       d->early, d->rss, d->load_max);
         }
-        printf("\ndelay (%ld msgs at %d/s through a 1s tier): lateness p50 "
-               "%.2f ms, p99 %.2f ms%s, max %.2f ms, early %ld, RSS %.0f KB, "
-               "load %.2f\n",
-               o->delay_n, o->delay_rate, d->p50, d->p99,
-               d->p99 <= 20 ? "" : " (MISS: target <= 20)", d->max, d->early,
-               d->rss, d->load_max);
-mem:
         if (mem_ran)
                 print_mem(m);
         if (par_ran)
@@ -1074,7 +1088,8 @@ static void usage(FILE *f) {
         fprintf(f, "usage: kretry_bench [--quick] [--output table|json] "
                    "[--runs N] [--messages N] [--keys N]\n"
                    "                    [--only happy|happy_c16|retry_hop|"
-                   "dead_letter|ordered_versioned|delay|tier_mem|"
+                   "dead_letter|ordered_versioned|delay|delay_default|"
+                   "tier_mem|"
                    "parallel]\n");
 }
 
@@ -1118,10 +1133,12 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
 int main(int argc, char **argv) {
         opts_t o;
         summary_t s[SCENARIOS];
-        delay_summary_t d;
+        delay_summary_t d[DELAYS] = {
+                {.name = "delay"},
+                {.name = "delay_default", .fetch_default = 1}};
         mem_summary_t m;
         static par_summary_t ps;
-        int cnt = 0, delay_ran = 0, mem_ran = 0, par_ran = 0, failed = 0;
+        int cnt = 0, mem_ran = 0, par_ran = 0, failed = 0;
         if (parse_opts(argc, argv, &o))
                 return 64;
         signal(SIGPIPE, SIG_IGN);
@@ -1136,12 +1153,11 @@ int main(int argc, char **argv) {
                 failed |= !s[cnt].ok;
                 cnt++;
         }
-        memset(&d, 0, sizeof(d));
-        if (!o.only || !strcmp(o.only, "delay")) {
-                delay_ran = 1;
-                run_delay_scenario(&o, &d);
-                failed |= !d.ok;
-        }
+        for (int i = 0; i < DELAYS; i++)
+                if (!o.only || !strcmp(o.only, d[i].name)) {
+                        run_delay_scenario(&o, &d[i]);
+                        failed |= !d[i].ok;
+                }
         memset(&m, 0, sizeof(m));
         if (!o.only || !strcmp(o.only, "tier_mem")) {
                 mem_ran = 1;
@@ -1154,10 +1170,8 @@ int main(int argc, char **argv) {
                 failed |= !ps.ok;
         }
         if (o.json)
-                print_json(&o, s, cnt, &d, delay_ran, &m, mem_ran, &ps,
-                           par_ran);
+                print_json(&o, s, cnt, d, &m, mem_ran, &ps, par_ran);
         else
-                print_table(&o, s, cnt, &d, delay_ran, &m, mem_ran, &ps,
-                            par_ran);
+                print_table(&o, s, cnt, d, &m, mem_ran, &ps, par_ran);
         return failed ? 1 : 0;
 }
