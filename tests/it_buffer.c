@@ -161,23 +161,12 @@ static void test_bound_bytes(void) {
 
 #define R 40
 
-static void mark(const it_env_t *env, int *done) {
-        for (int i = 0; i < env->call_cnt; i++) {
-                const it_call_t *c = &env->calls[i];
-                const char *dash   = strrchr(c->value, '-');
-                if (dash && c->attempt >= 2)
-                        done[atoi(dash + 1)]++;
-        }
+static int retried_call(const it_call_t *c) {
+        return c->attempt >= 2;
 }
 
 static int all_retried(const it_env_t *a, const it_env_t *b) {
-        int done[R] = {0};
-        mark(a, done);
-        mark(b, done);
-        for (int i = 0; i < R; i++)
-                if (!done[i])
-                        return 0;
-        return 1;
+        return it_all_done(a, b, R, retried_call);
 }
 
 static int some_buffered(kretry_adapter_t *a, it_env_t *env) {
@@ -202,10 +191,7 @@ static int64_t kept(kretry_adapter_t *a) {
 static void revoke_lets_go(const char *assignor, const char *tier) {
         it_env_t *env = it_env_new(tier, 4);
         produce_retry1(env, R, 4, "r");
-        it_env_t *env2 = malloc(sizeof(*env2));
-        memcpy(env2, env, sizeof(*env2));
-        env2->call_cnt = 0;
-        memset(env2->routes, 0, sizeof(env2->routes));
+        it_env_t *env2      = it_env_twin(env);
         kretry_adapter_t *a = it_adapter(it_conf(
                 env, "consumer.partition.assignment.strategy", assignor, NULL));
         KT_REQUIRE(it_run_until(a, some_buffered, env, 20000));

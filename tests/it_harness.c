@@ -290,3 +290,39 @@ int it_calls_for(const it_env_t *env,
                         out[n++] = &env->calls[i];
         return n;
 }
+
+it_env_t *it_env_twin(const it_env_t *env) {
+        it_env_t *twin = malloc(sizeof(*twin));
+        KT_REQUIRE(twin != NULL);
+        memcpy(twin, env, sizeof(*twin));
+        twin->call_cnt = 0;
+        memset(twin->routes, 0, sizeof(twin->routes));
+        return twin;
+}
+
+static void mark_done(const it_env_t *env,
+                      int *seen,
+                      int n,
+                      int (*done)(const it_call_t *c)) {
+        for (int i = 0; i < env->call_cnt; i++) {
+                const it_call_t *c = &env->calls[i];
+                const char *dash   = strrchr(c->value, '-');
+                int id             = dash ? atoi(dash + 1) : -1;
+                if (id >= 0 && id < n && done(c))
+                        seen[id] = 1;
+        }
+}
+
+int it_all_done(const it_env_t *a,
+                const it_env_t *b,
+                int n,
+                int (*done)(const it_call_t *c)) {
+        int *seen = calloc((size_t)n, sizeof(int)), all = 1;
+        KT_REQUIRE(seen != NULL);
+        mark_done(a, seen, n, done);
+        mark_done(b, seen, n, done);
+        for (int i = 0; i < n; i++)
+                all &= seen[i];
+        free(seen);
+        return all;
+}

@@ -93,6 +93,17 @@ void it_produce_keys(it_env_t *env, int keys, int per_key);
 /* A message of it_produce_keys(): its K and S. */
 void it_key_seq(const kretry_msg_t *msg, int *key, int *seq);
 
+/* A second instance's environment: @p env's cluster, topics and group,
+ * its own record of calls. Free with free(), not it_env_destroy(). */
+it_env_t *it_env_twin(const it_env_t *env);
+
+/* Whether every message "<...>-I", I in 0..@p n-1, has a call in @p a or
+ * @p b for which @p done returns true. */
+int it_all_done(const it_env_t *a,
+                const it_env_t *b,
+                int n,
+                int (*done)(const it_call_t *c));
+
 int it_calls_for(const it_env_t *env,
                  const char *value,
                  const it_call_t **out,

@@ -15,23 +15,8 @@ static int handled_ok(const it_call_t *c) {
         return strncmp(c->value, "retry1", 6) || c->attempt >= 2;
 }
 
-static void mark(const it_env_t *env, int *done) {
-        for (int i = 0; i < env->call_cnt; i++) {
-                const it_call_t *c = &env->calls[i];
-                const char *dash   = strrchr(c->value, '-');
-                if (dash && handled_ok(c))
-                        done[atoi(dash + 1)]++;
-        }
-}
-
 static int all_done(const it_env_t *a, const it_env_t *b) {
-        int done[N] = {0};
-        mark(a, done);
-        mark(b, done);
-        for (int i = 0; i < N; i++)
-                if (!done[i])
-                        return 0;
-        return 1;
+        return it_all_done(a, b, N, handled_ok);
 }
 
 static int some_held(kretry_adapter_t *a, it_env_t *env) {
@@ -59,10 +44,7 @@ static void second_instance_joins(const char *assignor, const char *tier) {
         }
         /* The second instance shares topics and group, records its own calls.
          */
-        it_env_t *env2 = malloc(sizeof(*env2));
-        memcpy(env2, env, sizeof(*env2));
-        env2->call_cnt = 0;
-        memset(env2->routes, 0, sizeof(env2->routes));
+        it_env_t *env2 = it_env_twin(env);
 
         kretry_adapter_t *a = it_adapter(it_conf(
                 env, "consumer.partition.assignment.strategy", assignor, NULL));
