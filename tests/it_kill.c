@@ -416,21 +416,21 @@ static void test_kill_concurrent(void) {
         kill_and_resume("ckill", "concurrent");
 }
 
-#define OKEYS 40
-#define OSEQ 15
+/* The ordered stream's shape: keys, and messages per key. */
+static int okeys = 40, oseq = 15;
 
 static int ordered_id(const char *fields) {
         int k, q;
-        if (sscanf(fields, "%d %d", &k, &q) != 2 || k < 0 || k >= OKEYS ||
-            q < 0 || q >= OSEQ)
+        if (sscanf(fields, "%d %d", &k, &q) != 2 || k < 0 || k >= okeys ||
+            q < 0 || q >= oseq)
                 return -1;
-        return k * OSEQ + q;
+        return k * oseq + q;
 }
 
 static int ordered_missing(const void *run) {
         const run_t *r = run;
         int n          = 0;
-        for (int i = 0; i < OKEYS * OSEQ; i++)
+        for (int i = 0; i < okeys * oseq; i++)
                 n += !r->seen[i];
         return n;
 }
@@ -442,26 +442,54 @@ static int ordered_missing(const void *run) {
  * duplicate, not disorder. Returns the disorder count; @p last gets the seq
  * each key was handled last with: its final state. */
 static int check_order(const char *out, int *last) {
-        static int ok[OKEYS][OSEQ];
+        int *ok = calloc((size_t)(okeys * oseq), sizeof(int));
         FILE *f = fopen(out, "r");
         char line[128];
         int pid, k, q, disorder = 0;
-        memset(ok, 0, sizeof(ok));
+        KT_REQUIRE(ok != NULL);
         while (f && fgets(line, sizeof(line), f)) {
                 if (sscanf(line, "%d %d %d", &pid, &k, &q) != 3 || k < 0 ||
-                    k >= OKEYS || q < 0 || q >= OSEQ)
+                    k >= okeys || q < 0 || q >= oseq)
                         continue;
                 for (int e = 0; e < q; e++)
-                        if (!ok[k][e] && disorder++ < 5)
+                        if (!ok[k * oseq + e] && disorder++ < 5)
                                 fprintf(stderr,
                                         "  pid %d key %d: seq %d before %d\n",
                                         pid, k, q, e);
-                ok[k][q]++;
+                ok[k * oseq + q]++;
                 last[k] = q;
         }
         if (f)
                 fclose(f);
+        free(ok);
         return disorder;
+}
+
+/* The ordered stream's message I: key I mod okeys, in rounds. */
+static void produce_ordered(run_t *r, int i) {
+        char key[16], v[32];
+        int k = i % okeys, q = i / okeys;
+        int kl = snprintf(key, sizeof(key), "key-%d", k);
+        int n  = snprintf(v, sizeof(v), "%d:%d", k, q);
+        KT_REQUIRE(kt_produce(r->c, r->src, k % 3, key, (size_t)kl, v,
+                              (size_t)n, NULL) == 0);
+}
+
+/* Every key's handlings end on its last message, and none came before an
+ * earlier one of its key. */
+static void check_ordered_end(run_t *r) {
+        int *last    = calloc((size_t)okeys, sizeof(int));
+        int disorder = check_order(r->out, last);
+        KT_REQUIRE(last != NULL);
+        fprintf(stderr, "  %d OK lines for %d messages\n", r->lines,
+                okeys * oseq);
+        KT_ASSERT_INT_EQ(ordered_missing(r), 0);
+        KT_ASSERT_INT_EQ(disorder, 0);
+        /* Redeliveries came in order too: each key ends on its last. */
+        for (int k = 0; k < okeys; k++)
+                KT_CHECK_MSG(last[k] == oseq - 1, CU_FALSE,
+                             "key %d ends on seq %d", k, last[k]);
+        free(last);
 }
 
 /* ordering=key with ~30% transient failures: consumers are SIGKILLed at
@@ -470,41 +498,103 @@ static int check_order(const char *out, int *last) {
  * lost. */
 static void test_kill_ordered(void) {
         run_t r;
+        okeys = 40, oseq = 15;
         run_init(&r, "okill", "ordered");
         r.id      = ordered_id;
-        r.nids    = OKEYS * OSEQ;
-        r.seen    = calloc(OKEYS * OSEQ, sizeof(int));
+        r.nids    = okeys * oseq;
+        r.seen    = calloc((size_t)r.nids, sizeof(int));
         r.missing = ordered_missing;
-        for (int q = 0; q < OSEQ; q++)
-                for (int k = 0; k < OKEYS; k++) {
-                        char key[16], v[32];
-                        int kl = snprintf(key, sizeof(key), "key-%d", k);
-                        int n  = snprintf(v, sizeof(v), "%d:%d", k, q);
-                        KT_REQUIRE(kt_produce(r.c, r.src, k % 3, key,
-                                              (size_t)kl, v, (size_t)n,
-                                              NULL) == 0);
-                }
+        for (int i = 0; i < r.nids; i++)
+                produce_ordered(&r, i);
         run_with_kills(&r);
-        int last[OKEYS];
-        int disorder = check_order(r.out, last);
-        fprintf(stderr, "  %d OK lines for %d messages\n", r.lines,
-                OKEYS * OSEQ);
-        KT_ASSERT_INT_EQ(ordered_missing(&r), 0);
-        KT_ASSERT_INT_EQ(disorder, 0);
-        /* Redeliveries came in order too: each key ends on its last. */
-        for (int k = 0; k < OKEYS; k++)
-                KT_CHECK_MSG(last[k] == OSEQ - 1, CU_FALSE,
-                             "key %d ends on seq %d", k, last[k]);
+        check_ordered_end(&r);
+        run_destroy(&r);
+}
+
+#define MEMBERS 3
+#define CHURN_MS 60000
+
+/* Stop worker @p pid with SIGTERM, bounded; its exit status. */
+static int stop_worker(pid_t pid) {
+        int st           = 0;
+        int64_t deadline = kt_now_ms() + 30000;
+        kill(pid, SIGTERM);
+        while (waitpid(pid, &st, WNOHANG) == 0 && kt_now_ms() < deadline)
+                nap_ms(20);
+        if (kt_now_ms() >= deadline) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &st, 0);
+        }
+        return st;
+}
+
+/* Churn: three ordering=key members at kretry's defaults while messages
+ * arrive (2,700 in a minute, 90 keys); every 4-8 s one of them, drawn from
+ * the seed, is SIGKILLed and started again at once. Nothing is lost, no
+ * key's order breaks, and the handlings repeated over the minute are
+ * reported: the cost of a group that keeps changing. */
+static void test_churn(void) {
+        run_t r;
+        pid_t member[MEMBERS];
+        okeys = 90, oseq = 30;
+        run_init(&r, "churn", "ordered");
+        rng       = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 7;
+        r.id      = ordered_id;
+        r.nids    = okeys * oseq;
+        r.seen    = calloc((size_t)r.nids, sizeof(int));
+        r.missing = ordered_missing;
+        for (int m = 0; m < MEMBERS; m++)
+                member[m] = spawn(r.c, r.src, r.grp, r.out, r.mode);
+        int64_t t0 = kt_now_ms(), next_kill = t0 + 4000 + rand_below(4001);
+        int sent = 0, kills = 0;
+        while (kt_now_ms() < t0 + CHURN_MS) {
+                /* Arrivals spread over the minute. */
+                int due = (int)((kt_now_ms() - t0) * r.nids / CHURN_MS);
+                while (sent < due && sent < r.nids)
+                        produce_ordered(&r, sent++);
+                if (kt_now_ms() >= next_kill) {
+                        int m = (int)rand_below(MEMBERS), st;
+                        KT_CHECK_MSG(waitpid(member[m], &st, WNOHANG) == 0,
+                                     CU_FALSE, "member %d ended by itself",
+                                     (int)member[m]);
+                        kill(member[m], SIGKILL);
+                        waitpid(member[m], &st, 0);
+                        member[m] = spawn(r.c, r.src, r.grp, r.out, r.mode);
+                        kills++;
+                        next_kill = kt_now_ms() + 4000 + rand_below(4001);
+                }
+                nap_ms(20);
+        }
+        while (sent < r.nids)
+                produce_ordered(&r, sent++);
+        int64_t deadline = kt_now_ms() + 120000;
+        for (read_log(&r, 0); r.missing(&r) > 0 && kt_now_ms() < deadline;
+             read_log(&r, 0))
+                nap_ms(50);
+        for (int m = 0; m < MEMBERS; m++) {
+                int st = stop_worker(member[m]);
+                KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, CU_FALSE,
+                             "member %d on SIGTERM: status 0x%x",
+                             (int)member[m], st);
+        }
+        read_log(&r, 0);
+        fprintf(stderr,
+                "  churn: %d kills in %d s; %d handlings repeated for %d "
+                "messages (seed %u)\n",
+                kills, CHURN_MS / 1000, r.lines - (r.nids - r.missing(&r)),
+                r.nids, seed);
+        KT_ASSERT(kills >= CHURN_MS / 8000);
+        check_ordered_end(&r);
         run_destroy(&r);
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {KT_TEST(test_kill_and_resume),
-                                          KT_TEST(test_kill_concurrent),
-                                          KT_TEST(test_kill_ordered), KT_END};
-        const char *s                  = getenv("KRETRY_TEST_SEED");
-        seed = s && *s ? (unsigned)strtoul(s, NULL, 10)
-                       : (unsigned)time(NULL) ^ (unsigned)getpid();
+        static const kt_test_t tests[] = {
+                KT_TEST(test_kill_and_resume), KT_TEST(test_kill_concurrent),
+                KT_TEST(test_kill_ordered), KT_TEST(test_churn), KT_END};
+        const char *s = getenv("KRETRY_TEST_SEED");
+        seed          = s && *s ? (unsigned)strtoul(s, NULL, 10)
+                                : (unsigned)time(NULL) ^ (unsigned)getpid();
         fprintf(stderr,
                 "it_kill: seed %u (KRETRY_TEST_SEED=%u repeats its "
                 "kill points and faults)\n",
