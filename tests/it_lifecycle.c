@@ -561,6 +561,72 @@ static void test_cooperative_tiers_follow_source(void) {
         it_env_destroy(env);
 }
 
+/* (r) Stopped in the middle of its first cooperative join: the group chose
+ * cooperative-sticky (JoinGroup answered) and no SyncGroup has answered
+ * yet; here the first SyncGroup fails, which keeps the member there.
+ * librdkafka before 2.3.0 aborts the process when such a consumer is
+ * destroyed (its issue 4312): kretry finishes the join first, within
+ * revoke.timeout.ms, then leaves the group and destroys it. */
+/* A member whose group chose cooperative-sticky and whose SyncGroups fail
+ * @p sync_errors times: stopped before its first assignment. */
+static kretry_adapter_t *stopped_mid_join(it_env_t *env,
+                                          rd_kafka_mock_cluster_t *mock,
+                                          int sync_errors,
+                                          const char *revoke_ms) {
+        rd_kafka_resp_err_t errs[64];
+        for (int i = 0; i < sync_errors && i < 64; i++)
+                errs[i] = RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS;
+        rd_kafka_mock_push_request_errors_array(mock, 14 /* SyncGroup */,
+                                                (size_t)sync_errors, errs);
+        kretry_adapter_t *a = it_adapter(capture(it_conf(
+                env, "consumer.partition.assignment.strategy",
+                "cooperative-sticky", "revoke.timeout.ms", revoke_ms, NULL)));
+        int64_t deadline    = kt_now_ms() + 20000;
+        while (strcmp(rd_kafka_rebalance_protocol(a->consumer),
+                      "COOPERATIVE") &&
+               kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 2);
+        KT_REQUIRE(!strcmp(rd_kafka_rebalance_protocol(a->consumer),
+                           "COOPERATIVE"));
+        KT_REQUIRE(!a->synced);
+        return a;
+}
+
+static void test_stop_during_cooperative_join(void) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = fault_env("50ms", 1, &mock);
+        if (!env)
+                return;
+        kretry_adapter_t *a = stopped_mid_join(env, mock, 1, "30000");
+        int64_t t0          = kt_now_ms();
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        fprintf(stderr, "  closed %lld ms after a stop mid-join\n",
+                (long long)(kt_now_ms() - t0));
+        KT_ASSERT(a->synced);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* The same when the join does not finish within revoke.timeout.ms (every
+ * SyncGroup refused): the stop is still bounded and the process lives; the
+ * consumer is given up, with an error that says why. */
+static void test_stop_during_cooperative_join_bounded(void) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = fault_env("50ms", 1, &mock);
+        if (!env)
+                return;
+        kretry_adapter_t *a = stopped_mid_join(env, mock, 64, "500");
+        int64_t t0          = kt_now_ms();
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_TIMED_OUT);
+        kretry_adapter_destroy(a);
+        int64_t took = kt_now_ms() - t0;
+        fprintf(stderr, "  stopped in %lld ms\n", (long long)took);
+        KT_ASSERT(took < 500 + 5000 + 2000);
+        KT_ASSERT(logged(KRETRY_LOG_ERR, "issue 4312", NULL) >= 0);
+        rd_kafka_mock_clear_request_errors(mock, 14);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_close_bounded_by_revoke_timeout),
@@ -571,6 +637,8 @@ int main(int argc, char **argv) {
                 KT_TEST(test_restore_bounded),
                 KT_TEST(test_restore_read_bounded),
                 KT_TEST(test_cooperative_tiers_follow_source),
+                KT_TEST(test_stop_during_cooperative_join),
+                KT_TEST(test_stop_during_cooperative_join_bounded),
                 KT_END};
         return kt_main("it_lifecycle", tests, argc, argv);
 }

@@ -571,15 +571,18 @@ static void test_park_rebuilt(void) {
         it_env_destroy(env);
 }
 
-/* A second instance joins mid-run: per-key order still holds across the
- * handover (chains rebuilt by the new owner), nothing is lost. */
-static void test_key_order_rebalance(void) {
-        it_env_t *env = it_env_new("20ms,40ms", 4);
+/* A second instance joins mid-run, with @p assignor: per-key order still
+ * holds across the handover (chains rebuilt by the new owner), nothing is
+ * lost. The tiers' delays @p tiers keep chains open until the handover
+ * (the incremental one takes two rebalances). */
+static void key_order_rebalance(const char *assignor, const char *tiers) {
+        it_env_t *env = it_env_new(tiers, 4);
         it_produce_keys(env, KEYS, PER_KEY);
         static order_state_t st;
         memset(&st, 0, sizeof(st));
-        kretry_conf_t *c1 = it_conf(env, "ordering", "key",
-                                    "retry.max.attempts", "30", NULL);
+        kretry_conf_t *c1 = it_conf(
+                env, "ordering", "key", "retry.max.attempts", "30",
+                "consumer.partition.assignment.strategy", assignor, NULL);
         kretry_conf_t *c2 = kretry_conf_dup(c1);
         kretry_conf_set_handler(c1, order_handler, &st);
         kretry_conf_set_handler(c2, order_handler, &st);
@@ -611,6 +614,14 @@ static void test_key_order_rebalance(void) {
         it_env_destroy(env);
 }
 
+static void test_key_order_rebalance_eager(void) {
+        key_order_rebalance("range,roundrobin", "20ms,40ms");
+}
+
+static void test_key_order_rebalance_cooperative(void) {
+        key_order_rebalance("cooperative-sticky", "1s,2s");
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_key_order_under_failures),
@@ -626,7 +637,8 @@ int main(int argc, char **argv) {
                 KT_TEST(test_park_rebuilt),
                 KT_TEST(test_restore_below_log_start),
                 KT_TEST(test_foreign_copy_not_chained),
-                KT_TEST(test_key_order_rebalance),
+                KT_TEST(test_key_order_rebalance_eager),
+                KT_TEST(test_key_order_rebalance_cooperative),
                 KT_END};
         return kt_main("it_ordering", tests, argc, argv);
 }

@@ -31,12 +31,7 @@ static void test_defaults(void) {
                                          "strategy",
                                          v, sizeof(v)),
                          0);
-        /* librdkafka 2.0.2 (Debian 12) keeps its eager default: its
-         * cooperative-sticky assignor aborts on a destroy before the first
-         * assignment. */
-        KT_ASSERT_STR_EQ(v, rd_kafka_version() >= KRETRY_COOPERATIVE_MIN_RDKAFKA
-                                    ? "cooperative-sticky"
-                                    : "range,roundrobin");
+        KT_ASSERT_STR_EQ(v, "cooperative-sticky");
         KT_ASSERT_INT_EQ(
                 kretry_conf_get(c, "tier.buffer.messages", v, sizeof(v)), 0);
         KT_ASSERT_STR_EQ(v, "1000");

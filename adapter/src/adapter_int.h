@@ -214,10 +214,14 @@ struct kretry_adapter_s {
         kretry_rng_t rng;
         atomic_int stop;
         int closed;
-        int close_cut;      /* leaving the group was cut short at its bound */
-        int more;           /* the last poll stopped with work left */
-        int fatal;          /* a client raised a fatal error: stop */
-        int producer_fatal; /* the producer's, logged; no copy is made */
+        int close_cut; /* leaving the group was cut short at its bound */
+        int synced;    /* the group assigned partitions (even none) at least
+                          once: the consumer's assignor has its state */
+        int join_unfinished; /* closed before that, cooperatively, on a
+                                librdkafka that cannot destroy it then */
+        int more;            /* the last poll stopped with work left */
+        int fatal;           /* a client raised a fatal error: stop */
+        int producer_fatal;  /* the producer's, logged; no copy is made */
         kretry_stats_t stats;
         /* workers.c: the handler's threads */
         struct kretry_workers_s *workers;

@@ -330,14 +330,11 @@ kretry_conf_t *kretry_conf_new(void) {
         /* Incremental rebalancing: a member joining or leaving moves only
          * the partitions that change owner (with their tier partitions,
          * rebalance.c); the others keep their held messages, buffers and
-         * in-flight handlers. Not before librdkafka 2.3.0: its
-         * cooperative-sticky assignor aborts the process when a consumer is
-         * destroyed before its first assignment (librdkafka #4312), as a
-         * stop during a group join does. */
-        if (rd_kafka_version() >= KRETRY_COOPERATIVE_MIN_RDKAFKA)
-                rd_kafka_conf_set(conf->consumer,
-                                  "partition.assignment.strategy",
-                                  "cooperative-sticky", NULL, 0);
+         * in-flight handlers. (Before librdkafka 2.3.0 this assignor
+         * aborts the process when a consumer is destroyed during its first
+         * join: adapter.c finish_join.) */
+        rd_kafka_conf_set(conf->consumer, "partition.assignment.strategy",
+                          "cooperative-sticky", NULL, 0);
         /* A copy is its source message plus a few hundred bytes of kretry
          * headers: let the broker's (topic's) limit decide what fits, not
          * librdkafka's lower client-side default. */

@@ -21,8 +21,8 @@ enum {
 };
 
 /* The first librdkafka whose cooperative-sticky assignor survives a
- * consumer destroyed before its first assignment (2.3.0): from it on,
- * kretry's default assignor. */
+ * consumer destroyed before its first assignment (2.3.0); before it,
+ * kretry finishes a join before destroying (adapter.c finish_join). */
 #define KRETRY_COOPERATIVE_MIN_RDKAFKA 0x020300ff
 
 struct kretry_conf_s {

@@ -127,6 +127,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
         rd_kafka_resp_err_t aerr           = RD_KAFKA_RESP_ERR_NO_ERROR;
 
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+                a->synced = 1;
                 log_parts(a, "assigned", l);
                 assign_parts(a, l);
                 /* Per-key state first: no message of these partitions may
