@@ -109,14 +109,16 @@ static void test_no_buffer_pauses(void) {
         on_time("0", &max);
 }
 
-/* The buffer stays within tier.buffer.messages (then .bytes): at the bound
- * the partition is paused, and what comes after is fetched again, in order,
- * nothing lost or handled twice. */
-static void buffer_bound(const char *name, const char *value, int bytes) {
-        enum { M = 30 };
-        it_env_t *env       = it_env_new("200ms", 1);
+/* The buffers stay within @p name = @p value: tier.buffer.messages and
+ * .bytes per partition, .total.bytes over @p parts partitions together. At
+ * the bound a partition is paused, and what comes after is fetched again,
+ * in order, nothing lost or handled twice. */
+static void
+buffer_bound(const char *name, const char *value, int bytes, int parts) {
+        enum { M = 40 };
+        it_env_t *env       = it_env_new("200ms", parts);
         kretry_adapter_t *a = it_adapter(it_conf(env, name, value, NULL));
-        produce_retry1(env, M, 1, "padding-padding-padding");
+        produce_retry1(env, M, parts, "padding-padding-padding");
         int64_t most = 0, deadline = kt_now_ms() + 30000;
         while (retried(env) < M && kt_now_ms() < deadline) {
                 kretry_adapter_poll(a, 10);
@@ -130,16 +132,18 @@ static void buffer_bound(const char *name, const char *value, int bytes) {
                 (long long)most);
         KT_ASSERT(most > 0);
         KT_ASSERT(most <= atoll(value));
-        int64_t last = -1;
+        /* In offset order per tier partition (message i is on i % parts). */
+        int64_t last[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
         for (int i = 0; i < env->call_cnt; i++) {
                 const it_call_t *c = &env->calls[i];
                 if (c->attempt != 2)
                         continue;
+                int p = atoi(strrchr(c->value, '-') + 1) % parts;
                 KT_ASSERT(c->now_ms >= c->due_ts);
-                KT_CHECK_MSG(c->offset > last, CU_FALSE,
-                             "tier offset %lld handled after %lld",
-                             (long long)c->offset, (long long)last);
-                last = c->offset;
+                KT_CHECK_MSG(c->offset > last[p], CU_FALSE,
+                             "tier [%d] offset %lld handled after %lld", p,
+                             (long long)c->offset, (long long)last[p]);
+                last[p] = c->offset;
         }
         KT_ASSERT_INT_EQ(env->call_cnt, 2 * M);
         KT_ASSERT(counter(a, KRETRY_COUNTER_BUFFERED) == 0);
@@ -150,13 +154,19 @@ static void buffer_bound(const char *name, const char *value, int bytes) {
 }
 
 static void test_bound_messages(void) {
-        buffer_bound("tier.buffer.messages", "4", 0);
+        buffer_bound("tier.buffer.messages", "4", 0, 1);
 }
 
 static void test_bound_bytes(void) {
         /* A copy takes about 340 bytes (a one-byte key, a 34-byte value,
          * kretry's headers, its record): two fit. */
-        buffer_bound("tier.buffer.bytes", "1000", 1);
+        buffer_bound("tier.buffer.bytes", "1000", 1, 1);
+}
+
+/* Four partitions whose buffers could each take 1 MiB share 1500 bytes:
+ * four copies at most, wherever they wait. */
+static void test_bound_total(void) {
+        buffer_bound("tier.buffer.total.bytes", "1500", 1, 4);
 }
 
 #define R 40
@@ -238,6 +248,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_no_buffer_pauses),
                 KT_TEST(test_bound_messages),
                 KT_TEST(test_bound_bytes),
+                KT_TEST(test_bound_total),
                 KT_TEST(test_revoke_lets_go_eager),
                 KT_TEST(test_revoke_lets_go_cooperative),
                 KT_END};

@@ -37,7 +37,10 @@ static void test_defaults(void) {
         KT_ASSERT_STR_EQ(v, "1000");
         KT_ASSERT_INT_EQ(kretry_conf_get(c, "tier.buffer.bytes", v, sizeof(v)),
                          0);
-        KT_ASSERT_STR_EQ(v, "262144");
+        KT_ASSERT_STR_EQ(v, "1048576");
+        KT_ASSERT_INT_EQ(
+                kretry_conf_get(c, "tier.buffer.total.bytes", v, sizeof(v)), 0);
+        KT_ASSERT_STR_EQ(v, "67108864");
         char e[256];
         KT_ASSERT_INT_EQ(kretry_conf_set(c, "partition.assignment.strategy",
                                          "range,roundrobin", e, sizeof(e)),

@@ -432,12 +432,48 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
         return a;
 }
 
+/* Memory all buffers behind held messages take now (written on this
+ * thread only). */
+static int64_t buffered_total(const kretry_adapter_t *a) {
+        return atomic_load_explicit(&a->stats.buffered_bytes,
+                                    memory_order_relaxed);
+}
+
+/* Whether @p part's buffer takes one more message of @p bytes: its own
+ * bounds (a first message of any size), and all buffers' together
+ * (tier.buffer.total.bytes). */
+static int behind_room(const kretry_adapter_t *a,
+                       const kretry_part_t *part,
+                       int64_t bytes) {
+        const kretry_rkm_fifo_t *f = &part->behind;
+        return f->cnt < behind_cap(a, part) &&
+               (!f->cnt || f->bytes + bytes <= a->conf->tier_buffer_bytes) &&
+               buffered_total(a) + bytes <= a->conf->tier_buffer_total;
+}
+
+/* A full buffer stays full (its partition paused) until half of it is free
+ * and all buffers together are at most three quarters of their bound: a
+ * buffer at a bound must not pause and resume its partition on every
+ * message. Held back by the total alone, it is looked at again when the
+ * total falls (release_stalled). */
+static void behind_maybe_resume(kretry_adapter_t *a, kretry_part_t *part) {
+        const kretry_rkm_fifo_t *f = &part->behind;
+        if (part->behind_full && f->cnt <= behind_cap(a, part) / 2 &&
+            f->bytes <= a->conf->tier_buffer_bytes / 2) {
+                if (buffered_total(a) <= a->conf->tier_buffer_total / 4 * 3)
+                        part->behind_full = 0;
+                else
+                        a->behind_stalled = 1;
+        }
+        kretry_part_update_pause(a, part);
+}
+
 /* The messages kept behind @p part's held one, in order, now that it is
  * gone: each is admitted as if it arrived now, until one is held again (not
  * due yet) or max.inflight or the breaker stops them. */
 static int release_behind(kretry_adapter_t *a, kretry_part_t *part) {
         kretry_rkm_fifo_t *f = &part->behind;
-        int n = 0, cap = behind_cap(a, part);
+        int n                = 0;
         while (f->cnt && !part->held && !a->full && !a->breaker_paused) {
                 rd_kafka_message_t *rkm = kretry_rkm_fifo_pop(f);
                 atomic_fetch_sub_explicit(&a->stats.buffered, 1,
@@ -450,12 +486,7 @@ static int release_behind(kretry_adapter_t *a, kretry_part_t *part) {
         }
         if (f->cnt && !part->held)
                 a->behind_stalled = 1;
-        /* Full until half of it is free: a buffer at its bound must not
-         * pause and resume its partition on every message. */
-        if (part->behind_full && f->cnt <= cap / 2 &&
-            f->bytes <= a->conf->tier_buffer_bytes / 2)
-                part->behind_full = 0;
-        kretry_part_update_pause(a, part);
+        behind_maybe_resume(a, part);
         return n;
 }
 
@@ -491,7 +522,7 @@ static int dispatch_due(kretry_adapter_t *a, int64_t now) {
 }
 
 /* Messages kept behind a held one whose turn came while max.inflight or
- * the breaker stopped them. */
+ * the breaker stopped them, and full buffers held back by the total. */
 static int release_stalled(kretry_adapter_t *a) {
         int n = 0;
         if (!a->behind_stalled || a->full || a->breaker_paused)
@@ -500,8 +531,12 @@ static int release_stalled(kretry_adapter_t *a) {
         for (int t = 1; t < a->topic_cnt; t++)
                 for (int p = 0; p < a->part_cap[t]; p++) {
                         kretry_part_t *part = a->parts[t][p];
-                        if (part && part->assigned && !part->held)
+                        if (!part || !part->assigned)
+                                continue;
+                        if (!part->held)
                                 n += release_behind(a, part);
+                        else
+                                behind_maybe_resume(a, part);
                 }
         return n;
 }
@@ -551,8 +586,7 @@ static void
 keep_behind(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
         kretry_rkm_fifo_t *f = &part->behind;
         int64_t bytes        = (int64_t)kretry_rkm_size(rkm);
-        if (!part->behind_full && f->cnt < behind_cap(a, part) &&
-            (!f->cnt || f->bytes + bytes <= a->conf->tier_buffer_bytes) &&
+        if (!part->behind_full && behind_room(a, part, bytes) &&
             !kretry_rkm_fifo_push(f, &rkm)) {
                 kretry_count_consumed(a, part, f->tail);
                 atomic_fetch_add_explicit(&a->stats.buffered, 1,
@@ -560,7 +594,8 @@ keep_behind(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
                 atomic_fetch_add_explicit(&a->stats.buffered_bytes, bytes,
                                           memory_order_relaxed);
                 if (f->cnt >= behind_cap(a, part) ||
-                    f->bytes >= a->conf->tier_buffer_bytes) {
+                    f->bytes >= a->conf->tier_buffer_bytes ||
+                    buffered_total(a) >= a->conf->tier_buffer_total) {
                         part->behind_full = 1;
                         kretry_part_update_pause(a, part);
                 }

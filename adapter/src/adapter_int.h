@@ -202,8 +202,9 @@ struct kretry_adapter_s {
         kretry_part_t ***parts; /* [topic][partition] */
         int *part_cap;          /* per topic */
         kretry_part_t *held_list;
-        int behind_stalled; /* a partition has messages behind no held one:
-                               max.inflight or the breaker stopped them */
+        int behind_stalled; /* a partition has messages behind no held one
+                               (max.inflight or the breaker stopped them),
+                               or a full buffer waits for the total to fall */
         kretry_inflight_t *failed; /* deliveries to retry */
         int inflight;              /* copies not yet acknowledged */
         /* The view being decided on (route.c, keyed.c): msg0, or with

@@ -86,9 +86,13 @@ static const struct prop {
          "(or tier.buffer.bytes) the partition is paused until half of it is "
          "free (0: pause at once)"},
         {"tier.buffer.bytes", PROP_INT,
-         offsetof(kretry_conf_t, tier_buffer_bytes), 0, 2147483647, "262144",
+         offsetof(kretry_conf_t, tier_buffer_bytes), 0, 2147483647, "1048576",
          "memory those messages may take per tier partition (key, value, "
          "headers and kretry's record of each)"},
+        {"tier.buffer.total.bytes", PROP_INT,
+         offsetof(kretry_conf_t, tier_buffer_total), 0, 2147483647, "67108864",
+         "memory those messages may take in all tier partitions of the "
+         "adapter together"},
         {"ordering.on.dead.letter", PROP_CHOICE,
          offsetof(kretry_conf_t, park_key), 0, 0, "continue",
          "ordering key: when a key's head is dead-lettered, continue with its "

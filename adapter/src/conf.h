@@ -56,6 +56,7 @@ struct kretry_conf_s {
         int max_inflight_bytes;  /* max.inflight.bytes */
         int tier_buffer_msgs;    /* tier.buffer.messages */
         int tier_buffer_bytes;   /* tier.buffer.bytes */
+        int tier_buffer_total;   /* tier.buffer.total.bytes */
         int park_key; /* ordering.on.dead.letter: 0 continue, 1 park_key */
         char *version_header; /* "" = versioning off */
         char *version_field;  /* "" = not from an Avro field */

@@ -156,7 +156,10 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *       (0..1000000) [1000]
  *   tier.buffer.bytes: memory those messages may take per tier partition:
  *       key, value, headers and kretry's record of each (0..2147483647)
- *       [262144]
+ *       [1048576]
+ *   tier.buffer.total.bytes: memory they may take in all tier partitions
+ *       together; a full buffer waits (its partition paused) until this
+ *       total is at most three quarters of it (0..2147483647) [67108864]
  *   versioning.header: header carrying a decimal version; versions not above
  *       the highest handled OK for the key are skipped (empty: off)
  *   versioning.field: with value.format avro: an int or long field of the
@@ -713,7 +716,8 @@ typedef enum {
                                                 take now: key, value, headers
                                                 and kretry's record (bounded
                                                 per partition by
-                                                tier.buffer.bytes) */
+                                                tier.buffer.bytes, in all by
+                                                tier.buffer.total.bytes) */
 } kretry_counter_t;
 
 /**
