@@ -189,13 +189,19 @@ void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part) {
                 part->stored = off;
 }
 
+/* The gauges of the messages kept behind held ones (all partitions'
+ * buffers together): @p cnt more messages taking @p bytes more. */
+static void count_buffered(kretry_adapter_t *a, int64_t cnt, int64_t bytes) {
+        atomic_fetch_add_explicit(&a->stats.buffered, cnt,
+                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&a->stats.buffered_bytes, bytes,
+                                  memory_order_relaxed);
+}
+
 void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part) {
         rd_kafka_message_t *rkm;
         kretry_rkm_fifo_t *f = &part->behind;
-        atomic_fetch_sub_explicit(&a->stats.buffered, f->cnt,
-                                  memory_order_relaxed);
-        atomic_fetch_sub_explicit(&a->stats.buffered_bytes, f->bytes,
-                                  memory_order_relaxed);
+        count_buffered(a, -f->cnt, -f->bytes);
         while ((rkm = kretry_rkm_fifo_pop(f)))
                 kretry_rkm_destroy(rkm);
         part->behind_full = 0;
@@ -476,11 +482,7 @@ static int release_behind(kretry_adapter_t *a, kretry_part_t *part) {
         int n                = 0;
         while (f->cnt && !part->held && !a->full && !a->breaker_paused) {
                 rd_kafka_message_t *rkm = kretry_rkm_fifo_pop(f);
-                atomic_fetch_sub_explicit(&a->stats.buffered, 1,
-                                          memory_order_relaxed);
-                atomic_fetch_sub_explicit(&a->stats.buffered_bytes,
-                                          (int64_t)kretry_rkm_size(rkm),
-                                          memory_order_relaxed);
+                count_buffered(a, -1, -(int64_t)kretry_rkm_size(rkm));
                 kretry_dispatch(a, part, rkm);
                 n++;
         }
@@ -589,10 +591,7 @@ keep_behind(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
         if (!part->behind_full && behind_room(a, part, bytes) &&
             !kretry_rkm_fifo_push(f, &rkm)) {
                 kretry_count_consumed(a, part, f->tail);
-                atomic_fetch_add_explicit(&a->stats.buffered, 1,
-                                          memory_order_relaxed);
-                atomic_fetch_add_explicit(&a->stats.buffered_bytes, bytes,
-                                          memory_order_relaxed);
+                count_buffered(a, 1, bytes);
                 if (f->cnt >= behind_cap(a, part) ||
                     f->bytes >= a->conf->tier_buffer_bytes ||
                     buffered_total(a) >= a->conf->tier_buffer_total) {
@@ -1037,9 +1036,9 @@ static int assignor_unsafe(const kretry_adapter_t *a) {
 }
 
 /* Stopped in that state: the join is finished first, until @p deadline,
- * serving the group's events; the assignment it brings
- * is revoked again by the close, and messages that arrive meanwhile are
- * not handled (they are fetched again by the next owner). */
+ * serving the group's events; the assignment it brings is revoked again by
+ * the close, and messages that arrive meanwhile are not handled (they are
+ * fetched again by the next owner). */
 static void finish_join(kretry_adapter_t *a, int64_t deadline) {
         int left;
         if (!assignor_unsafe(a))

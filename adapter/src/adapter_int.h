@@ -55,9 +55,11 @@ typedef struct kretry_part_s {
         int64_t held_due;
         /* Tier messages consumed behind the held one, in offset order, in
          * kretry's memory: the partition is paused only once they fill
-         * tier.buffer.messages or .bytes (behind_full, cleared again at
-         * half), since a pause drops what librdkafka prefetched and the
-         * fetch after the resume can wait fetch.wait.max.ms. */
+         * tier.buffer.messages or .bytes, or all buffers fill
+         * tier.buffer.total.bytes (behind_full; adapter.c
+         * behind_maybe_resume clears it), since a pause drops what
+         * librdkafka prefetched and the fetch after the resume can wait
+         * fetch.wait.max.ms. */
         kretry_rkm_fifo_t behind;
         int behind_full;
         int produce_failures; /* copies from here waiting to be re-produced */

@@ -83,8 +83,8 @@ static const struct prop {
          offsetof(kretry_conf_t, tier_buffer_msgs), 0, 1000000, "1000",
          "tier messages kept in memory per tier partition behind one that is "
          "not due yet, so that the partition keeps fetching; at this bound "
-         "(or tier.buffer.bytes) the partition is paused until half of it is "
-         "free (0: pause at once)"},
+         "(or tier.buffer.bytes, or tier.buffer.total.bytes) the partition is "
+         "paused until half of it is free (0: pause at once)"},
         {"tier.buffer.bytes", PROP_INT,
          offsetof(kretry_conf_t, tier_buffer_bytes), 0, 2147483647, "1048576",
          "memory those messages may take per tier partition (key, value, "

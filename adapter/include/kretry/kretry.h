@@ -151,9 +151,9 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *   tier.buffer.messages: tier messages kept in kretry's memory per tier
  *       partition behind one that is not due yet, so that the partition
  *       keeps fetching and each is handled at its due time whatever
- *       fetch.wait.max.ms is; at this bound (or tier.buffer.bytes) the
- *       partition is paused until half of it is free; 0: pause at once
- *       (0..1000000) [1000]
+ *       fetch.wait.max.ms is; at this bound (or tier.buffer.bytes, or
+ *       tier.buffer.total.bytes) the partition is paused until half of it
+ *       is free; 0: pause at once (0..1000000) [1000]
  *   tier.buffer.bytes: memory those messages may take per tier partition:
  *       key, value, headers and kretry's record of each (0..2147483647)
  *       [1048576]
