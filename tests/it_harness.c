@@ -1,5 +1,7 @@
 #include "it_harness.h"
 
+#include "adapter_int.h" /* the consumer and its queues, for failure reports */
+
 #include <pthread.h>
 
 #include <stdarg.h>
@@ -225,6 +227,30 @@ int it_run_until(kretry_adapter_t *a,
         return 1;
 }
 
+/* For a wait that timed out: whether the group assigned anything, where
+ * each partition stands, and what waits in the adapter's queues (a run
+ * that consumed nothing for 20 s has been seen under heavy load, cause
+ * unknown). */
+static void report_consumer(kretry_adapter_t *a) {
+        rd_kafka_topic_partition_list_t *l = NULL;
+        const char *proto = rd_kafka_rebalance_protocol(a->consumer);
+        fprintf(stderr,
+                "  [it] protocol %s, queues: consumer %d tier %d source %d\n",
+                proto ? proto : "(none)", (int)rd_kafka_queue_length(a->cq),
+                (int)rd_kafka_queue_length(a->tq),
+                (int)rd_kafka_queue_length(a->sq));
+        if (rd_kafka_assignment(a->consumer, &l))
+                return;
+        rd_kafka_position(a->consumer, l);
+        fprintf(stderr, "  [it] assigned %d:", l->cnt);
+        for (int i = 0; i < l->cnt; i++)
+                fprintf(stderr, " %s[%d]@%lld", l->elems[i].topic,
+                        (int)l->elems[i].partition,
+                        (long long)l->elems[i].offset);
+        fprintf(stderr, "\n");
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
 int it_wait_counter(kretry_adapter_t *a,
                     kretry_counter_t c,
                     int64_t n,
@@ -245,6 +271,7 @@ int it_wait_counter(kretry_adapter_t *a,
                 "  [it] counter %d stayed below %lld for %d ms (%s): %s\n",
                 (int)c, (long long)n, timeout_ms,
                 err ? kretry_err2str(err) : "timed out", json);
+        report_consumer(a);
         return 0;
 }
 
