@@ -189,6 +189,11 @@ kretry_conf_t *it_conf(it_env_t *env, ...) {
         set(conf, "producer.linger.ms", "1");
         set(conf, "produce.retry.backoff.ms", "50");
         set(conf, "topic.metadata.refresh.interval.ms", "1000");
+        /* librdkafka's own debug contexts (with KRETRY_TEST_DEBUG, which
+         * prints them), e.g. cgrp for a group that does not assign. */
+        if (getenv("KRETRY_TEST_RDKAFKA_DEBUG"))
+                set(conf, "consumer.debug",
+                    getenv("KRETRY_TEST_RDKAFKA_DEBUG"));
         va_list ap;
         va_start(ap, env);
         const char *n;
@@ -212,13 +217,38 @@ kretry_adapter_t *it_adapter(kretry_conf_t *conf) {
         return a;
 }
 
+/* How much longer a wait goes on when its time is up and the group has not
+ * assigned the adapter anything yet. A first join on the test cluster
+ * takes 3 s, but under heavy load (the whole suite on two cores) one has
+ * stalled past 20 s with the group's protocol already chosen (cause not
+ * found); what the tests time is kretry, not the test cluster's group. */
+#define IT_JOIN_GRACE_MS 40000
+
+/* Whether @p deadline has passed; once (*@p graced), for an adapter never
+ * assigned, it is moved IT_JOIN_GRACE_MS on instead (said on stderr). */
+static int
+past_deadline(const kretry_adapter_t *a, int64_t *deadline, int *graced) {
+        if (kt_now_ms() <= *deadline)
+                return 0;
+        if (a->synced || *graced)
+                return 1;
+        fprintf(stderr,
+                "  [it] the group has assigned nothing yet: waiting up to %d "
+                "ms more\n",
+                IT_JOIN_GRACE_MS);
+        *graced   = 1;
+        *deadline = kt_now_ms() + IT_JOIN_GRACE_MS;
+        return 0;
+}
+
 int it_run_until(kretry_adapter_t *a,
                  int (*cond)(kretry_adapter_t *a, it_env_t *env),
                  it_env_t *env,
                  int timeout_ms) {
         int64_t deadline = kt_now_ms() + timeout_ms;
+        int graced       = 0;
         while (!cond(a, env)) {
-                if (kt_now_ms() > deadline)
+                if (past_deadline(a, &deadline, &graced))
                         return 0;
                 kretry_err_t err = kretry_adapter_poll(a, 100);
                 if (err != KRETRY_ERR_OK)
@@ -235,8 +265,11 @@ static void report_consumer(kretry_adapter_t *a) {
         rd_kafka_topic_partition_list_t *l = NULL;
         const char *proto = rd_kafka_rebalance_protocol(a->consumer);
         fprintf(stderr,
-                "  [it] protocol %s, queues: consumer %d tier %d source %d\n",
-                proto ? proto : "(none)", (int)rd_kafka_queue_length(a->cq),
+                "  [it] protocol %s, %s, queues: consumer %d tier %d source "
+                "%d\n",
+                proto ? proto : "(none)",
+                a->synced ? "assigned before" : "never assigned",
+                (int)rd_kafka_queue_length(a->cq),
                 (int)rd_kafka_queue_length(a->tq),
                 (int)rd_kafka_queue_length(a->sq));
         if (rd_kafka_assignment(a->consumer, &l))
@@ -257,8 +290,9 @@ int it_wait_counter(kretry_adapter_t *a,
                     int timeout_ms) {
         int64_t deadline = kt_now_ms() + timeout_ms;
         kretry_err_t err = KRETRY_ERR_OK;
+        int graced       = 0;
         while (kretry_adapter_counter(a, c, 0) < n) {
-                if (kt_now_ms() > deadline ||
+                if (past_deadline(a, &deadline, &graced) ||
                     (err = kretry_adapter_poll(a, 100)) != KRETRY_ERR_OK)
                         break;
         }
