@@ -164,6 +164,8 @@ void it_log(kretry_log_level_t level,
         (void)opaque;
         if (level <= KRETRY_LOG_WARNING || getenv("KRETRY_TEST_DEBUG"))
                 fprintf(stderr, "  [kretry %d %s] %s\n", (int)level, fac, msg);
+        else if (level == KRETRY_LOG_DEBUG)
+                kt_trace(fac, msg);
 }
 
 static void set(kretry_conf_t *conf, const char *n, const char *v) {
@@ -190,10 +192,12 @@ kretry_conf_t *it_conf(it_env_t *env, ...) {
         set(conf, "produce.retry.backoff.ms", "50");
         set(conf, "topic.metadata.refresh.interval.ms", "1000");
         /* librdkafka's own debug contexts (with KRETRY_TEST_DEBUG, which
-         * prints them), e.g. cgrp for a group that does not assign. */
-        if (getenv("KRETRY_TEST_RDKAFKA_DEBUG"))
-                set(conf, "consumer.debug",
-                    getenv("KRETRY_TEST_RDKAFKA_DEBUG"));
+         * prints them); cgrp by default, into the flight recorder
+         * (kt_trace), for a group that does not assign. */
+        set(conf, "consumer.debug",
+            getenv("KRETRY_TEST_RDKAFKA_DEBUG")
+                    ? getenv("KRETRY_TEST_RDKAFKA_DEBUG")
+                    : "cgrp");
         va_list ap;
         va_start(ap, env);
         const char *n;
@@ -236,6 +240,7 @@ past_deadline(const kretry_adapter_t *a, int64_t *deadline, int *graced) {
                 "  [it] the group has assigned nothing yet: waiting up to %d "
                 "ms more\n",
                 IT_JOIN_GRACE_MS);
+        kt_trace_dump("nothing assigned", 30000);
         *graced   = 1;
         *deadline = kt_now_ms() + IT_JOIN_GRACE_MS;
         return 0;
@@ -272,6 +277,8 @@ static void report_consumer(kretry_adapter_t *a) {
                 (int)rd_kafka_queue_length(a->cq),
                 (int)rd_kafka_queue_length(a->tq),
                 (int)rd_kafka_queue_length(a->sq));
+        if (!a->synced)
+                kt_trace_dump("never assigned", 60000);
         if (rd_kafka_assignment(a->consumer, &l))
                 return;
         rd_kafka_position(a->consumer, l);

@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <CUnit/Basic.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -83,6 +84,50 @@ struct kt_cluster_s {
         size_t created_cnt;
 };
 
+static struct {
+        pthread_mutex_t lock;
+        int64_t at[KT_TRACE_LINES];
+        char line[KT_TRACE_LINES][240];
+        unsigned next;
+} kt_tr = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void kt_trace(const char *fac, const char *msg) {
+        /* Asked for by the tests' own waits, many times a second. */
+        if (strstr(msg, "op GET_REBALANCE_PROTOCOL"))
+                return;
+        pthread_mutex_lock(&kt_tr.lock);
+        unsigned i  = kt_tr.next++ % KT_TRACE_LINES;
+        kt_tr.at[i] = kt_wall_ms();
+        snprintf(kt_tr.line[i], sizeof(kt_tr.line[i]), "%s %s", fac, msg);
+        pthread_mutex_unlock(&kt_tr.lock);
+}
+
+void kt_trace_dump(const char *why, int ms) {
+        pthread_mutex_lock(&kt_tr.lock);
+        int64_t from = kt_wall_ms() - ms;
+        unsigned n = kt_tr.next < KT_TRACE_LINES ? kt_tr.next : KT_TRACE_LINES;
+        fprintf(stderr, "  [trace] %s: group debug lines of the last %d ms\n",
+                why, ms);
+        for (unsigned k = kt_tr.next - n; k != kt_tr.next; k++) {
+                unsigned i = k % KT_TRACE_LINES;
+                if (kt_tr.at[i] >= from)
+                        fprintf(stderr, "  [trace %lld] %s\n",
+                                (long long)(kt_tr.at[i] % 100000),
+                                kt_tr.line[i]);
+        }
+        pthread_mutex_unlock(&kt_tr.lock);
+}
+
+/* The mock cluster's own debug lines: only those about groups and their
+ * members (log appends and commits would crowd them out). */
+static void
+kt_mock_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+        (void)rk;
+        (void)level;
+        if (strstr(buf, "group") || strstr(buf, "ember"))
+                kt_trace(fac, buf);
+}
+
 static void kt_fatal(const char *what, const char *detail) {
         fprintf(stderr, "test setup: %s: %s\n", what, detail);
         abort();
@@ -97,7 +142,9 @@ kt_cluster_t *kt_cluster_new(int brokers) {
         }
         char errstr[256];
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        rd_kafka_conf_set(conf, "log_level", "0", NULL, 0);
+        rd_kafka_conf_set(conf, "log_level", "7", NULL, 0);
+        rd_kafka_conf_set(conf, "debug", "mock", NULL, 0);
+        rd_kafka_conf_set_log_cb(conf, kt_mock_log);
         c->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
         if (!c->rk)
                 kt_fatal("rd_kafka_new", errstr);

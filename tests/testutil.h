@@ -73,6 +73,15 @@ int64_t kt_now_ms(void);
  * kretry's own (kretry-due-ts, kretry-replayed-at, ...), never for waiting. */
 int64_t kt_wall_ms(void);
 
+/* A flight recorder of librdkafka's debug lines about consumer groups (the
+ * mock cluster's group states, the tests' consumers' cgrp context): the
+ * last KT_TRACE_LINES are kept, for a report of a group that never
+ * assigned (seen under heavy load, cause not yet known). */
+#define KT_TRACE_LINES 2048
+void kt_trace(const char *fac, const char *msg);
+/* Prints the recorded lines of the last @p ms milliseconds to stderr. */
+void kt_trace_dump(const char *why, int ms);
+
 /* A Kafka cluster for one test. */
 typedef struct kt_cluster_s kt_cluster_t;
 
