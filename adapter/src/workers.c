@@ -124,10 +124,13 @@ typedef struct kretry_workers_s {
         kretry_job_t *todo, **todo_tail;
         kretry_job_t *done, **done_tail;
         int todo_cnt;
-        int idle;        /* workers waiting for a job */
-        int active;      /* jobs in a call or held: at most n */
-        int paused;      /* the breaker is open: no job is taken */
-        atomic_int free; /* workers back from a call, about to take a job */
+        int up;             /* worker threads running worker_main */
+        int idle;           /* workers waiting for a job */
+        int signaled;       /* of those, woken and not yet running */
+        int active;         /* jobs in a call or held: at most n */
+        int paused;         /* the breaker is open: no job is taken */
+        atomic_int calling; /* workers in a handler call (lock-free, so
+                               that a return counts before the lock) */
         int notify;      /* write the eventfd on the next result */
         int waiting;     /* the polling thread waits on done_cond */
         int stop;
@@ -182,15 +185,37 @@ call_returned(kretry_workers_t *w, kretry_job_t *j, kretry_action_t action) {
         push_done(w, j);
 }
 
+/* Under lock: one spare worker. While jobs are queued that a worker may
+ * take, one awake worker that is not in a handler call must be there to
+ * take them, or every worker is in a call: a sleeping one is woken when
+ * there is none. Workers are woken one at a time, each by the last one to
+ * start a call (or by the polling thread as it queues jobs): slow handlers
+ * bring every worker in within a few wake-ups, while a fast handler is
+ * served by the one or two workers it needs, and the others sleep instead
+ * of taking turns at the lock for every message. */
+static void wake_spare(kretry_workers_t *w) {
+        if (!w->todo || w->paused || w->active >= w->n ||
+            w->idle <= w->signaled)
+                return;
+        int awake = w->up - w->idle + w->signaled;
+        if (awake - atomic_load(&w->calling) > 0)
+                return;
+        w->signaled++;
+        pthread_cond_signal(&w->work_cond);
+}
+
 static void *worker_main(void *arg) {
         kretry_workers_t *w = arg;
         pthread_mutex_lock(&w->lock);
+        w->up++;
         for (;;) {
                 while (!w->stop &&
                        (!w->todo || w->paused || w->active >= w->n)) {
                         w->idle++;
                         pthread_cond_wait(&w->work_cond, &w->lock);
                         w->idle--;
+                        if (w->signaled > 0)
+                                w->signaled--;
                 }
                 if (w->stop)
                         break;
@@ -200,13 +225,14 @@ static void *worker_main(void *arg) {
                 w->todo_cnt--;
                 w->active++;
                 j->in_call = 1;
+                atomic_fetch_add(&w->calling, 1);
+                wake_spare(w);
                 pthread_mutex_unlock(&w->lock);
                 j->us = -1;
                 kretry_action_t action =
                         kretry_call_handler(w->a, &j->msg, &j->us);
-                atomic_fetch_add(&w->free, 1);
+                atomic_fetch_sub(&w->calling, 1);
                 pthread_mutex_lock(&w->lock);
-                atomic_fetch_sub(&w->free, 1);
                 call_returned(w, j, action);
         }
         pthread_mutex_unlock(&w->lock);
@@ -581,10 +607,7 @@ static void pump(kretry_adapter_t *a) {
         *w->todo_tail = batch;
         w->todo_tail  = tail;
         w->todo_cnt += cnt;
-        /* Wake a sleeping worker for each job no awake one will take. */
-        int wake = w->todo_cnt - atomic_load(&w->free);
-        for (int i = 0; i < wake && i < w->idle && !w->paused; i++)
-                pthread_cond_signal(&w->work_cond);
+        wake_spare(w);
         pthread_mutex_unlock(&w->lock);
 }
 
@@ -808,8 +831,7 @@ int kretry_msg_complete(kretry_msg_t *msg, kretry_action_t action) {
         }
         j->held = 0;
         w->active--;
-        if (w->todo && w->idle)
-                pthread_cond_signal(&w->work_cond);
+        wake_spare(w);
         if (w->dead) {
                 int last = --w->refs == 0;
                 pthread_mutex_unlock(&w->lock);
