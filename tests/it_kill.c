@@ -78,6 +78,7 @@ typedef struct {
         /* Per kill: where the log stood (bytes), how far its worker got. */
         long kill_at[KILLS];
         int kill_lines[KILLS], kill_missing[KILLS], kills;
+        int kill_faulted[KILLS]; /* a fault was injected in that round */
         int (*missing)(const void *run); /* ids still to be handled */
 } run_t;
 
@@ -219,6 +220,7 @@ static void kill_round(run_t *r) {
                      "killed worker %d: expected signal %d, got %s", (int)pid,
                      SIGKILL, how);
         r->kill_lines[k]   = read_log(r, pid);
+        r->kill_faulted[k] = strcmp(name, "none") != 0;
         r->kill_missing[k] = r->missing(r);
         r->kills++;
         fprintf(stderr,
@@ -251,16 +253,26 @@ static void report_repeats(run_t *r) {
         }
         if (f)
                 fclose(f);
+        /* A kill under an injected fault repeats what was decided while
+         * commits failed as well; the plain ones show the commit interval's
+         * share alone. */
+        int plain = 0, plain_total = 0;
         for (int i = 0; i < r->kills; i++) {
-                fprintf(stderr, "  kill %d: %d handlings repeated after it\n",
-                        i + 1, repeats[i]);
+                fprintf(stderr, "  kill %d: %d handlings repeated after it%s\n",
+                        i + 1, repeats[i],
+                        r->kill_faulted[i] ? " (under a fault)" : "");
                 total += repeats[i];
+                if (!r->kill_faulted[i]) {
+                        plain++;
+                        plain_total += repeats[i];
+                }
         }
         fprintf(stderr,
                 "  repeated handlings per kill: %.1f (%d over %d kills, "
-                "seed %u)\n",
+                "seed %u); without a fault: %.1f (%d over %d kills)\n",
                 r->kills ? (double)total / r->kills : 0.0, total, r->kills,
-                seed);
+                seed, plain ? (double)plain_total / plain : 0.0, plain_total,
+                plain);
         free(before);
 }
 

@@ -131,8 +131,8 @@ typedef struct kretry_workers_s {
         int paused;         /* the breaker is open: no job is taken */
         atomic_int calling; /* workers in a handler call (lock-free, so
                                that a return counts before the lock) */
-        int notify;      /* write the eventfd on the next result */
-        int waiting;     /* the polling thread waits on done_cond */
+        int notify;         /* write the eventfd on the next result */
+        int waiting;        /* the polling thread waits on done_cond */
         int stop;
         int dead; /* the adapter is gone: held jobs are freed on completion */
         int refs; /* the adapter's, and one per abandoned held job */
