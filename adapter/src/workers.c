@@ -17,11 +17,14 @@
  * callback: jobs to the workers, results back to the polling thread (the
  * model is libuv's threadpool: a fixed pool, one queue, an async wake-up of
  * the loop). Hand-offs are batched: the polling thread queues every job it
- * may dispatch under one lock and wakes only as many sleeping workers as
- * there are jobs no awake worker will take; a worker takes its next job in
- * the same lock as it returns a result; the eventfd is written only when the
- * polling thread asked for it (it is about to sleep, or the application's
- * loop waits on kretry_adapter_fd()).
+ * may dispatch under one lock; a worker takes its next job in the same lock
+ * as it returns a result; a sleeping worker is woken only when jobs are
+ * queued and no awake worker is free to take them (wake_spare: one spare,
+ * so a fast handler keeps one or two workers busy, not all of them taking
+ * turns at the lock, and slow ones bring every worker in, one wake-up
+ * each); the eventfd is written only when the polling thread asked for it
+ * (it is about to sleep, or the application's loop waits on
+ * kretry_adapter_fd()).
  *
  * A job is one consumed message with its own view (kretry_msg_t, its first
  * member), kept in a pool and reused: nothing is allocated per message once
