@@ -126,16 +126,17 @@ typedef struct kretry_workers_s {
         /* Under lock. */
         kretry_job_t *todo, **todo_tail;
         kretry_job_t *done, **done_tail;
-        int todo_cnt;
-        int up;             /* worker threads running worker_main */
-        int idle;           /* workers waiting for a job */
-        int signaled;       /* of those, woken and not yet running */
-        int active;         /* jobs in a call or held: at most n */
-        int paused;         /* the breaker is open: no job is taken */
-        atomic_int calling; /* workers in a handler call (lock-free, so
-                               that a return counts before the lock) */
-        int notify;         /* write the eventfd on the next result */
-        int waiting;        /* the polling thread waits on done_cond */
+        atomic_int todo_cnt; /* written under lock, read without */
+        int up;              /* worker threads running worker_main */
+        int idle;            /* workers waiting for a job */
+        int signaled;        /* of those, woken and not yet running */
+        int active;          /* jobs in a call or held: at most n */
+        int paused;          /* the breaker is open: no job is taken */
+        atomic_int calling;  /* workers in a handler call (lock-free, so
+                                that a return counts before the lock) */
+        atomic_int has_done; /* done is not empty (read without the lock) */
+        int notify;          /* write the eventfd on the next result */
+        int waiting;         /* the polling thread waits on done_cond */
         int stop;
         int dead; /* the adapter is gone: held jobs are freed on completion */
         int refs; /* the adapter's, and one per abandoned held job */
@@ -158,6 +159,7 @@ static void push_done(kretry_workers_t *w, kretry_job_t *j) {
         j->next                   = NULL;
         *w->done_tail             = j;
         w->done_tail              = &j->next;
+        atomic_store_explicit(&w->has_done, 1, memory_order_release);
         if (w->waiting)
                 pthread_cond_broadcast(&w->done_cond);
         if (w->notify) {
@@ -225,7 +227,8 @@ static void *worker_main(void *arg) {
                 kretry_job_t *j = w->todo;
                 if (!(w->todo = j->next))
                         w->todo_tail = &w->todo;
-                w->todo_cnt--;
+                atomic_fetch_sub_explicit(&w->todo_cnt, 1,
+                                          memory_order_relaxed);
                 w->active++;
                 j->in_call = 1;
                 atomic_fetch_add(&w->calling, 1);
@@ -503,11 +506,17 @@ static void decide(kretry_adapter_t *a, kretry_job_t *j) {
 /* Decide every result returned; returns how many. */
 static int reap(kretry_adapter_t *a) {
         kretry_workers_t *w = a->workers;
+        /* Nothing returned: no lock taken (a result pushed meanwhile is
+         * reaped on the next step, which its eventfd write or the
+         * polling thread's own check before sleeping brings). */
+        if (!atomic_load_explicit(&w->has_done, memory_order_acquire))
+                return 0;
         pthread_mutex_lock(&w->lock);
         kretry_job_t *j = w->done;
         w->done         = NULL;
         w->done_tail    = &w->done;
-        w->notify       = 0;
+        atomic_store_explicit(&w->has_done, 0, memory_order_relaxed);
+        w->notify = 0;
         pthread_mutex_unlock(&w->lock);
         int n = 0;
         for (kretry_job_t *next; j; j = next, n++) {
@@ -556,10 +565,7 @@ static int slot_room(kretry_workers_t *w) {
 
 /* Jobs queued for the workers, not yet taken. */
 static int queued(kretry_workers_t *w) {
-        pthread_mutex_lock(&w->lock);
-        int n = w->todo_cnt;
-        pthread_mutex_unlock(&w->lock);
-        return n;
+        return atomic_load_explicit(&w->todo_cnt, memory_order_relaxed);
 }
 
 /* Dispatch, in order, every job through its gate that may go: to the
@@ -609,7 +615,7 @@ static void pump(kretry_adapter_t *a) {
         pthread_mutex_lock(&w->lock);
         *w->todo_tail = batch;
         w->todo_tail  = tail;
-        w->todo_cnt += cnt;
+        atomic_fetch_add_explicit(&w->todo_cnt, cnt, memory_order_relaxed);
         wake_spare(w);
         pthread_mutex_unlock(&w->lock);
 }
@@ -772,7 +778,8 @@ void kretry_workers_revoke(kretry_adapter_t *a,
                 *pp     = j->next;
                 j->next = back;
                 back    = j;
-                w->todo_cnt--;
+                atomic_fetch_sub_explicit(&w->todo_cnt, 1,
+                                          memory_order_relaxed);
         }
         w->todo_tail = &w->todo;
         while (*w->todo_tail)
