@@ -157,7 +157,12 @@ rd_kafka_message_t *kretry_rkm_fifo_pop(kretry_rkm_fifo_t *f); /* or NULL */
 #define KRETRY_CLASS_CNT 5
 
 typedef struct {
-        atomic_llong consumed, ok, handler_calls, dlq, produce_errors, held;
+        atomic_llong consumed, ok, dlq, produce_errors, held;
+        /* Written by the workers on every call: kept off the cache lines
+         * of the counters the polling thread writes on every message. */
+        char pad_calls0[64];
+        atomic_llong handler_calls;
+        char pad_calls1[64];
         atomic_llong stale, forwarded, chain_keys, version_keys, version_bytes;
         atomic_llong duplicates, breaker_trips, breaker_open, keepalives;
         atomic_llong buffered, buffered_bytes; /* behind held messages */
