@@ -364,10 +364,14 @@ kretry_action_t kretry_http_handle(kretry_http_t *h, kretry_msg_t *msg) {
         }
         r->msg = kretry_msg_hold(msg);
         pthread_mutex_lock(&h->lock);
+        /* A queue that was not empty has its wake-up pending already: the
+         * HTTP thread takes all of it at once. */
+        int wake       = h->queue == NULL;
         *h->queue_tail = r;
         h->queue_tail  = &r->next;
         pthread_mutex_unlock(&h->lock);
-        curl_multi_wakeup(h->multi);
+        if (wake)
+                curl_multi_wakeup(h->multi);
         return KRETRY_ASYNC;
 }
 
