@@ -7,7 +7,7 @@
  *
  * The kill points and faults come from a seed printed at the start;
  * KRETRY_TEST_SEED=<seed> repeats the same choices (the timing of the
- * processes still varies).
+ * processes still varies); KRETRY_TEST_KILL_FAULTS=0 injects no fault.
  */
 #include "testutil.h"
 
@@ -193,8 +193,13 @@ static void kill_round(run_t *r) {
         int missing                   = r->missing(r);
         /* Somewhere in the first half of what is left: later kills still
          * land mid-stream. At least one line, so this worker did start. */
-        int target       = 1 + (int)rand_below((unsigned)missing / 2 + 1);
-        unsigned fault   = rand_below(6);
+        int target     = 1 + (int)rand_below((unsigned)missing / 2 + 1);
+        unsigned fault = rand_below(6);
+        /* KRETRY_TEST_KILL_FAULTS=0: plain kills only (the same kill
+         * points), to measure what the commit interval alone repeats. */
+        const char *faults = getenv("KRETRY_TEST_KILL_FAULTS");
+        if (faults && !strcmp(faults, "0"))
+                fault = 0;
         int extra_ms     = (int)rand_below(40);
         pid_t pid        = spawn(r->c, r->src, r->grp, r->out, r->mode);
         const char *name = "none";
