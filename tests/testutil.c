@@ -531,15 +531,6 @@ int64_t kt_committed(const kt_cluster_t *c,
                      const char *group,
                      const char *topic,
                      int32_t partition) {
-        return kt_committed_md(c, group, topic, partition, NULL, 0);
-}
-
-int64_t kt_committed_md(const kt_cluster_t *c,
-                        const char *group,
-                        const char *topic,
-                        int32_t partition,
-                        char *md,
-                        size_t md_size) {
         char errstr[256];
         rd_kafka_conf_t *conf = kt_rdkafka_conf(c);
         rd_kafka_conf_set(conf, "group.id", group, NULL, 0);
@@ -554,11 +545,6 @@ int64_t kt_committed_md(const kt_cluster_t *c,
         if (!err)
                 err = l->elems[0].err;
         int64_t off = l->elems[0].offset;
-        if (md && md_size)
-                snprintf(md, md_size, "%.*s", (int)l->elems[0].metadata_size,
-                         l->elems[0].metadata
-                                 ? (const char *)l->elems[0].metadata
-                                 : "");
         rd_kafka_topic_partition_list_destroy(l);
         rd_kafka_destroy(rk);
         if (err) {

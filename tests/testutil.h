@@ -152,13 +152,6 @@ int64_t kt_committed(const kt_cluster_t *c,
                      const char *group,
                      const char *topic,
                      int32_t partition);
-/* The same, and the commit's metadata into @p md ("" when none). */
-int64_t kt_committed_md(const kt_cluster_t *c,
-                        const char *group,
-                        const char *topic,
-                        int32_t partition,
-                        char *md,
-                        size_t md_size);
 
 /* A message read back (kt_consume) from a tier or the DLQ: key, value and
  * headers copied out, each cut to its buffer (lengths are the whole). */
