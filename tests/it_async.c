@@ -44,7 +44,6 @@ static kretry_action_t hold_handler(kretry_msg_t *msg, void *opaque) {
         async_state_t *st = opaque;
         int key, seq;
         it_key_seq(msg, &key, &seq);
-        atomic_fetch_add(&st->calls, 1);
         if (atomic_fetch_add(&st->held[key], 1) != 0)
                 atomic_fetch_add(&st->overlaps, 1);
         if (atomic_load(&st->started[key]) > seq)
@@ -54,6 +53,8 @@ static kretry_action_t hold_handler(kretry_msg_t *msg, void *opaque) {
         pthread_mutex_lock(&st->lock);
         st->q[st->n++] = h;
         pthread_mutex_unlock(&st->lock);
+        /* Counted once queued: a count seen means its message is in q. */
+        atomic_fetch_add(&st->calls, 1);
         return KRETRY_ASYNC;
 }
 
@@ -345,8 +346,10 @@ static void complete_after_revoke(const char *assignor, int kept_routed) {
                 kretry_adapter_poll(a, 50);
         KT_REQUIRE(atomic_load(&st->calls) == PARTS);
         kretry_msg_t *before[PARTS];
+        pthread_mutex_lock(&st->lock);
         for (int i = 0; i < PARTS; i++)
                 before[i] = st->q[--st->n];
+        pthread_mutex_unlock(&st->lock);
         kretry_adapter_t *b = it_adapter(c2);
         /* The join revokes a's partitions that move (eager: both): a waits
          * 200 ms for their held messages, then lets go; b gets its share. */
