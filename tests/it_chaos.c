@@ -632,16 +632,38 @@ static int call_index(const char *value, int attempt) {
         return -1;
 }
 
+/* Commit the source's partition 0 at its start, before any member joins
+ * (a plain client of the group's id, which a group without members lets
+ * commit). */
+static void commit_source_start(void) {
+        char errstr[256];
+        rd_kafka_conf_t *conf = kt_rdkafka_conf(ch.env->c);
+        rd_kafka_conf_set(conf, "group.id", ch.env->group, NULL, 0);
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
+        rd_kafka_t *rk =
+                rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+        KT_REQUIRE(rk != NULL);
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, ch.env->source, 0)->offset = 0;
+        KT_ASSERT_INT_EQ(rd_kafka_commit(rk, l, 0), 0);
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_destroy(rk);
+        KT_ASSERT_INT_EQ(committed(ch.env->source, 0), 0);
+}
+
 /* ordering=key: key K's head fails and its tier copy is refused (the
  * refusal answered 500 ms late), while K's next message is parked behind
  * it and that parked copy is delivered. The instance then stops without
  * producing the head's copy again (revoke.timeout.ms 0: as if it died), so
  * the head is only on the source, uncommitted. The next instance must
  * still handle the head before the follower. */
-static void test_ordered_head_copy_refused(void) {
+static void ordered_head_copy_refused(int committed_source) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
         if (skip_without(mock))
                 return;
+        if (committed_source)
+                commit_source_start();
         send_msg(0, "K", "retry1-h", NULL, EXP_OK);
         /* Other keys in between. */
         for (int i = 0; i < 10; i++) {
@@ -691,6 +713,20 @@ static void test_ordered_head_copy_refused(void) {
         chaos_destroy();
 }
 
+static void test_ordered_head_copy_refused(void) {
+        ordered_head_copy_refused(0);
+}
+
+/* The same when the group has a committed offset for the source, as it
+ * does in production: the next instance then fetches the source at once
+ * instead of asking for the log start first, and the source's messages
+ * arrive in the same batch as the follower's copy (before the fix, 1 in 8
+ * ASan runs handled the follower first: the source had been consumed past
+ * it while the head still waited in its key's gate behind the copy). */
+static void test_ordered_head_copy_refused_committed(void) {
+        ordered_head_copy_refused(1);
+}
+
 /* Leaders of the source, tier and DLQ partitions move between three
  * brokers mid-stream, then a broker that leads some of them goes down and
  * comes back. */
@@ -726,6 +762,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_changelog_write_fails),
                 KT_TEST(test_backoff_cap),
                 KT_TEST(test_ordered_head_copy_refused),
+                KT_TEST(test_ordered_head_copy_refused_committed),
                 KT_TEST(test_fetch_errors),
                 KT_TEST(test_commit_errors),
                 KT_TEST(test_group_errors),

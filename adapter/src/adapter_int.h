@@ -426,6 +426,15 @@ int kretry_workers_reap(kretry_adapter_t *a);
 void kretry_workers_pause(kretry_adapter_t *a, int paused);
 /* Dispatch what was submitted and may run now. */
 void kretry_workers_flush(kretry_adapter_t *a);
+
+/* Whether a message of @p src (a source partition) with key @p key and an
+ * offset below @p offset waits in the key's gate: consumed, but not yet
+ * placed in the key's chain. */
+int kretry_workers_source_waits(kretry_adapter_t *a,
+                                kretry_part_t *src,
+                                const void *key,
+                                size_t len,
+                                int64_t offset);
 /* 1 when no result waits: the next one then writes the eventfd (call
  * before the polling thread sleeps or returns to the application). */
 int kretry_workers_idle(kretry_adapter_t *a);

@@ -111,16 +111,24 @@ static int replayed_arrival(kretry_msg_t *m) {
  * while a parked follower's was. The restore cannot see it in the tiers;
  * the source, read again from the committed offset, brings it back into the
  * chain first. So the copy waits (held, its partition paused) until the
- * source has been consumed past its original offset. Copies whose original
- * coordinates are not this source partition's are never held back. */
+ * source has been consumed past its original offset and no earlier source
+ * message of its key still waits in the key's gate behind it (consumed in
+ * the same batch, not yet decided). Copies whose original coordinates are
+ * not this source partition's are never held back. */
 static int
 wait_for_source(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_msg_t *m         = a->msg;
         const kretry_chain_t *c = &m->chain;
         if (part->tier == 0 || src->src_next < 0 || !c->orig_offset_ok ||
             !c->orig_partition_ok || c->orig_partition != src->partition ||
-            !c->orig_topic_ok || strcmp(c->orig_topic, a->topics[0]) ||
-            c->orig_offset < src->src_next)
+            !c->orig_topic_ok || strcmp(c->orig_topic, a->topics[0]))
+                return 0;
+        /* Consumed past it is not enough: a source message of the key
+         * consumed meanwhile may still wait in the key's gate, behind this
+         * copy, and must reach the chain first. */
+        if (c->orig_offset < src->src_next &&
+            !kretry_workers_source_waits(a, src, m->rkm->key, m->rkm->key_len,
+                                         c->orig_offset))
                 return 0;
         /* With handler.concurrency > 1 a later message of the partition may
          * already be held (not yet due); the slot is taken, so this one goes

@@ -684,6 +684,20 @@ void kretry_workers_submit(kretry_adapter_t *a,
         update_full(a);
 }
 
+int kretry_workers_source_waits(kretry_adapter_t *a,
+                                kretry_part_t *src,
+                                const void *key,
+                                size_t len,
+                                int64_t offset) {
+        if (!a->workers || !key)
+                return 0;
+        kretry_gate_t *g = kretry_chains_gate(&src->chains, key, len);
+        for (kretry_job_t *j = g ? g->head : NULL; j; j = j->next)
+                if (j->part == src && j->rkm && j->rkm->offset < offset)
+                        return 1;
+        return 0;
+}
+
 void kretry_workers_flush(kretry_adapter_t *a) {
         if (!a->workers)
                 return;
