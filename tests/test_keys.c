@@ -236,8 +236,12 @@ static void test_chain_restore_superseded(void) {
 static void test_chain_gate(void) {
         kretry_chains_t c;
         kretry_chains_init(&c);
+        /* Looking a gate up creates nothing. */
+        KT_ASSERT(kretry_chains_gate_find(&c, "k", 1) == NULL);
+        KT_ASSERT_INT_EQ(c.map.cnt, 0);
         kretry_gate_t *g = kretry_chains_gate(&c, "k", 1);
         KT_REQUIRE(g != NULL);
+        KT_ASSERT(kretry_chains_gate_find(&c, "k", 1) == g);
         KT_ASSERT_INT_EQ(g->busy, 0);
         g->busy = 1;
         KT_ASSERT_INT_EQ(kretry_chains_keys(&c), 0);

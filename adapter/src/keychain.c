@@ -286,6 +286,12 @@ kretry_chains_gate(kretry_chains_t *c, const void *key, size_t len) {
         return &k->gate;
 }
 
+kretry_gate_t *
+kretry_chains_gate_find(kretry_chains_t *c, const void *key, size_t len) {
+        kretry_chain_key_t *k = kretry_keymap_get(&c->map, key, len);
+        return k ? &k->gate : NULL;
+}
+
 void kretry_chains_gate_idle(kretry_chains_t *c, kretry_gate_t *g) {
         kretry_chain_key_t *k =
                 (kretry_chain_key_t *)((char *)g -

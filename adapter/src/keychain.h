@@ -154,6 +154,9 @@ size_t kretry_chains_keys(const kretry_chains_t *c);
  * kretry_chains_gate_idle() was called, or the chains are cleared. */
 kretry_gate_t *
 kretry_chains_gate(kretry_chains_t *c, const void *key, size_t len);
+/* The gate of @p key if its entry exists, else NULL (nothing created). */
+kretry_gate_t *
+kretry_chains_gate_find(kretry_chains_t *c, const void *key, size_t len);
 /* @p g is no longer busy and nothing waits on it: its key's entry goes
  * unless a chain or a park holds it. */
 void kretry_chains_gate_idle(kretry_chains_t *c, kretry_gate_t *g);

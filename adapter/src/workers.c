@@ -691,9 +691,9 @@ int kretry_workers_source_waits(kretry_adapter_t *a,
                                 int64_t offset) {
         if (!a->workers || !key)
                 return 0;
-        kretry_gate_t *g = kretry_chains_gate(&src->chains, key, len);
+        kretry_gate_t *g = kretry_chains_gate_find(&src->chains, key, len);
         for (kretry_job_t *j = g ? g->head : NULL; j; j = j->next)
-                if (j->part == src && j->rkm && j->rkm->offset < offset)
+                if (j->part == src && j->rkm->offset < offset)
                         return 1;
         return 0;
 }
