@@ -636,19 +636,8 @@ static int call_index(const char *value, int attempt) {
  * (a plain client of the group's id, which a group without members lets
  * commit). */
 static void commit_source_start(void) {
-        char errstr[256];
-        rd_kafka_conf_t *conf = kt_rdkafka_conf(ch.env->c);
-        rd_kafka_conf_set(conf, "group.id", ch.env->group, NULL, 0);
-        rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
-        rd_kafka_t *rk =
-                rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-        KT_REQUIRE(rk != NULL);
-        rd_kafka_topic_partition_list_t *l =
-                rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, ch.env->source, 0)->offset = 0;
-        KT_ASSERT_INT_EQ(rd_kafka_commit(rk, l, 0), 0);
-        rd_kafka_topic_partition_list_destroy(l);
-        rd_kafka_destroy(rk);
+        KT_ASSERT_INT_EQ(
+                kt_commit(ch.env->c, ch.env->group, ch.env->source, 0, 0), 0);
         KT_ASSERT_INT_EQ(committed(ch.env->source, 0), 0);
 }
 

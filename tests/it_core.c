@@ -239,14 +239,9 @@ static void test_held_message_intact(void) {
  * the caller, who destroys them before the returned consumer. */
 static rd_kafka_t *
 consume_two(it_env_t *env, rd_kafka_message_t **out, int *n) {
-        char errstr[256], group[128];
-        rd_kafka_conf_t *conf = kt_rdkafka_conf(env->c);
+        char group[128];
         kt_unique_name("it-owned", group, sizeof(group));
-        rd_kafka_conf_set(conf, "group.id", group, NULL, 0);
-        rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
-        rd_kafka_t *rk =
-                rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-        KT_REQUIRE(rk != NULL);
+        rd_kafka_t *rk = kt_group_client(env->c, group);
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, env->source, 0)->offset =

@@ -81,20 +81,7 @@ static void commit_as(env_t *e,
                       const char *topic,
                       int32_t p,
                       int64_t offset) {
-        char errstr[256];
-        rd_kafka_conf_t *conf = kt_rdkafka_conf(e->c);
-        rd_kafka_conf_set(conf, "group.id", group, NULL, 0);
-        rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
-        rd_kafka_t *rk =
-                rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-        KT_REQUIRE(rk != NULL);
-        rd_kafka_topic_partition_list_t *l =
-                rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, topic, p)->offset = offset;
-        KT_ASSERT_INT_EQ(rd_kafka_commit(rk, l, 0), 0);
-        rd_kafka_topic_partition_list_destroy(l);
-        rd_kafka_consumer_close(rk);
-        rd_kafka_destroy(rk);
+        KT_ASSERT_INT_EQ(kt_commit(e->c, group, topic, p, offset), 0);
         KT_ASSERT_INT_EQ(kt_committed(e->c, group, topic, p), offset);
 }
 

@@ -483,18 +483,11 @@ int kt_consume(const kt_cluster_t *c,
                int timeout_ms,
                void (*cb)(const rd_kafka_message_t *m, void *opaque),
                void *opaque) {
-        char errstr[256];
-        rd_kafka_conf_t *conf = kt_rdkafka_conf(c);
         char group[128];
-        /* consumer_poll needs a group; this one never commits. */
+        /* consumer_poll needs a group; this one never commits (and
+         * librdkafka's enable.partition.eof is off by default). */
         kt_unique_name("kt-reader", group, sizeof(group));
-        rd_kafka_conf_set(conf, "group.id", group, NULL, 0);
-        rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
-        rd_kafka_conf_set(conf, "enable.partition.eof", "false", NULL, 0);
-        rd_kafka_t *rk =
-                rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-        if (!rk)
-                kt_fatal("consumer", errstr);
+        rd_kafka_t *rk                = kt_group_client(c, group);
         const rd_kafka_metadata_t *md = NULL;
         rd_kafka_topic_t *rkt         = rd_kafka_topic_new(rk, topic, NULL);
         if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) || md->topic_cnt != 1)
@@ -527,17 +520,39 @@ int kt_consume(const kt_cluster_t *c,
         return seen;
 }
 
-int64_t kt_committed(const kt_cluster_t *c,
-                     const char *group,
-                     const char *topic,
-                     int32_t partition) {
+rd_kafka_t *kt_group_client(const kt_cluster_t *c, const char *group) {
         char errstr[256];
         rd_kafka_conf_t *conf = kt_rdkafka_conf(c);
         rd_kafka_conf_set(conf, "group.id", group, NULL, 0);
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
         rd_kafka_t *rk =
                 rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
         if (!rk)
                 kt_fatal("consumer", errstr);
+        return rk;
+}
+
+rd_kafka_resp_err_t kt_commit(const kt_cluster_t *c,
+                              const char *group,
+                              const char *topic,
+                              int32_t partition,
+                              int64_t offset) {
+        rd_kafka_t *rk = kt_group_client(c, group);
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, topic, partition)->offset = offset;
+        rd_kafka_resp_err_t err = rd_kafka_commit(rk, l, 0);
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        return err;
+}
+
+int64_t kt_committed(const kt_cluster_t *c,
+                     const char *group,
+                     const char *topic,
+                     int32_t partition) {
+        rd_kafka_t *rk = kt_group_client(c, group);
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, topic, partition);

@@ -123,6 +123,19 @@ void kt_write_topology(const kt_cluster_t *c,
 /* librdkafka client config for the test cluster (fast timings, Nagle off). */
 rd_kafka_conf_t *kt_rdkafka_conf(const kt_cluster_t *c);
 
+/* A consumer of @p group that never commits by itself nor joins unless
+ * told (assign, or commit as the group); the caller destroys it. */
+rd_kafka_t *kt_group_client(const kt_cluster_t *c, const char *group);
+
+/* Commit @p offset of @p topic [@p partition] as @p group, from a client
+ * that never joins (a group without members accepts it). Returns the
+ * commit's error. */
+rd_kafka_resp_err_t kt_commit(const kt_cluster_t *c,
+                              const char *group,
+                              const char *topic,
+                              int32_t partition,
+                              int64_t offset);
+
 /* Produce synchronously (waits for delivery); @p hdrs is taken (may be NULL).
  * Returns the delivery error. */
 rd_kafka_resp_err_t kt_produce(const kt_cluster_t *c,
