@@ -265,12 +265,18 @@ static void test_refused_copy_too_large(void) {
                 kretry_part_t *src = source_part(a, 0);
                 unpaused += !src || !src->paused;
                 if (n == 3 && !uncommitted_checked++) {
-                        int64_t c = kt_committed(env->c, env->group,
-                                                 env->source, 0);
+                        char md[512], want[512];
+                        int64_t c =
+                                kt_committed_md(env->c, env->group, env->source,
+                                                0, md, sizeof(md));
                         KT_CHECK_MSG(c <= 0, CU_FALSE,
                                      "committed %lld past the refused copy "
                                      "at offset 0",
                                      (long long)c);
+                        /* The mark kretry stats alerts on. */
+                        snprintf(want, sizeof(want), "%s%s.retry.1",
+                                 KRETRY_TOO_LARGE_METADATA, env->source);
+                        KT_ASSERT_STR_EQ(md, want);
                 }
         }
         KT_REQUIRE(counter(a, KRETRY_COUNTER_RETRIED) == 1);
@@ -291,7 +297,12 @@ static void test_refused_copy_too_large(void) {
         KT_ASSERT(c && c->attempt == 2 && c->tier == 1);
         KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
         kretry_adapter_destroy(a);
-        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 2);
+        char md[512];
+        KT_ASSERT_INT_EQ(kt_committed_md(env->c, env->group, env->source, 0, md,
+                                         sizeof(md)),
+                         2);
+        /* Moved on: the mark is gone with the next commit. */
+        KT_ASSERT_STR_EQ(md, "");
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 1);
         it_env_destroy(env);
 }

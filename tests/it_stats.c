@@ -5,6 +5,7 @@
  * for the topology's group by a consumer that never subscribes — so that
  * every figure is known exactly; and --check's exit statuses.
  */
+#include "headers.h" /* KRETRY_TOO_LARGE_METADATA */
 #include "testutil.h"
 
 #include <jansson.h>
@@ -76,13 +77,22 @@ static void put(env_t *e, const char *topic, int32_t p, int n, int64_t ts) {
 
 /* Commit @p offset for the topology's group: a consumer with its group.id
  * that never subscribes (an assign-and-commit client). */
+static void commit_md(env_t *e,
+                      const char *group,
+                      const char *topic,
+                      int32_t p,
+                      int64_t offset,
+                      const char *md) {
+        KT_ASSERT_INT_EQ(kt_commit_md(e->c, group, topic, p, offset, md), 0);
+        KT_ASSERT_INT_EQ(kt_committed(e->c, group, topic, p), offset);
+}
+
 static void commit_as(env_t *e,
                       const char *group,
                       const char *topic,
                       int32_t p,
                       int64_t offset) {
-        KT_ASSERT_INT_EQ(kt_commit(e->c, group, topic, p, offset), 0);
-        KT_ASSERT_INT_EQ(kt_committed(e->c, group, topic, p), offset);
+        commit_md(e, group, topic, p, offset, NULL);
 }
 
 static void commit(env_t *e, const char *topic, int32_t p, int64_t offset) {
@@ -244,10 +254,42 @@ static void test_check(void) {
                                  "messages arrive in ") != NULL,
                      CU_FALSE, "no unknown dlq_rate in:\n%s", out);
 
-        /* no alerts declared: nothing to check, exit 0 */
+        /* no alerts declared: only refused copies are checked, exit 0 */
         write_yaml(e, "");
         KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 0);
-        KT_ASSERT(strstr(out, "nothing to check") != NULL);
+        KT_ASSERT(strstr(out, "only copies refused as too large are checked") !=
+                  NULL);
+        env_destroy(e);
+}
+
+/* A partition whose copy the broker refuses as too large carries the
+ * adapter's mark on its commit (it_lifecycle test_refused_copy_too_large):
+ * --check alerts on it whatever the topology declares, naming the topic
+ * to fix, and stops once a commit without the mark moved it on. */
+static void test_copy_too_large(void) {
+        env_t *e = env_new();
+        char out[1 << 14], md[512];
+        const char *check[] = {"--check", "--window", "0", NULL};
+        prepare(e);
+        snprintf(md, sizeof(md), "%s%s", KRETRY_TOO_LARGE_METADATA, e->tier1);
+        commit_md(e, e->group, e->source, 1, 3, md);
+        KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 2);
+        char want[1024];
+        snprintf(want, sizeof(want),
+                 "ALERT   copy_too_large: %s [1] is stuck: %s refuses its copy "
+                 "as too large; raise max.message.bytes of %s",
+                 e->source, e->tier1, e->tier1);
+        KT_CHECK_MSG(strstr(out, want) != NULL, CU_FALSE, "no \"%s\" in:\n%s",
+                     want, out);
+        /* Any other metadata is not the mark. */
+        commit_md(e, e->group, e->source, 1, 3, "kretry: something else");
+        KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 0);
+        commit_md(e, e->group, e->source, 1, 3, md);
+        KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 2);
+        commit(e, e->source, 1, 3);
+        KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 0);
+        KT_CHECK_MSG(strstr(out, "copy_too_large") == NULL, CU_FALSE,
+                     "still alerting:\n%s", out);
         env_destroy(e);
 }
 
@@ -341,6 +383,7 @@ static void test_transactional_source(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_figures),
                                           KT_TEST(test_check),
+                                          KT_TEST(test_copy_too_large),
                                           KT_TEST(test_dlq_replay_progress),
                                           KT_TEST(test_unanswered),
                                           KT_TEST(test_transactional_source),

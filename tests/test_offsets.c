@@ -15,6 +15,24 @@ static void test_in_order(void) {
         kretry_offsets_free(&t);
 }
 
+/* Where a new owner resumes: before anything is done, the lowest offset
+ * tracked (the first one, done or not, once it leaves the ring). */
+static void test_resume_at(void) {
+        kretry_offsets_t t;
+        kretry_offsets_init(&t);
+        KT_ASSERT_INT_EQ(kretry_offsets_resume_at(&t), -1);
+        for (int64_t o = 7; o < 10; o++)
+                KT_REQUIRE(kretry_offsets_add(&t, o) == 0);
+        KT_ASSERT_INT_EQ(kretry_offsets_resume_at(&t), 7);
+        KT_ASSERT_INT_EQ(kretry_offsets_done(&t, 8), 0);
+        KT_ASSERT_INT_EQ(kretry_offsets_resume_at(&t), 7);
+        KT_ASSERT_INT_EQ(kretry_offsets_done(&t, 7), 1);
+        KT_ASSERT_INT_EQ(kretry_offsets_resume_at(&t), 9);
+        KT_ASSERT_INT_EQ(kretry_offsets_done(&t, 9), 1);
+        KT_ASSERT_INT_EQ(kretry_offsets_resume_at(&t), 10);
+        kretry_offsets_free(&t);
+}
+
 static void test_out_of_order(void) {
         kretry_offsets_t t;
         kretry_offsets_init(&t);
@@ -158,6 +176,7 @@ static void test_no_memory_keeps_ring(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_in_order),
                                           KT_TEST(test_out_of_order),
+                                          KT_TEST(test_resume_at),
                                           KT_TEST(test_gaps_and_order),
                                           KT_TEST(test_random_completion),
                                           KT_TEST(test_no_memory),

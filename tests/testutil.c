@@ -537,10 +537,25 @@ rd_kafka_resp_err_t kt_commit(const kt_cluster_t *c,
                               const char *topic,
                               int32_t partition,
                               int64_t offset) {
+        return kt_commit_md(c, group, topic, partition, offset, NULL);
+}
+
+rd_kafka_resp_err_t kt_commit_md(const kt_cluster_t *c,
+                                 const char *group,
+                                 const char *topic,
+                                 int32_t partition,
+                                 int64_t offset,
+                                 const char *md) {
         rd_kafka_t *rk = kt_group_client(c, group);
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, topic, partition)->offset = offset;
+        rd_kafka_topic_partition_t *tp =
+                rd_kafka_topic_partition_list_add(l, topic, partition);
+        tp->offset = offset;
+        if (md) { /* freed with the list */
+                tp->metadata      = strdup(md);
+                tp->metadata_size = strlen(md);
+        }
         rd_kafka_resp_err_t err = rd_kafka_commit(rk, l, 0);
         rd_kafka_topic_partition_list_destroy(l);
         rd_kafka_consumer_close(rk);
@@ -552,6 +567,15 @@ int64_t kt_committed(const kt_cluster_t *c,
                      const char *group,
                      const char *topic,
                      int32_t partition) {
+        return kt_committed_md(c, group, topic, partition, NULL, 0);
+}
+
+int64_t kt_committed_md(const kt_cluster_t *c,
+                        const char *group,
+                        const char *topic,
+                        int32_t partition,
+                        char *md,
+                        size_t md_size) {
         rd_kafka_t *rk = kt_group_client(c, group);
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(1);
@@ -560,6 +584,11 @@ int64_t kt_committed(const kt_cluster_t *c,
         if (!err)
                 err = l->elems[0].err;
         int64_t off = l->elems[0].offset;
+        if (md && md_size)
+                snprintf(md, md_size, "%.*s", (int)l->elems[0].metadata_size,
+                         l->elems[0].metadata
+                                 ? (const char *)l->elems[0].metadata
+                                 : "");
         rd_kafka_topic_partition_list_destroy(l);
         rd_kafka_destroy(rk);
         if (err) {

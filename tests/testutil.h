@@ -135,6 +135,13 @@ rd_kafka_resp_err_t kt_commit(const kt_cluster_t *c,
                               const char *topic,
                               int32_t partition,
                               int64_t offset);
+/* The same with the commit's metadata @p md (NULL for none). */
+rd_kafka_resp_err_t kt_commit_md(const kt_cluster_t *c,
+                                 const char *group,
+                                 const char *topic,
+                                 int32_t partition,
+                                 int64_t offset,
+                                 const char *md);
 
 /* Produce synchronously (waits for delivery); @p hdrs is taken (may be NULL).
  * Returns the delivery error. */
@@ -165,6 +172,13 @@ int64_t kt_committed(const kt_cluster_t *c,
                      const char *group,
                      const char *topic,
                      int32_t partition);
+/* The same, and the commit's metadata into @p md ("" when none). */
+int64_t kt_committed_md(const kt_cluster_t *c,
+                        const char *group,
+                        const char *topic,
+                        int32_t partition,
+                        char *md,
+                        size_t md_size);
 
 /* A message read back (kt_consume) from a tier or the DLQ: key, value and
  * headers copied out, each cut to its buffer (lengths are the whole). */

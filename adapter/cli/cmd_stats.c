@@ -57,7 +57,8 @@ static void usage(FILE *out) {
                 "(text exposition\n"
                 "                       format, for a textfile collector)\n"
                 "  -c, --check          exit 2 when an alerts: threshold of "
-                "the topology holds\n"
+                "the topology holds,\n"
+                "                       or a copy is refused as too large\n"
                 "  -w, --window D       rates over D, e.g. 10s (default "
                 "2s); 0: no rates\n"
                 "  -b, --bootstrap HOSTS  override the file's "
@@ -79,7 +80,13 @@ static void usage(FILE *out) {
                 "window); oldest_age when\n"
                 "the source's oldest waiting message is older, or a tier's "
                 "is older than its\n"
-                "delay at +jitter plus the limit. See docs/stats.md.\n\n"
+                "delay at +jitter plus the limit. copy_too_large, always "
+                "checked, holds\n"
+                "while the adapter has marked a partition's commit: the "
+                "broker refuses its\n"
+                "copy to a tier or the DLQ as too large, and it is stuck "
+                "until that topic's\n"
+                "max.message.bytes is raised. See docs/stats.md.\n\n"
                 "Exit status: 0 done (with --check: no alert), 1 failure "
                 "(with --check: an\n"
                 "alert could not be evaluated), 2 an alert holds (--check), "
@@ -223,7 +230,8 @@ static int conclude(const stats_opts_t *o, const stats_report_t *r) {
         if (!r->alert_cnt)
                 fprintf(stderr,
                         PROG ": --check: topology %s declares no "
-                             "alerts: nothing to check\n",
+                             "alerts: only copies refused as too large are "
+                             "checked\n",
                         r->topology);
         return firing ? 2 : unknown ? 1 : 0;
 }

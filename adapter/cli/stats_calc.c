@@ -1,9 +1,11 @@
 #include "stats_calc.h"
 
 #include "cli_util.h"
+#include "headers.h" /* KRETRY_TOO_LARGE_METADATA */
 #include "topology.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -34,9 +36,25 @@ int64_t stats_part_waiting(const stats_part_t *p) {
         return s < 0 ? -1 : p->rest_unreadable ? 0 : p->high - s;
 }
 
+void stats_part_metadata(stats_part_t *p, const void *md, size_t len) {
+        size_t plen        = strlen(KRETRY_TOO_LARGE_METADATA);
+        p->too_large_by[0] = '\0';
+        if (md && len > plen && !memcmp(md, KRETRY_TOO_LARGE_METADATA, plen))
+                snprintf(p->too_large_by, sizeof(p->too_large_by), "%.*s",
+                         (int)(len - plen), (const char *)md + plen);
+}
+
 void stats_topic_depth(stats_topic_t *t, const stats_part_t *parts, int cnt) {
-        t->waiting_ok = cnt >= 0;
-        t->waiting    = 0;
+        t->waiting_ok      = cnt >= 0;
+        t->waiting         = 0;
+        t->too_large_parts = 0;
+        for (int i = 0; i < cnt; i++) {
+                if (parts[i].too_large_by[0] && !t->too_large_parts++) {
+                        t->too_large_first = i;
+                        snprintf(t->too_large_by, sizeof(t->too_large_by), "%s",
+                                 parts[i].too_large_by);
+                }
+        }
         for (int i = 0; i < cnt; i++) {
                 int64_t w = stats_part_waiting(&parts[i]);
                 if (w < 0)
@@ -192,10 +210,29 @@ static void eval_age(stats_report_t *r, const stats_topic_t *t) {
                          "oldest_age: %s: %s (limit %s)", t->topic, age, lim);
 }
 
+/* Not a threshold: a partition whose copies the broker refuses as too large
+ * is stuck until an operator raises the destination's max.message.bytes,
+ * so it always alerts. */
+static void eval_too_large(stats_report_t *r, const stats_topic_t *t) {
+        stats_alert_t *a = alert_add(r, "copy_too_large", t);
+        if (!a)
+                return;
+        a->state = STATS_ALERT_FIRING;
+        a->value = t->too_large_parts;
+        snprintf(a->text, sizeof(a->text),
+                 "copy_too_large: %.160s [%d]%s is stuck: %.160s refuses "
+                 "its copy as too large; raise max.message.bytes of %.160s",
+                 t->topic, t->too_large_first,
+                 t->too_large_parts > 1 ? " and others" : "", t->too_large_by,
+                 t->too_large_by);
+}
+
 int stats_evaluate(stats_report_t *r) {
         r->alert_cnt = 0;
         for (size_t i = 0; i < r->topic_cnt; i++) {
                 const stats_topic_t *t = &r->topics[i];
+                if (t->too_large_parts)
+                        eval_too_large(r, t);
                 if (t->role == STATS_ROLE_DLQ && r->limits.dlq_messages >= 0)
                         eval_dlq(r, t);
                 if (t->role == STATS_ROLE_DLQ && r->limits.dlq_rate > 0)

@@ -40,6 +40,10 @@ typedef struct {
          * offset stops before it), aborted records or an open
          * transaction's — nothing the group can read yet. Waiting: 0. */
         int rest_unreadable;
+        /* The adapter's mark on the commit (KRETRY_TOO_LARGE_METADATA): a
+         * copy from this partition is refused as too large by this topic;
+         * "" when none. */
+        char too_large_by[256];
 } stats_part_t;
 
 typedef enum {
@@ -65,6 +69,11 @@ typedef struct {
         stats_drain_t drain;
         double drain_s;
         char error[512]; /* what the cluster could not answer, "" if all */
+        /* Partitions whose copies the broker refuses as too large (the
+         * adapter's commit mark), the first of them and its destination. */
+        int too_large_parts;
+        int too_large_first;
+        char too_large_by[256];
 } stats_topic_t;
 
 /* The thresholds of a topology's alerts: block. */
@@ -81,11 +90,12 @@ typedef enum {
 } stats_alert_state_t;
 
 typedef struct {
-        const char *rule; /* "dlq_messages", "dlq_rate" or "oldest_age" */
+        const char *rule; /* "dlq_messages", "dlq_rate", "oldest_age" or
+                             "copy_too_large" (always evaluated) */
         char topic[256];
         stats_alert_state_t state;
         int64_t value, limit; /* messages, ms, or messages a minute */
-        char text[512];
+        char text[768];
 } stats_alert_t;
 
 #define STATS_MAX_ALERTS 80
@@ -110,6 +120,10 @@ int64_t stats_part_start(const stats_part_t *p);
 
 /* Waiting messages of one partition; -1 when unknown. */
 int64_t stats_part_waiting(const stats_part_t *p);
+
+/* Reads a committed offset's metadata (@p md, @p len bytes) into @p p:
+ * the destination when it is the adapter's too-large mark. */
+void stats_part_metadata(stats_part_t *p, const void *md, size_t len);
 
 /* Sets t->waiting (and waiting_ok) from @p parts, the latest snapshot. */
 void stats_topic_depth(stats_topic_t *t, const stats_part_t *parts, int cnt);

@@ -204,8 +204,12 @@ static void committed(stats_io_t *io,
                         topic_error(io->topics[i].fig,
                                     "committed offsets of %s: %s", what,
                                     rd_kafka_err2str(perr));
-                else if (e->offset >= 0 || !dlq_only)
+                else if (e->offset >= 0 || !dlq_only) {
                         p->committed = e->offset >= 0 ? e->offset : -1;
+                        if (!dlq_only)
+                                stats_part_metadata(p, e->metadata,
+                                                    e->metadata_size);
+                }
         }
         rd_kafka_topic_partition_list_destroy(l);
 }

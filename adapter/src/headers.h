@@ -12,6 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Not a header: the commit metadata of a partition whose copy the broker
+ * refuses as too large (route.c), followed by the destination topic; kretry
+ * stats alerts on it. */
+#define KRETRY_TOO_LARGE_METADATA "kretry: copy refused as too large by "
+
 #define KRETRY_H_ATTEMPT "kretry-attempt"
 #define KRETRY_H_TIER "kretry-tier"
 #define KRETRY_H_DUE_TS "kretry-due-ts"

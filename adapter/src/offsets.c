@@ -107,6 +107,13 @@ int64_t kretry_offsets_committable(const kretry_offsets_t *t) {
         return t->next;
 }
 
+int64_t kretry_offsets_resume_at(const kretry_offsets_t *t) {
+        if (t->next >= 0 || !t->cnt)
+                return t->next;
+        int64_t v = *slot(t, 0);
+        return v < 0 ? DONE(v) : v;
+}
+
 size_t kretry_offsets_inflight(const kretry_offsets_t *t) {
         size_t n = 0;
         for (size_t i = 0; i < t->cnt; i++)

@@ -44,6 +44,10 @@ int kretry_offsets_done(kretry_offsets_t *t, int64_t offset);
 /* The offset to commit (next to consume), or -1 when nothing is done yet. */
 int64_t kretry_offsets_committable(const kretry_offsets_t *t);
 
+/* Where a new owner resumes: the committable offset, or while nothing is
+ * done yet the lowest offset tracked; -1 when nothing is tracked. */
+int64_t kretry_offsets_resume_at(const kretry_offsets_t *t);
+
 /* Offsets still in flight. */
 size_t kretry_offsets_inflight(const kretry_offsets_t *t);
 

@@ -90,6 +90,41 @@ int kretry_producer_fatal(kretry_adapter_t *a) {
         return 1;
 }
 
+/* A copy refused as too large stops its partition until an operator
+ * raises the destination's max.message.bytes. kretry stats reads only the
+ * cluster, so the partition's commit carries the news: committed again at
+ * the offset it stands at, with metadata naming the destination
+ * (KRETRY_TOO_LARGE_METADATA). The next commit that moves the partition,
+ * once the copy is delivered, has none and clears it. */
+static void
+mark_too_large(kretry_adapter_t *a, kretry_part_t *part, const char *dest) {
+        int64_t at = kretry_offsets_resume_at(&part->offsets);
+        if (at < 0 || !part->assigned || rd_kafka_assignment_lost(a->consumer))
+                return;
+        size_t len = strlen(KRETRY_TOO_LARGE_METADATA) + strlen(dest) + 1;
+        char *md   = malloc(len);
+        rd_kafka_topic_partition_list_t *l =
+                md ? rd_kafka_topic_partition_list_new(1) : NULL;
+        if (!l) {
+                free(md);
+                return;
+        }
+        snprintf(md, len, "%s%s", KRETRY_TOO_LARGE_METADATA, dest);
+        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(
+                l, a->topics[part->tier], part->partition);
+        tp->offset              = at;
+        tp->metadata            = md; /* freed with the list */
+        tp->metadata_size       = len - 1;
+        rd_kafka_resp_err_t err = rd_kafka_commit(a->consumer, l, 1);
+        if (err)
+                kretry_log(a, KRETRY_LOG_WARNING, "PRODUCE",
+                           "%s [%d]: the mark for kretry stats was not "
+                           "committed: %s",
+                           a->topics[part->tier], (int)part->partition,
+                           rd_kafka_err2str(err));
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
 static void fail_record(kretry_adapter_t *a,
                         kretry_inflight_t *r,
                         rd_kafka_resp_err_t err) {
@@ -118,6 +153,8 @@ static void fail_record(kretry_adapter_t *a,
         if (big && !r->failed)
                 atomic_fetch_add_explicit(&a->stats.too_large, 1,
                                           memory_order_relaxed);
+        if (big && !r->part->too_large_logged && r->part->gen == r->gen)
+                mark_too_large(a, r->part, dest);
         r->part->too_large_logged |= big;
         kretry_log(a, (kretry_log_level_t)level, "PRODUCE",
                    "copy of %s [%d] offset %lld to %s failed: %s; producing "
