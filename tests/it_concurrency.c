@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #define KEYS 200
@@ -142,6 +143,7 @@ static void test_key_order_concurrent(void) {
 typedef struct {
         atomic_int calls;
         atomic_int part_running[PARTS], part_max[PARTS];
+        atomic_int unnamed; /* calls on a thread not named kretry:worker */
         int sleep_ms;
 } slow_state_t;
 
@@ -153,6 +155,10 @@ static kretry_action_t slow_handler(kretry_msg_t *msg, void *opaque) {
         if (now > atomic_load(&st->part_max[p]))
                 atomic_store(&st->part_max[p], now);
         sleep_us(st->sleep_ms * 1000L);
+        char name[16] = "";
+        prctl(PR_GET_NAME, name, 0, 0, 0);
+        if (strcmp(name, "kretry:worker"))
+                atomic_fetch_add(&st->unnamed, 1);
         atomic_fetch_sub(&st->part_running[p], 1);
         atomic_fetch_add(&st->calls, 1);
         leave();
@@ -216,6 +222,8 @@ static void test_none_reaches_concurrency(void) {
         run_calls(a, &st, 48);
         KT_ASSERT_INT_EQ(atomic_load(&running_max), 8);
         KT_ASSERT_INT_EQ(atomic_load(&st.part_max[0]), 8);
+        /* Every call ran on a worker, named for top -H and perf. */
+        KT_ASSERT_INT_EQ(atomic_load(&st.unnamed), 0);
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 48, 10000));
         KT_ASSERT_INT_EQ(
                 kretry_adapter_counter(a, KRETRY_COUNTER_HANDLER_CALLS, 0), 48);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 typedef struct http_req_s {
@@ -469,6 +470,7 @@ static int take(kretry_http_t *h) {
 static void *loop(void *arg) {
         kretry_http_t *h = arg;
         int running;
+        prctl(PR_SET_NAME, "kretry:http", 0, 0, 0); /* for top -H, perf */
         while (!take(h)) {
                 curl_multi_perform(h->multi, &running);
                 reap(h);

@@ -88,6 +88,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -211,6 +212,9 @@ static void wake_spare(kretry_workers_t *w) {
 
 static void *worker_main(void *arg) {
         kretry_workers_t *w = arg;
+        /* Named for top -H, perf and gdb, as librdkafka names its rdk:*
+         * threads. */
+        prctl(PR_SET_NAME, "kretry:worker", 0, 0, 0);
         pthread_mutex_lock(&w->lock);
         w->up++;
         for (;;) {

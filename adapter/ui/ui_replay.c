@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 /* Owned by ui_t.lock's holder, except: ctl (dlq_replay_ctl_t's rules),
  * running, and rc/ended_ms, written by the job's thread before it clears
@@ -45,7 +46,8 @@ static void job_free(ui_job_t *j) {
 
 static void *job_main(void *arg) {
         ui_job_t *j = arg;
-        j->rc       = dlq_replay_run(&j->o, &j->tg, &j->ctl);
+        prctl(PR_SET_NAME, "kretry:replay", 0, 0, 0); /* for top -H, perf */
+        j->rc = dlq_replay_run(&j->o, &j->tg, &j->ctl);
         atomic_store(&j->ended_ms, dlq_now_ms());
         /* The operator's record of what was written, as the command's
          * summary line is. */

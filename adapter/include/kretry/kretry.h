@@ -382,14 +382,15 @@ KRETRY_EXPORT int kretry_msg_complete(kretry_msg_t *msg,
 /**
  * @brief The application's handler.
  *
- * Runs on one of the handler.concurrency worker threads the adapter owns,
- * up to handler.concurrency calls (and held messages) at once, as
- * `ordering` allows: one message per key, one per partition, or any. With
- * more than one worker the handler and @p opaque must be thread-safe. The
- * thread that drives the adapter never runs it: it keeps serving the group
- * (heartbeats, rebalances, max.poll.interval.ms) whatever the handler does,
- * so a call may take as long as it needs. Each call has its own @p msg; no
- * lock of the adapter is held during a call.
+ * Runs on one of the handler.concurrency worker threads the adapter owns
+ * (named "kretry:worker", as top -H, perf and gdb show them), up to
+ * handler.concurrency calls (and held messages) at once, as `ordering` allows:
+ * one message per key, one per partition, or any. With more than one worker the
+ * handler and @p opaque must be thread-safe. The thread that drives the adapter
+ * never runs it: it keeps serving the group (heartbeats, rebalances,
+ * max.poll.interval.ms) whatever the handler does, so a call may take as long
+ * as it needs. Each call has its own @p msg; no lock of the adapter is held
+ * during a call.
  *
  * With handler.thread poll the handler runs on the thread that calls
  * kretry_adapter_poll(), inside that call, so that an application's event
