@@ -624,6 +624,44 @@ static void test_close_cluster_gone(void) {
         it_env_destroy(env);
 }
 
+/* The cluster gone with nothing in flight: the handlers and copies are
+ * done at once, so the close does not wait out revoke.timeout.ms for a
+ * coordinator that does not answer; the commit and the leave get their
+ * own few seconds (KRETRY_COMMIT_GRACE_MS, KRETRY_CLOSE_GRACE_MS) and the
+ * timeout is reported. An operator's SIGTERM after the broker went away
+ * ends in seconds, not in revoke.timeout.ms + 5 s. */
+static int committed_one(kretry_adapter_t *a, it_env_t *env) {
+        (void)a;
+        return kt_committed(env->c, env->group, env->source, 0) == 1;
+}
+
+static void test_close_cluster_gone_idle(void) {
+        it_env_t *env                 = it_env_new("30ms", 1);
+        rd_kafka_mock_cluster_t *mock = mock_or_skip(env);
+        if (!mock)
+                return;
+        it_produce(env, 0, "k0", "ok-before", NULL);
+        kretry_conf_t *conf =
+                it_conf(env, "revoke.timeout.ms", "25000",
+                        "consumer.session.timeout.ms", "30000", NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        /* Done and committed: the close has no work left but the leave. */
+        KT_REQUIRE(it_run_until(a, committed_one, env, 10000));
+        KT_ASSERT_INT_EQ(rd_kafka_mock_broker_set_down(mock, 1), 0);
+        int64_t t0       = kt_now_ms();
+        kretry_err_t err = kretry_adapter_close(a);
+        int64_t closed   = kt_now_ms() - t0;
+        kretry_adapter_destroy(a);
+        fprintf(stderr, "  close %lld ms\n", (long long)closed);
+        KT_ASSERT_INT_EQ(err, KRETRY_ERR_TIMED_OUT);
+        KT_CHECK_MSG(closed < 3000 + 5000 + 2000, CU_FALSE,
+                     "close took %lld ms with nothing in flight "
+                     "(revoke.timeout.ms 25000)",
+                     (long long)closed);
+        it_env_destroy(env);
+}
+
 static int poll_exceeded;
 
 static void watch_log(kretry_log_level_t level,
@@ -720,6 +758,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_breaker),
                 KT_TEST(test_breaker_sleeps_and_serves_group),
                 KT_TEST(test_close_cluster_gone),
+                KT_TEST(test_close_cluster_gone_idle),
                 KT_TEST(test_long_handler),
                 KT_TEST(test_tier_not_behind_backlog),
                 KT_END};

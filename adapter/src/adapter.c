@@ -938,6 +938,12 @@ void kretry_drain_and_commit(kretry_adapter_t *a, int64_t deadline) {
         }
         if (rd_kafka_assignment_lost(a->consumer))
                 return; /* committing would overwrite the new owner's work */
+        /* A close waits for no one once its copies are done: a commit
+         * that takes longer than the grace waits for a coordinator that
+         * does not answer (the cluster went away with the SIGTERM). */
+        int64_t now = kretry_now_ms();
+        if (a->closed && now < deadline)
+                deadline = now;
         rd_kafka_resp_err_t err =
                 commit_bounded(a, deadline + KRETRY_COMMIT_GRACE_MS);
         if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
@@ -970,6 +976,15 @@ static void purge_producer(kretry_adapter_t *a) {
  * flight) for the commit and the LeaveGroup. */
 #define KRETRY_CLOSE_GRACE_MS 5000
 
+/* The close's bound: @p deadline, or KRETRY_CLOSE_GRACE_MS after its
+ * revocation was done when that is sooner. */
+static int64_t close_deadline(const kretry_adapter_t *a, int64_t deadline) {
+        if (a->close_revoked > 0 &&
+            a->close_revoked + KRETRY_CLOSE_GRACE_MS < deadline)
+                return a->close_revoked + KRETRY_CLOSE_GRACE_MS;
+        return deadline;
+}
+
 /* The consumer lives on past the adapter: from now on it must not reach
  * the adapter through the log callback, nor its eventfd. */
 static void silence_consumer(kretry_adapter_t *a) {
@@ -984,7 +999,10 @@ static void silence_consumer(kretry_adapter_t *a) {
  * went away with us. The close runs in librdkafka's background; its
  * rebalance callback (drain the producer, commit synchronously) is served
  * here until it finishes or revoke.timeout.ms + KRETRY_CLOSE_GRACE_MS have
- * passed since the close began (@p t0). Returns 0 when it finished. */
+ * passed since the close began (@p t0), and once the revocation is done
+ * (a->close_revoked), at most KRETRY_CLOSE_GRACE_MS more: what is left is
+ * the LeaveGroup, which needs no more than that from a cluster that
+ * answers. Returns 0 when it finished. */
 static int close_consumer(kretry_adapter_t *a, int64_t t0) {
         int64_t deadline =
                 t0 + a->conf->revoke_timeout_ms + KRETRY_CLOSE_GRACE_MS;
@@ -998,7 +1016,7 @@ static int close_consumer(kretry_adapter_t *a, int64_t t0) {
         }
         int left;
         while (q && !e && !rd_kafka_consumer_closed(a->consumer) &&
-               (left = kretry_left_ms(deadline, 100)) > 0) {
+               (left = kretry_left_ms(close_deadline(a, deadline), 100)) > 0) {
                 rd_kafka_message_t *rkm = rd_kafka_consume_queue(q, left);
                 if (rkm)
                         rd_kafka_message_destroy(rkm);
@@ -1013,12 +1031,14 @@ static int close_consumer(kretry_adapter_t *a, int64_t t0) {
                 silence_consumer(a);
                 kretry_log(a, KRETRY_LOG_ERR, "CLOSE",
                            "leaving the group cut short after %lld ms "
-                           "(revoke.timeout.ms %d + %d): the cluster does not "
+                           "(revoke.timeout.ms %d + %d at most, %d after the "
+                           "revocation): the cluster does not "
                            "answer; offsets not committed are consumed again "
                            "by the next owner, which the group assigns once "
                            "session.timeout.ms has passed",
                            (long long)(kretry_now_ms() - t0),
-                           a->conf->revoke_timeout_ms, KRETRY_CLOSE_GRACE_MS);
+                           a->conf->revoke_timeout_ms, KRETRY_CLOSE_GRACE_MS,
+                           KRETRY_CLOSE_GRACE_MS);
         }
         return done ? 0 : -1;
 }

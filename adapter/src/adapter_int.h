@@ -223,8 +223,9 @@ struct kretry_adapter_s {
         atomic_int stop;
         int closed;
         int close_cut; /* leaving the group was cut short at its bound */
-        int synced;    /* the group assigned partitions (even none) at least
-                          once: the consumer's assignor has its state */
+        int64_t close_revoked; /* when the close's revocation was done */
+        int synced; /* the group assigned partitions (even none) at least
+                       once: the consumer's assignor has its state */
         int join_unfinished; /* closed before that, cooperatively, on a
                                 librdkafka that cannot destroy it then */
         int more;            /* the last poll stopped with work left */
@@ -285,7 +286,9 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
 void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l);
 void kretry_forward_parts_all(kretry_adapter_t *a);
-/* Finish in-flight copies until @p deadline, commit synchronously. */
+/* Finish in-flight copies until @p deadline, commit synchronously (for a
+ * close: at most KRETRY_COMMIT_GRACE_MS once the copies are done, however
+ * early that is). */
 void kretry_drain_and_commit(kretry_adapter_t *a, int64_t deadline);
 
 /* What kretry_route_copy() sends where. */

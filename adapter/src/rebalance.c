@@ -160,6 +160,8 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 kretry_workers_revoke(a, l, deadline);
                 kretry_drain_and_commit(a, deadline);
                 revoke_parts(a, l);
+                if (a->closed)
+                        a->close_revoked = kretry_now_ms();
                 if (cooperative)
                         error = rd_kafka_incremental_unassign(rk, l);
                 else

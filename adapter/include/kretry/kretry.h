@@ -634,8 +634,10 @@ KRETRY_EXPORT int kretry_adapter_next_timeout_ms(kretry_adapter_t *adapter);
  *        it when it has not run.
  *
  * Bounded whatever the cluster does: it returns within revoke.timeout.ms
- * plus 5 seconds. When the cluster does not answer in that time the close is
- * cut short: what could not be committed is logged, and the group reassigns
+ * plus 5 seconds, and once nothing is in flight (handlers returned, copies
+ * acknowledged) within 8 seconds more (3 for the commit, 5 for leaving the
+ * group). When the cluster does not answer in that time the close is cut
+ * short: what could not be committed is logged, and the group reassigns
  * the partitions once session.timeout.ms has passed. kretry_adapter_destroy()
  * then returns at once too; librdkafka finishes releasing the consumer on a
  * thread of its own.
