@@ -65,12 +65,14 @@ typedef struct {
         double *late;         /* BENCH_DELAY: lateness per message, ms */
         long early;
         atomic_int assigned;
+        atomic_int ended; /* t_last and c_last are written */
 } kside_t;
 
 static void k_complete(kside_t *k) {
         if (++k->done == k->job->n) {
                 k->t_last = bench_mono();
                 k->c_last = bench_cpu();
+                atomic_store(&k->ended, 1); /* after them, for the loop */
         }
 }
 
@@ -289,7 +291,9 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
         int trace        = job->kind == BENCH_ORDERED_VERSIONED &&
                     getenv("KRETRY_BENCH_DEBUG");
         double t_trace = 0;
-        while (k.done < job->n && !err && bench_mono() < deadline) {
+        /* Until the last message's times are written, not only counted:
+         * with workers, the count comes first. */
+        while (!atomic_load(&k.ended) && !err && bench_mono() < deadline) {
                 err = kretry_adapter_poll(a, 100);
                 if (trace && bench_mono() - t_trace >= 0.05) {
                         /* the key chains over time (ordering=key) */
@@ -317,7 +321,7 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
                 }
         }
         res.done   = k.done;
-        res.ok     = k.done >= job->n;
+        res.ok     = atomic_load(&k.ended);
         res.work_s = (double)atomic_load(&k.work_ns) / 1e9;
         if (res.ok) {
                 res.secs  = k.t_last - k.t_first;
