@@ -624,17 +624,17 @@ static void test_close_cluster_gone(void) {
         it_env_destroy(env);
 }
 
+static int committed_one(kretry_adapter_t *a, it_env_t *env) {
+        (void)a;
+        return kt_committed(env->c, env->group, env->source, 0) == 1;
+}
+
 /* The cluster gone with nothing in flight: the handlers and copies are
  * done at once, so the close does not wait out revoke.timeout.ms for a
  * coordinator that does not answer; the commit and the leave get their
  * own few seconds (KRETRY_COMMIT_GRACE_MS, KRETRY_CLOSE_GRACE_MS) and the
  * timeout is reported. An operator's SIGTERM after the broker went away
  * ends in seconds, not in revoke.timeout.ms + 5 s. */
-static int committed_one(kretry_adapter_t *a, it_env_t *env) {
-        (void)a;
-        return kt_committed(env->c, env->group, env->source, 0) == 1;
-}
-
 static void test_close_cluster_gone_idle(void) {
         it_env_t *env                 = it_env_new("30ms", 1);
         rd_kafka_mock_cluster_t *mock = mock_or_skip(env);

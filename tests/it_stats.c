@@ -75,8 +75,8 @@ static void put(env_t *e, const char *topic, int32_t p, int n, int64_t ts) {
         KT_REQUIRE(rd_kafka_flush(e->producer, 10000) == 0);
 }
 
-/* Commit @p offset for the topology's group: a consumer with its group.id
- * that never subscribes (an assign-and-commit client). */
+/* Commit @p offset (with metadata @p md, or none) as @p group: a consumer
+ * with its group.id that never subscribes (an assign-and-commit client). */
 static void commit_md(env_t *e,
                       const char *group,
                       const char *topic,

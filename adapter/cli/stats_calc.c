@@ -54,8 +54,6 @@ void stats_topic_depth(stats_topic_t *t, const stats_part_t *parts, int cnt) {
                         snprintf(t->too_large_by, sizeof(t->too_large_by), "%s",
                                  parts[i].too_large_by);
                 }
-        }
-        for (int i = 0; i < cnt; i++) {
                 int64_t w = stats_part_waiting(&parts[i]);
                 if (w < 0)
                         t->waiting_ok = 0;
