@@ -26,11 +26,18 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+/* A request, reused: its easy handle keeps the options every request
+ * shares, and its headers are written into its own buffer and list (no
+ * allocation per message once the pool holds what is in flight). */
 typedef struct http_req_s {
         kretry_http_t *h;
         kretry_msg_t *msg; /* held until completed */
         CURL *easy;
-        struct curl_slist *hdrs;
+        char *text; /* the header lines, NUL-terminated one after another */
+        size_t text_len, text_cap;
+        size_t *at;              /* where each line starts in text */
+        struct curl_slist *hdrs; /* libcurl's list, pointing into text */
+        size_t hdr_cnt, hdr_cap;
         char *body; /* owned (JSON), or NULL: the message's own value */
         char errbuf[CURL_ERROR_SIZE];
         /* Filled by the HTTP thread from the answer. */
@@ -53,10 +60,10 @@ struct kretry_http_s {
         /* Under lock. */
         http_req_t *queue, **queue_tail;
         int stop;
-        /* Easy handles of finished requests, reused (reset) by the next
-         * ones: libcurl's per-handle set-up is a good part of a request's
-         * cost at many requests a second. */
-        CURL **idle;
+        /* Finished requests, reused by the next ones: libcurl's per-handle
+         * set-up and the header list's allocations are a good part of a
+         * request's cost at many requests a second. */
+        http_req_t **idle;
         int idle_cnt, idle_cap;
         /* The HTTP thread's own. */
         http_req_t *open; /* in the multi handle */
@@ -70,11 +77,39 @@ static int64_t wall_ms(void) {
 
 /* ---- building a request (the handler's thread) ---- */
 
-static int hdr_add(http_req_t *r, const char *line) {
-        struct curl_slist *l = curl_slist_append(r->hdrs, line);
-        if (!l)
-                return -1;
-        r->hdrs = l;
+/* Room for a line of @p n bytes and its NUL at the end of r->text. */
+static char *hdr_room(http_req_t *r, size_t n) {
+        if (r->hdr_cnt == r->hdr_cap) {
+                size_t cap = r->hdr_cap ? 2 * r->hdr_cap : 32;
+                size_t *at = realloc(r->at, cap * sizeof(*at));
+                if (!at)
+                        return NULL;
+                r->at                = at;
+                struct curl_slist *l = realloc(r->hdrs, cap * sizeof(*r->hdrs));
+                if (!l)
+                        return NULL;
+                r->hdrs    = l;
+                r->hdr_cap = cap;
+        }
+        if (r->text_len + n + 1 > r->text_cap) {
+                size_t cap = r->text_cap ? r->text_cap : 1024;
+                while (cap < r->text_len + n + 1)
+                        cap *= 2;
+                char *t = realloc(r->text, cap);
+                if (!t)
+                        return NULL;
+                r->text     = t;
+                r->text_cap = cap;
+        }
+        r->at[r->hdr_cnt] = r->text_len;
+        return r->text + r->text_len;
+}
+
+/* The line hdr_room() gave room for is @p n bytes long. */
+static int hdr_end(http_req_t *r, size_t n) {
+        r->text[r->text_len + n] = '\0';
+        r->text_len += n + 1;
+        r->hdr_cnt++;
         return 0;
 }
 
@@ -84,18 +119,39 @@ static int hdr_put(http_req_t *r,
                    const char *name,
                    const void *v,
                    size_t len) {
-        size_t n  = strlen(prefix) + strlen(name) + len + 3;
-        char *buf = malloc(n);
-        if (!buf)
+        size_t pl = strlen(prefix), nl = strlen(name), n = pl + nl;
+        char *p = hdr_room(r, n + 2 + len);
+        if (!p)
                 return -1;
-        if (len)
-                snprintf(buf, n, "%s%s: %.*s", prefix, name, (int)len,
-                         (const char *)v);
-        else
-                snprintf(buf, n, "%s%s;", prefix, name);
-        int rc = hdr_add(r, buf);
-        free(buf);
-        return rc;
+        memcpy(p, prefix, pl);
+        memcpy(p + pl, name, nl);
+        if (len) {
+                p[n++] = ':';
+                p[n++] = ' ';
+                memcpy(p + n, v, len);
+                n += len;
+        } else
+                p[n++] = ';';
+        return hdr_end(r, n);
+}
+
+/* A whole line, as given. */
+static int hdr_add(http_req_t *r, const char *line) {
+        size_t n = strlen(line);
+        char *p  = hdr_room(r, n);
+        if (!p)
+                return -1;
+        memcpy(p, line, n);
+        return hdr_end(r, n);
+}
+
+/* Link the lines into libcurl's list, once they are all written. */
+static struct curl_slist *hdr_list(http_req_t *r) {
+        for (size_t i = 0; i < r->hdr_cnt; i++) {
+                r->hdrs[i].data = r->text + r->at[i];
+                r->hdrs[i].next = i + 1 < r->hdr_cnt ? &r->hdrs[i + 1] : NULL;
+        }
+        return r->hdr_cnt ? r->hdrs : NULL;
 }
 
 static int hdr_str(http_req_t *r, const char *name, const char *v) {
@@ -116,14 +172,14 @@ static int hdr_key(http_req_t *r, const kretry_msg_t *msg) {
                 return 0;
         if (kretry_http_text_ok(key, len))
                 return hdr_put(r, "", "Kretry-Key", key, len);
-        char *b64 = malloc(4 * ((len + 2) / 3) + 1);
-        if (!b64)
+        static const char name[] = "Kretry-Key: ";
+        char *p = hdr_room(r, sizeof(name) - 1 + 4 * ((len + 2) / 3));
+        if (!p)
                 return -1;
-        kretry_http_base64(key, len, b64);
-        int rc = hdr_str(r, "Kretry-Key", b64) ||
-                 hdr_str(r, "Kretry-Key-Encoding", "base64");
-        free(b64);
-        return rc ? -1 : 0;
+        memcpy(p, name, sizeof(name) - 1);
+        size_t n = kretry_http_base64(key, len, p + sizeof(name) - 1);
+        return hdr_end(r, sizeof(name) - 1 + n) ||
+               hdr_str(r, "Kretry-Key-Encoding", "base64");
 }
 
 /* The message's own headers, kretry-* aside, that are valid HTTP. */
@@ -276,39 +332,17 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
         return len;
 }
 
-static CURL *easy_get(kretry_http_t *h) {
-        CURL *e = NULL;
-        pthread_mutex_lock(&h->lock);
-        if (h->idle_cnt)
-                e = h->idle[--h->idle_cnt];
-        pthread_mutex_unlock(&h->lock);
-        return e ? e : curl_easy_init();
-}
-
-static void easy_put(kretry_http_t *h, CURL *e) {
-        curl_easy_reset(e);
-        pthread_mutex_lock(&h->lock);
-        if (h->idle_cnt < h->idle_cap) {
-                h->idle[h->idle_cnt++] = e;
-                e                      = NULL;
-        }
-        pthread_mutex_unlock(&h->lock);
-        if (e)
-                curl_easy_cleanup(e);
-}
-
-static void req_free(http_req_t *r) {
-        if (!r)
-                return;
+static void req_destroy(http_req_t *r) {
         if (r->easy)
-                easy_put(r->h, r->easy);
-        curl_slist_free_all(r->hdrs);
-        if (r->body)
-                free(r->body); /* json_dumps(): malloc() */
+                curl_easy_cleanup(r->easy);
+        free(r->text);
+        free(r->at);
+        free(r->hdrs);
         free(r->line);
         free(r);
 }
 
+/* The options every request shares, set once per easy handle. */
 static int easy_setup(http_req_t *r) {
         const kretry_http_opts_t *o = &r->h->o;
         CURL *e                     = r->easy;
@@ -331,27 +365,70 @@ static int easy_setup(http_req_t *r) {
                 curl_easy_setopt(e, CURLOPT_SSLCERT, o->cert);
         if (o->key)
                 curl_easy_setopt(e, CURLOPT_SSLKEY, o->key);
-        /* No "Expect: 100-continue": one round trip per message. */
-        if (hdr_add(r, "Expect:"))
-                return -1;
-        for (size_t i = 0; i < o->extra_cnt; i++)
-                if (hdr_add(r, o->extra[i]))
-                        return -1;
         return 0;
 }
 
-static http_req_t *req_new(kretry_http_t *h, const kretry_msg_t *msg) {
-        http_req_t *r = calloc(1, sizeof(*r));
-        if (!r)
+/* A finished request from the pool, or a new one. */
+static http_req_t *req_get(kretry_http_t *h) {
+        http_req_t *r = NULL;
+        pthread_mutex_lock(&h->lock);
+        if (h->idle_cnt)
+                r = h->idle[--h->idle_cnt];
+        pthread_mutex_unlock(&h->lock);
+        if (r)
+                return r;
+        if (!(r = calloc(1, sizeof(*r))))
                 return NULL;
         r->h = h;
         if (!(r->line = malloc(h->o.error_max + 1)) ||
-            !(r->easy = easy_get(h)) || body_set(r, msg) || hdr_meta(r, msg) ||
-            hdr_user(r, msg) || easy_setup(r)) {
+            !(r->easy = curl_easy_init()) || easy_setup(r)) {
+                req_destroy(r);
+                return NULL;
+        }
+        return r;
+}
+
+/* Back to the pool, or freed when the pool is full. */
+static void req_free(http_req_t *r) {
+        if (!r)
+                return;
+        kretry_http_t *h = r->h;
+        if (r->body) {
+                free(r->body); /* json_dumps(): malloc() */
+                r->body = NULL;
+        }
+        pthread_mutex_lock(&h->lock);
+        if (h->idle_cnt < h->idle_cap) {
+                h->idle[h->idle_cnt++] = r;
+                r                      = NULL;
+        }
+        pthread_mutex_unlock(&h->lock);
+        if (r)
+                req_destroy(r);
+}
+
+static http_req_t *req_new(kretry_http_t *h, const kretry_msg_t *msg) {
+        http_req_t *r = req_get(h);
+        if (!r)
+                return NULL;
+        r->msg  = NULL;
+        r->next = r->prev = NULL;
+        r->text_len = r->hdr_cnt = r->line_len = 0;
+        r->line_done                           = 0;
+        r->errbuf[0] = r->status_line[0] = r->code[0] = '\0';
+        r->retry_after[0] = r->location[0] = '\0';
+        /* No "Expect: 100-continue": one round trip per message. */
+        if (body_set(r, msg) || hdr_meta(r, msg) || hdr_user(r, msg) ||
+            hdr_add(r, "Expect:")) {
                 req_free(r);
                 return NULL;
         }
-        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->hdrs);
+        for (size_t i = 0; i < h->o.extra_cnt; i++)
+                if (hdr_add(r, h->o.extra[i])) {
+                        req_free(r);
+                        return NULL;
+                }
+        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, hdr_list(r));
         return r;
 }
 
@@ -536,7 +613,7 @@ kretry_http_new(const kretry_http_opts_t *o, char *errstr, size_t size) {
         h->o          = *o;
         h->queue_tail = &h->queue;
         h->idle_cap   = o->concurrency > 0 ? o->concurrency : 1;
-        if (!(h->idle = calloc((size_t)h->idle_cap, sizeof(CURL *)))) {
+        if (!(h->idle = calloc((size_t)h->idle_cap, sizeof(*h->idle)))) {
                 free(h);
                 snprintf(errstr, size, "out of memory");
                 return NULL;
@@ -571,7 +648,7 @@ void kretry_http_destroy(kretry_http_t *h) {
                 take(h); /* what the handler queued meanwhile */
         }
         while (h->idle_cnt)
-                curl_easy_cleanup(h->idle[--h->idle_cnt]);
+                req_destroy(h->idle[--h->idle_cnt]);
         free(h->idle);
         if (h->multi)
                 curl_multi_cleanup(h->multi);
