@@ -271,6 +271,18 @@ def routes_check_requests(srv, binkey):
                   for k in h),
           "invalid header names or values are not forwarded (%s)" %
           sorted(k for k in h if k.startswith("kafka-header-")))
+    # One request in flight: every request reuses the same one, and the
+    # retries come after the binary key's and the null value's.
+    with srv.lock:
+        heads = [r[0] for r in srv.requests]
+    leaked = [x.get("kretry-key") for x in heads
+              if x.get("kretry-key") != enc and
+              ("kretry-key-encoding" in x or "kafka-header-trace" in x or
+               "kretry-value-null" in x and x.get("kretry-key") != "nullvalue")]
+    check(not leaked and all(len(x) == len(ok[0][0]) for x in heads
+                             if x.get("kretry-key") in RETRIED),
+          "a reused request carries none of an earlier one's headers (%s)" %
+          leaked)
 
     s503 = srv.by_key("s503")
     check([r[0]["kretry-attempt"] for r in s503] == ["1", "2"] and
