@@ -266,6 +266,28 @@ static int produce_paced(rd_kafka_t *rk, const bench_job_t *job) {
         return 0;
 }
 
+/* The test cluster keeps at most 5 MiB a partition and silently drops the
+ * oldest data past it: an input that does not fit would leave both sides
+ * waiting for messages that are gone, until their timeout. 1 (and why on
+ * stderr) when a partition of the input no longer starts at offset 0. */
+static int input_dropped(rd_kafka_t *rk, const bench_job_t *job) {
+        for (int p = 0; p < job->partitions; p++) {
+                int64_t lo = 0, hi = 0;
+                if (rd_kafka_query_watermark_offsets(rk, job->source, p, &lo,
+                                                     &hi, 10000) ||
+                    lo <= 0)
+                        continue;
+                fprintf(stderr,
+                        "bench producer: %s [%d] starts at offset %lld of "
+                        "%lld: the test cluster keeps at most 5 MiB a "
+                        "partition and dropped the oldest of the input; run "
+                        "with fewer --messages\n",
+                        job->source, p, (long long)lo, (long long)hi);
+                return 1;
+        }
+        return 0;
+}
+
 int bench_produce(const bench_job_t *job) {
         char errstr[256];
         long failed = 0;
@@ -294,10 +316,12 @@ int bench_produce(const bench_job_t *job) {
                                      : 0;
         if (rd_kafka_flush(rk, 60000) || failed)
                 rc = -1;
+        if (!rc && !job->real && job->rate <= 0 && input_dropped(rk, job))
+                rc = 1;
         if (getenv("KRETRY_BENCH_DEBUG"))
                 fprintf(stderr, "  [producer] %ld in %.3f s\n", job->n,
                         bench_mono() - t0);
-        if (rc)
+        if (rc < 0)
                 fprintf(stderr, "bench producer: %ld deliveries failed\n",
                         failed);
         rd_kafka_destroy(rk);
