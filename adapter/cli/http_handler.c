@@ -35,7 +35,6 @@ typedef struct http_req_s {
         CURL *easy;
         char *text; /* the header lines, NUL-terminated one after another */
         size_t text_len, text_cap;
-        size_t *at;              /* where each line starts in text */
         struct curl_slist *hdrs; /* libcurl's list, pointing into text */
         size_t hdr_cnt, hdr_cap;
         char *body; /* owned (JSON), or NULL: the message's own value */
@@ -79,18 +78,6 @@ static int64_t wall_ms(void) {
 
 /* Room for a line of @p n bytes and its NUL at the end of r->text. */
 static char *hdr_room(http_req_t *r, size_t n) {
-        if (r->hdr_cnt == r->hdr_cap) {
-                size_t cap = r->hdr_cap ? 2 * r->hdr_cap : 32;
-                size_t *at = realloc(r->at, cap * sizeof(*at));
-                if (!at)
-                        return NULL;
-                r->at                = at;
-                struct curl_slist *l = realloc(r->hdrs, cap * sizeof(*r->hdrs));
-                if (!l)
-                        return NULL;
-                r->hdrs    = l;
-                r->hdr_cap = cap;
-        }
         if (r->text_len + n + 1 > r->text_cap) {
                 size_t cap = r->text_cap ? r->text_cap : 1024;
                 while (cap < r->text_len + n + 1)
@@ -101,7 +88,6 @@ static char *hdr_room(http_req_t *r, size_t n) {
                 r->text     = t;
                 r->text_cap = cap;
         }
-        r->at[r->hdr_cnt] = r->text_len;
         return r->text + r->text_len;
 }
 
@@ -145,13 +131,39 @@ static int hdr_add(http_req_t *r, const char *line) {
         return hdr_end(r, n);
 }
 
-/* Link the lines into libcurl's list, once they are all written. */
-static struct curl_slist *hdr_list(http_req_t *r) {
-        for (size_t i = 0; i < r->hdr_cnt; i++) {
-                r->hdrs[i].data = r->text + r->at[i];
-                r->hdrs[i].next = i + 1 < r->hdr_cnt ? &r->hdrs[i + 1] : NULL;
+/* Once every line is written: link them into libcurl's list and give it
+ * to the request. No line holds a NUL of its own (each value passed
+ * kretry_http_text_ok() or is a C string), so each ends where the next
+ * begins. */
+static int hdr_link(http_req_t *r) {
+        if (r->hdr_cnt > r->hdr_cap) {
+                struct curl_slist *l =
+                        realloc(r->hdrs, r->hdr_cnt * sizeof(*r->hdrs));
+                if (!l)
+                        return -1;
+                r->hdrs    = l;
+                r->hdr_cap = r->hdr_cnt;
         }
-        return r->hdr_cnt ? r->hdrs : NULL;
+        char *line = r->text;
+        for (size_t i = 0; i < r->hdr_cnt; i++) {
+                r->hdrs[i].data = line;
+                r->hdrs[i].next = i + 1 < r->hdr_cnt ? &r->hdrs[i + 1] : NULL;
+                line += strlen(line) + 1;
+        }
+        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER,
+                         r->hdr_cnt ? r->hdrs : NULL);
+        return 0;
+}
+
+/* What every request sends after its own headers. */
+static int hdr_fixed(http_req_t *r) {
+        /* No "Expect: 100-continue": one round trip per message. */
+        if (hdr_add(r, "Expect:"))
+                return -1;
+        for (size_t i = 0; i < r->h->o.extra_cnt; i++)
+                if (hdr_add(r, r->h->o.extra[i]))
+                        return -1;
+        return 0;
 }
 
 static int hdr_str(http_req_t *r, const char *name, const char *v) {
@@ -336,7 +348,6 @@ static void req_destroy(http_req_t *r) {
         if (r->easy)
                 curl_easy_cleanup(r->easy);
         free(r->text);
-        free(r->at);
         free(r->hdrs);
         free(r->line);
         free(r);
@@ -417,18 +428,11 @@ static http_req_t *req_new(kretry_http_t *h, const kretry_msg_t *msg) {
         r->line_done                           = 0;
         r->errbuf[0] = r->status_line[0] = r->code[0] = '\0';
         r->retry_after[0] = r->location[0] = '\0';
-        /* No "Expect: 100-continue": one round trip per message. */
         if (body_set(r, msg) || hdr_meta(r, msg) || hdr_user(r, msg) ||
-            hdr_add(r, "Expect:")) {
+            hdr_fixed(r) || hdr_link(r)) {
                 req_free(r);
                 return NULL;
         }
-        for (size_t i = 0; i < h->o.extra_cnt; i++)
-                if (hdr_add(r, h->o.extra[i])) {
-                        req_free(r);
-                        return NULL;
-                }
-        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, hdr_list(r));
         return r;
 }
 
