@@ -52,7 +52,35 @@ typedef struct {
         atomic_int ok[KEYS][PER_KEY];
         atomic_int overlaps;   /* two calls of one key at once */
         atomic_int violations; /* a call before an earlier one of its key */
+        /* ordering=partition: calls of a partition (tier, partition)
+         * running now, two of them at once, and a source partition's
+         * offsets out of order. */
+        int by_partition;
+        atomic_int part_in[3][PARTS];
+        atomic_llong last_offset[PARTS];
+        atomic_int part_overlaps, part_order;
 } key_state_t;
+
+/* ordering=partition: one call of a partition at a time, a source
+ * partition's in offset order; +1 entering, -1 leaving. */
+static void partition_check(key_state_t *st, kretry_msg_t *msg, int dir) {
+        int t = kretry_msg_tier(msg), p = kretry_msg_partition(msg);
+        if (!st->by_partition || t < 0 || t > 2 || p < 0 || p >= PARTS)
+                return;
+        if (dir < 0) {
+                atomic_fetch_sub(&st->part_in[t][p], 1);
+                return;
+        }
+        if (atomic_fetch_add(&st->part_in[t][p], 1) != 0 &&
+            atomic_fetch_add(&st->part_overlaps, 1) < 5)
+                fprintf(stderr, "  tier %d partition %d: two calls at once\n",
+                        t, p);
+        int64_t off = kretry_msg_offset(msg);
+        if (t == 0 && atomic_exchange(&st->last_offset[p], off) >= off &&
+            atomic_fetch_add(&st->part_order, 1) < 5)
+                fprintf(stderr, "  partition %d: offset %lld out of order\n", p,
+                        (long long)off);
+}
 
 /* 0-3 ms of work, 10 % transient failures; asserts from inside the
  * handler that its key has no other call running and that every earlier
@@ -62,17 +90,19 @@ static kretry_action_t key_handler(kretry_msg_t *msg, void *opaque) {
         int key, seq;
         it_key_seq(msg, &key, &seq);
         enter();
+        partition_check(st, msg, +1);
         if (atomic_fetch_add(&st->in_handler[key], 1) != 0 &&
-            atomic_fetch_add(&st->overlaps, 1) < 5)
+            atomic_fetch_add(&st->overlaps, 1) < 5 && !st->by_partition)
                 fprintf(stderr, "  key %d: seq %d while another runs\n", key,
                         seq);
         if (atomic_load(&st->started[key]) > seq &&
-            atomic_fetch_add(&st->violations, 1) < 5)
+            atomic_fetch_add(&st->violations, 1) < 5 && !st->by_partition)
                 fprintf(stderr, "  key %d: seq %d after %d started\n", key, seq,
                         atomic_load(&st->started[key]));
         for (int s = 0; s < seq; s++)
                 if (!atomic_load(&st->resolved[key][s]) &&
-                    atomic_fetch_add(&st->violations, 1) < 5)
+                    atomic_fetch_add(&st->violations, 1) < 5 &&
+                    !st->by_partition)
                         fprintf(stderr, "  key %d: seq %d before %d\n", key,
                                 seq, s);
         atomic_store(&st->started[key], seq);
@@ -85,6 +115,7 @@ static kretry_action_t key_handler(kretry_msg_t *msg, void *opaque) {
                 action = KRETRY_OK;
         }
         atomic_fetch_sub(&st->in_handler[key], 1);
+        partition_check(st, msg, -1);
         leave();
         return action;
 }
@@ -98,9 +129,12 @@ static int all_ok(key_state_t *st) {
 }
 
 /* 16 workers, 200 keys x 20 messages, 0-3 ms handlers, 10 % transient
- * failures: a key never has two calls at once, its calls follow offset
- * order across retries, everything is handled. */
-static void test_key_order_concurrent(void) {
+ * failures, everything handled. @p ordering key: a key never has two calls
+ * at once, its calls follow offset order across retries. partition: a
+ * partition (source or tier) never has two calls at once and a source
+ * partition's follow its offsets (a key's retries run beside its later
+ * messages, as documented). */
+static void key_order_concurrent(const char *ordering) {
         it_env_t *env = it_env_new("20ms,40ms", PARTS);
         /* Runs of 4 messages of a key, keys interleaved between runs: a
          * key's next message is often right behind it. */
@@ -116,9 +150,12 @@ static void test_key_order_concurrent(void) {
         memset(&st, 0, sizeof(st));
         for (int k = 0; k < KEYS; k++)
                 atomic_store(&st.started[k], -1);
+        for (int p = 0; p < PARTS; p++)
+                atomic_store(&st.last_offset[p], -1);
+        st.by_partition = !strcmp(ordering, "partition");
         atomic_store(&running_max, 0);
         kretry_conf_t *conf =
-                it_conf(env, "ordering", "key", "handler.concurrency", "16",
+                it_conf(env, "ordering", ordering, "handler.concurrency", "16",
                         "retry.max.attempts", "30", NULL);
         kretry_conf_set_handler(conf, key_handler, &st);
         kretry_conf_set_route_cb(conf, NULL); /* it shares the opaque */
@@ -127,8 +164,12 @@ static void test_key_order_concurrent(void) {
         while (!all_ok(&st) && kt_now_ms() < deadline)
                 kretry_adapter_poll(a, 50);
         KT_ASSERT(all_ok(&st));
-        KT_ASSERT_INT_EQ(atomic_load(&st.overlaps), 0);
-        KT_ASSERT_INT_EQ(atomic_load(&st.violations), 0);
+        if (!st.by_partition) {
+                KT_ASSERT_INT_EQ(atomic_load(&st.overlaps), 0);
+                KT_ASSERT_INT_EQ(atomic_load(&st.violations), 0);
+        }
+        KT_ASSERT_INT_EQ(atomic_load(&st.part_overlaps), 0);
+        KT_ASSERT_INT_EQ(atomic_load(&st.part_order), 0);
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ, 0), 0);
         KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0) > 0);
         KT_ASSERT(atomic_load(&running_max) > 1);
@@ -138,6 +179,14 @@ static void test_key_order_concurrent(void) {
                 atomic_load(&running_max));
         kretry_adapter_destroy(a);
         it_env_destroy(env);
+}
+
+static void test_key_order_concurrent(void) {
+        key_order_concurrent("key");
+}
+
+static void test_partition_order_concurrent(void) {
+        key_order_concurrent("partition");
 }
 
 typedef struct {
@@ -231,24 +280,85 @@ static void test_none_reaches_concurrency(void) {
         it_env_destroy(env);
 }
 
+typedef struct {
+        slow_state_t slow;
+        atomic_int returned[PARTS], decided[PARTS];
+        atomic_int early;      /* started before the previous was decided */
+        atomic_int twin_early; /* the same, behind a message of its key */
+} succ_state_t;
+
+static kretry_action_t succ_handler(kretry_msg_t *msg, void *opaque) {
+        succ_state_t *st = opaque;
+        int p            = kretry_msg_partition(msg);
+        size_t vl;
+        const char *v = kretry_msg_value(msg, &vl);
+        if (atomic_load(&st->returned[p]) > atomic_load(&st->decided[p])) {
+                atomic_fetch_add(&st->early, 1);
+                if (vl == 4 && !memcmp(v, "twin", 4))
+                        atomic_fetch_add(&st->twin_early, 1);
+        }
+        kretry_action_t action = slow_handler(msg, &st->slow);
+        atomic_fetch_add(&st->returned[p], 1);
+        return action;
+}
+
+static void succ_route(const char *topic,
+                       int32_t partition,
+                       int64_t offset,
+                       kretry_route_t route,
+                       int tier,
+                       const char *cls,
+                       int attempt,
+                       void *opaque) {
+        (void)topic, (void)offset, (void)tier, (void)cls, (void)attempt;
+        succ_state_t *st = opaque;
+        if (route != KRETRY_ROUTE_OK)
+                return;
+        /* On the polling thread, deciding: the next call of the partition
+         * either started already (its successor) or waits for this. */
+        sleep_us(5000);
+        atomic_fetch_add(&st->decided[partition], 1);
+}
+
 /* ordering=partition: one message per partition at a time, partitions in
- * parallel. */
+ * parallel. A partition's next message starts as its previous one returns
+ * OK, before the polling thread decided it (its successor, prepared while
+ * it ran), except behind a message of its own key, whose outcome decides
+ * what becomes of it. */
 static void test_partition_one_at_a_time(void) {
         it_env_t *env = it_env_new("50ms", PARTS);
         for (int i = 0; i < 10 * PARTS; i++) {
                 char key[16];
-                snprintf(key, sizeof(key), "k%d", i);
-                it_produce(env, i % PARTS, key, "ok", NULL);
+                /* In each partition the 6th and 7th share a key; the 7th's
+                 * value is "twin". */
+                if (i / PARTS == 5 || i / PARTS == 6)
+                        snprintf(key, sizeof(key), "twin%d", i % PARTS);
+                else
+                        snprintf(key, sizeof(key), "k%d", i);
+                it_produce(env, i % PARTS, key, i / PARTS == 6 ? "twin" : "ok",
+                           NULL);
         }
-        static slow_state_t st;
+        static succ_state_t st;
         memset(&st, 0, sizeof(st));
-        st.sleep_ms         = 30;
-        kretry_adapter_t *a = slow_adapter(env, &st, "partition", "8");
-        run_calls(a, &st, 10 * PARTS);
+        st.slow.sleep_ms    = 30;
+        kretry_conf_t *conf = slow_conf(env, &st.slow, "partition", "8", NULL);
+        kretry_conf_set_handler(conf, succ_handler, &st);
+        kretry_conf_set_route_cb(conf, succ_route);
+        kretry_adapter_t *a = it_adapter(conf);
+        run_calls(a, &st.slow, 10 * PARTS);
         for (int p = 0; p < PARTS; p++)
-                KT_ASSERT_INT_EQ(atomic_load(&st.part_max[p]), 1);
+                KT_ASSERT_INT_EQ(atomic_load(&st.slow.part_max[p]), 1);
         KT_ASSERT(atomic_load(&running_max) > 1);
         KT_ASSERT(atomic_load(&running_max) <= PARTS);
+        /* 30 ms calls: the successor is ready long before its turn, and
+         * starts while its predecessor's decision takes 5 ms (without
+         * successors: never). */
+        fprintf(stderr,
+                "  %d of %d calls started before the previous one "
+                "was decided\n",
+                atomic_load(&st.early), 10 * PARTS);
+        KT_ASSERT(atomic_load(&st.early) >= 2 * PARTS);
+        KT_ASSERT_INT_EQ(atomic_load(&st.twin_early), 0);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
@@ -262,6 +372,7 @@ typedef struct {
         kretry_adapter_t *a;
         atomic_int calls, max_backlog, max_inflight, order_errors;
         atomic_llong max_bytes;
+        long sleep_us; /* each call's */
 } hot_state_t;
 
 /* Every message of one key: each call sees the messages consumed and not
@@ -289,22 +400,25 @@ static kretry_action_t hot_handler(kretry_msg_t *msg, void *opaque) {
                 kretry_adapter_counter(st->a, KRETRY_COUNTER_INFLIGHT_BYTES, 0);
         if (bytes > atomic_load(&st->max_bytes))
                 atomic_store(&st->max_bytes, bytes);
-        sleep_us(1000);
+        sleep_us(st->sleep_us);
         return KRETRY_OK;
 }
 
 /* @p n messages of one key, values "<i>" padded to @p len bytes, 4
- * workers, ordering key, property @p name set to @p value: every message
- * handled once, in order, and the gauges back to 0 once all is decided. */
+ * workers, ordering key, each call @p us long, property @p name set to
+ * @p value: every message handled once, in order, and the gauges back to 0
+ * once all is decided. */
 static void run_hot(hot_state_t *st,
                     int n,
                     size_t len,
+                    long us,
                     const char *name,
                     const char *value) {
         it_env_t *env = it_env_new("50ms", 1);
         for (int i = 0; i < n; i++)
                 produce_padded(env, 0, "hot", i, len);
         memset(st, 0, sizeof(*st));
+        st->sleep_us = us;
         kretry_conf_t *conf =
                 it_conf(env, "ordering", "key", "handler.concurrency", "4",
                         name, value, NULL);
@@ -332,7 +446,7 @@ static void test_hot_key_bounded(void) {
         static hot_state_t st;
         char bound[16];
         snprintf(bound, sizeof(bound), "%d", BOUND);
-        run_hot(&st, HOT, 4, "max.inflight.messages", bound);
+        run_hot(&st, HOT, 4, 1000, "max.inflight.messages", bound);
         fprintf(stderr, "  at most %d consumed and not decided (bound %d)\n",
                 atomic_load(&st.max_backlog), BOUND);
         KT_ASSERT(atomic_load(&st.max_backlog) <= BOUND);
@@ -350,7 +464,9 @@ static void test_hot_key_bytes_bounded(void) {
         static hot_state_t st;
         char bound[16];
         snprintf(bound, sizeof(bound), "%d", BYTES_BOUND);
-        run_hot(&st, 45, BIG, "max.inflight.bytes", bound);
+        /* 5 ms calls: fetching 100 KiB values (slow under the
+         * sanitizers) still gets ahead of them. */
+        run_hot(&st, 45, BIG, 5000, "max.inflight.bytes", bound);
         long long one = BIG + 3; /* value and key "hot" */
         fprintf(stderr,
                 "  at most %d messages, %lld bytes consumed and not "
@@ -476,14 +592,16 @@ typedef struct {
         atomic_int blocked;  /* calls started before the release */
         atomic_int ok;       /* calls started after it */
         atomic_int routed_retry;
+        atomic_int a_after[PARTS]; /* a's calls after the release */
+        atomic_int b_has[PARTS];   /* b handled one of the partition */
 } revoke_state_t;
 
 /* Before the release: block, then answer RETRY (a copy to a tier, were
  * it routed). After: OK. */
 static kretry_action_t revoke_handler(kretry_msg_t *msg, void *opaque) {
-        (void)msg;
         revoke_state_t *st = opaque;
         if (atomic_load(&st->released)) {
+                atomic_fetch_add(&st->a_after[kretry_msg_partition(msg)], 1);
                 atomic_fetch_add(&st->ok, 1);
                 return KRETRY_OK;
         }
@@ -495,8 +613,8 @@ static kretry_action_t revoke_handler(kretry_msg_t *msg, void *opaque) {
 
 /* The member that joins: OK at once. */
 static kretry_action_t ok_handler(kretry_msg_t *msg, void *opaque) {
-        (void)msg;
         revoke_state_t *st = opaque;
+        atomic_store(&st->b_has[kretry_msg_partition(msg)], 1);
         atomic_fetch_add(&st->ok, 1);
         return KRETRY_OK;
 }
@@ -522,17 +640,23 @@ static void revoke_route(const char *topic,
  * messages are handled again by their owner. With @p assignor eager every
  * partition of a is revoked; cooperative, only the half that moves to b,
  * and the answers of the half a keeps are routed as usual: @p kept_routed
- * copies. */
+ * copies. With @p ordering partition each partition's second message (its
+ * own key) waits, prepared, as the successor of the blocked one: a never
+ * calls one of a partition that went to b. */
 static void revoke_discards_late_results(const char *assignor,
-                                         int kept_routed) {
+                                         int kept_routed,
+                                         const char *ordering) {
         it_env_t *env = it_env_new("50ms", PARTS);
-        for (int p = 0; p < PARTS; p++)
-                it_produce(env, p, "k", "x", NULL);
+        int per       = strcmp(ordering, "partition") ? 1 : 2;
+        for (int i = 0; i < per; i++)
+                for (int p = 0; p < PARTS; p++)
+                        it_produce(env, p, i ? "k2" : "k", "x", NULL);
         static revoke_state_t st;
         memset(&st, 0, sizeof(st));
-        kretry_conf_t *c1 = it_conf(
-                env, "handler.concurrency", "4", "revoke.timeout.ms", "300",
-                "consumer.partition.assignment.strategy", assignor, NULL);
+        kretry_conf_t *c1 =
+                it_conf(env, "handler.concurrency", "4", "revoke.timeout.ms",
+                        "300", "consumer.partition.assignment.strategy",
+                        assignor, "ordering", ordering, NULL);
         kretry_conf_set_handler(c1, revoke_handler, &st);
         kretry_conf_set_route_cb(c1, revoke_route);
         kretry_conf_t *c2 = kretry_conf_dup(c1);
@@ -568,17 +692,25 @@ static void revoke_discards_late_results(const char *assignor,
         KT_ASSERT_INT_EQ(atomic_load(&st.routed_retry), kept_routed);
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0),
                          kept_routed);
+        for (int p = 0; p < PARTS; p++)
+                if (atomic_load(&st.b_has[p]))
+                        KT_ASSERT_INT_EQ(atomic_load(&st.a_after[p]), 0);
         kretry_adapter_destroy(a);
         kretry_adapter_destroy(b);
         it_env_destroy(env);
 }
 
 static void test_revoke_discards_late_results_eager(void) {
-        revoke_discards_late_results("range,roundrobin", 0);
+        revoke_discards_late_results("range,roundrobin", 0, "none");
 }
 
 static void test_revoke_discards_late_results_cooperative(void) {
-        revoke_discards_late_results("cooperative-sticky", PARTS / 2);
+        revoke_discards_late_results("cooperative-sticky", PARTS / 2, "none");
+}
+
+static void test_revoke_successors_cooperative(void) {
+        revoke_discards_late_results("cooperative-sticky", PARTS / 2,
+                                     "partition");
 }
 
 /* Every call RETRY after 50 ms. */
@@ -591,17 +723,23 @@ static kretry_action_t down_handler(kretry_msg_t *msg, void *opaque) {
 }
 
 /* The breaker, fed by the workers' results: once it opens nothing more is
- * dispatched, and the handlers already running finish and are decided. */
-static void test_breaker_stops_dispatch(void) {
-        it_env_t *env = it_env_new("50ms", 1);
+ * dispatched, and the handlers already running finish and are decided.
+ * With @p ordering partition (one partition: one call at a time) the
+ * partition's next message, prepared as a successor, does not start
+ * either. */
+static void breaker_stops_dispatch(const char *ordering) {
+        /* partition: its calls one after another, and no retry due (a
+         * tier partition is one of its own) while they run. */
+        int part      = !strcmp(ordering, "partition");
+        it_env_t *env = it_env_new(part ? "10s" : "50ms", 1);
         for (int i = 0; i < 40; i++) {
                 char key[16];
                 snprintf(key, sizeof(key), "k%d", i);
                 it_produce(env, 0, key, "x", NULL);
         }
-        kretry_conf_t *conf =
-                it_conf(env, "handler.concurrency", "4", "breaker.failures",
-                        "4", "breaker.cooldown", "4s", NULL);
+        kretry_conf_t *conf = it_conf(
+                env, "handler.concurrency", "4", "breaker.failures", "4",
+                "breaker.cooldown", "4s", "ordering", ordering, NULL);
         kretry_conf_set_handler(conf, down_handler, NULL);
         kretry_conf_set_route_cb(conf, NULL);
         atomic_store(&running_max, 0);
@@ -630,9 +768,20 @@ static void test_breaker_stops_dispatch(void) {
                 calls);
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0),
                          calls);
-        KT_ASSERT(atomic_load(&running_max) > 1);
+        if (!part)
+                KT_ASSERT(atomic_load(&running_max) > 1);
+        else
+                KT_ASSERT_INT_EQ(atomic_load(&running_max), 1);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
+}
+
+static void test_breaker_stops_dispatch(void) {
+        breaker_stops_dispatch("none");
+}
+
+static void test_breaker_stops_dispatch_partition(void) {
+        breaker_stops_dispatch("partition");
 }
 
 typedef struct {
@@ -753,13 +902,16 @@ int main(int argc, char **argv) {
                 KT_TEST(test_key_order_concurrent),
                 KT_TEST(test_none_reaches_concurrency),
                 KT_TEST(test_partition_one_at_a_time),
+                KT_TEST(test_partition_order_concurrent),
                 KT_TEST(test_hot_key_bounded),
                 KT_TEST(test_hot_key_bytes_bounded),
                 KT_TEST(test_message_over_bytes_bound),
                 KT_TEST(test_stats_inflight_gauge),
                 KT_TEST(test_revoke_discards_late_results_eager),
                 KT_TEST(test_revoke_discards_late_results_cooperative),
+                KT_TEST(test_revoke_successors_cooperative),
                 KT_TEST(test_breaker_stops_dispatch),
+                KT_TEST(test_breaker_stops_dispatch_partition),
                 KT_TEST(test_versions_serialized_per_key),
                 KT_TEST(test_long_handler_keeps_group),
                 KT_END};

@@ -45,7 +45,12 @@
  *     are ungated. The chain then orders the key across retries: a message
  *     is checked against it when dispatched, after its key's earlier
  *     message was decided.
- *   ordering=partition: its partition's gate (source or tier).
+ *   ordering=partition: its partition's gate (source or tier). While one
+ *     message of a partition runs, the next one waiting at the gate, if its
+ *     key differs, is prepared as its successor (make_successors), and the
+ *     worker that returns the first with OK queues it at once: the
+ *     partition's next message starts without a round trip through the
+ *     polling thread, still one at a time and in order.
  *   ordering=none: no gate.
  * Jobs through their gate are queued for the workers (prepared first, on
  * the polling thread; with a breaker, at most handler.concurrency ahead of
@@ -111,7 +116,13 @@ typedef struct kretry_job_s {
         int in_call;   /* the handler has not returned yet */
         int completed; /* kretry_msg_complete() during the call */
         int held;      /* returned KRETRY_ASYNC, not completed yet */
+        struct kretry_job_s *succ; /* its partition's next job, prepared:
+                                      queued as soon as this one returns
+                                      OK (ordering=partition) */
         struct kretry_job_s *next;
+        /* The polling thread's own: this job's successor and, as one, its
+         * predecessor, until the first of the two is decided or dropped. */
+        struct kretry_job_s *follow, *pred;
 } kretry_job_t;
 
 typedef struct kretry_workers_s {
@@ -133,6 +144,8 @@ typedef struct kretry_workers_s {
         int signaled;        /* of those, woken and not yet running */
         int active;          /* jobs in a call or held: at most n */
         int paused;          /* the breaker is open: no job is taken */
+        int succ_hold;       /* transient failures run: a successor waits
+                                for its predecessor's decision */
         atomic_int calling;  /* workers in a handler call (lock-free, so
                                 that a return counts before the lock) */
         atomic_int has_done; /* done is not empty (read without the lock) */
@@ -146,6 +159,7 @@ typedef struct kretry_workers_s {
         kretry_job_t **running;            /* dispatched, not decided */
         int running_cnt, running_cap;
         kretry_job_t *pool; /* free jobs, reused */
+        int strict;         /* pump's last strict rule (succ_hold's copy) */
         int jobs;           /* waiting + running */
         int64_t bytes;      /* their keys and values */
 } kretry_workers_t;
@@ -154,12 +168,34 @@ static kretry_job_t *job_of(kretry_msg_t *m) {
         return (kretry_job_t *)m;
 }
 
-/* Under lock: @p j's result is ready for the polling thread. */
+static void wake_spare(kretry_workers_t *w);
+
+/* Under lock: @p s, prepared and dispatched, goes to the head of the
+ * workers' queue (its partition's turn came: the worker just back from its
+ * predecessor takes it). */
+static void queue_first(kretry_workers_t *w, kretry_job_t *s) {
+        if (!(s->next = w->todo))
+                w->todo_tail = &s->next;
+        w->todo = s;
+        atomic_fetch_add_explicit(&w->todo_cnt, 1, memory_order_relaxed);
+        wake_spare(w);
+}
+
+/* Under lock: @p j's result is ready for the polling thread. Its
+ * successor, if it has one and the answer was OK, is queued at once: its
+ * partition's next message starts without a round trip through the
+ * polling thread. Any other answer leaves the successor to j's decision
+ * (decide), which may open the breaker first. */
 static void push_done(kretry_workers_t *w, kretry_job_t *j) {
         static const uint64_t one = 1;
-        j->next                   = NULL;
-        *w->done_tail             = j;
-        w->done_tail              = &j->next;
+        kretry_job_t *s           = j->succ;
+        if (s && j->action == KRETRY_OK && !w->succ_hold) {
+                j->succ = NULL;
+                queue_first(w, s);
+        }
+        j->next       = NULL;
+        *w->done_tail = j;
+        w->done_tail  = &j->next;
         atomic_store_explicit(&w->has_done, 1, memory_order_release);
         if (w->waiting)
                 pthread_cond_broadcast(&w->done_cond);
@@ -296,6 +332,11 @@ static void count(kretry_adapter_t *a, const kretry_job_t *j, int sign) {
 /* Back to the pool: its view keeps its buffers, its reserve record. */
 static void job_free(kretry_adapter_t *a, kretry_job_t *j) {
         kretry_workers_t *w = a->workers;
+        if (j->follow)
+                j->follow->pred = NULL;
+        if (j->pred)
+                j->pred->follow = NULL;
+        j->follow = j->pred = NULL;
         count(a, j, -1);
         j->rkm  = NULL;
         j->next = w->pool;
@@ -363,12 +404,17 @@ void kretry_workers_stop(kretry_adapter_t *a) {
         /* No handler runs now: every job is queued, returned, held, or
          * waiting on the polling thread's side. */
         pthread_mutex_lock(&w->lock);
-        kretry_job_t *todo = w->todo, *done = w->done;
+        kretry_job_t *todo = w->todo, *done = w->done, *succ = NULL;
         w->todo = w->done = NULL;
         w->dead           = 1;
         int abandoned     = 0;
         for (int i = 0; i < w->running_cnt; i++) {
                 kretry_job_t *j = w->running[i];
+                if (j->succ) {
+                        j->succ->next = succ;
+                        succ          = j->succ;
+                        j->succ       = NULL;
+                }
                 if (!j->held)
                         continue;
                 /* Its handler's application still has it: only
@@ -386,6 +432,7 @@ void kretry_workers_stop(kretry_adapter_t *a) {
                            abandoned);
         drop_list(a, todo);
         drop_list(a, done);
+        drop_list(a, succ);
         drop_list(a, w->ready);
         for_each_part(a, drop_gated);
         while (w->pool) {
@@ -495,9 +542,16 @@ static void decide(kretry_adapter_t *a, kretry_job_t *j) {
         kretry_workers_t *w = a->workers;
         unslot(w, j);
         kretry_part_t *part = j->part;
+        /* Its result was pushed: no other thread touches it now. */
+        kretry_job_t *s = j->succ;
+        j->succ         = NULL;
         gate_pass(a, j);
         if (!part->assigned || part->gen != j->gen) {
                 /* Revoked since: the new owner handles it again. */
+                if (s) {
+                        unslot(w, s);
+                        job_drop(a, s);
+                }
                 job_drop(a, j);
                 return;
         }
@@ -505,6 +559,11 @@ static void decide(kretry_adapter_t *a, kretry_job_t *j) {
         kretry_finish(a, part, j->action, j->us);
         a->msg = &a->msg0;
         job_free(a, j);
+        if (s) { /* not queued when j returned: its turn is now */
+                pthread_mutex_lock(&w->lock);
+                queue_first(w, s);
+                pthread_mutex_unlock(&w->lock);
+        }
 }
 
 /* Decide every result returned; returns how many. */
@@ -572,6 +631,63 @@ static int queued(kretry_workers_t *w) {
         return atomic_load_explicit(&w->todo_cnt, memory_order_relaxed);
 }
 
+/* @p j is dispatched: in running[] until decided. */
+static void slot(kretry_workers_t *w, kretry_job_t *j) {
+        j->slot                      = w->running_cnt;
+        w->running[w->running_cnt++] = j;
+        j->hold = j->completed = j->held = 0;
+        j->next                          = NULL;
+        j->succ                          = NULL;
+}
+
+/* Whether @p s may be prepared before @p j, dispatched ahead of it in
+ * their partition, is decided: their keys differ (or one is null), so
+ * that j's outcome (its key's retry chain, park or version) cannot change
+ * what s's preparation decides. */
+static int independent(const kretry_job_t *j, const kretry_job_t *s) {
+        const rd_kafka_message_t *x = j->rkm, *y = s->rkm;
+        return !x->key || !y->key || x->key_len != y->key_len ||
+               memcmp(x->key, y->key, x->key_len);
+}
+
+/* ordering=partition: each dispatched job whose partition has a job
+ * waiting at its gate gets that job, prepared now, as its successor, which
+ * the worker returning the job with OK queues at once (push_done): one
+ * message of the partition in the handler at a time still, and in order,
+ * but the next one starts without a round trip through this thread. The
+ * gate passes to the successor. Not done for a waiting job with the same
+ * key (its preparation depends on the first's outcome), nor for a
+ * successor whose predecessor is not decided yet (the next one would
+ * depend on two outcomes), nor while transient failures run under a
+ * breaker (pump's strict rule). */
+static void make_successors(kretry_adapter_t *a) {
+        kretry_workers_t *w = a->workers;
+        for (int i = 0, cnt = w->running_cnt; i < cnt; i++) {
+                kretry_job_t *j  = w->running[i], *s;
+                kretry_gate_t *g = j->gate;
+                if (!g || !g->head || j->pred || !j->part->assigned ||
+                    j->part->gen != j->gen)
+                        continue;
+                while ((s = g->head) && independent(j, s) && slot_room(w)) {
+                        if (!(g->head = s->next))
+                                g->tail = NULL;
+                        if (prepare(a, s)) { /* its message decided */
+                                s->gate = NULL;
+                                job_free(a, s);
+                                continue;
+                        }
+                        j->gate = NULL; /* s holds the gate now */
+                        slot(w, s);
+                        j->follow = s;
+                        s->pred   = j;
+                        pthread_mutex_lock(&w->lock);
+                        j->succ = s;
+                        pthread_mutex_unlock(&w->lock);
+                        break;
+                }
+        }
+}
+
 /* Dispatch, in order, every job through its gate that may go: to the
  * workers' queue (a worker back from a call takes its next job with no
  * round trip through this thread), or with handler.thread poll, while fewer
@@ -589,6 +705,12 @@ static void pump(kretry_adapter_t *a) {
         int strict                = b->failures > 0 &&
                      (b->run > 0 || b->state != KRETRY_BREAKER_CLOSED);
         int depth = b->failures > 0 ? w->n : INT_MAX;
+        if (strict != w->strict) {
+                w->strict = strict;
+                pthread_mutex_lock(&w->lock);
+                w->succ_hold = strict;
+                pthread_mutex_unlock(&w->lock);
+        }
         while (w->ready && !a->breaker_paused &&
                (w->inline_ ? inline_room(w)
                 : strict   ? w->running_cnt < w->n
@@ -602,10 +724,7 @@ static void pump(kretry_adapter_t *a) {
                         job_free(a, j);
                         continue;
                 }
-                j->slot                      = w->running_cnt;
-                w->running[w->running_cnt++] = j;
-                j->hold = j->completed = j->held = 0;
-                j->next                          = NULL;
+                slot(w, j);
                 if (w->inline_) {
                         call_here(a, j);
                         continue;
@@ -614,6 +733,9 @@ static void pump(kretry_adapter_t *a) {
                 tail  = &j->next;
                 cnt++;
         }
+        if (a->conf->ordering == KRETRY_ORDER_PARTITION && !w->inline_ &&
+            !strict && !a->breaker_paused)
+                make_successors(a);
         if (!cnt)
                 return;
         pthread_mutex_lock(&w->lock);
@@ -802,6 +924,15 @@ void kretry_workers_revoke(kretry_adapter_t *a,
         w->todo_tail = &w->todo;
         while (*w->todo_tail)
                 w->todo_tail = &(*w->todo_tail)->next;
+        /* Successors not queued yet: taken back too. */
+        for (int i = 0; i < w->running_cnt; i++) {
+                kretry_job_t *j = w->running[i], *s = j->succ;
+                if (s && in_list(a, s->part, l)) {
+                        j->succ = NULL;
+                        s->next = back;
+                        back    = s;
+                }
+        }
         pthread_mutex_unlock(&w->lock);
         for (kretry_job_t *next; back; back = next) {
                 next = back->next;
