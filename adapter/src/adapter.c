@@ -619,21 +619,42 @@ static rd_kafka_message_t *take(rd_kafka_queue_t *q) {
         return rd_kafka_queue_length(q) ? rd_kafka_consume_queue(q, 0) : NULL;
 }
 
+/* The next source message: while the source queue gives messages no
+ * length is checked first (one lock a message, not two); once it was
+ * empty, it is. */
+static rd_kafka_message_t *take_source(kretry_adapter_t *a) {
+        rd_kafka_message_t *rkm =
+                a->sq_flowing ? rd_kafka_consume_queue(a->sq, 0) : take(a->sq);
+        a->sq_flowing = rkm != NULL;
+        return rkm;
+}
+
 /* The group's events first (served by consumer_poll: a message comes that
  * way only from a source partition whose forward is not set yet), then tier
  * messages: a source backlog prefetched ahead of them must not make due
  * retries wait (see rebalance.c). Every eighth take prefers the source, so
- * that it never starves. */
+ * that it never starves. Each look at a queue is a lock: the consumer
+ * queue is looked at every KRETRY_SERVE_EVERY takes (and first thing in
+ * every poll, consume), the tier queue at every take while it gives
+ * messages and every KRETRY_SERVE_EVERY takes once it was empty (and
+ * both before the source queue's end is taken as the end), so that a
+ * source backlog costs one queue's locks a message, not three. */
 static rd_kafka_message_t *next_message(kretry_adapter_t *a, int n) {
         rd_kafka_message_t *rkm = NULL;
-        if (rd_kafka_queue_length(a->cq) &&
+        int look                = n % KRETRY_SERVE_EVERY == 0;
+        if (look && rd_kafka_queue_length(a->cq) &&
             (rkm = rd_kafka_consumer_poll(a->consumer, 0)))
                 return rkm;
-        if (n % 8 == 7 && (rkm = take(a->sq)))
+        if (n % 8 == 7 && (rkm = take_source(a)))
                 return rkm;
-        if ((rkm = take(a->tq)))
+        if (look || a->tq_flowing) {
+                if ((rkm = take(a->tq)))
+                        return a->tq_flowing = 1, rkm;
+                a->tq_flowing = 0;
+        }
+        if ((rkm = take_source(a)) || look)
                 return rkm;
-        return take(a->sq);
+        return next_message(a, 0); /* nothing is left unseen */
 }
 
 /* The partition @p rkm was consumed from, or NULL when not assigned. */

@@ -229,6 +229,8 @@ struct kretry_adapter_s {
         int join_unfinished; /* closed before that, cooperatively, on a
                                 librdkafka that cannot destroy it then */
         int more;            /* the last poll stopped with work left */
+        int tq_flowing;      /* tq gave a message at its last look */
+        int sq_flowing;      /* sq gave a message at its last take */
         int fatal;           /* a client raised a fatal error: stop */
         int producer_fatal;  /* the producer's, logged; no copy is made */
         kretry_stats_t stats;
