@@ -109,6 +109,47 @@ static void test_random_completion(void) {
         kretry_offsets_free(&t);
 }
 
+/* Offsets with gaps (1-3 apart), completed in random order: a gap's
+ * offset, or one done twice, is refused wherever the slot it would have
+ * without gaps lies; the commit moves only once the lowest is done. */
+static void test_random_gaps(void) {
+        kretry_offsets_t t;
+        kretry_offsets_init(&t);
+        srand(2);
+        int64_t next_add = 100;
+        for (int round = 0; round < 30; round++) {
+                int n              = 1 + rand() % 200;
+                int64_t order[200] = {0};
+                for (int i = 0; i < n; i++) {
+                        order[i] = next_add;
+                        KT_REQUIRE(kretry_offsets_add(&t, next_add) == 0);
+                        next_add += 1 + rand() % 3;
+                }
+                int64_t lowest = order[0], last = order[n - 1];
+                for (int i = n - 1; i > 0; i--) {
+                        int j       = rand() % (i + 1);
+                        int64_t tmp = order[i];
+                        order[i]    = order[j];
+                        order[j]    = tmp;
+                }
+                int64_t before = kretry_offsets_committable(&t);
+                for (int i = 0; i < n; i++) {
+                        if (order[i] == lowest)
+                                continue;
+                        KT_REQUIRE(kretry_offsets_done(&t, order[i]) == 0);
+                        KT_REQUIRE(kretry_offsets_done(&t, order[i]) == -1);
+                }
+                for (int64_t o = lowest; o <= last; o++)
+                        if (!kretry_offsets_pending(&t, o) && o != lowest)
+                                KT_REQUIRE(kretry_offsets_done(&t, o) == -1);
+                KT_REQUIRE(kretry_offsets_committable(&t) == before);
+                KT_REQUIRE(kretry_offsets_done(&t, lowest) == 1);
+                KT_REQUIRE(kretry_offsets_committable(&t) == last + 1);
+        }
+        KT_ASSERT_INT_EQ(kretry_offsets_inflight(&t), 0);
+        kretry_offsets_free(&t);
+}
+
 static int fail_offsets;
 
 static int fail_growth(const char *site) {
@@ -179,6 +220,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_resume_at),
                                           KT_TEST(test_gaps_and_order),
                                           KT_TEST(test_random_completion),
+                                          KT_TEST(test_random_gaps),
                                           KT_TEST(test_no_memory),
                                           KT_TEST(test_no_memory_keeps_ring),
                                           KT_END};

@@ -61,8 +61,20 @@ int kretry_offsets_add(kretry_offsets_t *t, int64_t offset) {
         return 0;
 }
 
-/* Binary search: the ring holds increasing offsets. */
+/* The ring holds increasing offsets, usually consecutive ones (a
+ * partition's offsets have gaps only after compaction or transactions):
+ * the slot @p offset would have then is tried first, then a binary
+ * search. */
 static int64_t *find(const kretry_offsets_t *t, int64_t offset) {
+        if (!t->cnt)
+                return NULL;
+        int64_t first = *slot(t, 0);
+        first         = first < 0 ? DONE(first) : first;
+        if (offset >= first && (uint64_t)(offset - first) < t->cnt) {
+                int64_t *s = slot(t, (size_t)(offset - first));
+                if (*s == offset || *s == DONE(offset))
+                        return s;
+        }
         size_t lo = 0, hi = t->cnt;
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
