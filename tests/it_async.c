@@ -404,20 +404,30 @@ static void *complete_blind(void *arg) {
 /* Held messages not answered when the adapter is destroyed are abandoned:
  * nothing committed for them, and answering them afterwards (from another
  * thread, as an application's late callback would) only frees them. */
-static void test_complete_after_destroy(void) {
+/* @p ordering none: two messages held by two workers; partition: the
+ * first held and the next (another key) prepared as its successor, which
+ * destroy drops. Destroy abandons what is held; completions from another
+ * thread after it only free them. */
+static void complete_after_destroy(const char *ordering, int held) {
         it_env_t *env = it_env_new("20ms", 1);
         it_produce(env, 0, "k1", "0:0", NULL);
         it_produce(env, 0, "k2", "1:0", NULL);
-        async_state_t *st   = state_new();
-        kretry_conf_t *conf = it_conf(env, "handler.concurrency", "2",
-                                      "revoke.timeout.ms", "100", NULL);
+        it_produce(env, 0, "k3", "2:0", NULL);
+        async_state_t *st = state_new();
+        kretry_conf_t *conf =
+                it_conf(env, "handler.concurrency", "2", "revoke.timeout.ms",
+                        "100", "ordering", ordering, NULL);
         kretry_conf_set_handler(conf, hold_handler, st);
         kretry_conf_set_route_cb(conf, NULL); /* it shares the opaque */
         kretry_adapter_t *a = it_adapter(conf);
         int64_t deadline    = kt_now_ms() + 30000;
-        while (atomic_load(&st->calls) < 2 && kt_now_ms() < deadline)
+        while (atomic_load(&st->calls) < held && kt_now_ms() < deadline)
                 kretry_adapter_poll(a, 50);
-        KT_REQUIRE(atomic_load(&st->calls) == 2);
+        KT_REQUIRE(atomic_load(&st->calls) == held);
+        /* Time for the rest to be consumed (and, partition, prepared). */
+        for (int64_t until = kt_now_ms() + 200; kt_now_ms() < until;)
+                kretry_adapter_poll(a, 20);
+        KT_ASSERT_INT_EQ(atomic_load(&st->calls), held);
         kretry_adapter_destroy(a);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0),
                          RD_KAFKA_OFFSET_INVALID);
@@ -429,6 +439,14 @@ static void test_complete_after_destroy(void) {
         KT_ASSERT_INT_EQ(atomic_load(&st->violations), 0);
         state_free(st);
         it_env_destroy(env);
+}
+
+static void test_complete_after_destroy(void) {
+        complete_after_destroy("none", 2);
+}
+
+static void test_complete_after_destroy_partition(void) {
+        complete_after_destroy("partition", 1);
 }
 
 /* Not a held message: refused. */
@@ -446,6 +464,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_complete_after_revoke_eager),
                 KT_TEST(test_complete_after_revoke_cooperative),
                 KT_TEST(test_complete_after_destroy),
+                KT_TEST(test_complete_after_destroy_partition),
                 KT_TEST(test_complete_refused),
                 KT_END};
         return kt_main("it_async", tests, argc, argv);

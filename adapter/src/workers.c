@@ -415,6 +415,13 @@ void kretry_workers_stop(kretry_adapter_t *a) {
                         succ          = j->succ;
                         j->succ       = NULL;
                 }
+                /* Unlinked now: an abandoned job may be freed by
+                 * kretry_msg_complete() on another thread at any time
+                 * from here on, so no job_free() below may reach it. */
+                if (j->follow) {
+                        j->follow->pred = NULL;
+                        j->follow       = NULL;
+                }
                 if (!j->held)
                         continue;
                 /* Its handler's application still has it: only
