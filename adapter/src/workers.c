@@ -145,7 +145,8 @@ typedef struct kretry_workers_s {
         int active;          /* jobs in a call or held: at most n */
         int paused;          /* the breaker is open: no job is taken */
         int succ_hold;       /* transient failures run: a successor waits
-                                for its predecessor's decision */
+                                for its predecessor's decision (written by
+                                the polling thread only) */
         atomic_int calling;  /* workers in a handler call (lock-free, so
                                 that a return counts before the lock) */
         atomic_int has_done; /* done is not empty (read without the lock) */
@@ -159,7 +160,6 @@ typedef struct kretry_workers_s {
         kretry_job_t **running;            /* dispatched, not decided */
         int running_cnt, running_cap;
         kretry_job_t *pool; /* free jobs, reused */
-        int strict;         /* pump's last strict rule (succ_hold's copy) */
         int jobs;           /* waiting + running */
         int64_t bytes;      /* their keys and values */
 } kretry_workers_t;
@@ -712,8 +712,7 @@ static void pump(kretry_adapter_t *a) {
         int strict                = b->failures > 0 &&
                      (b->run > 0 || b->state != KRETRY_BREAKER_CLOSED);
         int depth = b->failures > 0 ? w->n : INT_MAX;
-        if (strict != w->strict) {
-                w->strict = strict;
+        if (strict != w->succ_hold) { /* this thread's own write */
                 pthread_mutex_lock(&w->lock);
                 w->succ_hold = strict;
                 pthread_mutex_unlock(&w->lock);
