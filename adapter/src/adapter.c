@@ -633,16 +633,17 @@ static rd_kafka_message_t *take_source(kretry_adapter_t *a) {
  * way only from a source partition whose forward is not set yet), then tier
  * messages: a source backlog prefetched ahead of them must not make due
  * retries wait (see rebalance.c). Every eighth take prefers the source, so
- * that it never starves. Each look at a queue is a lock: the consumer
- * queue is looked at every KRETRY_SERVE_EVERY takes (and first thing in
- * every poll, consume), the tier queue at every take while it gives
- * messages and every KRETRY_SERVE_EVERY takes once it was empty (and
- * both before the source queue's end is taken as the end), so that a
- * source backlog costs one queue's locks a message, not three. */
+ * that it never starves. The consumer queue is looked at before every
+ * take: a partition's first messages may still wait there when its later
+ * ones reach the source queue, and taking those first would put its
+ * offsets out of order. Each look at a queue is a lock: the tier queue is
+ * looked at every take while it gives messages and every
+ * KRETRY_SERVE_EVERY takes once it was empty (and again before the source
+ * queue's end is taken as the end). */
 static rd_kafka_message_t *next_message(kretry_adapter_t *a, int n) {
         rd_kafka_message_t *rkm = NULL;
         int look                = n % KRETRY_SERVE_EVERY == 0;
-        if (look && rd_kafka_queue_length(a->cq) &&
+        if (rd_kafka_queue_length(a->cq) &&
             (rkm = rd_kafka_consumer_poll(a->consumer, 0)))
                 return rkm;
         if (n % 8 == 7 && (rkm = take_source(a)))
