@@ -4,8 +4,10 @@
  * bytes) on a hot key, the in-flight gauges, and a revocation with handlers
  * in flight.
  */
+#define _GNU_SOURCE /* SCHED_BATCH */
 #include "it_harness.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +195,7 @@ typedef struct {
         atomic_int calls;
         atomic_int part_running[PARTS], part_max[PARTS];
         atomic_int unnamed; /* calls on a thread not named kretry:worker */
+        atomic_int batch;   /* calls on a thread under SCHED_BATCH */
         int sleep_ms;
 } slow_state_t;
 
@@ -208,6 +211,8 @@ static kretry_action_t slow_handler(kretry_msg_t *msg, void *opaque) {
         prctl(PR_GET_NAME, name, 0, 0, 0);
         if (strcmp(name, "kretry:worker"))
                 atomic_fetch_add(&st->unnamed, 1);
+        if (sched_getscheduler(0) == SCHED_BATCH)
+                atomic_fetch_add(&st->batch, 1);
         atomic_fetch_sub(&st->part_running[p], 1);
         atomic_fetch_add(&st->calls, 1);
         leave();
@@ -271,11 +276,35 @@ static void test_none_reaches_concurrency(void) {
         run_calls(a, &st, 48);
         KT_ASSERT_INT_EQ(atomic_load(&running_max), 8);
         KT_ASSERT_INT_EQ(atomic_load(&st.part_max[0]), 8);
-        /* Every call ran on a worker, named for top -H and perf. */
+        /* Every call ran on a worker, named for top -H and perf, under
+         * SCHED_BATCH (handler.sched's default). */
         KT_ASSERT_INT_EQ(atomic_load(&st.unnamed), 0);
+        KT_ASSERT_INT_EQ(atomic_load(&st.batch), 48);
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 48, 10000));
         KT_ASSERT_INT_EQ(
                 kretry_adapter_counter(a, KRETRY_COUNTER_HANDLER_CALLS, 0), 48);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* handler.sched=inherit: the workers keep the policy of the thread that
+ * created the adapter (this one: SCHED_OTHER). */
+static void test_sched_inherit(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        for (int i = 0; i < 8; i++)
+                it_produce(env, 0, "k", "ok", NULL);
+        static slow_state_t st;
+        memset(&st, 0, sizeof(st));
+        kretry_conf_t *conf = slow_conf(env, &st, "none", "4", NULL);
+        char e[256];
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(conf, "handler.sched", "inherit", e, sizeof(e)),
+                0);
+        KT_REQUIRE(sched_getscheduler(0) == SCHED_OTHER);
+        kretry_adapter_t *a = it_adapter(conf);
+        run_calls(a, &st, 8);
+        KT_ASSERT_INT_EQ(atomic_load(&st.unnamed), 0);
+        KT_ASSERT_INT_EQ(atomic_load(&st.batch), 0);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
@@ -901,6 +930,7 @@ int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_key_order_concurrent),
                 KT_TEST(test_none_reaches_concurrency),
+                KT_TEST(test_sched_inherit),
                 KT_TEST(test_partition_one_at_a_time),
                 KT_TEST(test_partition_order_concurrent),
                 KT_TEST(test_hot_key_bounded),

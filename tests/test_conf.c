@@ -209,6 +209,17 @@ static void test_concurrency(void) {
         KT_ASSERT_INT_EQ(
                 kretry_conf_set(c, "handler.thread", "main", e, sizeof(e)),
                 KRETRY_ERR_INVALID_VALUE);
+        /* handler.sched: batch (the default) or inherit. */
+        KT_ASSERT_INT_EQ(kretry_conf_get(c, "handler.sched", v, sizeof(v)), 0);
+        KT_ASSERT_STR_EQ(v, "batch");
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "handler.sched", "inherit", e, sizeof(e)),
+                0);
+        KT_ASSERT_INT_EQ(kretry_conf_get(c, "handler.sched", v, sizeof(v)), 0);
+        KT_ASSERT_STR_EQ(v, "inherit");
+        KT_ASSERT_INT_EQ(
+                kretry_conf_set(c, "handler.sched", "fifo", e, sizeof(e)),
+                KRETRY_ERR_INVALID_VALUE);
         kretry_conf_destroy(c);
 }
 

@@ -70,6 +70,15 @@ static const struct prop {
          "thread that calls kretry_adapter_poll(), which it must not block "
          "(hold the message and complete it later)",
          "worker|poll"},
+        {"handler.sched", PROP_CHOICE,
+         offsetof(kretry_conf_t, handler_sched_inherit), 0, 0, "batch",
+         "batch: the worker threads run under Linux's SCHED_BATCH policy, so "
+         "that a worker woken for a message never preempts the polling "
+         "thread or librdkafka's threads (the group stays served while "
+         "handlers use every core, and a fast handler costs fewer context "
+         "switches); inherit: they keep the policy of the thread that "
+         "created the adapter",
+         "batch|inherit"},
         {"max.inflight.messages", PROP_INT,
          offsetof(kretry_conf_t, max_inflight), 1, 10000000, "1000",
          "messages consumed and not yet decided (in the handler or waiting "

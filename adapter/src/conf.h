@@ -51,12 +51,13 @@ struct kretry_conf_s {
         kretry_stats_cb_t *stats_cb;
         int ordering;    /* KRETRY_ORDER_NONE, _KEY, _PARTITION */
         int concurrency; /* handler.concurrency: messages in the handler */
-        int handler_poll_thread; /* handler.thread: 0 worker, 1 poll */
-        int max_inflight;        /* max.inflight.messages */
-        int max_inflight_bytes;  /* max.inflight.bytes */
-        int tier_buffer_msgs;    /* tier.buffer.messages */
-        int tier_buffer_bytes;   /* tier.buffer.bytes */
-        int tier_buffer_total;   /* tier.buffer.total.bytes */
+        int handler_poll_thread;   /* handler.thread: 0 worker, 1 poll */
+        int handler_sched_inherit; /* handler.sched: 0 batch, 1 inherit */
+        int max_inflight;          /* max.inflight.messages */
+        int max_inflight_bytes;    /* max.inflight.bytes */
+        int tier_buffer_msgs;      /* tier.buffer.messages */
+        int tier_buffer_bytes;     /* tier.buffer.bytes */
+        int tier_buffer_total;     /* tier.buffer.total.bytes */
         int park_key; /* ordering.on.dead.letter: 0 continue, 1 park_key */
         char *version_header; /* "" = versioning off */
         char *version_field;  /* "" = not from an Avro field */

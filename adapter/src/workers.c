@@ -9,7 +9,11 @@
  * default) a fixed pool of handler.concurrency threads runs only the user's
  * handler, so the polling thread never runs user code and keeps serving
  * the group (heartbeats, rebalances, max.poll.interval.ms) whatever the
- * handlers do. With handler.thread poll the polling thread calls the
+ * handlers do. The workers run under SCHED_BATCH (handler.sched batch): a
+ * woken worker never preempts the polling thread or librdkafka's threads,
+ * which feed it (on two busy cores a fast handler otherwise cost the
+ * polling thread a context switch every few messages). With handler.thread
+ * poll the polling thread calls the
  * handler itself (an application's event loop that needs no locks; a long
  * call must then hold the message and complete it later).
  *
@@ -88,9 +92,11 @@
  * releases what was not decided; a message still held then is abandoned:
  * its key and value are released, and kretry_msg_complete() only frees it.
  */
+#define _GNU_SOURCE /* SCHED_BATCH */
 #include "adapter_int.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -251,6 +257,14 @@ static void *worker_main(void *arg) {
         /* Named for top -H, perf and gdb, as librdkafka names its rdk:*
          * threads. */
         prctl(PR_SET_NAME, "kretry:worker", 0, 0, 0);
+        /* handler.sched batch: a woken worker waits for a free core or the
+         * next tick instead of preempting the thread that runs there, most
+         * often the polling thread or librdkafka's, which feed it. Best
+         * effort: where the system refuses, the inherited policy stays. */
+        if (!w->a->conf->handler_sched_inherit) {
+                struct sched_param sp = {0};
+                (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+        }
         pthread_mutex_lock(&w->lock);
         w->up++;
         for (;;) {

@@ -141,6 +141,13 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *   handler.thread: worker: the handler runs on kretry's worker threads;
  *       poll: on the thread that calls kretry_adapter_poll(), which it must
  *       not block (hold the message and complete it later) [worker]
+ *   handler.sched: batch: the worker threads run under Linux's SCHED_BATCH
+ *       policy, so that a worker woken for a message never preempts the
+ *       polling thread or librdkafka's threads (the group stays served while
+ *       handlers use every core; a fast handler costs fewer context
+ *       switches); inherit: they keep the policy of the thread that created
+ *       the adapter. Where the system refuses the change the inherited
+ *       policy stays [batch]
  *   max.inflight.messages: messages consumed and not yet decided (in the
  *       handler, held, or waiting for a slot or their key) before no more
  *       are taken; fetching goes on up to librdkafka's queued.* bounds and
