@@ -7,8 +7,11 @@
 #include "testutil.h"
 
 #include <curl/curl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static kretry_http_opts_t opts;
 static kretry_http_verdict_t v;
@@ -170,6 +173,62 @@ static void test_base64(void) {
         KT_ASSERT_STR_EQ(out, "/wFrgA==");
 }
 
+/* kretry_http_i64 writes what printf's %lld writes. */
+static void test_i64(void) {
+        const int64_t vals[] = {0,         1,         -1,        9,
+                                10,        -10,       99,        1000000,
+                                INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN};
+        for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+                char got[32], want[32];
+                size_t n = kretry_http_i64(vals[i], got);
+                snprintf(want, sizeof(want), "%" PRId64, vals[i]);
+                KT_ASSERT_STR_EQ(got, want);
+                KT_ASSERT_INT_EQ(n, strlen(want));
+        }
+}
+
+/* What ce-time carried before kretry_http_rfc3339: gmtime_r, strftime. */
+static void rfc3339_libc(int64_t ms, char *out) {
+        time_t s = (time_t)(ms / 1000);
+        struct tm tm;
+        char date[32];
+        KT_REQUIRE(gmtime_r(&s, &tm) != NULL);
+        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(out, 40, "%s.%03dZ", date, (int)(ms % 1000));
+}
+
+/* kretry_http_rfc3339 writes what the C library writes: the edges of the
+ * fast path (1970, leap days, century years, 9999 and past it) and a
+ * spread of times between, one every ~2.5 days of 8,000 years. */
+static void test_rfc3339(void) {
+        const int64_t edges[] = {
+                0,
+                999,
+                86399999,
+                951782400000,    /* 2000-02-29 */
+                951868799999,    /* 2000-02-29T23:59:59.999 */
+                4107542400000,   /* 2100-03-01 */
+                1796256000123,   /* 2026-12-03 */
+                253402300799999, /* 9999-12-31T23:59:59.999: last fast */
+                253402300800000, /* 10000-01-01: the C library's */
+                INT64_C(4102444800000) * 100,
+        };
+        char got[40], want[40];
+        for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+                size_t n = kretry_http_rfc3339(edges[i], got);
+                rfc3339_libc(edges[i], want);
+                KT_ASSERT_STR_EQ(got, want);
+                KT_ASSERT_INT_EQ(n, strlen(want));
+        }
+        for (int64_t ms = 7; ms < INT64_C(253402300800000);
+             ms += INT64_C(217727272727)) {
+                kretry_http_rfc3339(ms, got);
+                rfc3339_libc(ms, want);
+                KT_ASSERT_STR_EQ(got, want);
+        }
+        KT_ASSERT_INT_EQ(kretry_http_rfc3339(-1, got), 0);
+}
+
 static void test_header_arg(void) {
         char err[512], *l;
         setenv("KT_HTTP_TOKEN", "s3cret", 1);
@@ -200,6 +259,8 @@ int main(int argc, char **argv) {
                 KT_TEST(test_statuses_move),
                 KT_TEST(test_header_text),
                 KT_TEST(test_base64),
+                KT_TEST(test_i64),
+                KT_TEST(test_rfc3339),
                 KT_TEST(test_header_arg),
                 KT_END,
         };

@@ -70,6 +70,14 @@ int kretry_http_text_ok(const void *value, size_t len);
  * least 4 * ((len + 2) / 3) + 1 bytes. @returns the length written. */
 size_t kretry_http_base64(const void *in, size_t len, char *out);
 
+/* @p v in decimal into @p out (at least 21 bytes). @returns the length. */
+size_t kretry_http_i64(int64_t v, char *out);
+/* Epoch @p ms as RFC 3339 UTC with milliseconds ("2026-12-03T08:30:00.123Z")
+ * into @p out (at least 40 bytes), as gmtime_r() and strftime() would
+ * write it, without them between years 1970 and 9999. @returns the length,
+ * 0 for a negative or unrepresentable time. */
+size_t kretry_http_rfc3339(int64_t ms, char *out);
+
 /* A Retry-After value (delay-seconds or HTTP-date) in ms from @p now_ms
  * (epoch ms); -1 when absent or malformed, 0 for a date in the past. */
 int64_t kretry_http_retry_after_ms(const char *value, int64_t now_ms);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 void kretry_http_opts_init(kretry_http_opts_t *o) {
         static const int retry[] = {408, 425, 429, 500, 502, 503, 504};
@@ -109,6 +110,73 @@ size_t kretry_http_base64(const void *in, size_t len, char *out) {
         }
         out[n] = '\0';
         return n;
+}
+
+size_t kretry_http_i64(int64_t v, char *out) {
+        char tmp[24];
+        size_t n = 0, len = 0;
+        /* The magnitude as unsigned: -INT64_MIN does not fit an int64_t. */
+        uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+        do
+                tmp[n++] = (char)('0' + u % 10);
+        while ((u /= 10));
+        if (v < 0)
+                out[len++] = '-';
+        while (n)
+                out[len++] = tmp[--n];
+        out[len] = '\0';
+        return len;
+}
+
+/* @p v (0..99, or 0..999 with @p three) as 2 or 3 digits. */
+static char *digits(char *p, int v, int three) {
+        if (three)
+                *p++ = (char)('0' + v / 100);
+        *p++ = (char)('0' + v / 10 % 10);
+        *p++ = (char)('0' + v % 10);
+        return p;
+}
+
+size_t kretry_http_rfc3339(int64_t ms, char *out) {
+        /* Beyond year 9999 (and below 1970) the year needs other than
+         * four digits: left to the C library. */
+        if (ms < 0 || ms >= INT64_C(253402300800000)) {
+                time_t s = (time_t)(ms / 1000);
+                struct tm tm;
+                char date[32];
+                if (ms < 0 || !gmtime_r(&s, &tm) ||
+                    !strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm))
+                        return 0;
+                return (size_t)snprintf(out, 40, "%s.%03dZ", date,
+                                        (int)(ms % 1000));
+        }
+        /* The civil date of a day count (days since 1970-01-01, Gregorian
+         * proleptic): eras of 400 years, each 146,097 days, counted from
+         * 0000-03-01 so that the leap day ends its year. */
+        int64_t secs = ms / 1000, days = secs / 86400;
+        int64_t sod = secs % 86400, z = days + 719468;
+        int64_t era = z / 146097, doe = z - era * 146097;
+        int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
+        int64_t m = mp < 10 ? mp + 3 : mp - 9, y = yoe + era * 400 + (m <= 2);
+        char *p = digits(out, (int)(y / 100), 0);
+        p       = digits(p, (int)(y % 100), 0);
+        *p++    = '-';
+        p       = digits(p, (int)m, 0);
+        *p++    = '-';
+        p       = digits(p, (int)d, 0);
+        *p++    = 'T';
+        p       = digits(p, (int)(sod / 3600), 0);
+        *p++    = ':';
+        p       = digits(p, (int)(sod / 60 % 60), 0);
+        *p++    = ':';
+        p       = digits(p, (int)(sod % 60), 0);
+        *p++    = '.';
+        p       = digits(p, (int)(ms % 1000), 1);
+        *p++    = 'Z';
+        *p      = '\0';
+        return (size_t)(p - out);
 }
 
 char *kretry_http_header_arg(const char *arg, char *errstr, size_t size) {
