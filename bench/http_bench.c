@@ -54,9 +54,15 @@ static int read_request(int fd, char *buf, size_t size, size_t *have) {
                 if (end) {
                         size_t hlen = (size_t)(end - buf) + 4;
                         long clen   = 0;
-                        for (char *p = buf; p < end; p++)
-                                if (!strncasecmp(p, "\ncontent-length:", 16))
-                                        clen = strtol(p + 16, NULL, 10);
+                        /* Line by line, as a real server parses: a header
+                         * costs a look at its name, not a libc call at each
+                         * of its bytes (which made the server's work grow
+                         * with the header bytes: 15,800 instructions of
+                         * each kretry request, under callgrind). */
+                        for (char *p = buf;
+                             (p = memchr(p, '\n', (size_t)(end - p)));)
+                                if (!strncasecmp(++p, "content-length:", 15))
+                                        clen = strtol(p + 15, NULL, 10);
                         while (*have < hlen + (size_t)clen) {
                                 ssize_t n = read(fd, buf + *have, size - *have);
                                 if (n <= 0)
