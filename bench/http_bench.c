@@ -204,7 +204,9 @@ static double kretry_side(const char *url, long n, int conc, int run) {
         if (!(s.http = kretry_http_new(&o, err, sizeof(err))))
                 return -1;
         snprintf(group, sizeof(group), "hb-k-%d-%d", conc, run);
-        snprintf(cs, sizeof(cs), "%d", conc);
+        /* As kretry run --http sets it: conc requests open, as many more
+         * built and waiting. */
+        snprintf(cs, sizeof(cs), "%d", kretry_http_held_max(conc));
         const char *const props[][2] = {
                 {"bootstrap.servers", bootstrap},
                 {"group.id", group},

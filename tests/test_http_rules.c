@@ -173,6 +173,16 @@ static void test_base64(void) {
         KT_ASSERT_STR_EQ(out, "/wFrgA==");
 }
 
+/* The messages held for a client: its requests open, as many waiting,
+ * within handler.concurrency's maximum. */
+static void test_held_max(void) {
+        KT_ASSERT_INT_EQ(kretry_http_held_max(1), 2);
+        KT_ASSERT_INT_EQ(kretry_http_held_max(16), 32);
+        KT_ASSERT_INT_EQ(kretry_http_held_max(512), 1024);
+        KT_ASSERT_INT_EQ(kretry_http_held_max(600), 1024);
+        KT_ASSERT_INT_EQ(kretry_http_held_max(1024), 1024);
+}
+
 /* kretry_http_i64 writes what printf's %lld writes. */
 static void test_i64(void) {
         const int64_t vals[] = {0,         1,         -1,        9,
@@ -259,6 +269,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_statuses_move),
                 KT_TEST(test_header_text),
                 KT_TEST(test_base64),
+                KT_TEST(test_held_max),
                 KT_TEST(test_i64),
                 KT_TEST(test_rfc3339),
                 KT_TEST(test_header_arg),

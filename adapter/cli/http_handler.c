@@ -64,7 +64,9 @@ struct kretry_http_s {
         http_req_t **idle;
         int idle_cnt, idle_cap;
         /* The HTTP thread's own. */
-        http_req_t *open; /* in the multi handle */
+        http_req_t *open;                /* in the multi handle */
+        int open_cnt;                    /* at most o.concurrency */
+        http_req_t *ready, **ready_tail; /* built, waiting for a slot */
 };
 
 static int64_t wall_ms(void) {
@@ -467,6 +469,7 @@ kretry_action_t kretry_http_handle(kretry_http_t *h, kretry_msg_t *msg) {
 /* ---- the HTTP thread ---- */
 
 static void open_link(kretry_http_t *h, http_req_t *r) {
+        h->open_cnt++;
         r->prev = NULL;
         r->next = h->open;
         if (h->open)
@@ -475,6 +478,7 @@ static void open_link(kretry_http_t *h, http_req_t *r) {
 }
 
 static void open_unlink(kretry_http_t *h, http_req_t *r) {
+        h->open_cnt--;
         if (r->prev)
                 r->prev->next = r->next;
         else
@@ -531,17 +535,13 @@ static void reap(kretry_http_t *h) {
         }
 }
 
-/* Take the queue; @returns the stop flag. */
-static int take(kretry_http_t *h) {
-        pthread_mutex_lock(&h->lock);
-        http_req_t *q = h->queue;
-        int stop      = h->stop;
-        h->queue      = NULL;
-        h->queue_tail = &h->queue;
-        pthread_mutex_unlock(&h->lock);
-        while (q) {
-                http_req_t *r = q;
-                q             = q->next;
+/* Start ready requests, in the order they came, while fewer than
+ * o.concurrency are open; with @p stop, abort them all. */
+static void start_ready(kretry_http_t *h, int stop) {
+        while (h->ready && (stop || h->open_cnt < h->o.concurrency)) {
+                http_req_t *r = h->ready;
+                if (!(h->ready = r->next))
+                        h->ready_tail = &h->ready;
                 if (stop) {
                         req_abort(r);
                         continue;
@@ -552,6 +552,21 @@ static int take(kretry_http_t *h) {
                         req_abort(r);
                 }
         }
+}
+
+/* Take the queue; @returns the stop flag. */
+static int take(kretry_http_t *h) {
+        pthread_mutex_lock(&h->lock);
+        http_req_t *q = h->queue;
+        int stop      = h->stop;
+        if (q) {
+                *h->ready_tail = q;
+                h->ready_tail  = h->queue_tail;
+        }
+        h->queue      = NULL;
+        h->queue_tail = &h->queue;
+        pthread_mutex_unlock(&h->lock);
+        start_ready(h, stop);
         return stop;
 }
 
@@ -562,6 +577,8 @@ static void *loop(void *arg) {
         while (!take(h)) {
                 curl_multi_perform(h->multi, &running);
                 reap(h);
+                if (h->ready && h->open_cnt < h->o.concurrency)
+                        continue; /* slots freed: the next ones start now */
                 curl_multi_poll(h->multi, NULL, 0, 1000, NULL);
         }
         while (h->open) {
@@ -621,9 +638,12 @@ kretry_http_new(const kretry_http_opts_t *o, char *errstr, size_t size) {
                 snprintf(errstr, size, "cannot start libcurl");
                 return NULL;
         }
-        h->o          = *o;
+        h->o = *o;
+        if (h->o.concurrency < 1)
+                h->o.concurrency = 1;
         h->queue_tail = &h->queue;
-        h->idle_cap   = o->concurrency > 0 ? o->concurrency : 1;
+        h->ready_tail = &h->ready;
+        h->idle_cap   = kretry_http_held_max(h->o.concurrency);
         if (!(h->idle = calloc((size_t)h->idle_cap, sizeof(*h->idle)))) {
                 free(h);
                 snprintf(errstr, size, "out of memory");
@@ -637,7 +657,7 @@ kretry_http_new(const kretry_http_opts_t *o, char *errstr, size_t size) {
         }
         /* Keep a connection per request in flight for reuse. */
         curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS,
-                          (long)(o->concurrency > 0 ? o->concurrency : 1));
+                          (long)h->o.concurrency);
         if (thread_start(h)) {
                 snprintf(errstr, size, "cannot start the HTTP thread");
                 kretry_http_destroy(h);

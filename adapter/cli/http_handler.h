@@ -70,6 +70,14 @@ int kretry_http_text_ok(const void *value, size_t len);
  * least 4 * ((len + 2) / 3) + 1 bytes. @returns the length written. */
 size_t kretry_http_base64(const void *in, size_t len, char *out);
 
+/* The most messages the adapter may hold for a client of @p concurrency
+ * requests open at once: as many again, built and waiting, so that a
+ * request whose answer came starts the next one at once, without waiting
+ * for the polling thread to decide the answer and build the next request
+ * (at most KRETRY_HTTP_HELD_MAX, handler.concurrency's maximum). */
+#define KRETRY_HTTP_HELD_MAX 1024
+int kretry_http_held_max(int concurrency);
+
 /* @p v in decimal into @p out (at least 21 bytes). @returns the length. */
 size_t kretry_http_i64(int64_t v, char *out);
 /* Epoch @p ms as RFC 3339 UTC with milliseconds ("2026-12-03T08:30:00.123Z")

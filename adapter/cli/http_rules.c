@@ -112,6 +112,14 @@ size_t kretry_http_base64(const void *in, size_t len, char *out) {
         return n;
 }
 
+int kretry_http_held_max(int concurrency) {
+        int held = 2 * concurrency;
+        return held > KRETRY_HTTP_HELD_MAX ? (concurrency > KRETRY_HTTP_HELD_MAX
+                                                      ? concurrency
+                                                      : KRETRY_HTTP_HELD_MAX)
+                                           : held;
+}
+
 size_t kretry_http_i64(int64_t v, char *out) {
         char tmp[24];
         size_t n = 0, len = 0;

@@ -224,7 +224,7 @@ int run_http_start(const run_http_args_t *a,
                    int thread_set,
                    kretry_http_t **hp) {
         kretry_http_opts_t o;
-        char err[512];
+        char err[512], held[16];
         int rc;
         *hp = NULL;
         /* --exec given: the command is the handler, whatever the file says. */
@@ -246,6 +246,14 @@ int run_http_start(const run_http_args_t *a,
         if (!thread_set &&
             kretry_conf_set(conf, "handler.thread", "poll", err, sizeof(err))) {
                 rc = fail("handler.thread", err);
+                goto release;
+        }
+        /* handler.concurrency is the requests open at once; the adapter
+         * may hold as many again, built and waiting for a slot. */
+        snprintf(held, sizeof(held), "%d", kretry_http_held_max(o.concurrency));
+        if (kretry_conf_set(conf, "handler.concurrency", held, err,
+                            sizeof(err))) {
+                rc = fail("handler.concurrency", err);
                 goto release;
         }
         if (!(*hp = kretry_http_new(&o, err, sizeof(err)))) {
