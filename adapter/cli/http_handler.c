@@ -5,8 +5,12 @@
  * Threads. The handler (any thread; the polling thread with handler.thread
  * poll) builds a request and appends it to `queue` under `lock`, then wakes
  * the HTTP thread with curl_multi_wakeup(). The HTTP thread owns the multi
- * handle and every request once taken from the queue: it adds them, drives
- * them, decides each answer (http_rules.c) and completes its message with
+ * handle and every request once taken from the queue: it adds them in
+ * order while fewer than o.concurrency are open (the adapter holds up to
+ * kretry_http_held_max() messages: the others wait built, and the next
+ * starts as soon as an answer frees a slot, with no round trip through the
+ * polling thread), drives them, decides each answer (http_rules.c) and
+ * completes its message with
  * kretry_msg_complete(), after the request was removed from the multi
  * handle (the body may be the held message's value: nothing reads it after
  * the completion).

@@ -4,9 +4,11 @@
  * own, carries every request: the handler (on the polling thread, with
  * handler.thread poll) builds the request, holds the message and returns
  * KRETRY_ASYNC; the HTTP thread completes the message when the answer (or a
- * transport error) arrives. The engine bounds the requests in flight
- * (handler.concurrency counts held messages) and keeps one per key under
- * ordering=key; connections are reused through the multi handle's cache.
+ * transport error) arrives. The engine bounds the messages held
+ * (handler.concurrency, set to kretry_http_held_max() of the requests
+ * allowed open) and keeps one per key under ordering=key; the HTTP thread
+ * keeps at most opts.concurrency requests open, the rest waiting built, in
+ * order; connections are reused through the multi handle's cache.
  *
  * The answer's mapping (kretry_http_decide) and the header rules are plain
  * functions, unit-tested without a server.
@@ -31,7 +33,7 @@ typedef struct kretry_http_opts_s {
         const char *ca_file;      /* TLS: CA bundle (NULL: system's) */
         const char *cert, *key;   /* TLS: client certificate and key */
         int body_json;            /* value.format avro: the record as JSON */
-        int concurrency;          /* connections kept for reuse */
+        int concurrency;          /* requests open at once, connections kept */
         size_t error_max;         /* bytes of the first body line kept */
         /* The answer to each status 0..599: KRETRY_OK, _RETRY or _FAIL. */
         unsigned char status[KRETRY_HTTP_STATUS_MAX];
