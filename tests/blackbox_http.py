@@ -12,6 +12,9 @@ usage: blackbox_http.py PATH/TO/kretry MODE
   concurrency  --concurrency 4 with ordering=key: 4 requests at once and
                never more, one per key, in each key's order, over reused
                connections
+  ahead        --concurrency 2 with the endpoint holding every answer:
+               2 requests open and 2 more messages handed to the handler,
+               their requests built and waiting for a slot, never more
   down         the endpoint is down, then back: the breaker opens instead
                of burning attempts, and nothing is lost
   topology     --topology FILE whose handler.http names the endpoint (no
@@ -423,6 +426,39 @@ def mode_concurrency(c):
     c.stop_run()
 
 
+# ---- requests built ahead ---------------------------------------------------
+
+def mode_ahead(c):
+    """The adapter holds as many messages again as requests may be open:
+    with every answer held back, 2 requests are open and the handler was
+    called for 2 more, whose requests wait built for a slot."""
+    gate = threading.Event()
+
+    def behave(h, body):
+        gate.wait(20)
+        return 204, [], ""
+    srv = c.server(behave)
+    produce_lines(c.b, [("a%d" % i, "v%d" % i) for i in range(10)])
+    run = c.run("bb-http-ahead", ["--tiers", "100ms", "--concurrency", "2",
+                                  "-X", "revoke.timeout.ms=300",
+                                  "--http", srv.url])
+    try:
+        check(wait_until(lambda: srv.open_now == 2, 20),
+              "2 requests open (%d)" % srv.open_now)
+        time.sleep(1.0)  # the polling thread hands over what it may
+        check(srv.open_max == 2 and len(srv.requests) == 2,
+              "never more than 2 open (most seen %d, %d arrived)" %
+              (srv.open_max, len(srv.requests)))
+        run.proc.send_signal(signal.SIGTERM)
+        run.proc.wait(timeout=40)
+    finally:
+        gate.set()
+    m = re.search(r'"handler_calls": *(\d+)', run.stderr_text())
+    calls = int(m.group(1)) if m else -1
+    check(calls == 4, "the handler was called for 4 messages: 2 open, 2 "
+          "built and waiting (%d)" % calls)
+
+
 # ---- endpoint down, then back ---------------------------------------------
 
 def free_port():
@@ -622,6 +658,7 @@ def mode_tls(c):
 
 
 MODES = {"routes": mode_routes, "concurrency": mode_concurrency,
+         "ahead": mode_ahead,
          "down": mode_down, "topology": mode_topology, "avro": mode_avro,
          "tls": mode_tls}
 

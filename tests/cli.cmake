@@ -54,13 +54,14 @@ endif()
 # kretry run --http against an HTTP server the test starts (Python's
 # http.server): routes: every answer class routes as specified, body and
 # headers arrive byte for byte; concurrency: N requests at once and never
-# more, one per key, in order; down: the breaker opens while the endpoint is
+# more, one per key, in order; ahead: as many messages again handed to the
+# handler, their requests built and waiting, never more open; down: the breaker opens while the endpoint is
 # down and nothing is lost when it is back; topology: handler.http from a
 # topology file; avro: --http-body json; tls: https with a CA and a client
 # certificate. Need kcat (avro: python3-avro, tls: openssl; 77 when
 # missing).
 if(EXISTS /usr/bin/python3)
-  foreach(mode routes concurrency down topology avro tls)
+  foreach(mode routes concurrency ahead down topology avro tls)
     add_test(NAME blackbox_http_${mode}
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_http.py
                      $<TARGET_FILE:kretry_cli> ${mode})
