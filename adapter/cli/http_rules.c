@@ -113,11 +113,11 @@ size_t kretry_http_base64(const void *in, size_t len, char *out) {
 }
 
 int kretry_http_held_max(int concurrency) {
-        int held = 2 * concurrency;
-        return held > KRETRY_HTTP_HELD_MAX ? (concurrency > KRETRY_HTTP_HELD_MAX
-                                                      ? concurrency
-                                                      : KRETRY_HTTP_HELD_MAX)
-                                           : held;
+        if (concurrency >= KRETRY_HTTP_HELD_MAX / 2)
+                return concurrency > KRETRY_HTTP_HELD_MAX
+                               ? concurrency
+                               : KRETRY_HTTP_HELD_MAX;
+        return 2 * concurrency;
 }
 
 size_t kretry_http_i64(int64_t v, char *out) {
@@ -146,8 +146,8 @@ static char *digits(char *p, int v, int three) {
 }
 
 size_t kretry_http_rfc3339(int64_t ms, char *out) {
-        /* Beyond year 9999 (and below 1970) the year needs other than
-         * four digits: left to the C library. */
+        /* Nothing before 1970; past year 9999 the year has more than four
+         * digits, and the C library writes it. */
         if (ms < 0 || ms >= INT64_C(253402300800000)) {
                 time_t s = (time_t)(ms / 1000);
                 struct tm tm;
