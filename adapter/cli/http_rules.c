@@ -146,13 +146,15 @@ static char *digits(char *p, int v, int three) {
 }
 
 size_t kretry_http_rfc3339(int64_t ms, char *out) {
-        /* Nothing before 1970; past year 9999 the year has more than four
-         * digits, and the C library writes it. */
-        if (ms < 0 || ms >= INT64_C(253402300800000)) {
+        if (ms < 0)
+                return 0;
+        /* Past year 9999 the year has more than four digits: the C library
+         * writes it. */
+        if (ms >= INT64_C(253402300800000)) {
                 time_t s = (time_t)(ms / 1000);
                 struct tm tm;
                 char date[32];
-                if (ms < 0 || !gmtime_r(&s, &tm) ||
+                if (!gmtime_r(&s, &tm) ||
                     !strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm))
                         return 0;
                 return (size_t)snprintf(out, 40, "%s.%03dZ", date,
