@@ -1,0 +1,397 @@
+#!/bin/sh
+# Real Apache Kafka on this machine, no Docker: the broker's jars from Maven
+# Central, one KRaft node (broker and controller in one JVM) or three, on
+# 127.0.0.1. For kretry's real-Kafka test pass, its fault tests and its
+# bench; `kretry dev-broker` stays the zero-install broker for the demo.
+#
+#   scripts/kafka.sh fetch              jars into the cache (first time: ~1 min)
+#   scripts/kafka.sh start [--nodes 3]  start, wait until it answers, print the
+#                                       bootstrap address (127.0.0.1:9092)
+#   scripts/kafka.sh status             which nodes run, and the bootstrap
+#   scripts/kafka.sh kill N             SIGKILL node N's JVM (1-based)
+#   scripts/kafka.sh stop [N]           SIGTERM node N (controlled shutdown),
+#                                       or every node and drop the data
+#   scripts/kafka.sh restart N          start node N again on its data
+#   scripts/kafka.sh bootstrap          print the bootstrap address
+#
+# Environment:
+#   KRETRY_KAFKA_VERSION  broker version (default below; docker-compose.yml
+#                         pins the same one)
+#   KRETRY_KAFKA_CACHE    where the jars go (default ~/.cache/kretry)
+#   KRETRY_KAFKA_DIR      this cluster's configuration, data, logs and PIDs
+#                         (default $TMPDIR/kretry-kafka-$UID); two clusters
+#                         need two folders and two ports
+#   KRETRY_KAFKA_PORT     node 1's client port (default 9092); node N listens
+#                         for clients on PORT+2(N-1), its controller on one more
+#   KRETRY_KAFKA_HEAP     JVM heap a node (default 512m)
+#
+# Every process it starts is recorded by PID in KRETRY_KAFKA_DIR and stopped
+# by that PID, never by name.
+set -eu
+
+version="${KRETRY_KAFKA_VERSION:-4.1.1}"
+log4j_version=2.24.3
+cache="${KRETRY_KAFKA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kretry}"
+libs="$cache/kafka-$version/libs"
+dir="${KRETRY_KAFKA_DIR:-${TMPDIR:-/tmp}/kretry-kafka-$(id -u)}"
+port="${KRETRY_KAFKA_PORT:-9092}"
+heap="${KRETRY_KAFKA_HEAP:-512m}"
+
+die() {
+        echo "kafka.sh: $*" >&2
+        exit 1
+}
+
+usage() {
+        sed -n '2,/^set -eu/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+}
+
+# fetch: a small pom naming the broker and a log4j2 binding (Kafka 4 logs
+# through log4j2 and its pom brings no binding; slf4j 1.7, so the slf4j 1
+# binding), resolved by Maven and copied into one folder: the classpath.
+fetch() {
+        [ -f "$libs/.complete" ] && return 0
+        command -v mvn >/dev/null || die "mvn is missing (scripts/install-deps.sh --kafka)"
+        command -v java >/dev/null || die "java is missing (scripts/install-deps.sh --kafka)"
+        work="$cache/kafka-$version"
+        mkdir -p "$work"
+        cat >"$work/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kretry.test</groupId>
+  <artifactId>kafka-broker</artifactId>
+  <version>$version</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka_2.13</artifactId>
+      <version>$version</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-slf4j-impl</artifactId>
+      <version>$log4j_version</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-core</artifactId>
+      <version>$log4j_version</version>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+        echo "kafka.sh: fetching Apache Kafka $version from Maven Central into $libs" >&2
+        rm -rf "$libs"
+        mvn -q -B -f "$work/pom.xml" dependency:copy-dependencies \
+                -DincludeScope=runtime -DoutputDirectory="$libs" >"$work/mvn.log" 2>&1 ||
+                { cat "$work/mvn.log" >&2; die "mvn could not fetch kafka_2.13 $version"; }
+        touch "$libs/.complete"
+}
+
+client_port() { echo $((port + 2 * ($1 - 1))); }
+controller_port() { echo $((port + 2 * ($1 - 1) + 1)); }
+nodes() { cat "$dir/nodes" 2>/dev/null || echo 0; }
+
+bootstrap() {
+        n=$(nodes)
+        [ "$n" -gt 0 ] || die "no cluster in $dir (scripts/kafka.sh start)"
+        b=""
+        i=1
+        while [ "$i" -le "$n" ]; do
+                b="$b${b:+,}127.0.0.1:$(client_port "$i")"
+                i=$((i + 1))
+        done
+        echo "$b"
+}
+
+# A test cluster: internal topics as replicated as the cluster allows, a
+# group's first join not held back, short session timeouts so a killed node
+# is fenced within seconds, messages up to 8 MiB (the suites send a 1 MiB
+# value), little memory for the log cleaner.
+write_config() {
+        i=$1 n=$2
+        voters=""
+        j=1
+        while [ "$j" -le "$n" ]; do
+                voters="$voters${voters:+,}$j@127.0.0.1:$(controller_port "$j")"
+                j=$((j + 1))
+        done
+        rf=1 isr=1
+        if [ "$n" -ge 3 ]; then
+                rf=3 isr=2
+        fi
+        mkdir -p "$dir/node$i"
+        cat >"$dir/node$i/server.properties" <<EOF
+process.roles=broker,controller
+node.id=$i
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:$(client_port "$i"),CONTROLLER://127.0.0.1:$(controller_port "$i")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(client_port "$i")
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$dir/node$i/data
+num.partitions=4
+default.replication.factor=$rf
+min.insync.replicas=$isr
+offsets.topic.replication.factor=$rf
+offsets.topic.num.partitions=8
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$isr
+transaction.state.log.num.partitions=8
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$isr
+group.initial.rebalance.delay.ms=0
+message.max.bytes=8388608
+replica.fetch.max.bytes=8388608
+broker.session.timeout.ms=4000
+broker.heartbeat.interval.ms=500
+controller.quorum.election.timeout.ms=1000
+controller.quorum.fetch.timeout.ms=2000
+replica.lag.time.max.ms=5000
+unclean.leader.election.enable=false
+auto.create.topics.enable=true
+delete.topic.enable=true
+log.cleaner.dedupe.buffer.size=2097152
+log.segment.bytes=67108864
+num.network.threads=2
+num.io.threads=4
+EOF
+}
+
+write_log_config() {
+        cat >"$dir/log4j2.properties" <<'EOF'
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.org.name = org.apache.kafka
+logger.org.level = INFO
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.cleaner.name = kafka.log.LogCleaner
+logger.cleaner.level = WARN
+EOF
+}
+
+# java_run LOGDIR CLASS ARGS...: the broker's JVM, or one of its tools.
+java_run() {
+        logs=$1
+        shift
+        mkdir -p "$logs"
+        exec java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+                -Djava.awt.headless=true \
+                -Dlog4j2.configurationFile="$dir/log4j2.properties" \
+                -Dkafka.logs.dir="$logs" -cp "$libs/*" "$@"
+}
+
+format_node() {
+        i=$1
+        (java_run "$dir/node$i/logs" kafka.tools.StorageTool format -t "$(cat "$dir/cluster.id")" \
+                -c "$dir/node$i/server.properties" -g) >"$dir/node$i/format.log" 2>&1 ||
+                { cat "$dir/node$i/format.log" >&2; die "formatting node $i failed"; }
+}
+
+pid_of() { cat "$dir/node$1/pid" 2>/dev/null || true; }
+
+alive() {
+        p=$(pid_of "$1")
+        [ -n "$p" ] && kill -0 "$p" 2>/dev/null
+}
+
+launch_node() {
+        i=$1
+        if alive "$i"; then
+                return 0
+        fi
+        mkdir -p "$dir/node$i/logs"
+        # A fresh marker each start: the wait below looks for this start's line.
+        : >"$dir/node$i/logs/server.log"
+        (
+                cd "$dir/node$i"
+                java_run "$dir/node$i/logs" kafka.Kafka "$dir/node$i/server.properties"
+        ) >"$dir/node$i/stdout.log" 2>&1 </dev/null &
+        echo $! >"$dir/node$i/pid"
+}
+
+# Up when the node logs that it started: its listeners answer from then on.
+wait_node() {
+        i=$1
+        t=0
+        while ! grep -q "Kafka Server started" "$dir/node$i/logs/server.log" 2>/dev/null; do
+                alive "$i" || {
+                        tail -20 "$dir/node$i/stdout.log" "$dir/node$i/logs/server.log" >&2 2>/dev/null || true
+                        die "node $i exited while starting (logs: $dir/node$i/logs)"
+                }
+                t=$((t + 1))
+                [ "$t" -le 1200 ] || die "node $i did not start within 120 s (logs: $dir/node$i/logs)"
+                sleep 0.1
+        done
+}
+
+start() {
+        n=1
+        while [ $# -gt 0 ]; do
+                case "$1" in
+                --nodes)
+                        n="${2:-}"
+                        shift 2 || die "--nodes needs a number"
+                        ;;
+                --nodes=*)
+                        n="${1#--nodes=}"
+                        shift
+                        ;;
+                *) die "start: unknown argument: $1" ;;
+                esac
+        done
+        case "$n" in
+        1 | 3) ;;
+        *) die "start: --nodes is 1 or 3" ;;
+        esac
+        if [ "$(nodes)" -gt 0 ]; then
+                running=0
+                i=1
+                while [ "$i" -le "$(nodes)" ]; do
+                        if alive "$i"; then running=$((running + 1)); fi
+                        i=$((i + 1))
+                done
+                if [ "$running" -gt 0 ] && [ "$(nodes)" -ne "$n" ]; then
+                        die "a cluster of $(nodes) nodes runs in $dir: stop it first"
+                fi
+                if [ "$running" -eq 0 ]; then
+                        rm -rf "$dir"
+                fi
+        fi
+        fetch
+        mkdir -p "$dir"
+        echo "$n" >"$dir/nodes"
+        # A cluster id is 16 random bytes in URL-safe base64 without padding
+        # (what kafka-storage.sh random-uuid prints), made without a JVM.
+        [ -f "$dir/cluster.id" ] ||
+                head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$dir/cluster.id"
+        write_log_config
+        i=1
+        while [ "$i" -le "$n" ]; do
+                write_config "$i" "$n"
+                [ -f "$dir/node$i/data/meta.properties" ] || format_node "$i"
+                launch_node "$i"
+                i=$((i + 1))
+        done
+        i=1
+        while [ "$i" -le "$n" ]; do
+                wait_node "$i"
+                i=$((i + 1))
+        done
+        bootstrap
+}
+
+node_arg() {
+        [ -n "${1:-}" ] || die "which node? (1..$(nodes))"
+        case "$1" in
+        *[!0-9]*) die "not a node number: $1" ;;
+        esac
+        [ "$1" -ge 1 ] && [ "$1" -le "$(nodes)" ] || die "no node $1 (1..$(nodes))"
+}
+
+# SIGTERM is a controlled shutdown: leaders move away first. A node that has
+# not exited after 60 s gets SIGKILL.
+term_node() {
+        i=$1
+        alive "$i" || return 0
+        p=$(pid_of "$i")
+        kill -TERM "$p" 2>/dev/null || true
+        t=0
+        while kill -0 "$p" 2>/dev/null; do
+                t=$((t + 1))
+                if [ "$t" -gt 600 ]; then
+                        kill -KILL "$p" 2>/dev/null || true
+                fi
+                sleep 0.1
+        done
+        rm -f "$dir/node$i/pid"
+}
+
+kill_node() {
+        i=$1
+        alive "$i" || die "node $i is not running"
+        p=$(pid_of "$i")
+        kill -KILL "$p"
+        while kill -0 "$p" 2>/dev/null; do sleep 0.02; done
+        rm -f "$dir/node$i/pid"
+}
+
+stop_all() {
+        n=$(nodes)
+        i=1
+        while [ "$i" -le "$n" ]; do
+                p=$(pid_of "$i")
+                if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null || true; fi
+                i=$((i + 1))
+        done
+        i=1
+        while [ "$i" -le "$n" ]; do
+                term_node "$i"
+                i=$((i + 1))
+        done
+        rm -rf "$dir"
+}
+
+status() {
+        n=$(nodes)
+        [ "$n" -gt 0 ] || {
+                echo "no cluster in $dir"
+                return 1
+        }
+        up=0
+        i=1
+        while [ "$i" -le "$n" ]; do
+                if alive "$i"; then
+                        echo "node $i: running, pid $(pid_of "$i"), 127.0.0.1:$(client_port "$i")"
+                        up=$((up + 1))
+                else
+                        echo "node $i: stopped, 127.0.0.1:$(client_port "$i")"
+                fi
+                i=$((i + 1))
+        done
+        echo "bootstrap: $(bootstrap)"
+        [ "$up" -gt 0 ]
+}
+
+cmd="${1:-}"
+[ $# -gt 0 ] && shift
+case "$cmd" in
+fetch) fetch ;;
+start) start "$@" ;;
+stop)
+        if [ $# -gt 0 ]; then
+                node_arg "$1"
+                term_node "$1"
+        else
+                stop_all
+        fi
+        ;;
+kill)
+        node_arg "${1:-}"
+        kill_node "$1"
+        ;;
+restart)
+        node_arg "${1:-}"
+        term_node "$1"
+        launch_node "$1"
+        wait_node "$1"
+        ;;
+status) status ;;
+bootstrap) bootstrap ;;
+-h | --help | help) usage ;;
+*)
+        usage >&2
+        exit 64
+        ;;
+esac
