@@ -335,12 +335,13 @@ static void create_topics(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
                 ev = wait_result(q, timeout_ms);
                 const rd_kafka_CreateTopics_result_t *r =
                         ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
+                /* The count is read after the call that sets it: as two
+                 * arguments of one call their order is unspecified (GCC
+                 * passed 0, and every created topic read as unanswered). */
                 size_t rn = 0;
-                if (r)
-                        topic_results(
-                                plan, KRETRY_PLAN_CREATE,
-                                rd_kafka_CreateTopics_result_topics(r, &rn),
-                                rn);
+                const rd_kafka_topic_result_t **tr =
+                        r ? rd_kafka_CreateTopics_result_topics(r, &rn) : NULL;
+                topic_results(plan, KRETRY_PLAN_CREATE, tr, rn);
                 rd_kafka_AdminOptions_destroy(o);
                 rd_kafka_queue_destroy(q);
                 rd_kafka_NewTopic_destroy_array(nt, n);
@@ -374,12 +375,11 @@ add_partitions(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
                 ev = wait_result(q, timeout_ms);
                 const rd_kafka_CreatePartitions_result_t *r =
                         ev ? rd_kafka_event_CreatePartitions_result(ev) : NULL;
-                size_t rn = 0;
-                if (r)
-                        topic_results(
-                                plan, KRETRY_PLAN_ADD_PARTITIONS,
-                                rd_kafka_CreatePartitions_result_topics(r, &rn),
-                                rn);
+                size_t rn = 0; /* read after the call, as above */
+                const rd_kafka_topic_result_t **tr =
+                        r ? rd_kafka_CreatePartitions_result_topics(r, &rn)
+                          : NULL;
+                topic_results(plan, KRETRY_PLAN_ADD_PARTITIONS, tr, rn);
                 rd_kafka_AdminOptions_destroy(o);
                 rd_kafka_queue_destroy(q);
                 rd_kafka_NewPartitions_destroy_array(np, n);
