@@ -543,7 +543,7 @@ static void test_breaker_sleeps_and_serves_group(void) {
         int64_t opened = kt_now_ms(), cpu0 = thread_cpu_ms(thr);
 
         kretry_conf_t *conf = it_conf(env, NULL);
-        kretry_conf_set_handler(conf, retry_handler, NULL);
+        kretry_conf_set_handler(conf, retry_handler, env);
         log_clear();
         kretry_conf_set_log_cb(conf, keep_log, NULL);
         kretry_adapter_t *b = it_adapter(conf);
