@@ -306,12 +306,14 @@ static void lead(rd_kafka_mock_cluster_t *mock, const char *topic, int broker) {
                 rd_kafka_mock_partition_set_leader(mock, topic, p, broker);
 }
 
-/* Fault injection needs the mock cluster: on a real one the test passes
- * without running. Returns 1 when it must stop. */
-static int skip_without(const rd_kafka_mock_cluster_t *mock) {
+/* Fault injection needs the mock cluster: on a real one the test is
+ * reported skipped with @p on_real (kt_mock_only). Returns 1 when it must
+ * stop. */
+static int skip_without(const rd_kafka_mock_cluster_t *mock,
+                        const char *on_real) {
         if (mock)
                 return 0;
-        CU_PASS("fault injection needs the mock cluster");
+        kt_mock_only(ch.env->c, on_real);
         chaos_destroy();
         return 1;
 }
@@ -398,7 +400,8 @@ static void check_backoff(int n, int base, int64_t delivered) {
  * failed message. */
 static void test_dlq_copy_fails(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 3);
-        if (skip_without(mock))
+        if (skip_without(mock, "it_cluster SIGKILLs the DLQ partition's leader "
+                               "while dead letters are produced"))
                 return;
         lead(mock, ch.env->source, 1);
         lead(mock, ch.env->tiers[0], 1);
@@ -439,7 +442,8 @@ static void test_dlq_copy_fails(void) {
  * version behind it is still skipped, and its partition waits. */
 static void test_changelog_write_fails(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 3);
-        if (skip_without(mock))
+        if (skip_without(mock, "none: a real broker refuses no write to a "
+                               "healthy compacted topic on demand"))
                 return;
         char vt[300];
         snprintf(vt, sizeof(vt), "%s.%s.versions", ch.env->group,
@@ -486,7 +490,10 @@ static void test_changelog_write_fails(void) {
  * nothing is lost. */
 static void test_backoff_cap(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
-        if (skip_without(mock))
+        if (skip_without(mock,
+                         "it_cluster SIGKILLs the leaders of tiers and the DLQ "
+                         "while copies are produced; a refusal that outlasts "
+                         "revoke.timeout.ms needs the mock"))
                 return;
         send_msg(0, "c", "ok-c0", NULL, EXP_OK);
         send_msg(0, "c", "fail-c1", NULL, EXP_DLQ);
@@ -521,7 +528,8 @@ static void test_backoff_cap(void) {
 /* Fetch errors mid-stream: consumption recovers, nothing repeats. */
 static void test_fetch_errors(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
-        if (skip_without(mock))
+        if (skip_without(mock, "it_cluster SIGKILLs the source partition's "
+                               "leader mid-stream"))
                 return;
         send_mix("f", 20);
         ch.watch            = "Fetch from broker";
@@ -548,7 +556,8 @@ static void test_fetch_errors(void) {
  * reaches the end, nothing repeats. */
 static void test_commit_errors(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
-        if (skip_without(mock))
+        if (skip_without(mock, "it_cluster kills the group coordinator's node "
+                               "during a rebalance"))
                 return;
         send_mix("c", 20);
         kretry_adapter_t *a = it_adapter(chaos_conf("retry.jitter", "0%"));
@@ -581,7 +590,8 @@ static void test_commit_errors(void) {
  * and reported. */
 static void test_group_errors(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
-        if (skip_without(mock))
+        if (skip_without(mock, "it_cluster kills the group coordinator's node "
+                               "during a rebalance"))
                 return;
         send_mix("j", 20);
         fail_next(mock, 1, 11 /* JoinGroup */,
@@ -649,7 +659,8 @@ static void commit_source_start(void) {
  * still handle the head before the follower. */
 static void ordered_head_copy_refused(int committed_source) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
-        if (skip_without(mock))
+        if (skip_without(mock, "it_cluster SIGKILLs a tier partition's leader "
+                               "under ordering=key"))
                 return;
         if (committed_source)
                 commit_source_start();
@@ -721,7 +732,10 @@ static void test_ordered_head_copy_refused_committed(void) {
  * comes back. */
 static void test_leaders_and_broker_down(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 3);
-        if (skip_without(mock))
+        if (skip_without(
+                    mock,
+                    "it_cluster SIGKILLs the leaders of the source, a tier and "
+                    "the DLQ, and stops a broker longer than the tier delays"))
                 return;
         const char *topics[] = {ch.env->source, ch.env->tiers[0], ch.env->dlq};
         for (int t = 0; t < 3; t++)

@@ -641,24 +641,21 @@ static void produce_secret(it_env_t *env, const char *action) {
 
 /* (o) Logs carry ids, never payloads: with librdkafka's every debug
  * context on and each line captured, a message that is retried, one that
- * is dead-lettered, one that exhausts its attempts, and copies whose
- * produce fails and is retried leave neither key, value nor header value
- * in any line. */
+ * is dead-lettered, one that exhausts its attempts, and (on the mock, which
+ * can refuse them) copies whose produce fails and is retried leave neither
+ * key, value nor header value in any line. */
 static void test_logs_no_payload(void) {
         it_env_t *env                 = it_env_new("20ms", 1);
         rd_kafka_mock_cluster_t *mock = kt_cluster_mock(env->c);
-        if (!mock) {
-                it_env_destroy(env); /* produce errors need the mock */
-                return;
-        }
         produce_secret(env, "retry1");
         produce_secret(env, "fail");
         produce_secret(env, "always");
-        rd_kafka_mock_push_request_errors(
-                mock, 0 /* Produce */, 3,
-                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
-                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
-                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+        if (mock)
+                rd_kafka_mock_push_request_errors(
+                        mock, 0 /* Produce */, 3,
+                        RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                        RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                        RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
         logs.lines = logs.debug = logs.produce_warnings = 0;
         logs.leak[0]                                    = '\0';
         kretry_conf_t *conf =
@@ -667,12 +664,14 @@ static void test_logs_no_payload(void) {
         kretry_adapter_t *a = ct_adapter(conf, env);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 2, 30000));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 30000));
-        KT_ASSERT(counter(a, KRETRY_COUNTER_PRODUCE_ERRORS) >= 1);
+        if (mock)
+                KT_ASSERT(counter(a, KRETRY_COUNTER_PRODUCE_ERRORS) >= 1);
         kretry_adapter_destroy(a);
         pthread_mutex_lock(&logs.lock);
         KT_CHECK_MSG(logs.debug > 100, CU_FALSE, "%d debug lines of %d",
                      logs.debug, logs.lines);
-        KT_ASSERT(logs.produce_warnings >= 1);
+        if (mock)
+                KT_ASSERT(logs.produce_warnings >= 1);
         KT_CHECK_MSG(!logs.leak[0], CU_FALSE, "payload in a log line: %s",
                      logs.leak);
         pthread_mutex_unlock(&logs.lock);

@@ -719,9 +719,12 @@ static void test_replay_sigterm(void) {
 static void test_replay_produce_errors(void) {
         static char out[4096];
         env_t *e                      = env_new(2);
-        rd_kafka_mock_cluster_t *mock = kt_cluster_mock(e->c);
+        rd_kafka_mock_cluster_t *mock = kt_mock_only(
+                e->c, "none: a real broker refuses a healthy topic's "
+                      "produce only for a reason that stays (size, "
+                      "authorization), and replay's resume needs one that "
+                      "ends");
         if (!mock) {
-                kt_skip("fault injection needs the mock cluster");
                 env_destroy(e);
                 return;
         }

@@ -23,14 +23,19 @@ static void pause_ms(kretry_adapter_t *a, int ms) {
                 kretry_adapter_poll(a, 20);
 }
 
-/* The mock cluster, or NULL on a real one: the test passes without running
- * and @p env is destroyed. */
-static rd_kafka_mock_cluster_t *mock_or_skip(it_env_t *env) {
-        rd_kafka_mock_cluster_t *mock = kt_cluster_mock(env->c);
-        if (!mock) {
-                kt_skip("fault injection needs the mock cluster");
+/* Why a test that takes the whole cluster away has no real twin. */
+#define KT_WHOLE_CLUSTER                                                       \
+        "none: it takes the whole cluster away, and the real pass shares "     \
+        "one broker among the suites; it_cluster stops one broker of three "   \
+        "with copies in flight"
+
+/* The mock cluster, or NULL on a real one: the test is reported skipped
+ * with @p on_real (kt_mock_only) and @p env is destroyed. */
+static rd_kafka_mock_cluster_t *mock_or_skip(it_env_t *env,
+                                             const char *on_real) {
+        rd_kafka_mock_cluster_t *mock = kt_mock_only(env->c, on_real);
+        if (!mock)
                 it_env_destroy(env);
-        }
         return mock;
 }
 
@@ -48,7 +53,9 @@ static void fail_produces(rd_kafka_mock_cluster_t *mock) {
  * the failed message until its copy is durable; nothing is lost. */
 static void test_produce_errors(void) {
         it_env_t *env                 = it_env_new("30ms", 1);
-        rd_kafka_mock_cluster_t *mock = mock_or_skip(env);
+        rd_kafka_mock_cluster_t *mock = mock_or_skip(
+                env, "it_cluster kills the leaders of the tier and DLQ "
+                     "partitions while copies are produced");
         if (!mock)
                 return;
         it_produce(env, 0, "k0", "retry1-e", NULL);
@@ -121,8 +128,10 @@ static int ok_reported(kretry_adapter_t *a, it_env_t *env) {
  * by tier index read before the topic table and crashed); the offset waits
  * until the record is durable. */
 static void test_changelog_produce_error(void) {
-        it_env_t *env                 = it_env_new("30ms", 1);
-        rd_kafka_mock_cluster_t *mock = mock_or_skip(env);
+        it_env_t *env = it_env_new("30ms", 1);
+        rd_kafka_mock_cluster_t *mock =
+                mock_or_skip(env, "none: a real broker refuses no write to a "
+                                  "healthy compacted topic on demand");
         if (!mock)
                 return;
         char vt[300];
@@ -596,7 +605,7 @@ static kretry_action_t down_handler(kretry_msg_t *msg, void *opaque) {
  * would wait for the group coordinator forever) and reports the timeout. */
 static void test_close_cluster_gone(void) {
         it_env_t *env = it_env_new("30ms", 1);
-        if (!(down_mock = mock_or_skip(env)))
+        if (!(down_mock = mock_or_skip(env, KT_WHOLE_CLUSTER)))
                 return;
         it_produce(env, 0, "k0", "ok-before", NULL);
         it_produce(env, 0, "k1", "retry1-down", NULL);
@@ -637,7 +646,7 @@ static int committed_one(kretry_adapter_t *a, it_env_t *env) {
  * ends in seconds, not in revoke.timeout.ms + 5 s. */
 static void test_close_cluster_gone_idle(void) {
         it_env_t *env                 = it_env_new("30ms", 1);
-        rd_kafka_mock_cluster_t *mock = mock_or_skip(env);
+        rd_kafka_mock_cluster_t *mock = mock_or_skip(env, KT_WHOLE_CLUSTER);
         if (!mock)
                 return;
         it_produce(env, 0, "k0", "ok-before", NULL);

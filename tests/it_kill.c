@@ -112,7 +112,7 @@ static long log_size(const run_t *r) {
 /* A fault the cluster injects while a worker runs; its name for the log. */
 static const char *inject(rd_kafka_mock_cluster_t *mock, unsigned which) {
         if (!mock)
-                return "none (not the mock cluster)";
+                return "none"; /* a real cluster: plain kills only */
         switch (which) {
         case 1:
                 /* Copies fail: librdkafka retries a retriable error itself,

@@ -102,9 +102,13 @@ static void test_second_instance_joins_cooperative(void) {
  * lost".) */
 static void lost_commits_nothing(const char *assignor) {
         it_env_t *env                 = it_env_new("50ms", 1);
-        rd_kafka_mock_cluster_t *mock = kt_cluster_mock(env->c);
+        rd_kafka_mock_cluster_t *mock = kt_mock_only(
+                env->c, "none: a real coordinator ends a membership only "
+                        "after session.timeout.ms without heartbeats, "
+                        "which librdkafka keeps sending; it_kill's "
+                        "SIGKILLed members show what a lost member "
+                        "repeats");
         if (!mock) {
-                CU_PASS("fault injection needs the mock cluster");
                 it_env_destroy(env);
                 return;
         }

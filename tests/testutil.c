@@ -183,6 +183,15 @@ rd_kafka_mock_cluster_t *kt_cluster_mock(const kt_cluster_t *c) {
         return c->mock;
 }
 
+rd_kafka_mock_cluster_t *kt_mock_only(const kt_cluster_t *c,
+                                      const char *on_real) {
+        if (!c->mock)
+                kt_skip("needs the mock cluster's fault injection; on real "
+                        "Kafka: %s",
+                        on_real);
+        return c->mock;
+}
+
 void kt_unique_name(const char *prefix, char *name, size_t name_size) {
         static atomic_int seq;
         snprintf(name, name_size, "%s-%d-%lld-%d", prefix, (int)getpid(),

@@ -92,6 +92,12 @@ void kt_cluster_destroy(kt_cluster_t *c);
 const char *kt_cluster_bootstrap(const kt_cluster_t *c);
 /* The mock cluster, or NULL on a real cluster (fault-injection tests skip). */
 rd_kafka_mock_cluster_t *kt_cluster_mock(const kt_cluster_t *c);
+/* The mock cluster, for a test that needs its fault injection; on a real
+ * cluster NULL, after kt_skip() with "needs the mock cluster" and
+ * @p on_real: the real-cluster test that proves the same promise, or why
+ * none can. The real pass accepts exactly these skips (scripts/test.sh). */
+rd_kafka_mock_cluster_t *kt_mock_only(const kt_cluster_t *c,
+                                      const char *on_real);
 /* Create topic "<prefix>-<unique>" with @p partitions; its name goes to
  * @p name. Returns 0 on success. */
 int kt_cluster_topic(kt_cluster_t *c,
