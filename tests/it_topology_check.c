@@ -189,6 +189,41 @@ static void test_kretry_run_refuses(void) {
         it_env_destroy(env);
 }
 
+/* On real Kafka, what an operator does: `kretry topology apply` grows the
+ * short tier, creates the missing one and sets every topic's retention,
+ * and returns only once the cluster shows it all: a `kretry topology plan`
+ * right after finds nothing to do, and an adapter started right after
+ * passes its check. (Kafka answers CreatePartitions and AlterConfigs
+ * before every broker shows the change; the mock has no admin API.) */
+static void test_apply_then_start(void) {
+        char tier2[200], tier3[200], path[64], out[8192], err[4096];
+        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
+                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP");
+                return;
+        }
+        it_env_t *env = misshaped(tier2, tier3, sizeof(tier2));
+        snprintf(path, sizeof(path), "/tmp/it_topology_check-%d.yaml",
+                 (int)getpid());
+        kt_write_topology(env->c, path, env->source, env->group,
+                          "[50ms, 100ms, 200ms]",
+                          "    topics: { retention: 2d }\n");
+        const char *apply[] = {"kretry", "topology", "apply",
+                               "--yes",  path,       NULL};
+        int rc = kt_run(KRETRY_CLI_PATH, apply, 1, out, sizeof(out));
+        KT_CHECK_MSG(rc == 0, CU_TRUE, "apply exited %d: %s", rc, out);
+        const char *plan[] = {"kretry", "topology", "plan", path, NULL};
+        rc                 = kt_run(KRETRY_CLI_PATH, plan, 1, out, sizeof(out));
+        unlink(path);
+        KT_CHECK_MSG(rc == 0 && strstr(out, "nothing to do") != NULL, CU_FALSE,
+                     "plan right after apply (exit %d): %s", rc, out);
+        kretry_conf_t *conf =
+                it_conf(env, "retry.tiers", "50ms,100ms,200ms", NULL);
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
+        KT_CHECK_MSG(a != NULL, CU_FALSE, "refused right after apply: %s", err);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_fewer_partitions_refused),
@@ -197,6 +232,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_changelog_name_refused),
                 KT_TEST(test_changelog_policy),
                 KT_TEST(test_kretry_run_refuses),
+                KT_TEST(test_apply_then_start),
                 KT_END};
         return kt_main("it_topology_check", tests, argc, argv);
 }

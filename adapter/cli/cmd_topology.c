@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -40,7 +41,9 @@ static void usage(FILE *out) {
                 "plan      what the cluster needs: topics to create, "
                 "partitions to add, retention to alter\n"
                 "apply     perform the plan (asks first unless --yes); never "
-                "shrinks or deletes\n\n"
+                "shrinks or deletes;\n"
+                "          returns once the cluster shows every change (at "
+                "most --timeout more)\n\n"
                 "--bootstrap overrides the file's kafka: bootstrap.servers; "
                 "--timeout bounds each\n"
                 "cluster request (default %d ms). The file format: "
@@ -222,14 +225,52 @@ static int run_apply(const opts_t *o, rd_kafka_t *rk, kretry_plan_t *plan) {
         return failed ? 1 : 0;
 }
 
+static int64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Kafka answers CreateTopics, CreatePartitions and AlterConfigs before
+ * every broker's metadata and configuration show the change (KRaft applies
+ * them from its log a moment later). Plan again until nothing is left, at
+ * most --timeout, so that a `kretry run` started next finds what was
+ * applied; 1 when something is still missing then. */
+static int settle(const opts_t *o, kretry_topology_file_t *f) {
+        int64_t deadline = mono_ms() + o->timeout_ms;
+        for (;;) {
+                kretry_plan_t plan = {0};
+                rd_kafka_t *rk     = make_plan(o, f, &plan);
+                int left           = rk ? plan.changes : -1;
+                if (rk)
+                        rd_kafka_destroy(rk);
+                kretry_plan_clear(&plan);
+                if (left == 0)
+                        return 0;
+                if (mono_ms() >= deadline) {
+                        fprintf(stderr,
+                                "kretry topology: the cluster does not show "
+                                "every change yet after %d ms: run `kretry "
+                                "topology plan` again before starting kretry\n",
+                                o->timeout_ms);
+                        return 1;
+                }
+                struct timespec ts = {0, 200 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+        }
+}
+
 static int do_apply(const opts_t *o) {
         kretry_plan_t plan        = {0};
         kretry_topology_file_t *f = load(o->file);
         rd_kafka_t *rk            = f ? make_plan(o, f, &plan) : NULL;
         int rc                    = rk ? run_apply(o, rk, &plan) : 1;
+        int changed               = rk && plan.changes > 0;
         if (rk)
                 rd_kafka_destroy(rk);
         kretry_plan_clear(&plan);
+        if (rc == 0 && changed)
+                rc = settle(o, f);
         kretry_topology_file_destroy(f);
         return rc;
 }
