@@ -19,9 +19,20 @@ libcyaml-dev libavro-dev libcunit1-dev libmicrohttpd-dev libcurl4-openssl-dev"
 # the certificates of blackbox_http_tls. A test
 # whose tool is missing reports itself skipped; CI fails on that.
 TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin binutils clang-format valgrind chromium openssl"
-case "${1:-}" in
---test) PKGS="$PKGS $TEST_PKGS" ;;
-esac
+# Real Apache Kafka for the tests' second pass and the bench (scripts/kafka.sh
+# fetches the broker's jars with Maven and runs them on Java 17); never a
+# dependency of kretry itself.
+KAFKA_PKGS="openjdk-17-jre-headless maven"
+for arg in "$@"; do
+        case "$arg" in
+        --test) PKGS="$PKGS $TEST_PKGS" ;;
+        --kafka) PKGS="$PKGS $KAFKA_PKGS" ;;
+        *)
+                echo "usage: $0 [--test] [--kafka]" >&2
+                exit 64
+                ;;
+        esac
+done
 missing=""
 for p in $PKGS; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

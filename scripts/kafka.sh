@@ -106,9 +106,11 @@ bootstrap() {
 }
 
 # A test cluster: internal topics as replicated as the cluster allows, a
-# group's first join not held back, short session timeouts so a killed node
-# is fenced within seconds, messages up to 8 MiB (the suites send a 1 MiB
-# value), little memory for the log cleaner.
+# group's first join not held back, consumer sessions from 1 s (a stock
+# broker refuses below 6 s: the kill tests use 3 s to find a dead member
+# sooner), short broker session timeouts so a killed node is fenced within
+# seconds, messages up to 8 MiB (the suites send a 1 MiB value), little
+# memory for the log cleaner.
 write_config() {
         i=$1 n=$2
         voters=""
@@ -143,6 +145,7 @@ transaction.state.log.num.partitions=8
 share.coordinator.state.topic.replication.factor=$rf
 share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0
+group.min.session.timeout.ms=1000
 message.max.bytes=8388608
 replica.fetch.max.bytes=8388608
 broker.session.timeout.ms=4000

@@ -1,14 +1,61 @@
 #!/bin/sh
 # Installs what kretry needs (Debian 12), builds with -Werror and runs every
-# test suite. KRETRY_SANITIZER=address,undefined builds the sanitized variant
-# in KRETRY_BUILD_DIR (default build).
+# test suite: first on librdkafka's mock cluster, then the integration and
+# black-box suites a second time on real Apache Kafka (one KRaft node from
+# scripts/kafka.sh), then the fault suite on a three-node cluster.
+#
+#   KRETRY_SANITIZER=address,undefined  build the sanitized variant
+#   KRETRY_BUILD_DIR=DIR                build there (default build)
+#   KRETRY_REAL_KAFKA=0                 the mock pass only (no Java)
+#
+# The real clusters listen on 127.0.0.1:39092 (one node) and :39192-39197
+# (three), so that a Kafka of the user's own on 9092 is left alone; their
+# data lives in the build directory and is removed when the pass ends.
 set -eu
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh --test
+real="${KRETRY_REAL_KAFKA:-1}"
+if [ "$real" = 1 ]; then
+        ./scripts/install-deps.sh --test --kafka
+else
+        ./scripts/install-deps.sh --test
+fi
 dir="${KRETRY_BUILD_DIR:-build}"
 cmake -S . -B "$dir" -DKRETRY_WERROR=ON -DKRETRY_SANITIZER="${KRETRY_SANITIZER:-}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
+top=$(pwd)
 cd "$dir"
 # Twice as many suites as cores: the integration suites mostly wait (group
-# joins, tier delays, timeouts on the mock cluster), not compute.
-ctest --output-on-failure -j"$(($(nproc) * 2))" --timeout 600
+# joins, tier delays, timeouts), not compute.
+jobs=$(($(nproc) * 2))
+keep_log() { cp Testing/Temporary/LastTest.log "Testing/Temporary/LastTest-$1.log"; }
+
+echo "== mock cluster: every suite"
+rc=0
+ctest --output-on-failure -j"$jobs" --timeout 600 -LE kafka3 || rc=$?
+keep_log mock
+[ "$rc" = 0 ] || exit "$rc"
+[ "$real" = 1 ] || exit 0
+
+kafka() { "$top/scripts/kafka.sh" "$@"; }
+stop_clusters() {
+        KRETRY_KAFKA_DIR="$PWD/kafka-1" kafka stop 2>/dev/null || true
+        KRETRY_KAFKA_DIR="$PWD/kafka-3" kafka stop 2>/dev/null || true
+}
+trap stop_clusters EXIT INT TERM
+
+echo "== real Apache Kafka, one node: integration and black-box suites"
+export KRETRY_KAFKA_DIR="$PWD/kafka-1" KRETRY_KAFKA_PORT=39092
+b=$(kafka start)
+KRETRY_TEST_BOOTSTRAP="$b" ctest --output-on-failure -j"$jobs" --timeout 600 \
+        -L 'integration|blackbox|real' || rc=$?
+keep_log real
+kafka stop
+[ "$rc" = 0 ] || exit "$rc"
+
+echo "== real Apache Kafka, three nodes: broker faults"
+export KRETRY_KAFKA_DIR="$PWD/kafka-3" KRETRY_KAFKA_PORT=39192
+b=$(kafka start --nodes 3)
+KRETRY_TEST_KAFKA3="$b" ctest --output-on-failure --timeout 900 -L kafka3 || rc=$?
+keep_log kafka3
+kafka stop
+exit "$rc"

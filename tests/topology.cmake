@@ -5,5 +5,7 @@ kretry_add_suite(test_topology_plan TIMEOUT 60)
 kretry_add_suite(test_topology_shape TIMEOUT 60)
 kretry_add_suite(test_topology_conf TIMEOUT 60)
 # test_real_apply needs a real cluster (KRETRY_TEST_BOOTSTRAP): without one
-# it is reported as skipped, on its own.
+# it is reported as skipped, on its own; label real puts it in the real
+# pass of scripts/test.sh.
 kretry_add_suite(test_topology_apply TIMEOUT 120 SEPARATE test_real_apply)
+set_tests_properties(test_topology_apply.test_real_apply PROPERTIES LABELS real)
