@@ -141,10 +141,21 @@ static int create_real_topics(const bench_job_t *job) {
         for (int i = 0; i < cnt; i++) {
                 nt[i] = rd_kafka_NewTopic_new(topics[i], job->partitions, -1,
                                               errstr, sizeof(errstr));
-                /* The adapter refuses a changelog that is not compacted. */
+                /* The adapter refuses a changelog that is not compacted,
+                 * and warns about a tier or DLQ that does not take the
+                 * source's largest message plus kretry's headers (Kafka's
+                 * default limit, plus the 128 KiB that `kretry topology
+                 * apply` adds). */
+                size_t len = strlen(topics[i]);
+                int copies = strstr(topics[i], ".retry.") ||
+                             (len > 4 && !strcmp(topics[i] + len - 4, ".dlq"));
                 if (topics[i] == job->versions)
                         rd_kafka_NewTopic_set_config(nt[i], "cleanup.policy",
                                                      "compact");
+                else
+                        rd_kafka_NewTopic_set_config(nt[i], "max.message.bytes",
+                                                     copies ? "1179660"
+                                                            : "1048588");
         }
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, nt, (size_t)cnt, NULL, q);
