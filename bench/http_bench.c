@@ -5,7 +5,9 @@
  *
  *   http_bench [MESSAGES] [CONCURRENCY,...] [RUNS]    (20000 1,16,64 3)
  *
- * One process: librdkafka's mock cluster (one broker, 8 partitions), a
+ * One process: librdkafka's mock cluster (one broker, 8 partitions; or the
+ * real cluster in KRETRY_BENCH_BOOTSTRAP, where the topics are created with
+ * unique names and deleted at the end), a
  * small HTTP/1.1 keep-alive server on loopback that answers 204 at once
  * (a thread per connection), the kretry side (an adapter whose handler is
  * the --http handler, handler.thread poll, handler.concurrency C) and the
@@ -131,28 +133,102 @@ static int server_start(void) {
 
 static char bootstrap[256];
 static char (*values)[VALUE];
+/* The source and its chain: "hb" on the mock, unique on a real cluster. */
+static char src[64];
+static char chain[3][80];
+static rd_kafka_t *producer;
+
+/* A real cluster: the chain's topics through the admin API, a tier or DLQ
+ * taking 128 KiB more than its source (what `kretry topology apply` gives
+ * them); or (@p del) their deletion. */
+static int real_topics(rd_kafka_t *rk, int del) {
+        char err[256];
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_NewTopic_t *nt[3];
+        rd_kafka_DeleteTopic_t *dt[3];
+        for (int i = 0; i < 3; i++) {
+                if (del) {
+                        dt[i] = rd_kafka_DeleteTopic_new(chain[i]);
+                        continue;
+                }
+                nt[i] = rd_kafka_NewTopic_new(chain[i], PARTS, -1, err,
+                                              sizeof(err));
+                rd_kafka_NewTopic_set_config(nt[i], "max.message.bytes",
+                                             i ? "1179660" : "1048588");
+        }
+        if (del)
+                rd_kafka_DeleteTopics(rk, dt, 3, NULL, q);
+        else
+                rd_kafka_CreateTopics(rk, nt, 3, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        int rc               = ev && !rd_kafka_event_error(ev) ? 0 : -1;
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        if (del)
+                rd_kafka_DeleteTopic_destroy_array(dt, 3);
+        else
+                rd_kafka_NewTopic_destroy_array(nt, 3);
+        rd_kafka_queue_destroy(q);
+        /* Listed by the broker before the adapter's startup check asks. */
+        for (int tries = 0; !rc && !del && tries < 100; tries++) {
+                const struct rd_kafka_metadata *md = NULL;
+                int found                          = 0;
+                if (!rd_kafka_metadata(rk, 1, NULL, &md, 5000)) {
+                        for (int i = 0; i < md->topic_cnt; i++)
+                                for (int j = 0; j < 3; j++)
+                                        found += !strcmp(md->topics[i].topic,
+                                                         chain[j]) &&
+                                                 md->topics[i].partition_cnt ==
+                                                         PARTS;
+                        rd_kafka_metadata_destroy(md);
+                }
+                if (found == 3)
+                        break;
+                struct timespec ts = {0, 100 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+        }
+        return rc;
+}
 
 static int produce(long n) {
         char err[512];
+        const char *real   = getenv("KRETRY_BENCH_BOOTSTRAP");
         rd_kafka_conf_t *c = rd_kafka_conf_new();
-        rd_kafka_conf_set(c, "test.mock.num.brokers", "1", err, sizeof(err));
+        if (real && *real) {
+                snprintf(bootstrap, sizeof(bootstrap), "%s", real);
+                snprintf(src, sizeof(src), "hb-%d", (int)getpid());
+                rd_kafka_conf_set(c, "bootstrap.servers", real, err,
+                                  sizeof(err));
+        } else {
+                snprintf(src, sizeof(src), "hb");
+                rd_kafka_conf_set(c, "test.mock.num.brokers", "1", err,
+                                  sizeof(err));
+        }
+        snprintf(chain[0], sizeof(chain[0]), "%s", src);
+        snprintf(chain[1], sizeof(chain[1]), "%s.retry.1", src);
+        snprintf(chain[2], sizeof(chain[2]), "%s.dlq", src);
         rd_kafka_conf_set(c, "linger.ms", "5", err, sizeof(err));
         rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
         if (!p)
                 return -1;
+        producer                    = p;
         rd_kafka_mock_cluster_t *mc = rd_kafka_handle_mock_cluster(p);
-        snprintf(bootstrap, sizeof(bootstrap), "%s",
-                 rd_kafka_mock_cluster_bootstraps(mc));
-        rd_kafka_mock_topic_create(mc, "hb", PARTS, 1);
-        rd_kafka_mock_topic_create(mc, "hb.retry.1", PARTS, 1);
-        rd_kafka_mock_topic_create(mc, "hb.dlq", PARTS, 1);
+        if (mc) {
+                snprintf(bootstrap, sizeof(bootstrap), "%s",
+                         rd_kafka_mock_cluster_bootstraps(mc));
+                for (int i = 0; i < 3; i++)
+                        rd_kafka_mock_topic_create(mc, chain[i], PARTS, 1);
+        } else if (real_topics(p, 0)) {
+                fprintf(stderr, "http_bench: cannot create %s\n", src);
+                return -1;
+        }
         values = calloc((size_t)n, VALUE);
         for (long i = 0; i < n; i++) {
                 char key[16];
                 snprintf(key, sizeof(key), "key-%05ld", i % 10000);
                 snprintf(values[i], VALUE, "%015ld", i);
                 memset(values[i] + 15, 'v', VALUE - 15);
-                while (rd_kafka_producev(p, RD_KAFKA_V_TOPIC("hb"),
+                while (rd_kafka_producev(p, RD_KAFKA_V_TOPIC(src),
                                          RD_KAFKA_V_KEY(key, strlen(key)),
                                          RD_KAFKA_V_VALUE(values[i], VALUE),
                                          RD_KAFKA_V_END) ==
@@ -203,14 +279,15 @@ static double kretry_side(const char *url, long n, int conc, int run) {
         o.concurrency = conc;
         if (!(s.http = kretry_http_new(&o, err, sizeof(err))))
                 return -1;
-        snprintf(group, sizeof(group), "hb-k-%d-%d", conc, run);
+        snprintf(group, sizeof(group), "hb-k-%d-%d-%d", (int)getpid(), conc,
+                 run);
         /* As kretry run --http sets it: conc requests open, as many more
          * built and waiting. */
         snprintf(cs, sizeof(cs), "%d", kretry_http_held_max(conc));
         const char *const props[][2] = {
                 {"bootstrap.servers", bootstrap},
                 {"group.id", group},
-                {"source.topic", "hb"},
+                {"source.topic", src},
                 {"retry.tiers", "1s"},
                 {"handler.concurrency", cs},
                 {"handler.thread", "poll"},
@@ -350,5 +427,7 @@ int main(int argc, char **argv) {
                 fflush(stdout);
                 p = strchr(p, ',') ? strchr(p, ',') + 1 : p + strlen(p);
         }
+        if (!rd_kafka_handle_mock_cluster(producer))
+                real_topics(producer, 1);
         return 0;
 }
