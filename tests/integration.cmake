@@ -1,5 +1,7 @@
 kretry_add_suite(it_core TIMEOUT 240 LABELS integration SOURCES it_harness.c)
-kretry_add_suite(it_faults TIMEOUT 480 LABELS integration SOURCES it_harness.c)
+kretry_add_suite(it_faults TIMEOUT 480 LABELS integration SOURCES it_harness.c
+                 SEPARATE test_session_timeout_refused)
+set_tests_properties(it_faults.test_session_timeout_refused PROPERTIES LABELS real)
 add_executable(it_worker it_worker.c)
 target_link_libraries(it_worker PRIVATE kretry_static)
 kretry_add_suite(it_kill TIMEOUT 480 LABELS integration)

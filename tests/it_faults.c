@@ -751,6 +751,29 @@ static void test_tier_not_behind_backlog(void) {
         it_env_destroy(env);
 }
 
+/* A session timeout outside the broker's group.min.session.timeout.ms ..
+ * group.max.session.timeout.ms is refused on every JoinGroup: the adapter
+ * stops with KRETRY_ERR_FATAL, saying which setting, instead of asking
+ * again forever without ever consuming. */
+static void test_session_timeout_refused(void) {
+        it_env_t *env = it_env_new("30ms", 1);
+        kretry_conf_t *conf =
+                it_conf(env, "consumer.session.timeout.ms", "500",
+                        "consumer.heartbeat.interval.ms", "100", NULL);
+        log_clear();
+        kretry_conf_set_log_cb(conf, keep_log, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        kretry_err_t err    = KRETRY_ERR_OK;
+        int64_t deadline    = kt_now_ms() + 15000;
+        while (err == KRETRY_ERR_OK && kt_now_ms() < deadline)
+                err = kretry_adapter_poll(a, 100);
+        KT_ASSERT_INT_EQ(err, KRETRY_ERR_FATAL);
+        KT_CHECK_MSG(log_has("refuses consumer.session.timeout.ms 500"),
+                     CU_FALSE, "log: %s", log_text);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_produce_errors),
@@ -770,6 +793,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_close_cluster_gone_idle),
                 KT_TEST(test_long_handler),
                 KT_TEST(test_tier_not_behind_backlog),
+                KT_TEST(test_session_timeout_refused),
                 KT_END};
         return kt_main("it_faults", tests, argc, argv);
 }

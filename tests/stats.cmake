@@ -10,6 +10,7 @@ target_link_libraries(test_stats_calc PRIVATE PkgConfig::JANSSON m)
 # without one it is reported as skipped, on its own.
 kretry_add_suite(it_stats TIMEOUT 120 LABELS integration
                  SEPARATE test_transactional_source)
+set_tests_properties(it_stats.test_transactional_source PROPERTIES LABELS real)
 target_link_libraries(it_stats PRIVATE PkgConfig::JANSSON)
 add_dependencies(it_stats kretry_cli)
 # The assertion messages format the command's output into a 2 KiB buffer

@@ -551,6 +551,24 @@ static void consumer_error(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
                 a->fatal = 1;
                 return;
         }
+        /* The coordinator refuses the session timeout on every JoinGroup,
+         * and librdkafka would ask again forever without ever joining:
+         * a configuration error, said once and fatal. */
+        if (rkm->err == RD_KAFKA_RESP_ERR_INVALID_SESSION_TIMEOUT) {
+                char ms[32] = "?";
+                size_t size = sizeof(ms);
+                rd_kafka_conf_get(rd_kafka_conf(a->consumer),
+                                  "session.timeout.ms", ms, &size);
+                kretry_log(a, KRETRY_LOG_ERR, "FATAL",
+                           "the group coordinator refuses "
+                           "consumer.session.timeout.ms %s: it must lie "
+                           "within the broker's group.min.session.timeout.ms "
+                           "and group.max.session.timeout.ms (6 s and 30 min "
+                           "by default)",
+                           ms);
+                a->fatal = 1;
+                return;
+        }
         kretry_log(a, KRETRY_LOG_WARNING, "CONSUME", "%s%s%s",
                    rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "",
                    rkm->rkt ? ": " : "", rd_kafka_message_errstr(rkm));

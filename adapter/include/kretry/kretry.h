@@ -595,7 +595,10 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size);
  *
  * @returns KRETRY_ERR_OK, KRETRY_ERR_STOPPED once kretry_adapter_stop() was
  *          called, or KRETRY_ERR_FATAL when the consumer or the producer
- *          raised a fatal error (the reason goes to the log callback; offsets
+ *          raised a fatal error or the group coordinator refused
+ *          consumer.session.timeout.ms (outside the broker's
+ *          group.min/max.session.timeout.ms; the reason goes to the log
+ *          callback; offsets
  *          stay at the last durable outcome); every later call returns it
  *          too. Close or destroy the adapter then.
  */
