@@ -598,9 +598,8 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size);
  *          raised a fatal error or the group coordinator refused
  *          consumer.session.timeout.ms (outside the broker's
  *          group.min/max.session.timeout.ms; the reason goes to the log
- *          callback; offsets
- *          stay at the last durable outcome); every later call returns it
- *          too. Close or destroy the adapter then.
+ *          callback; offsets stay at the last durable outcome); every later
+ *          call returns it too. Close or destroy the adapter then.
  */
 KRETRY_EXPORT kretry_err_t kretry_adapter_poll(kretry_adapter_t *adapter,
                                                int timeout_ms);
