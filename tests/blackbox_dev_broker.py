@@ -6,23 +6,22 @@ consumer group; then SIGTERM must stop it with exit status 0.
 
 usage: blackbox_dev_broker.py PATH/TO/kretry
 Exit 0 on success, 1 on failure, 77 (skipped) when kcat or kafka-python is
-missing. Every step is bounded by a timeout.
+missing, or when KRETRY_TEST_BOOTSTRAP names a real cluster (this tests the
+mock itself). Every step is bounded by a timeout.
 """
 import logging
 import os
-import select
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-SKIP = 77
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bbkafka import SKIP, Broker, check, kcat, mock_only  # noqa: E402
+
 TOPIC = "t"
 PARTITIONS = 3
-# The mock's Nagle stays on; clients turn theirs off (KAFKA-MOCK.md).
-KCAT_X = ["-X", "socket.nagle.disable=true", "-X", "fetch.wait.max.ms=10"]
 
 
 def skip_if_missing():
@@ -35,66 +34,6 @@ def skip_if_missing():
         print("SKIP: kafka-python is not installed (Debian package "
               "python3-kafka)")
         sys.exit(SKIP)
-
-
-class Broker:
-    """`kretry dev-broker` (or another long-running kretry @command whose
-    first stdout line says where it is) as a child process; stderr kept in
-    a file."""
-
-    def __init__(self, cli, args, command="dev-broker", env=None):
-        self.err = tempfile.TemporaryFile()
-        self.command = command
-        self.proc = subprocess.Popen([cli, command] + args,
-                                     stdout=subprocess.PIPE,
-                                     stderr=self.err, env=env)
-        self.bootstrap = self._first_line(10)
-
-    def _first_line(self, timeout):
-        deadline = time.monotonic() + timeout
-        buf = b""
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise AssertionError("kretry %s: no first line within %ds"
-                                     % (self.command, timeout))
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                raise AssertionError("kretry %s exited before its first "
-                                     "line: %s" % (self.command,
-                                                   self.stderr_text()))
-            buf += chunk
-        return buf.split(b"\n", 1)[0].decode()
-
-    def stop(self, sig=signal.SIGTERM, timeout=10):
-        self.proc.send_signal(sig)
-        return self.proc.wait(timeout=timeout)
-
-    def stderr_text(self):
-        self.err.seek(0)
-        return self.err.read().decode(errors="replace")
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    print("ok -", what)
-
-
-def kcat(bootstrap, args, stdin=None):
-    r = subprocess.run(["kcat", "-b", bootstrap] + KCAT_X + args,
-                       input=stdin, capture_output=True, timeout=15)
-    if r.returncode != 0:
-        raise AssertionError("kcat %s failed (%d): %s" %
-                             (" ".join(args), r.returncode,
-                              r.stderr.decode(errors="replace")))
-    return r.stdout.decode()
 
 
 def step_kcat(b):
@@ -229,6 +168,9 @@ def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
+    mock_only("blackbox_dev_broker", "it tests `kretry dev-broker` itself",
+              "nothing replaces it: the real broker is what dev-broker "
+              "imitates, and every other black-box suite runs against it")
     skip_if_missing()
     # kafka-python logs a cancelled fetch on close; only real errors matter.
     logging.basicConfig(level=logging.CRITICAL)

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Black-box tests of `kretry run --http URL` on `kretry dev-broker`, against
+"""Black-box tests of `kretry run --http URL` on `kretry dev-broker` (or the
+real cluster in KRETRY_TEST_BOOTSTRAP, bbkafka.py), against
 a real HTTP server started here (http.server.ThreadingHTTPServer, HTTP/1.1
 keep-alive). kcat produces the input and reads the dead-letter topic back.
 
@@ -44,7 +45,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from blackbox_dev_broker import SKIP, Broker, check, kcat  # noqa: E402
+from bbkafka import SKIP, Cluster, chain, check, kcat  # noqa: E402
 from blackbox_run import MOCK_X  # noqa: E402
 
 BINARY = bytes(range(256)) + b"\r\n\x00end"
@@ -126,15 +127,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 class Run:
-    """kretry run --http against the broker; stderr kept in a file."""
+    """kretry run --http against the cluster @k; stderr kept in a file."""
 
-    def __init__(self, cli, b, group, args, env=None, base=None):
+    def __init__(self, cli, k, group, args, env=None, base=None):
         self.err = tempfile.TemporaryFile()
         if base is None:
-            base = ["--source", "orders", "--group", group, "--jitter", "0"]
+            base = ["--source", k.name("orders"), "--group", k.group(group),
+                    "--jitter", "0"]
         self.proc = subprocess.Popen(
-            [cli, "run", "--bootstrap", b, "--verbose"] + base + MOCK_X +
-            args,
+            [cli, "run", "--bootstrap", k.bootstrap, "--verbose"] + base +
+            MOCK_X + args,
             env=dict(os.environ, **(env or {})), stderr=self.err)
 
     def stop(self):
@@ -160,14 +162,14 @@ def wait_until(cond, timeout, step=0.05):
     return cond()
 
 
-def read_dlq(b, want, timeout):
+def read_dlq(k, want, timeout):
     """The DLQ's copies by key as {key: headers text}, once @want are there
     (or at the timeout)."""
     dlq = {}
 
     def enough():
-        out = kcat(b, ["-C", "-t", "orders.dlq", "-o", "beginning", "-e",
-                       "-f", "%k|%h\\n"])
+        out = kcat(k.bootstrap, ["-C", "-t", k.name("orders.dlq"), "-o",
+                                 "beginning", "-e", "-f", "%k|%h\\n"])
         dlq.clear()
         dlq.update(l.split("|", 1) for l in out.splitlines() if "|" in l)
         return len(dlq) >= want
@@ -175,19 +177,20 @@ def read_dlq(b, want, timeout):
     return dlq
 
 
-def produce_lines(b, lines, partition=0):
-    kcat(b, ["-P", "-t", "orders", "-p", str(partition), "-K", ":"],
+def produce_lines(k, lines, partition=0):
+    kcat(k.bootstrap, ["-P", "-t", k.name("orders"), "-p", str(partition),
+                       "-K", ":"],
          stdin="".join("%s:%s\n" % kv for kv in lines).encode())
 
 
-def produce_file(b, key, value, headers=()):
+def produce_file(k, key, value, headers=()):
     """One message whose value is a file's bytes (binary-safe), with
     @key given as bytes."""
     with tempfile.NamedTemporaryFile() as f:
         f.write(value)
         f.flush()
-        args = [b"kcat", b"-b", b.encode(), b"-P", b"-t", b"orders", b"-p",
-                b"0", b"-k", key]
+        args = [b"kcat", b"-b", k.bootstrap.encode(), b"-P", b"-t",
+                k.name("orders").encode(), b"-p", b"0", b"-k", key]
         for h in headers:
             args += [b"-H", h]
         r = subprocess.run(args + [f.name.encode()], capture_output=True,
@@ -226,23 +229,24 @@ def routes_behave(h, body):
     return 204, [], ""
 
 
-def routes_check_requests(srv, binkey):
+def routes_check_requests(k, srv, binkey):
     ok = srv.by_key("ok")
     check(len(ok) == 1, "ok: one request (%d)" % len(ok))
     h, body, _ = ok[0]
     check(body == b"hello", "ok: the value is the body")
-    want = {"ce-specversion": "1.0", "ce-source": "orders",
+    src = k.name("orders")
+    want = {"ce-specversion": "1.0", "ce-source": src,
             "ce-type": "kretry.message", "kretry-attempt": "1",
-            "kretry-topic": "orders", "kretry-partition": "0",
+            "kretry-topic": src, "kretry-partition": "0",
             "content-type": "application/octet-stream",
             "authorization": "Bearer s3cret-token"}
     bad = {k: h.get(k) for k, v in want.items() if h.get(k) != v}
     check(not bad, "ok: metadata and --http-header headers (%s)" % bad)
     off = h.get("kretry-offset", "")
-    check(off.isdigit() and h.get("ce-id") == "orders/0/" + off and
+    check(off.isdigit() and h.get("ce-id") == src + "/0/" + off and
           h.get("ce-subject") == "0/" + off,
-          "ok: ce-id orders/0/OFFSET, ce-subject 0/OFFSET (%s, %s)" %
-          (h.get("ce-id"), h.get("ce-subject")))
+          "ok: ce-id %s/0/OFFSET, ce-subject 0/OFFSET (%s, %s)" %
+          (src, h.get("ce-id"), h.get("ce-subject")))
     check(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$",
                    h.get("ce-time", "")) is not None,
           "ok: ce-time is RFC 3339 UTC (%s)" % h.get("ce-time"))
@@ -289,18 +293,19 @@ def routes_check_requests(srv, binkey):
 
     s503 = srv.by_key("s503")
     check([r[0]["kretry-attempt"] for r in s503] == ["1", "2"] and
-          s503[1][0]["kretry-topic"] == "orders.retry.1",
-          "503: retried through tier 1, attempt 2 from orders.retry.1")
-    for k in RETRIED:
-        check(len(srv.by_key(k)) == 2, "%s: retried (2 attempts)" % k)
-    for k in FAILED:
-        check(len(srv.by_key(k)) == 1, "%s: not retried" % k)
-    for k, tier in (("after-secs", "orders.retry.2"),
-                    ("after-date", "orders.retry.3")):
-        r = srv.by_key(k)
+          s503[1][0]["kretry-topic"] == k.name("orders.retry.1"),
+          "503: retried through tier 1, attempt 2 from %s" %
+          k.name("orders.retry.1"))
+    for key in RETRIED:
+        check(len(srv.by_key(key)) == 2, "%s: retried (2 attempts)" % key)
+    for key in FAILED:
+        check(len(srv.by_key(key)) == 1, "%s: not retried" % key)
+    for key, tier in (("after-secs", k.name("orders.retry.2")),
+                      ("after-date", k.name("orders.retry.3"))):
+        r = srv.by_key(key)
         check(len(r) == 2 and r[1][0]["kretry-topic"] == tier,
               "%s: Retry-After picks %s (%s)" %
-              (k, tier, [x[0]["kretry-topic"] for x in r]))
+              (key, tier, [x[0]["kretry-topic"] for x in r]))
 
 
 def routes_check_dlq(dlq):
@@ -335,13 +340,14 @@ FAILED = ["s400", "s404", "s501", "s302", "s502", "code", "redir"]
 
 
 class Case:
-    """What a mode starts: the broker's bootstrap, the servers and the
-    kretry run it makes through server() and run(); main() reports a
-    failure with kretry run's stderr and stops them all."""
+    """What a mode starts: the cluster (bbkafka.Cluster: its bootstrap, the
+    topic and group names), the servers and the kretry run it makes through
+    server() and run(); main() reports a failure with kretry run's stderr
+    and stops them all."""
 
-    def __init__(self, cli, bootstrap):
+    def __init__(self, cli, k):
         self.cli = cli
-        self.b = bootstrap
+        self.k = k
         self.servers = []
         self.proc = None
 
@@ -350,7 +356,7 @@ class Case:
         return self.servers[-1]
 
     def run(self, group, args, env=None, base=None):
-        self.proc = Run(self.cli, self.b, group, args, env, base)
+        self.proc = Run(self.cli, self.k, group, args, env, base)
         return self.proc
 
     def stop_run(self):
@@ -369,11 +375,12 @@ def mode_routes(c):
     srv = c.server(routes_behave)
     keys = ["ok", "flaky", "after-secs", "after-date"] + RETRIED + FAILED
     binkey = b"\xff\x01k\x80"
-    produce_lines(c.b, [(k, "hello") for k in keys])
+    produce_lines(c.k, [(k, "hello") for k in keys])
     # a null value (kcat -Z: empty is null) and a null key (no delimiter)
-    kcat(c.b, ["-P", "-t", "orders", "-p", "0", "-K", ":", "-Z"],
+    kcat(c.k.bootstrap, ["-P", "-t", c.k.name("orders"), "-p", "0", "-K",
+                         ":", "-Z"],
          stdin=b"nullvalue:\nno-key-line\n")
-    produce_file(c.b, binkey, BINARY,
+    produce_file(c.k, binkey, BINARY,
                  [b"trace=abc-123", b"bad name=x", b"utf8=\xc3\xa9",
                   b"ctl=a\x01b"])
     c.run("bb-http",
@@ -382,10 +389,10 @@ def mode_routes(c):
            "--http-header", "Authorization: Bearer ${TOKEN}",
            "--http-retry-status", "409", "--http-fail-status", "502"],
           env={"TOKEN": "s3cret-token"})
-    dlq = read_dlq(c.b, len(RETRIED + FAILED), 30)
+    dlq = read_dlq(c.k, len(RETRIED + FAILED), 30)
     check(wait_until(lambda: len(srv.by_key("after-date")) >= 2, 15),
           "after-date: answered on its second attempt")
-    routes_check_requests(srv, binkey)
+    routes_check_requests(c.k, srv, binkey)
     routes_check_dlq(dlq)
     check("s3cret-token" not in c.stop_run(),
           "a header value is never logged")
@@ -405,7 +412,7 @@ def conc_behave(h, body):
 def mode_concurrency(c):
     srv = c.server(conc_behave)
     want = len(CONC_KEYS) * CONC_PER_KEY
-    produce_lines(c.b, [(k, "%s-%d" % (k, i)) for i in range(CONC_PER_KEY)
+    produce_lines(c.k, [(k, "%s-%d" % (k, i)) for i in range(CONC_PER_KEY)
                         for k in CONC_KEYS])
     c.run("bb-http-conc", ["--tiers", "100ms", "--concurrency", "4",
                            "-X", "ordering=key", "--http", srv.url])
@@ -438,7 +445,7 @@ def mode_ahead(c):
         gate.wait(20)
         return 204, [], ""
     srv = c.server(behave)
-    produce_lines(c.b, [("a%d" % i, "v%d" % i) for i in range(10)])
+    produce_lines(c.k, [("a%d" % i, "v%d" % i) for i in range(10)])
     run = c.run("bb-http-ahead", ["--tiers", "100ms", "--concurrency", "2",
                                   "-X", "revoke.timeout.ms=300",
                                   "--http", srv.url])
@@ -471,7 +478,7 @@ def free_port():
 def mode_down(c):
     port = free_port()
     keys = ["d%d" % i for i in range(10)]
-    produce_lines(c.b, [(k, k) for k in keys])
+    produce_lines(c.k, [(k, k) for k in keys])
     # Without the breaker, the 10 messages make about 90 attempts in 3 s
     # here (a hop through the 100 ms tier takes ~0.1-0.6 s on the mock).
     run = c.run("bb-http-down",
@@ -486,13 +493,13 @@ def mode_down(c):
     tries = run.stderr_text().count("-> retry tier")
     check(tries <= 12, "3 s down: %d attempts, not one per message and "
           "tier hop" % tries)
-    dlq = read_dlq(c.b, 1, 0)
+    dlq = read_dlq(c.k, 1, 0)
     check(not dlq, "3 s down: nothing dead-lettered (%s)" % sorted(dlq))
     srv = c.server(lambda h, body: (204, [], ""), port)
     check(wait_until(lambda: all(srv.by_key(k) for k in keys), 30),
           "the endpoint back: every message delivered (%d of %d)" %
           (sum(1 for k in keys if srv.by_key(k)), len(keys)))
-    check(not read_dlq(c.b, 1, 0), "nothing in the DLQ")
+    check(not read_dlq(c.k, 1, 0), "nothing in the DLQ")
     m = re.search(r'"breaker_trips":(\d+)', c.stop_run())
     check(m and int(m.group(1)) >= 1,
           "the counters show the breaker's trips (%s)" %
@@ -503,8 +510,8 @@ def mode_down(c):
 
 TOPOLOGY = """
 topologies:
-  - source: orders
-    group: bb-http-topology
+  - source: %s
+    group: %s
     retry: { tiers: [100ms], jitter: 0%% }
     handler:
       http:
@@ -526,13 +533,14 @@ def topo_behave(h, body):
 
 def mode_topology(c):
     srv = c.server(topo_behave)
-    produce_lines(c.b, [("ok", "v1"), ("s503", "v2"), ("slow", "v3")])
+    produce_lines(c.k, [("ok", "v1"), ("s503", "v2"), ("slow", "v3")])
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
-        f.write(TOPOLOGY % srv.url)
+        f.write(TOPOLOGY % (c.k.name("orders"),
+                            c.k.group("bb-http-topology"), srv.url))
         f.flush()
         c.run("bb-http-topology", [], env={"TOKEN": "t0ken"},
               base=["--topology", f.name])
-        dlq = read_dlq(c.b, 2, 30)
+        dlq = read_dlq(c.k, 2, 30)
     ok = srv.by_key("ok")
     check(len(ok) == 1 and ok[0][1] == b"v1", "ok: posted once, its body")
     check(ok[0][0].get("authorization") == "Bearer t0ken" and
@@ -577,7 +585,7 @@ def mode_avro(c):
                "note": "gift" if i % 2 else None} for i in range(6)]
     srv = c.server(lambda h, body: (time.sleep(0.1), (204, [], ""))[1])
     for o in orders:
-        produce_file(c.b, o["order_id"].encode(), avro_encode(o))
+        produce_file(c.k, o["order_id"].encode(), avro_encode(o))
     c.run("bb-http-avro", ["--http", srv.url, "--http-body", "json",
                            "--concurrency", "4",
                            "-X", "value.format=avro",
@@ -633,7 +641,7 @@ def mode_tls(c):
         ctx.verify_mode = ssl.CERT_REQUIRED  # a client certificate too
         ctx.load_verify_locations(os.path.join(d, "ca.pem"))
         srv = c.server(lambda h, body: (204, [], ""), tls=ctx)
-        produce_lines(c.b, [("t1", "v1"), ("t2", "v2")])
+        produce_lines(c.k, [("t1", "v1"), ("t2", "v2")])
         c.run("bb-http-tls", ["--http", srv.url,
                               "--http-ca", os.path.join(d, "ca.pem"),
                               "--http-cert", os.path.join(d, "cli.pem"),
@@ -641,12 +649,12 @@ def mode_tls(c):
         check(wait_until(lambda: srv.by_key("t1") and srv.by_key("t2"), 20),
               "https with the CA and a client certificate: both posted")
         c.stop_run()
-        check(not read_dlq(c.b, 1, 0), "nothing dead-lettered")
+        check(not read_dlq(c.k, 1, 0), "nothing dead-lettered")
         # The same without --http-ca: the server is not trusted.
         c.run("bb-http-tls-noca", ["--http", srv.url, "--max-attempts", "1",
                                    "--http-cert", os.path.join(d, "cli.pem"),
                                    "--http-key", os.path.join(d, "cli.key")])
-        dlq = read_dlq(c.b, 2, 20)
+        dlq = read_dlq(c.k, 2, 20)
         check(all("kretry-error-code=TLS" in dlq.get(k, "")
                   for k in ("t1", "t2")),
               "without the CA: a TLS failure, retried (here exhausted at "
@@ -671,11 +679,8 @@ def main():
         print("SKIP: kcat is not installed (Debian package kcat)")
         return SKIP
     t0 = time.monotonic()
-    topics = ["orders", "orders.retry.1", "orders.retry.2", "orders.retry.3",
-              "orders.dlq"]
-    broker = Broker(sys.argv[1], sum((["--topic", t + ":1"] for t in topics),
-                                     []))
-    c = Case(sys.argv[1], broker.bootstrap)
+    broker = Cluster(chain("orders", 1, 3)).start(sys.argv[1])
+    c = Case(sys.argv[1], broker)
     rc = 0
     try:
         MODES[sys.argv[2]](c)

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Black-box test of `kretry run` on `kretry dev-broker`: a shell handler
+"""Black-box test of `kretry run` on `kretry dev-broker` (or the real
+cluster in KRETRY_TEST_BOOTSTRAP, bbkafka.py): a shell handler
 answers through its exit status; kcat produces the input and reads the
 dead-letter topic back. A key with a NUL byte is produced with kafka-python
 when it is installed.
@@ -16,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from blackbox_dev_broker import SKIP, Broker, check, kcat  # noqa: E402
+from bbkafka import SKIP, Cluster, chain, check, kcat  # noqa: E402
 
 # Decides by key: ok, a retry that succeeds on attempt 3, a permanent
 # failure, one that always retries (exhausted), a crash, and a null key.
@@ -45,8 +46,9 @@ MOCK_X = ["-X", "socket.nagle.disable=true",
           "-X", "consumer.heartbeat.interval.ms=500"]
 
 
-def produce_input(b):
-    kcat(b, ["-P", "-t", "orders", "-p", "0", "-K", ":", "-Z"],
+def produce_input(k):
+    b = k.bootstrap
+    kcat(b, ["-P", "-t", k.name("orders"), "-p", "0", "-K", ":", "-Z"],
          stdin=b"ok:hello\nretry:again\nfail:bad\nalways:x\nsig:y\n"
                b"no-key-line\nnullvalue:\n")
     try:
@@ -55,8 +57,8 @@ def produce_input(b):
         print("# kafka-python missing: NUL-byte key not tried")
         return False
     p = KafkaProducer(bootstrap_servers=b, max_block_ms=5000)
-    p.send("orders", key=b"a\x00b", value=b"nul-key", partition=1).get(
-        timeout=10)
+    p.send(k.name("orders"), key=b"a\x00b", value=b"nul-key",
+           partition=1).get(timeout=10)
     p.close(timeout=5)
     return True
 
@@ -75,14 +77,14 @@ def wait_for(path, want, timeout):
     return lines
 
 
-def check_calls(lines, nul_key):
+def check_calls(k, lines, nul_key):
     def calls(key):
         return [l for l in lines if l.startswith("key=%s " % key)]
     check(len(calls("ok")) == 1, "ok: handled once")
     r = calls("retry")
     check([l.split()[2] for l in r] ==
           ["attempt=1", "attempt=2", "attempt=3"] and "tier=2" in r[2] and
-          "topic=orders.retry.2" in r[2],
+          "topic=%s " % k.name("orders.retry.2") in r[2],
           "exit 75 retries through tier 1 then 2, OK on attempt 3")
     check(len(calls("always")) == 3, "always 75: 3 attempts (max) in all")
     check(len(calls("fail")) == 1 and len(calls("sig")) == 1,
@@ -100,20 +102,20 @@ def check_calls(lines, nul_key):
               "a key with a NUL byte: KRETRY_KEY unset, KRETRY_KEY_HEX whole")
 
 
-def read_dlq(b, want, timeout):
+def read_dlq(k, want, timeout):
     """The DLQ by key, once @want copies are there (or at the timeout)."""
     deadline = time.monotonic() + timeout
     while True:
-        out = kcat(b, ["-C", "-t", "orders.dlq", "-o", "beginning", "-e",
-                       "-f", "%k|%s|%h\\n"])
+        out = kcat(k.bootstrap, ["-C", "-t", k.name("orders.dlq"), "-o",
+                                 "beginning", "-e", "-f", "%k|%s|%h\\n"])
         dlq = {l.split("|")[0]: l for l in out.splitlines() if "|" in l}
         if len(dlq) >= want or time.monotonic() > deadline:
             return dlq
         time.sleep(0.2)
 
 
-def check_dlq(b):
-    dlq = read_dlq(b, 3, 10)
+def check_dlq(k):
+    dlq = read_dlq(k, 3, 10)
     check(sorted(dlq) == ["always", "fail", "sig"],
           "the DLQ holds exactly fail, always and sig (%s)" % sorted(dlq))
     check("kretry-error-code=EXIT_3" in dlq["fail"] and
@@ -127,23 +129,14 @@ def check_dlq(b):
           "killed by SIGKILL: code SIGNAL_9")
 
 
-def chain_topics(partitions, tiers):
-    """dev-broker arguments creating orders, its @tiers tiers and its DLQ
-    with @partitions each: kretry run refuses to start without them."""
-    names = ["orders"] + ["orders.retry.%d" % (n + 1) for n in range(tiers)]
-    args = []
-    for name in names + ["orders.dlq"]:
-        args += ["--topic", "%s:%d" % (name, partitions)]
-    return args
-
-
 class Setup:
     """What a `kretry run` black-box test starts with: the kretry path from
     the command line, @handler_text written as handler.sh beside the log
-    file $LOG it may append to, and a dev-broker with @broker_args. `status`
-    is not None when the test must end at once with it (usage, skip)."""
+    file $LOG it may append to, and a cluster (bbkafka.Cluster) with
+    @topics ({name: partitions}) as `broker`. `status` is not None when the
+    test must end at once with it (usage, skip)."""
 
-    def __init__(self, doc, handler_text, broker_args):
+    def __init__(self, doc, handler_text, topics):
         self.status = None
         if len(sys.argv) != 2:
             print(doc)
@@ -159,12 +152,12 @@ class Setup:
         self.handler = os.path.join(self.tmp.name, "handler.sh")
         with open(self.handler, "w") as f:
             f.write(handler_text)
-        self.broker = Broker(self.cli, broker_args)
+        self.broker = Cluster(topics).start(self.cli)
         self.run_err = tempfile.TemporaryFile()
 
     def cleanup(self, run):
         """Kill what is still running: kretry run (@run, may be None) and
-        the broker."""
+        the broker (or delete the topics from the real cluster)."""
         if run and run.poll() is None:
             run.kill()
             run.wait(timeout=10)
@@ -177,7 +170,7 @@ class Setup:
 
 def main():
     t0 = time.monotonic()
-    s = Setup(__doc__, HANDLER, chain_topics(2, 2))
+    s = Setup(__doc__, HANDLER, chain("orders", 2, 2))
     if s.status is not None:
         return s.status
     cli, log, handler, broker, run_err = (s.cli, s.log, s.handler, s.broker,
@@ -185,10 +178,10 @@ def main():
     run = None
     try:
         b = broker.bootstrap
-        nul_key = produce_input(b)
+        nul_key = produce_input(broker)
         run = subprocess.Popen(
-            [cli, "run", "--bootstrap", b, "--source", "orders",
-             "--group", "bb-run", "--tiers", "200ms,400ms",
+            [cli, "run", "--bootstrap", b, "--source", broker.name("orders"),
+             "--group", broker.group("bb-run"), "--tiers", "200ms,400ms",
              "--max-attempts", "3", "--jitter", "0", "--verbose"] +
             MOCK_X + ["--exec", "exec sh " + handler],
             env=dict(os.environ, LOG=log), stderr=run_err)
@@ -199,14 +192,15 @@ def main():
         lines = wait_for(log, want, 20)
         check(len(lines) >= want, "%d handler calls (want %d)" %
               (len(lines), want))
-        check_calls(lines, nul_key)
-        check_dlq(b)
+        check_calls(broker, lines, nul_key)
+        check_dlq(broker)
         run.send_signal(signal.SIGTERM)
         rc = run.wait(timeout=15)
         check(rc == 0, "SIGTERM stops kretry run with exit 0 (got %d)" % rc)
-        check("orders[0]@2 attempt 1 -> dlq (permanent)" in s.run_stderr(),
+        check("%s[0]@2 attempt 1 -> dlq (permanent)" % broker.name("orders")
+              in s.run_stderr(),
               "--verbose prints one line per routed message")
-        check(broker.stop() == 0, "dev-broker stops with exit 0")
+        broker.check_stop()
     except Exception as e:
         print("FAIL:", e)
         print("--- kretry run stderr ---\n" + s.run_stderr())

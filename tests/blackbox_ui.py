@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Black-box test of `kretry ui`'s HTTP API (docs/ui.md) against a `kretry
-dev-broker` whose DLQ kafka-python seeded: the figures, the DLQ browser's
+dev-broker` (or the real cluster in KRETRY_TEST_BOOTSTRAP, bbkafka.py)
+whose DLQ kafka-python seeded: the figures, the DLQ browser's
 filters and paging, one message, dry-run and real replay with progress,
 export, Prometheus text, and every refusal of the security rules (Host,
 token, origin, methods, sizes, malformed input).
@@ -20,8 +21,8 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ui_seed import (SEEDED, SKIP, UI, Broker, check, get_json,  # noqa: E402
-                     http, seed, source_messages, topology_file)
+from ui_seed import (SEEDED, SKIP, UI, chain, check, get_json,  # noqa: E402
+                     http, seed, source_messages, start_cluster)
 
 TOKEN = "0123456789abcdef-secret"
 
@@ -41,7 +42,7 @@ def q(url, path, **params):
                                      if params else "")
 
 
-def step_figures(url):
+def step_figures(url, k):
     doc = get_json(q(url, "api/topologies", window="500ms"))
     (t,) = doc["topologies"]
     dlq = [x for x in t["topics"] if x["role"] == "dlq"][0]
@@ -60,14 +61,16 @@ def step_figures(url):
     check(status == 200 and h["Content-Type"].startswith("text/plain"),
           "/metrics: %d %s" % (status, h["Content-Type"]))
     check('kretry_topic_waiting_messages{topology="orders",topic='
-          '"orders.dlq",role="dlq"} %d' % SEEDED in text, "metrics:\n" + text)
+          '"%s",role="dlq"} %d' % (k.name("orders.dlq"), SEEDED) in text,
+          "metrics:\n" + text)
     check('kretry_alert_firing{topology="orders",rule="dlq_messages",'
-          'topic="orders.dlq"} 1' in text, "alert metric:\n" + text)
+          'topic="%s"} 1' % k.name("orders.dlq") in text,
+          "alert metric:\n" + text)
     print("ok: figures (%d waiting in the DLQ, alert firing) and metrics"
           % SEEDED)
 
 
-def step_dlq_rate(url, bootstrap):
+def step_dlq_rate(url, k):
     """Messages arriving in the DLQ during the window fire dlq_rate."""
     from kafka import KafkaProducer
     result = {}
@@ -76,13 +79,13 @@ def step_dlq_rate(url, bootstrap):
         result["doc"] = get_json(q(url, "api/topologies", window="3s"))
     th = threading.Thread(target=ask)
     th.start()
-    prod = KafkaProducer(bootstrap_servers=bootstrap)
+    prod = KafkaProducer(bootstrap_servers=k.bootstrap)
     # inside the window: its first snapshot is taken within a second (the
     # server cannot be watched taking it); counted or not, 10 in 3 s is
     # far above the limit of 20 a minute
     time.sleep(1.0)
     for i in range(10):
-        prod.send("orders.dlq", key=b"late", value=b"x", partition=0)
+        prod.send(k.name("orders.dlq"), key=b"late", value=b"x", partition=0)
     prod.flush()
     prod.close()
     th.join(30)
@@ -102,7 +105,7 @@ ORDER = {"order_id": "o-1", "version": 3, "customer": "c-9",
          "note": None}
 
 
-def step_avro(cli, bootstrap, d):
+def step_avro(cli, k, d):
     """A topology with an Avro value: with --show-values the detail
     decodes it with the topology's schema (and says why when it does
     not)."""
@@ -113,19 +116,20 @@ def step_avro(cli, bootstrap, d):
                         "schemas", "examples", "order.avsc")
     path = os.path.join(d, "pay.yaml")
     with open(path, "w") as f:
-        f.write("topologies:\n  - name: pay\n    source: pay\n"
-                "    group: pay-service\n    retry: { tiers: [1s] }\n"
-                "    value: { format: avro, schema: %s, wire: raw }\n" % avsc)
+        f.write("topologies:\n  - name: pay\n    source: %s\n"
+                "    group: %s\n    retry: { tiers: [1s] }\n"
+                "    value: { format: avro, schema: %s, wire: raw }\n"
+                % (k.name("pay"), k.group("pay-service"), avsc))
     with open(avsc) as f:
         schema = avro.schema.parse(f.read())
     buf = io.BytesIO()
     avro.io.DatumWriter(schema).write(ORDER, avro.io.BinaryEncoder(buf))
-    prod = KafkaProducer(bootstrap_servers=bootstrap)
+    prod = KafkaProducer(bootstrap_servers=k.bootstrap)
     for v in (buf.getvalue(), b"not avro at all"):
-        prod.send("pay.dlq", key=b"o-1", value=v, partition=0,
+        prod.send(k.name("pay.dlq"), key=b"o-1", value=v, partition=0,
                   headers=[("kretry-error-class", b"schema")]).get(10)
     prod.close()
-    ui = UI(cli, ["--topology", path, "--bootstrap", bootstrap, "--listen",
+    ui = UI(cli, ["--topology", path, "--bootstrap", k.bootstrap, "--listen",
                   "127.0.0.1:0", "--show-values"])
     try:
         good = get_json(ui.url + "api/dlq/0/0")
@@ -240,7 +244,7 @@ def step_bad_params(url):
     print("ok: malformed parameters, unknown routes and methods refused")
 
 
-def step_bad_posts(url):
+def step_bad_posts(url, k):
     for body, want in [(b"not json", 400), (b"[]", 400), (b"", 400),
                        ({"nosuch": 1}, 400), ({"rate": 0}, 400),
                        ({"rate": "fast"}, 400), ({"dry_run": "yes"}, 400),
@@ -248,7 +252,8 @@ def step_bad_posts(url):
                        ({"rows": [{"partition": 0, "offset": 0}] * 1001}, 400),
                        ({"filter": {"since": "soon"}}, 400),
                        ({"filter": {"nosuch": "x"}}, 400),
-                       ({"to": "orders.dlq"}, 400), ({"to": "tier:3"}, 400),
+                       ({"to": k.name("orders.dlq")}, 400),
+                       ({"to": "tier:3"}, 400),
                        ({"to": "elsewhere"}, 400), ({"topology": 1}, 400),
                        ({"topology": "nosuch"}, 404),
                        (b"{" + b" " * 70000 + b"}", 413)]:
@@ -295,16 +300,16 @@ def post_replay(url, body, want=202, headers=None):
     return json.loads(resp)
 
 
-def step_replay(url, bootstrap, msgs):
+def step_replay(url, k, msgs):
     code = [m for m in msgs if m["code"] == "HTTP_503"]
     job = post_replay(url, {"dry_run": True, "filter": {"code": "HTTP_503"}})
     check(job["state"] == "running" and job["dry_run"] is True and
-          job["target"] == "orders", "dry-run job %r" % job)
+          job["target"] == k.name("orders"), "dry-run job %r" % job)
     final, _ = wait_job(url, job)
     check(final["state"] == "done" and final["replayed"] == len(code) and
           final["read"] == SEEDED and final["total"] == SEEDED,
           "dry run %r" % final)
-    check(source_messages(bootstrap, 0, 1) == [], "a dry run wrote")
+    check(source_messages(k, 0, 1) == [], "a dry run wrote")
     # real replay of two chosen rows, at 4 messages a second: progress
     pick = [msgs[1], msgs[-1]]
     body = {"rows": [{"partition": m["partition"], "offset": m["offset"]}
@@ -319,7 +324,7 @@ def step_replay(url, bootstrap, msgs):
     check(done == sorted(done) and any(s["state"] == "running" and
                                        s["read"] > 0 for s in seen),
           "progress never seen moving: %r" % seen)
-    got = source_messages(bootstrap, 2)
+    got = source_messages(k, 2)
     check(sorted((r.key, r.value) for r in got) ==
           sorted((m["key"], m["value"]) for m in pick),
           "replayed messages %r" % [(r.key, r.value) for r in got])
@@ -369,9 +374,9 @@ def step_export(url, msgs, values):
           (len(recs), "included" if values else "null"))
 
 
-def step_token(cli, path, bootstrap, msgs):
+def step_token(cli, path, k, msgs):
     refused = subprocess.run([cli, "ui", "--topology", path, "--bootstrap",
-                              bootstrap, "--listen", "0.0.0.0:0"],
+                              k.bootstrap, "--listen", "0.0.0.0:0"],
                              capture_output=True, timeout=10)
     check(refused.returncode == 1 and b"refusing to listen on 0.0.0.0:0 "
           b"without a token" in refused.stderr,
@@ -382,7 +387,7 @@ def step_token(cli, path, bootstrap, msgs):
     check(short.returncode == 64 and b"too short" in short.stderr,
           "short token: %d %r" % (short.returncode, short.stderr))
     env = dict(os.environ, KRETRY_UI_TOKEN=TOKEN)
-    ui = UI(cli, ["--topology", path, "--bootstrap", bootstrap,
+    ui = UI(cli, ["--topology", path, "--bootstrap", k.bootstrap,
                   "--listen", "0.0.0.0:0", "--show-values"], env=env)
     try:
         port = ui.url.rstrip("/").rsplit(":", 1)[1]
@@ -427,29 +432,32 @@ def main():
     cli = sys.argv[1]
     skip_if_missing()
     d = tempfile.mkdtemp(prefix="kretry-ui-")
-    path = topology_file(d)
-    broker = Broker(cli, ["--topology", path])
+    # the pay topology of step_avro: on dev-broker its DLQ is auto-created
+    broker, path = start_cluster(cli, d, chain("pay", 1, 1))
     ui = None
     try:
-        msgs = seed(broker.bootstrap)
+        msgs = seed(broker)
         ui = UI(cli, ["--topology", path, "--bootstrap", broker.bootstrap,
                       "--listen", "127.0.0.1:0"])
         check(ui.url.startswith("http://127.0.0.1:"), "URL %r" % ui.url)
-        step_figures(ui.url)
+        step_figures(ui.url, broker)
         step_browse(ui.url, msgs)
         step_message(ui.url, msgs)
         step_bad_params(ui.url)
-        step_bad_posts(ui.url)
+        step_bad_posts(ui.url, broker)
         step_export(ui.url, msgs, False)
-        step_replay(ui.url, broker.bootstrap, msgs)
+        step_replay(ui.url, broker, msgs)
         log = ui.stderr_text()
-        check("replay 2 started: chosen rows of topology orders into orders"
-              in log and "replay 2 done: 2 messages replayed to orders (12 "
-              "read from orders.dlq)" in log, "no record of the replay in "
-              "the log:\n" + log)
-        step_token(cli, path, broker.bootstrap, msgs)
-        step_dlq_rate(ui.url, broker.bootstrap)
-        step_avro(cli, broker.bootstrap, d)
+        src, dlq = broker.name("orders"), broker.name("orders.dlq")
+        started = "replay 2 started: chosen rows of topology orders into " \
+            + src
+        done = "replay 2 done: 2 messages replayed to %s (12 read from " \
+            "%s)" % (src, dlq)
+        check(started in log and done in log,
+              "no record of the replay in the log:\n" + log)
+        step_token(cli, path, broker, msgs)
+        step_dlq_rate(ui.url, broker)
+        step_avro(cli, broker, d)
         check(ui.stop() == 0, "SIGTERM: exit status")
         return 0
     except AssertionError as e:

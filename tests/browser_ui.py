@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The kretry ui page in a real browser: headless Chromium (Debian's
-chromium) loads it from `kretry ui` on a seeded `kretry dev-broker`, runs
+chromium) loads it from `kretry ui` on a seeded `kretry dev-broker` (or the
+real cluster in KRETRY_TEST_BOOTSTRAP, bbkafka.py), runs
 its JavaScript, and the rendered DOM (--dump-dom) must show every seeded
 DLQ row and the overview's figures and alert; once more with a token given
 in the URL, as an operator opens a token-protected server; and driven as an
@@ -21,8 +22,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ui_seed import (SEEDED, SKIP, UI, Broker, Chrome, check,  # noqa: E402
-                     seed, source_messages, topology_file)
+from ui_seed import (SEEDED, SKIP, UI, Chrome, check,  # noqa: E402
+                     seed, source_messages, start_cluster)
 
 TOKEN = "page-token-0123456789"
 WIDTH, HEIGHT = 1280, 1700
@@ -101,7 +102,7 @@ def cells(node):
             if not isinstance(x, str) and x["tag"] == "td"]
 
 
-def check_page(dom, msgs, what, values=False):
+def check_page(dom, k, msgs, what, values=False):
     check(dom.states.get("overview") == "ready" and
           dom.states.get("browser") == "ready",
           "%s: sections not loaded: %r (error: %r)"
@@ -114,14 +115,15 @@ def check_page(dom, msgs, what, values=False):
     first = cells(dom.rows[0])
     check(first[1:7] == ["0", "0", want[0], msgs[0]["class"], msgs[0]["code"],
                          msgs[0]["error"]], "%s: first row %r" % (what, first))
-    dlq = dom.topics.get("orders.dlq")
-    check(dlq is not None, "%s: no orders.dlq in the overview" % what)
+    dlq_name, src_name = k.name("orders.dlq"), k.name("orders")
+    dlq = dom.topics.get(dlq_name)
+    check(dlq is not None, "%s: no %s in the overview" % (what, dlq_name))
     row = cells(dlq)
     # topic, role, parts, waiting, oldest age, arrival, consume, drain
-    check(row[:4] == ["orders.dlq", "dlq", "2", str(SEEDED)] and
+    check(row[:4] == [dlq_name, "dlq", "2", str(SEEDED)] and
           row[4].startswith("2h"), "%s: DLQ figures %r" % (what, row))
-    src = cells(dom.topics["orders"])
-    check(src[:4] == ["orders", "source", "2", "0"], "%s: source %r"
+    src = cells(dom.topics[src_name])
+    check(src[:4] == [src_name, "source", "2", "0"], "%s: source %r"
           % (what, src))
     check(dom.alerts.get("dlq_messages") == ["alert"] and
           dom.alerts.get("dlq_rate") == ["ok"], "%s: alerts %r"
@@ -139,11 +141,12 @@ def check_page(dom, msgs, what, values=False):
           "%s: paging %r" % (what, text(dom.ids["page-info"])))
 
 
-def check_detail(dom, m, values, what):
+def check_detail(dom, k, m, values, what):
     check(dom.states.get("detail") == "ready",
           "%s: the linked message did not open: %r" % (what, dom.states))
     title = text(dom.ids["detail-title"])
-    check(title == "orders.dlq [%d] @%d" % (m["partition"], m["offset"]),
+    check(title == "%s [%d] @%d" % (k.name("orders.dlq"), m["partition"],
+                                    m["offset"]),
           "%s: detail title %r" % (what, title))
     headers = text(dom.ids["detail-headers"])
     check("kretry-error-code" + m["code"] in headers and
@@ -162,7 +165,7 @@ def check_detail(dom, m, values, what):
               "%s: value shown without --show-values: %r" % (what, value))
 
 
-def step_replay_in_page(binary, profile, ui, bootstrap, msgs):
+def step_replay_in_page(binary, profile, ui, k, msgs):
     """An operator's replay: tick two rows, dry run, replay, watch it end."""
     c = Chrome(binary, profile)
     try:
@@ -181,9 +184,10 @@ def step_replay_in_page(binary, profile, ui, bootstrap, msgs):
         status = c.wait('(() => { const s = document.getElementById('
                         '"replay-status"); return s.dataset.state === "done"'
                         ' && s.textContent; })()')
-        check(status == "2 messages would be replayed into orders (%d of %d "
-              "read), done" % (SEEDED, SEEDED), "dry run: %r" % status)
-        check(source_messages(bootstrap, 0, 1) == [], "the dry run wrote")
+        check(status == "2 messages would be replayed into %s (%d of %d "
+              "read), done" % (k.name("orders"), SEEDED, SEEDED),
+              "dry run: %r" % status)
+        check(source_messages(k, 0, 1) == [], "the dry run wrote")
         check(not c.js('document.getElementById("run").disabled'),
               "the dry run did not enable the replay")
         c.js('window.confirm = () => true;'
@@ -192,15 +196,16 @@ def step_replay_in_page(binary, profile, ui, bootstrap, msgs):
         status = c.wait('(() => { const s = document.getElementById('
                         '"replay-status"); return s.dataset.state === "done"'
                         ' && s.textContent; })()')
-        check(status == "2 messages replayed into orders (%d of %d read), "
-              "done" % (SEEDED, SEEDED), "replay: %r" % status)
+        check(status == "2 messages replayed into %s (%d of %d read), "
+              "done" % (k.name("orders"), SEEDED, SEEDED),
+              "replay: %r" % status)
         bar = c.js('(() => { const b = document.getElementById('
                    '"replay-progress"); return [b.hidden, b.value, b.max];'
                    ' })()')
         check(bar == [False, SEEDED, SEEDED], "progress bar %r" % bar)
     finally:
         c.close()
-    got = source_messages(bootstrap, 2)
+    got = source_messages(k, 2)
     check(sorted((r.key, r.value) for r in got) ==
           sorted((m["key"], m["value"]) for m in pick),
           "replayed %r" % [(r.key, r.value) for r in got])
@@ -229,19 +234,18 @@ def main():
               "package python3-kafka)")
         return SKIP
     d = tempfile.mkdtemp(prefix="kretry-browser-")
-    path = topology_file(d)
-    broker = Broker(cli, ["--topology", path])
+    broker, path = start_cluster(cli, d)
     uis = []
     try:
-        msgs = seed(broker.bootstrap)
+        msgs = seed(broker)
         uis.append(UI(cli, ["--topology", path, "--bootstrap",
                             broker.bootstrap, "--listen", "127.0.0.1:0"]))
         m = msgs[-1]
         link = "#message=%d:%d" % (m["partition"], m["offset"])
         dom = Dom(chrome(binary, os.path.join(d, "p1"), ["--dump-dom"],
                          uis[0].url + link))
-        check_page(dom, msgs, "loopback")
-        check_detail(dom, m, False, "loopback")
+        check_page(dom, broker, msgs, "loopback")
+        check_detail(dom, broker, m, False, "loopback")
         print("ok: the page shows %d rows, the DLQ's figures, its alerts, "
               "and the linked message without its value" % len(dom.rows))
         os.makedirs(artefacts, exist_ok=True)
@@ -258,13 +262,13 @@ def main():
                             "--show-values"], env=env))
         dom = Dom(chrome(binary, os.path.join(d, "p3"), ["--dump-dom"],
                          uis[1].url + "?token=" + TOKEN + link))
-        check_page(dom, msgs, "with a token", values=True)
-        check_detail(dom, m, True, "with a token")
+        check_page(dom, broker, msgs, "with a token", values=True)
+        check_detail(dom, broker, m, True, "with a token")
         print("ok: with ?token= the page loads its data with the token; "
               "--show-values shows the value")
         # last: the replay moves the DLQ's figures (its progress)
-        step_replay_in_page(binary, os.path.join(d, "p4"), uis[0],
-                            broker.bootstrap, msgs)
+        step_replay_in_page(binary, os.path.join(d, "p4"), uis[0], broker,
+                            msgs)
         print("ok: in the page, two ticked rows: a dry run counts 2, the "
               "replay writes them with its progress bar full")
         for ui in uis:

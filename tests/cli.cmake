@@ -17,8 +17,13 @@ target_link_libraries(test_http_rules PRIVATE PkgConfig::CURL)
 # As above: the verdict's 4 KiB message in a 2 KiB assertion message.
 target_compile_options(test_http_rules PRIVATE -Wno-format-truncation)
 
+# The black-box suites below start their own kretry dev-broker; with
+# KRETRY_TEST_BOOTSTRAP=HOST:PORT in the environment they run on that real
+# cluster instead, on topics and groups of their own (tests/bbkafka.py), and
+# those that only the mock can run exit 77 with a "SKIPPED:" line saying why.
+
 # kretry dev-broker against independent clients (kcat, kafka-python); exits
-# 77 (skipped) when either is missing.
+# 77 (skipped) when either is missing, and on a real cluster.
 if(EXISTS /usr/bin/python3)
   add_test(NAME blackbox_dev_broker
            COMMAND /usr/bin/python3
@@ -78,7 +83,7 @@ add_test(NAME cli_http_bad_url
 set_tests_properties(cli_http_bad_url PROPERTIES LABELS cli)
 
 # kretry run's shutdown stays bounded when the broker dies with the SIGTERM;
-# needs kcat (77 when it is missing).
+# needs kcat (77 when it is missing) and the mock (77 on a real cluster).
 if(EXISTS /usr/bin/python3)
   add_test(NAME blackbox_shutdown
            COMMAND /usr/bin/python3

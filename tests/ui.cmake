@@ -1,6 +1,7 @@
 # kretry ui: its request rules as a unit suite, its HTTP API as a black-box
 # test against kretry dev-broker (kafka-python seeds the DLQ; python3-avro
-# reads the export), and its page in headless Chromium.
+# reads the export), and its page in headless Chromium; both on the real
+# cluster in KRETRY_TEST_BOOTSTRAP when it is set (tests/bbkafka.py).
 kretry_add_suite(test_ui_http LABELS unit
                  SOURCES ${PROJECT_SOURCE_DIR}/adapter/ui/ui_http.c)
 target_include_directories(test_ui_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui)

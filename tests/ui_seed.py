@@ -1,7 +1,7 @@
-"""What the kretry ui tests share: a dev-broker with a topology whose DLQ
-is seeded with known messages (kafka-python, an independent client), a
-`kretry ui` process, and HTTP requests that return the status instead of
-raising.
+"""What the kretry ui tests share: a dev-broker (or the real cluster in
+KRETRY_TEST_BOOTSTRAP, bbkafka.py) with a topology whose DLQ is seeded with
+known messages (kafka-python, an independent client), a `kretry ui`
+process, and HTTP requests that return the status instead of raising.
 """
 import json
 import os
@@ -12,15 +12,15 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from blackbox_dev_broker import SKIP, Broker  # noqa: E402,F401
+from bbkafka import SKIP, Broker, Cluster, chain  # noqa: E402,F401
 
 TOPOLOGY = """\
 kafka:
   socket.nagle.disable: "true"
 topologies:
   - name: orders
-    source: orders
-    group: orders-service
+    source: %s
+    group: %s
     retry:
       tiers: [1s, 10s]
     topics:
@@ -64,9 +64,18 @@ def seeded():
     return sorted(msgs, key=lambda m: (m["partition"], m["offset"]))
 
 
-def seed(bootstrap):
+def start_cluster(cli, d, extra=None):
+    """The cluster of a ui test (bbkafka.Cluster) with the topology's
+    chain (and @extra topics) and the topology file written in @d for it:
+    (cluster, path). dev-broker creates the chain from the file."""
+    k = Cluster(dict(chain("orders", 2, 2), **(extra or {})))
+    path = topology_file(d, k)
+    return k.start(cli, ["--topology", path]), path
+
+
+def seed(k):
     from kafka import KafkaProducer
-    prod = KafkaProducer(bootstrap_servers=bootstrap)
+    prod = KafkaProducer(bootstrap_servers=k.bootstrap)
     msgs = seeded()
     for m in msgs:
         h = [("kretry-error-class", m["class"].encode()),
@@ -75,23 +84,25 @@ def seed(bootstrap):
              ("kretry-attempt", b"3"),
              ("kretry-first-failure-ts", str(m["first"]).encode()),
              ("kretry-last-failure-ts", str(m["ts"]).encode()),
-             ("kretry-original-topic", b"orders"),
+             ("kretry-original-topic", k.name("orders").encode()),
              ("kretry-original-partition", str(m["partition"]).encode()),
              ("kretry-original-offset", str(100 + m["i"]).encode()),
-             ("kretry-group", b"orders-service"),
+             ("kretry-group", k.group("orders-service").encode()),
              ("trace", b"t%d" % m["i"])]
-        prod.send("orders.dlq", key=m["key"], value=m["value"], headers=h,
-                  partition=m["partition"], timestamp_ms=m["ts"]).get(10)
+        prod.send(k.name("orders.dlq"), key=m["key"], value=m["value"],
+                  headers=h, partition=m["partition"],
+                  timestamp_ms=m["ts"]).get(10)
     prod.flush()
     prod.close()
     return msgs
 
 
-def source_messages(bootstrap, want, timeout=15):
+def source_messages(k, want, timeout=15):
     from kafka import KafkaConsumer, TopicPartition
-    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+    c = KafkaConsumer(bootstrap_servers=k.bootstrap, enable_auto_commit=False,
                       auto_offset_reset="earliest", group_id=None)
-    c.assign([TopicPartition("orders", 0), TopicPartition("orders", 1)])
+    src = k.name("orders")
+    c.assign([TopicPartition(src, 0), TopicPartition(src, 1)])
     got, deadline = [], time.monotonic() + timeout
     while len(got) < want and time.monotonic() < deadline:
         for recs in c.poll(timeout_ms=200).values():
@@ -103,10 +114,10 @@ def source_messages(bootstrap, want, timeout=15):
     return got
 
 
-def topology_file(d):
+def topology_file(d, k):
     path = os.path.join(d, "orders.yaml")
     with open(path, "w") as f:
-        f.write(TOPOLOGY)
+        f.write(TOPOLOGY % (k.name("orders"), k.group("orders-service")))
     return path
 
 

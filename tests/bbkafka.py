@@ -1,0 +1,279 @@
+"""The broker the black-box tests run against, and what they share to talk
+to it.
+
+By default every test starts its own `kretry dev-broker` (librdkafka's mock
+cluster in a child process) with fixed topic names. With
+KRETRY_TEST_BOOTSTRAP=HOST:PORT set, no dev-broker is started: the topics a
+test needs are created on that real cluster through the admin API
+(kafka-python) under unique names, "orders-<pid>-<ms>-<n>" with its
+".retry.N" tiers and ".dlq", waited for until the cluster's metadata lists
+them with a leader for every partition, and deleted when the test ends.
+Consumer groups get the same unique suffix there. A test names topics and
+groups by their fixed (logical) names and asks Cluster.name / .group for
+the ones to use: on dev-broker they are the same.
+
+Tests that only the mock can run call mock_only(): on a real cluster they
+exit 77 with a line starting "SKIPPED:" that says why.
+"""
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+ENV = "KRETRY_TEST_BOOTSTRAP"
+# The mock's Nagle stays on; clients turn theirs off (KAFKA-MOCK.md).
+KCAT_X = ["-X", "socket.nagle.disable=true", "-X", "fetch.wait.max.ms=10"]
+# Every test topic on a real cluster takes values up to 8 MiB, as the C
+# suites' (tests/testutil.c): above Kafka's default of 1 MiB; a tier or a
+# DLQ 128 KiB more for kretry's headers (KRETRY_COPY_HEADROOM, what
+# `kretry topology apply` gives them), or kretry run warns at start.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+COPY_HEADROOM = 128 * 1024
+
+
+def max_message_bytes(topic):
+    copies = ".retry." in topic or topic.endswith(".dlq")
+    return MAX_MESSAGE_BYTES + (COPY_HEADROOM if copies else 0)
+
+
+def real_bootstrap():
+    """The real cluster's bootstrap servers, or None (dev-broker)."""
+    return os.environ.get(ENV) or None
+
+
+def mock_only(suite, why, instead):
+    """On a real cluster: say why @suite needs the mock cluster and what
+    covers the same promise there (@instead), and exit 77."""
+    if real_bootstrap():
+        print("SKIPPED: %s needs the mock cluster (%s); on real Kafka: %s"
+              % (suite, why, instead))
+        sys.exit(SKIP)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok -", what)
+
+
+def kcat(bootstrap, args, stdin=None):
+    r = subprocess.run(["kcat", "-b", bootstrap] + KCAT_X + args,
+                       input=stdin, capture_output=True, timeout=15)
+    if r.returncode != 0:
+        raise AssertionError("kcat %s failed (%d): %s" %
+                             (" ".join(args), r.returncode,
+                              r.stderr.decode(errors="replace")))
+    return r.stdout.decode()
+
+
+class Broker:
+    """`kretry dev-broker` (or another long-running kretry @command whose
+    first stdout line says where it is) as a child process; stderr kept in
+    a file."""
+
+    def __init__(self, cli, args, command="dev-broker", env=None):
+        self.err = tempfile.TemporaryFile()
+        self.command = command
+        self.proc = subprocess.Popen([cli, command] + args,
+                                     stdout=subprocess.PIPE,
+                                     stderr=self.err, env=env)
+        self.bootstrap = self._first_line(10)
+
+    def _first_line(self, timeout):
+        deadline = time.monotonic() + timeout
+        buf = b""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise AssertionError("kretry %s: no first line within %ds"
+                                     % (self.command, timeout))
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise AssertionError("kretry %s exited before its first "
+                                     "line: %s" % (self.command,
+                                                   self.stderr_text()))
+            buf += chunk
+        return buf.split(b"\n", 1)[0].decode()
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=timeout)
+
+    def stderr_text(self):
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def chain(base, partitions, tiers):
+    """{topic: partitions} for the source @base, its @tiers tier topics
+    and its DLQ, @partitions each (kretry's default names)."""
+    names = [base] + ["%s.retry.%d" % (base, n + 1) for n in range(tiers)]
+    return {t: partitions for t in names + [base + ".dlq"]}
+
+
+def dev_broker_args(topics):
+    """dev-broker --topic arguments creating @topics ({name: partitions})."""
+    args = []
+    for name, parts in topics.items():
+        args += ["--topic", "%s:%d" % (name, parts)]
+    return args
+
+
+_seq = [0]
+
+
+class Cluster:
+    """The cluster of one test: @topics ({logical name: partitions}) are
+    what it needs. Names are fixed at construction (a topology file can be
+    written with them); start() starts dev-broker (with @dev_args, by
+    default one --topic per topic) or creates the topics on the real
+    cluster and waits until its metadata lists them."""
+
+    def __init__(self, topics):
+        self.real = real_bootstrap()
+        self.topics = dict(topics)
+        self.broker = None
+        self.bootstrap = self.real
+        self.created = []
+        _seq[0] += 1
+        self.suffix = "-%d-%d-%d" % (os.getpid(),
+                                     int(time.time() * 1000) % 100000000,
+                                     _seq[0]) if self.real else ""
+
+    def name(self, logical):
+        """The topic to use for @logical ("orders", "orders.retry.2"): the
+        same on dev-broker, the source's unique name and the same tail on a
+        real cluster."""
+        base, dot, rest = logical.partition(".")
+        return base + self.suffix + dot + rest
+
+    def group(self, logical):
+        return logical + self.suffix
+
+    def start(self, cli, dev_args=None, timeout=30):
+        if not self.real:
+            self.broker = Broker(cli, dev_broker_args(self.topics)
+                                 if dev_args is None else dev_args)
+            self.bootstrap = self.broker.bootstrap
+            return self
+        try:
+            from kafka import KafkaAdminClient
+            from kafka.admin import NewTopic
+        except ImportError:
+            print("SKIPPED: %s=%s: kafka-python creates the topics on a "
+                  "real cluster and is not installed (Debian package "
+                  "python3-kafka)" % (ENV, self.real))
+            sys.exit(SKIP)
+        want = {self.name(t): p for t, p in self.topics.items()}
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.real,
+                                     request_timeout_ms=timeout * 1000)
+            try:
+                self.created = sorted(want)
+                resp = admin.create_topics(
+                    [NewTopic(n, p, 1, topic_configs={
+                        "max.message.bytes": str(max_message_bytes(n))})
+                     for n, p in sorted(want.items())],
+                    timeout_ms=timeout * 1000)
+                errs = [t for t in resp.topic_errors if t[1]]
+                if errs:
+                    raise AssertionError("CreateTopics on %s: %s"
+                                         % (self.real, errs))
+            finally:
+                admin.close()
+            self._await_metadata(want, timeout)
+        except BaseException:
+            self._delete()  # the test that would delete them never starts
+            raise
+        return self
+
+    def _await_metadata(self, want, timeout):
+        """Until librdkafka (kcat, as kretry) sees every topic of @want
+        with its partition count and a leader for each partition: a topic
+        appears in a broker's metadata a moment after CreateTopics."""
+        deadline = time.monotonic() + timeout
+        missing = sorted(want)
+        while True:
+            missing = [n for n in missing
+                       if not self._listed(n, want[n])]
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError("%s: topics not in the metadata after "
+                                     "%ds: %s" % (self.real, timeout,
+                                                  missing))
+            time.sleep(0.1)
+
+    def _listed(self, name, parts):
+        r = subprocess.run(["kcat", "-b", self.real, "-L", "-t", name],
+                           capture_output=True, timeout=15)
+        if r.returncode != 0:
+            return False
+        out = r.stdout.decode(errors="replace")
+        led = [l for l in out.splitlines()
+               if l.strip().startswith("partition ") and
+               "leader -1" not in l and "Err" not in l]
+        return ('topic "%s" with %d partitions' % (name, parts) in out and
+                "error" not in out and len(led) == parts)
+
+    def stop(self):
+        """Stops dev-broker (its exit status) or deletes the topics from
+        the real cluster (0 when they are gone)."""
+        if self.broker:
+            return self.broker.stop()
+        return 0 if self._delete() else 1
+
+    @property
+    def stop_what(self):
+        return "dev-broker stops with exit 0" if not self.real else \
+            "the run's topics are deleted from %s" % self.real
+
+    def check_stop(self):
+        check(self.stop() == 0, self.stop_what)
+
+    def kill(self):
+        """What the test leaves: dev-broker killed, or the topics deleted
+        (every exit path calls this)."""
+        if self.broker:
+            self.broker.kill()
+        else:
+            self._delete()
+
+    def _delete(self):
+        if not self.created:
+            return True
+        from kafka import KafkaAdminClient
+        names, self.created = self.created, []
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.real)
+            try:
+                resp = admin.delete_topics(names, timeout_ms=30000)
+            finally:
+                admin.close()
+        except Exception as e:  # noqa: BLE001 - reported, not fatal here
+            print("# deleting %s: %s" % (names, e))
+            return False
+        errs = [t for t in resp.topic_error_codes if t[1]]
+        if errs:
+            print("# DeleteTopics: %s" % errs)
+        return not errs
+
+    def stderr_text(self):
+        if self.broker:
+            return self.broker.stderr_text()
+        return "(real cluster %s: no dev-broker)" % self.real
+
+    def kill_broker(self):
+        """Takes the broker down at once: only the mock's can be."""
+        assert self.broker, "only dev-broker can be killed by a test"
+        self.broker.proc.kill()
