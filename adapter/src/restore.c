@@ -135,19 +135,61 @@ static int64_t range(kretry_adapter_t *a,
         }
 }
 
+/* One logical offset of a partition (@p which: RD_KAFKA_OFFSET_BEGINNING
+ * or RD_KAFKA_OFFSET_END, which ListOffsets takes as timestamps), waiting
+ * @p timeout_ms at most. */
+static rd_kafka_resp_err_t logical_offset(rd_kafka_t *rk,
+                                          const rd_kafka_topic_partition_t *tp,
+                                          int64_t which,
+                                          int64_t *out,
+                                          int timeout_ms) {
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, tp->topic, tp->partition)->offset =
+                which;
+        rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, l, timeout_ms);
+        if (!err)
+                err = l->elems[0].err;
+        if (!err && l->elems[0].offset < 0)
+                err = RD_KAFKA_RESP_ERR__NO_OFFSET;
+        *out = l->elems[0].offset;
+        rd_kafka_topic_partition_list_destroy(l);
+        return err;
+}
+
 /* A partition's watermarks, asked again until @p deadline: one without a
- * leader (a broker restarting) is answered at once with an error. */
+ * leader (a broker restarting) is answered at once with an error.
+ *
+ * Not rd_kafka_query_watermark_offsets(): before librdkafka 2.3.0 it ignores
+ * its timeout and waits while the partition's leader is down, for as long
+ * as that broker stays down, even after the leadership moved (librdkafka
+ * #2588, fixed by #4460): a SIGKILLed broker held a rebalance here past
+ * restore.timeout.ms until it was restarted. rd_kafka_offsets_for_times()
+ * keeps its timeout; each try is capped at 2 s and followed by a metadata
+ * request for the topic, so that the next try goes to a moved leader. */
 static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk,
                                       const rd_kafka_topic_partition_t *tp,
                                       int64_t *lo,
                                       int64_t *hi,
                                       int64_t deadline) {
         for (;;) {
-                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
-                        rk, tp->topic, tp->partition, lo, hi,
-                        kretry_left_ms(deadline, -1));
+                rd_kafka_resp_err_t err =
+                        logical_offset(rk, tp, RD_KAFKA_OFFSET_BEGINNING, lo,
+                                       kretry_left_ms(deadline, 2000));
+                if (!err)
+                        err = logical_offset(rk, tp, RD_KAFKA_OFFSET_END, hi,
+                                             kretry_left_ms(deadline, 2000));
+                if (!err || !kretry_left_ms(deadline, -1))
+                        return err;
+                const struct rd_kafka_metadata *md = NULL;
+                rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, tp->topic, NULL);
+                if (rkt && !rd_kafka_metadata(rk, 0, rkt, &md,
+                                              kretry_left_ms(deadline, 2000)))
+                        rd_kafka_metadata_destroy(md);
+                if (rkt)
+                        rd_kafka_topic_destroy(rkt);
                 int left = kretry_left_ms(deadline, 100);
-                if (!err || !left)
+                if (!left)
                         return err;
                 struct timespec ts = {0, left * 1000000L};
                 nanosleep(&ts, NULL);
