@@ -97,10 +97,8 @@ bootstrap() {
         n=$(nodes)
         [ "$n" -gt 0 ] || die "no cluster in $dir (scripts/kafka.sh start)"
         b=""
-        i=1
-        while [ "$i" -le "$n" ]; do
+        for i in $(seq "$n"); do
                 b="$b${b:+,}127.0.0.1:$(client_port "$i")"
-                i=$((i + 1))
         done
         echo "$b"
 }
@@ -114,10 +112,8 @@ bootstrap() {
 write_config() {
         i=$1 n=$2
         voters=""
-        j=1
-        while [ "$j" -le "$n" ]; do
+        for j in $(seq "$n"); do
                 voters="$voters${voters:+,}$j@127.0.0.1:$(controller_port "$j")"
-                j=$((j + 1))
         done
         rf=1 isr=1
         if [ "$n" -ge 3 ]; then
@@ -260,10 +256,8 @@ start() {
         esac
         if [ "$(nodes)" -gt 0 ]; then
                 running=0
-                i=1
-                while [ "$i" -le "$(nodes)" ]; do
+                for i in $(seq "$(nodes)"); do
                         if alive "$i"; then running=$((running + 1)); fi
-                        i=$((i + 1))
                 done
                 if [ "$running" -gt 0 ] && [ "$(nodes)" -ne "$n" ]; then
                         die "a cluster of $(nodes) nodes runs in $dir: stop it first"
@@ -280,17 +274,13 @@ start() {
         [ -f "$dir/cluster.id" ] ||
                 head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$dir/cluster.id"
         write_log_config
-        i=1
-        while [ "$i" -le "$n" ]; do
+        for i in $(seq "$n"); do
                 write_config "$i" "$n"
                 [ -f "$dir/node$i/data/meta.properties" ] || format_node "$i"
                 launch_node "$i"
-                i=$((i + 1))
         done
-        i=1
-        while [ "$i" -le "$n" ]; do
+        for i in $(seq "$n"); do
                 wait_node "$i"
-                i=$((i + 1))
         done
         bootstrap
 }
@@ -332,16 +322,12 @@ kill_node() {
 
 stop_all() {
         n=$(nodes)
-        i=1
-        while [ "$i" -le "$n" ]; do
+        for i in $(seq "$n"); do
                 p=$(pid_of "$i")
                 if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null || true; fi
-                i=$((i + 1))
         done
-        i=1
-        while [ "$i" -le "$n" ]; do
+        for i in $(seq "$n"); do
                 term_node "$i"
-                i=$((i + 1))
         done
         rm -rf "$dir"
 }
@@ -353,15 +339,13 @@ status() {
                 return 1
         }
         up=0
-        i=1
-        while [ "$i" -le "$n" ]; do
+        for i in $(seq "$n"); do
                 if alive "$i"; then
                         echo "node $i: running, pid $(pid_of "$i"), 127.0.0.1:$(client_port "$i")"
                         up=$((up + 1))
                 else
                         echo "node $i: stopped, 127.0.0.1:$(client_port "$i")"
                 fi
-                i=$((i + 1))
         done
         echo "bootstrap: $(bootstrap)"
         [ "$up" -gt 0 ]
