@@ -400,7 +400,8 @@ static void check_backoff(int n, int base, int64_t delivered) {
  * failed message. */
 static void test_dlq_copy_fails(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 3);
-        if (skip_without(mock, "it_cluster SIGKILLs the DLQ partition's leader "
+        if (skip_without(mock, "it_cluster test_kill_dlq_leader SIGKILLs the "
+                               "DLQ partition's leader "
                                "while dead letters are produced"))
                 return;
         lead(mock, ch.env->source, 1);
@@ -490,10 +491,12 @@ static void test_changelog_write_fails(void) {
  * nothing is lost. */
 static void test_backoff_cap(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
-        if (skip_without(mock,
-                         "it_cluster SIGKILLs the leaders of tiers and the DLQ "
-                         "while copies are produced; a refusal that outlasts "
-                         "revoke.timeout.ms needs the mock"))
+        if (skip_without(
+                    mock,
+                    "it_cluster test_kill_tier_leader and test_kill_dlq_leader "
+                    "SIGKILL the leaders of tiers and the DLQ "
+                    "while copies are produced; a refusal that outlasts "
+                    "revoke.timeout.ms needs the mock"))
                 return;
         send_msg(0, "c", "ok-c0", NULL, EXP_OK);
         send_msg(0, "c", "fail-c1", NULL, EXP_DLQ);
@@ -528,7 +531,8 @@ static void test_backoff_cap(void) {
 /* Fetch errors mid-stream: consumption recovers, nothing repeats. */
 static void test_fetch_errors(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
-        if (skip_without(mock, "it_cluster SIGKILLs the source partition's "
+        if (skip_without(mock, "it_cluster test_kill_source_leader SIGKILLs "
+                               "the source partition's "
                                "leader mid-stream"))
                 return;
         send_mix("f", 20);
@@ -556,7 +560,8 @@ static void test_fetch_errors(void) {
  * reaches the end, nothing repeats. */
 static void test_commit_errors(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
-        if (skip_without(mock, "it_cluster kills the group coordinator's node "
+        if (skip_without(mock, "it_cluster test_kill_coordinator kills the "
+                               "group coordinator's node "
                                "during a rebalance"))
                 return;
         send_mix("c", 20);
@@ -590,7 +595,8 @@ static void test_commit_errors(void) {
  * and reported. */
 static void test_group_errors(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
-        if (skip_without(mock, "it_cluster kills the group coordinator's node "
+        if (skip_without(mock, "it_cluster test_kill_coordinator kills the "
+                               "group coordinator's node "
                                "during a rebalance"))
                 return;
         send_mix("j", 20);
@@ -659,7 +665,8 @@ static void commit_source_start(void) {
  * still handle the head before the follower. */
 static void ordered_head_copy_refused(int committed_source) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
-        if (skip_without(mock, "it_cluster SIGKILLs a tier partition's leader "
+        if (skip_without(mock, "it_cluster test_kill_tier_leader SIGKILLs a "
+                               "tier partition's leader "
                                "under ordering=key"))
                 return;
         if (committed_source)
@@ -734,7 +741,10 @@ static void test_leaders_and_broker_down(void) {
         rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 3);
         if (skip_without(
                     mock,
-                    "it_cluster SIGKILLs the leaders of the source, a tier and "
+                    "it_cluster test_kill_source_leader, "
+                    "test_kill_tier_leader, test_kill_dlq_leader and "
+                    "test_stop_broker SIGKILL the leaders of the source, a "
+                    "tier and "
                     "the DLQ, and stops a broker longer than the tier delays"))
                 return;
         const char *topics[] = {ch.env->source, ch.env->tiers[0], ch.env->dlq};

@@ -1006,14 +1006,7 @@ static void test_kill_kretry(void) {
                              "the last worker %d ended by itself", (int)pid);
                 nap_ms(20);
         }
-        kill(pid, SIGTERM);
-        end = kt_now_ms() + 30000;
-        while (waitpid(pid, &st, WNOHANG) == 0 && kt_now_ms() < end)
-                nap_ms(20);
-        if (kt_now_ms() >= end) {
-                kill(pid, SIGKILL);
-                waitpid(pid, &st, 0);
-        }
+        kt_terminate(pid, 30000, &st);
         KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, CU_FALSE,
                      "the last worker on SIGTERM: status 0x%x", st);
         kr_read(r, 0);

@@ -302,15 +302,8 @@ static void run_with_kills(run_t *r) {
                              "the last worker %d ended by itself", (int)pid);
                 nap_ms(20);
         }
-        kill(pid, SIGTERM);
         /* A clean stop is bounded: give it 30 s, then count it a failure. */
-        deadline = kt_now_ms() + 30000;
-        while (waitpid(pid, &st, WNOHANG) == 0 && kt_now_ms() < deadline)
-                nap_ms(20);
-        if (kt_now_ms() >= deadline) {
-                kill(pid, SIGKILL);
-                waitpid(pid, &st, 0);
-        }
+        kt_terminate(pid, 30000, &st);
         char how[64];
         describe_status(st, how, sizeof(how));
         KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, CU_FALSE,

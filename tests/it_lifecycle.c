@@ -142,7 +142,8 @@ static void test_close_bounded_by_revoke_timeout(void) {
                 1, values, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 500,
                 &mock,
                 "none: a copy left unacknowledged past revoke.timeout.ms needs "
-                "a broker that holds its answer; it_cluster SIGKILLs a tier "
+                "a broker that holds its answer; it_cluster "
+                "test_kill_tier_leader SIGKILLs a tier "
                 "leader with copies in flight");
         if (!env)
                 return;
@@ -209,7 +210,8 @@ static void test_revoke_bounded_by_revoke_timeout(void) {
                 2, values, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 500,
                 &mock,
                 "none: a copy left unacknowledged past revoke.timeout.ms needs "
-                "a broker that holds its answer; it_cluster SIGKILLs a tier "
+                "a broker that holds its answer; it_cluster "
+                "test_kill_tier_leader SIGKILLs a tier "
                 "leader with copies in flight");
         if (!env)
                 return;

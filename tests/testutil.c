@@ -2,6 +2,7 @@
 
 #include <CUnit/Basic.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -667,4 +668,19 @@ int kt_run(const char *path,
         int st;
         waitpid(pid, &st, 0);
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int kt_terminate(int pid, int timeout_ms, int *status) {
+        kill(pid, SIGTERM);
+        int64_t end = kt_now_ms() + timeout_ms;
+        while (waitpid(pid, status, WNOHANG) == 0) {
+                if (kt_now_ms() >= end) {
+                        kill(pid, SIGKILL);
+                        waitpid(pid, status, 0);
+                        return 0;
+                }
+                struct timespec ts = {0, 20 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+        }
+        return 1;
 }

@@ -232,4 +232,9 @@ int kt_run(const char *path,
            char *out,
            size_t out_size);
 
+/* SIGTERM to child @p pid, then wait for it at most @p timeout_ms, SIGKILL
+ * after that; its wait status goes to @p status. Returns 1 when it ended
+ * within the time, 0 when it had to be killed. */
+int kt_terminate(int pid, int timeout_ms, int *status);
+
 #endif
