@@ -14,7 +14,9 @@ kretry_add_suite(it_async TIMEOUT 300 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_avro TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_contract TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 target_link_libraries(it_contract PRIVATE PkgConfig::JANSSON)
-kretry_add_suite(it_lifecycle TIMEOUT 300 LABELS integration SOURCES it_harness.c)
+kretry_add_suite(it_lifecycle TIMEOUT 300 LABELS integration SOURCES it_harness.c
+                 SEPARATE test_refused_copy_too_large_real)
+set_tests_properties(it_lifecycle.test_refused_copy_too_large_real PROPERTIES LABELS real)
 kretry_add_suite(it_chaos TIMEOUT 480 LABELS integration SOURCES it_harness.c)
 # test_apply_then_start needs a real cluster (KRETRY_TEST_BOOTSTRAP); label
 # real keeps it out of the mock pass's list of what may skip.
