@@ -21,8 +21,9 @@ kretry_add_suite(it_chaos TIMEOUT 480 LABELS integration SOURCES it_harness.c)
 # test_apply_then_start needs a real cluster (KRETRY_TEST_BOOTSTRAP); label
 # real keeps it out of the mock pass's list of what may skip.
 kretry_add_suite(it_topology_check TIMEOUT 120 LABELS integration SOURCES it_harness.c
-                 SEPARATE test_apply_then_start)
-set_tests_properties(it_topology_check.test_apply_then_start PROPERTIES LABELS real)
+                 SEPARATE test_apply_then_start test_start_right_after_create)
+set_tests_properties(it_topology_check.test_apply_then_start
+                     it_topology_check.test_start_right_after_create PROPERTIES LABELS real)
 add_dependencies(it_topology_check kretry_cli)
 # The assertion messages quote the error text into a 2 KiB buffer (cut
 # short there, which is harmless in a message).

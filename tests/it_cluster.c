@@ -359,14 +359,11 @@ static kretry_adapter_t *sc_adapter(sc_t *s) {
                         "consumer.session.timeout.ms", "6000", NULL);
         kretry_conf_set_handler(conf, sc_handler, s);
         kretry_conf_set_route_cb(conf, sc_route);
-        /* A broker learns of a topic created a moment ago a little after
-         * the one that created it: the topology check may ask one that does
-         * not list it yet. */
+        /* Right after the topics were created: a broker learns of them a
+         * little after the one that created them, and the adapter's
+         * topology check looks again for that while (startup_check.c). */
         char err[1024];
-        kretry_adapter_t *a = NULL;
-        for (int i = 0; i < 20 && !a; i++)
-                if (!(a = kretry_adapter_new(conf, err, sizeof(err))))
-                        nap_ms(250);
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
         if (!a) {
                 fprintf(stderr, "kretry_adapter_new: %s\n", err);
                 kretry_conf_destroy(conf);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A client for the metadata only: the producer's configuration (bootstrap,
  * security, the user's settings) without what would make it do more than
@@ -35,10 +36,12 @@ check_client(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         return rk;
 }
 
-/* The adapter's topics as the cluster reports them, into @p meta. */
-static rd_kafka_resp_err_t
-snapshot(kretry_adapter_t *a, rd_kafka_t *rk, kretry_meta_t *meta) {
-        int timeout                        = a->conf->topology_check_timeout_ms;
+/* The adapter's topics as the cluster reports them, into @p meta, within
+ * @p timeout ms. */
+static rd_kafka_resp_err_t snapshot(kretry_adapter_t *a,
+                                    rd_kafka_t *rk,
+                                    kretry_meta_t *meta,
+                                    int timeout) {
         int64_t deadline                   = kretry_now_ms() + timeout;
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, NULL, &md, timeout);
@@ -100,6 +103,45 @@ static void report(kretry_adapter_t *a,
         }
 }
 
+/* A topic created a moment ago is listed by the broker that created it
+ * before the others learn of it (on a cluster of several brokers, for up
+ * to a second or two), and the check may ask one of those: a misfit is
+ * looked at again, with fresh metadata, for this long before it is
+ * reported. */
+#define KRETRY_CHECK_SETTLE_MS 2000
+
+/* Snapshot and shape check, again while the shape does not fit and the
+ * settle time lasts; the last check's diagnostics stay in @p d. Returns the
+ * snapshot's error; *@p misfit says whether the shape failed. */
+static rd_kafka_resp_err_t check_settled(kretry_adapter_t *a,
+                                         rd_kafka_t *rk,
+                                         kretry_diags_t *d,
+                                         int *misfit) {
+        const kretry_conf_t *c = a->conf;
+        int timeout            = c->topology_check_timeout_ms;
+        int64_t deadline       = kretry_now_ms() + timeout;
+        int64_t settle = kretry_now_ms() + (timeout < KRETRY_CHECK_SETTLE_MS
+                                                    ? timeout
+                                                    : KRETRY_CHECK_SETTLE_MS);
+        for (;;) {
+                kretry_meta_t meta      = {0};
+                rd_kafka_resp_err_t err = snapshot(
+                        a, rk, &meta, (int)kretry_left_ms(deadline, timeout));
+                kretry_shape_t s = {a->topics[0],      a->topics + 1,
+                                    a->topic_cnt - 1,  a->dlq,
+                                    a->versions_topic, c->topology_file};
+                *misfit          = !err && kretry_shape_check(&s, &meta, d);
+                kretry_meta_clear(&meta);
+                if (err || !*misfit || d->oom || kretry_now_ms() >= settle ||
+                    kretry_left_ms(deadline, -1) < 500)
+                        return err;
+                kretry_diags_clear(d);
+                kretry_diags_init(d);
+                struct timespec ts = {0, 200 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+        }
+}
+
 kretry_err_t
 kretry_startup_check(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         const kretry_conf_t *c = a->conf;
@@ -109,8 +151,10 @@ kretry_startup_check(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         rd_kafka_t *rk = check_client(a, errstr, errstr_size);
         if (!rk)
                 return KRETRY_ERR_KAFKA;
-        kretry_meta_t meta      = {0};
-        rd_kafka_resp_err_t err = snapshot(a, rk, &meta);
+        kretry_diags_t d;
+        kretry_diags_init(&d);
+        int misfit              = 0;
+        rd_kafka_resp_err_t err = check_settled(a, rk, &d, &misfit);
         rd_kafka_destroy(rk);
         kretry_err_t rc = KRETRY_ERR_OK;
         if (err) {
@@ -127,20 +171,14 @@ kretry_startup_check(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
                      : fail ? KRETRY_ERR_KAFKA
                             : KRETRY_ERR_OK;
         } else {
-                kretry_diags_t d;
-                kretry_diags_init(&d);
-                kretry_shape_t s = {a->topics[0],      a->topics + 1,
-                                    a->topic_cnt - 1,  a->dlq,
-                                    a->versions_topic, c->topology_file};
-                if (kretry_shape_check(&s, &meta, &d) && fail)
+                if (misfit && fail)
                         rc = KRETRY_ERR_TOPOLOGY;
                 report(a, &d, fail, errstr, errstr_size);
                 if (d.oom)
                         rc = KRETRY_ERR_NO_MEM;
-                kretry_diags_clear(&d);
         }
+        kretry_diags_clear(&d);
         if (rc == KRETRY_ERR_OK)
                 errstr[0] = '\0';
-        kretry_meta_clear(&meta);
         return rc;
 }

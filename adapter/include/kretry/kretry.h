@@ -572,8 +572,11 @@ typedef struct kretry_adapter_s kretry_adapter_t;
  * First checks the cluster's topics (topology.check): with `fail`, a tier,
  * DLQ or changelog that is missing, has fewer partitions than the source or
  * (the changelog) is not compacted, and metadata that cannot be read within
- * topology.check.timeout.ms, make it return NULL. Called on the thread that
- * will drive the adapter; blocks at most that timeout for the check.
+ * topology.check.timeout.ms, make it return NULL. A misfit is looked at
+ * again with fresh metadata for up to 2 s (within that timeout) before it
+ * counts: a broker lists a topic a moment after it was created. Called on
+ * the thread that will drive the adapter; blocks at most that timeout for
+ * the check.
  *
  * @param conf takes ownership on success; on failure it stays the caller's.
  * @returns the adapter, or NULL with @p errstr filled (every problem of the
