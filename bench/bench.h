@@ -134,7 +134,12 @@ typedef struct {
  */
 int bench_broker(const bench_job_t *job, int out_fd, int ctl_fd);
 int bench_produce(const bench_job_t *job);
-/* A real cluster: delete the run's topics (bench_produce created them). */
+/* A real cluster: create the run's topics (a mock broker makes them; one
+ * that exists already is fine: the delay scenario creates them before its
+ * adapter starts, bench_produce again), or delete them. Call from the
+ * orchestrator only with no other librdkafka handle alive: the handle is
+ * destroyed, its threads joined, before the next fork. */
+int bench_create_real_topics(const bench_job_t *job);
 void bench_delete_real_topics(const bench_job_t *job);
 int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd);
 int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd);

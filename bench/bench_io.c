@@ -128,8 +128,7 @@ static rd_kafka_conf_t *client_conf(const bench_job_t *job) {
         return conf;
 }
 
-/* A real cluster: create the run's topics (a mock broker made them). */
-static int create_real_topics(const bench_job_t *job) {
+int bench_create_real_topics(const bench_job_t *job) {
         char errstr[256];
         rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, client_conf(job),
                                       errstr, sizeof(errstr));
@@ -168,7 +167,9 @@ static int create_real_topics(const bench_job_t *job) {
         if (n != (size_t)cnt)
                 rc = -1;
         for (size_t i = 0; i < n; i++)
-                if (rd_kafka_topic_result_error(tr[i])) {
+                if (rd_kafka_topic_result_error(tr[i]) &&
+                    rd_kafka_topic_result_error(tr[i]) !=
+                            RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
                         fprintf(stderr, "bench: create %s: %s\n",
                                 rd_kafka_topic_result_name(tr[i]),
                                 rd_kafka_topic_result_error_string(tr[i]));
@@ -302,7 +303,7 @@ static int input_dropped(rd_kafka_t *rk, const bench_job_t *job) {
 int bench_produce(const bench_job_t *job) {
         char errstr[256];
         long failed = 0;
-        if (job->real && create_real_topics(job))
+        if (job->real && bench_create_real_topics(job))
                 return 1;
         rd_kafka_conf_t *conf = client_conf(job);
         rd_kafka_conf_set(conf, "queue.buffering.max.messages", "1000000", NULL,

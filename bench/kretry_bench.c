@@ -158,8 +158,8 @@ static int reap(pid_t pid) {
 /* Start the mock broker for @p job (no-op with a real cluster). */
 static int broker_start(child_t *b, bench_job_t *job) {
         b->pid = 0;
-        if (job->real)
-                return 0;
+        if (job->real) /* before any side subscribes: none may create them */
+                return bench_create_real_topics(job);
         if (child_start(b, body_broker, job) ||
             read_all(b->out_fd, job->bootstrap, sizeof(job->bootstrap)))
                 return -1;
