@@ -44,20 +44,6 @@ static int down[NODES + 1]; /* nodes this suite killed or stopped */
 static unsigned seed;
 static uint64_t rng;
 
-static unsigned rand_below(unsigned n) {
-        /* xorshift64: the same choices on every libc for one seed. */
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        return n ? (unsigned)(rng % n) : 0;
-}
-
-static void nap_ms(int ms) {
-        /* Waiting on another process (a broker, a worker): no event here. */
-        struct timespec ts = {ms / 1000, (ms % 1000) * 1000L * 1000};
-        nanosleep(&ts, NULL);
-}
-
 static int skipped(void) {
         if (kafka3)
                 return 0;
@@ -310,14 +296,20 @@ static void feeder_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op) {
         }
 }
 
-/* The feeder: NMSG messages, one every feed_every_ms, through an idempotent
- * acks=all producer (the source keeps each key's order whatever the
- * cluster does), then a flush. */
+/* The feeder: NMSG messages, one every feed_every_ms, through an acks=all
+ * producer with one request in flight (the source keeps each key's order
+ * whatever the cluster does), then a flush. */
 static void *feeder_main(void *arg) {
         sc_t *s = arg;
         char errstr[256];
         rd_kafka_conf_t *conf = kt_rdkafka_conf(s->env->c);
-        rd_kafka_conf_set(conf, "enable.idempotence", "true", NULL, 0);
+        /* Not idempotent: librdkafka 2.0.2's idempotent producer can meet
+         * OUT_OF_ORDER_SEQUENCE_NUMBER when a leader is SIGKILLed (seen once
+         * in five runs of this suite), a fatal error that purges the rest of
+         * the input. One request in flight keeps each partition's order. */
+        rd_kafka_conf_set(conf, "enable.idempotence", "false", NULL, 0);
+        rd_kafka_conf_set(conf, "max.in.flight.requests.per.connection", "1",
+                          NULL, 0);
         rd_kafka_conf_set(conf, "acks", "all", NULL, 0);
         rd_kafka_conf_set(conf, "linger.ms", "2", NULL, 0);
         rd_kafka_conf_set_dr_msg_cb(conf, feeder_dr);
@@ -444,7 +436,7 @@ static int script(sc_t *s, const char *cmd, int node) {
                 if (s)
                         drive(s, 50);
                 else
-                        nap_ms(50);
+                        kt_nap_ms(50);
         }
         int ok = pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
         fprintf(stderr, "  kafka.sh %s %d: %s in %lld ms\n", cmd, node,
@@ -469,7 +461,7 @@ static int restore(sc_t *s, rd_kafka_t *meta, const char *prefix) {
                 if (s)
                         drive(s, 200);
                 else
-                        nap_ms(200);
+                        kt_nap_ms(200);
         }
         int synced = in_sync(meta, prefix);
         fprintf(stderr, "  replicas %s in sync after %lld ms\n",
@@ -604,10 +596,13 @@ static void sc_finish(sc_t *s, const char *what) {
         read_topic(s, s->env->dlq, s->dlq, 0);
         for (int t = 0; t < s->env->tier_cnt; t++)
                 read_topic(s, s->env->tiers[t], s->tiered, 0);
-        int lost = 0, misrouted = 0, repeats = 0, not_in_source = 0;
+        /* The feeder is not idempotent: a batch it retried after a leader
+         * died may stand twice in the source (kretry handles both). */
+        int lost = 0, misrouted = 0, repeats = 0, not_in_source = 0, twice = 0;
         for (int i = 0; i < NMSG; i++) {
                 int is_fail = kind_of(i) == K_FAIL;
-                not_in_source += s->src_seen[i] != 1;
+                not_in_source += s->src_seen[i] == 0;
+                twice += s->src_seen[i] > 1;
                 if (!(is_fail ? s->dlq[i] : s->ok[i]) && lost++ < 5)
                         fprintf(stderr, "  LOST: %s-%d (calls %d, dlq %d)\n",
                                 kind_name(kind_of(i)), i, s->calls[i],
@@ -616,7 +611,8 @@ static void sc_finish(sc_t *s, const char *what) {
                         fprintf(stderr, "  MISROUTED: %s-%d (ok %d, dlq %d)\n",
                                 kind_name(kind_of(i)), i, s->ok[i], s->dlq[i]);
                 int finals = s->ok[i] + s->failed[i];
-                repeats += finals > 1 ? finals - 1 : 0;
+                int copies = s->src_seen[i] > 1 ? s->src_seen[i] : 1;
+                repeats += finals > copies ? finals - copies : 0;
         }
         int past = commits_past_undecided(s);
         int64_t hi[PARTS];
@@ -640,6 +636,11 @@ static void sc_finish(sc_t *s, const char *what) {
                 s->routes[KRETRY_ROUTE_DUPLICATE], s->nsamples);
         fprintf(stderr, "  repeats: %d over %d kills (%s)\n", repeats, s->kills,
                 what);
+        if (twice)
+                fprintf(stderr,
+                        "  %d messages stand twice in the source (the "
+                        "feeder retried them)\n",
+                        twice);
         KT_ASSERT_INT_EQ(not_in_source, 0);
         KT_ASSERT_INT_EQ(lost, 0);
         KT_ASSERT_INT_EQ(misrouted, 0);
@@ -863,7 +864,7 @@ static int kr_await(kr_t *r, pid_t pid, int lines) {
                              (int)pid, st);
                 if (kt_now_ms() > end)
                         return 0;
-                nap_ms(10);
+                kt_nap_ms(10);
         }
         return 1;
 }
@@ -932,10 +933,11 @@ static long file_size(const char *path) {
 /* One worker killed at a random point; with @p broker, the leader of a
  * source partition is SIGKILLed under it first, and restored after. */
 static void kr_round(kr_t *r, int broker) {
-        int target = 1 + (int)rand_below((unsigned)kr_missing(r) / 2 + 1);
-        int part   = (int)rand_below(PARTS);
-        pid_t pid  = kr_spawn(r);
-        int node   = -1, st;
+        int target =
+                1 + (int)kt_rand_below(&rng, (unsigned)kr_missing(r) / 2 + 1);
+        int part  = (int)kt_rand_below(&rng, PARTS);
+        pid_t pid = kr_spawn(r);
+        int node  = -1, st;
         if (kr_await(r, pid, (target + 1) / 2) && broker) {
                 node = leader_of(r->meta, r->src, part);
                 fprintf(stderr, "  SIGKILL node %d, leader of [%d]\n", node,
@@ -946,7 +948,7 @@ static void kr_round(kr_t *r, int broker) {
         KT_CHECK_MSG(kr_await(r, pid, target), CU_FALSE,
                      "worker %d wrote %d of %d lines in 90 s", (int)pid,
                      kr_read(r, pid), target);
-        nap_ms((int)rand_below(40));
+        kt_nap_ms((int)kt_rand_below(&rng, 40));
         KT_CHECK_MSG(waitpid(pid, &st, WNOHANG) == 0, CU_TRUE,
                      "worker %d ended before the kill", (int)pid);
         kill(pid, SIGKILL);
@@ -991,7 +993,7 @@ static void test_kill_kretry(void) {
         rng = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 3;
         for (int k = 0; k < KILLS && kr_missing(r) > 0; k++)
                 /* The first round always kills a broker too. */
-                kr_round(r, k == 0 || rand_below(2));
+                kr_round(r, k == 0 || kt_rand_below(&rng, 2));
         KT_CHECK_MSG(r->kills > 0 && r->broker_kills > 0, CU_FALSE,
                      "kills %d, with a broker %d", r->kills, r->broker_kills);
         pid_t pid   = kr_spawn(r);
@@ -1001,7 +1003,7 @@ static void test_kill_kretry(void) {
              kr_read(r, 0)) {
                 KT_CHECK_MSG(waitpid(pid, &st, WNOHANG) == 0, CU_TRUE,
                              "the last worker %d ended by itself", (int)pid);
-                nap_ms(20);
+                kt_nap_ms(20);
         }
         kt_terminate(pid, 30000, &st);
         KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, CU_FALSE,

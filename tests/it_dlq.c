@@ -595,11 +595,6 @@ static void count_values(const rd_kafka_message_t *m, void *opaque) {
                 seen[i]++;
 }
 
-static void nap_ms(int ms) {
-        struct timespec ts = {0, ms * 1000000L};
-        nanosleep(&ts, NULL);
-}
-
 /* Start "kretry dlq replay --rate RATE --batch BATCH" with its stdout on
  * /dev/null, and return at once: its process id. */
 static pid_t
@@ -627,7 +622,7 @@ static void test_replay_kill_resume(void) {
          * another process, so this polls. */
         int64_t deadline = kt_now_ms() + 20000;
         while (committed_sum(e, 4) < 3 * RESUME_BATCH && kt_now_ms() < deadline)
-                nap_ms(20);
+                kt_nap_ms(20);
         kill(pid, SIGKILL);
         int st;
         waitpid(pid, &st, 0);
@@ -697,7 +692,7 @@ static void test_replay_sigterm(void) {
         pid_t pid        = replay_in_background(e, "200", "20");
         int64_t deadline = kt_now_ms() + 20000;
         while (committed_sum(e, 4) < 40 && kt_now_ms() < deadline)
-                nap_ms(20);
+                kt_nap_ms(20);
         kill(pid, SIGTERM);
         int st;
         waitpid(pid, &st, 0);

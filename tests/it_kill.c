@@ -25,14 +25,6 @@
 static unsigned seed;
 static uint64_t rng;
 
-static unsigned rand_below(unsigned n) {
-        /* xorshift64: the same choices on every libc for one seed. */
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        return n ? (unsigned)(rng % n) : 0;
-}
-
 static pid_t spawn(const kt_cluster_t *c,
                    const char *src,
                    const char *grp,
@@ -45,12 +37,6 @@ static pid_t spawn(const kt_cluster_t *c,
                 _exit(127);
         }
         return pid;
-}
-
-static void nap_ms(int ms) {
-        /* Waiting on another process's progress: no event to wait on. */
-        struct timespec ts = {ms / 1000, (ms % 1000) * 1000L * 1000};
-        nanosleep(&ts, NULL);
 }
 
 static void describe_status(int st, char *buf, size_t size) {
@@ -148,7 +134,7 @@ static const char *inject(rd_kafka_mock_cluster_t *mock, unsigned which) {
                 return "Heartbeat errors (rebalance)";
         case 5:
                 rd_kafka_mock_broker_set_down(mock, 1);
-                nap_ms(100 + (int)rand_below(300));
+                kt_nap_ms(100 + (int)kt_rand_below(&rng, 300));
                 rd_kafka_mock_broker_set_up(mock, 1);
                 return "broker down and up";
         default:
@@ -182,7 +168,7 @@ static int await_lines(run_t *r, pid_t pid, int lines) {
                                      (int)pid, read_log(r, pid), lines);
                         return 0;
                 }
-                nap_ms(10);
+                kt_nap_ms(10);
         }
         return 1;
 }
@@ -193,14 +179,14 @@ static void kill_round(run_t *r) {
         int missing                   = r->missing(r);
         /* Somewhere in the first half of what is left: later kills still
          * land mid-stream. At least one line, so this worker did start. */
-        int target     = 1 + (int)rand_below((unsigned)missing / 2 + 1);
-        unsigned fault = rand_below(6);
+        int target = 1 + (int)kt_rand_below(&rng, (unsigned)missing / 2 + 1);
+        unsigned fault = kt_rand_below(&rng, 6);
         /* KRETRY_TEST_KILL_FAULTS=0: plain kills only (the same kill
          * points), to measure what the commit interval alone repeats. */
         const char *faults = getenv("KRETRY_TEST_KILL_FAULTS");
         if (faults && !strcmp(faults, "0"))
                 fault = 0;
-        int extra_ms     = (int)rand_below(40);
+        int extra_ms     = (int)kt_rand_below(&rng, 40);
         pid_t pid        = spawn(r->c, r->src, r->grp, r->out, r->mode);
         const char *name = "none";
         if (await_lines(r, pid, (target + 1) / 2))
@@ -210,7 +196,7 @@ static void kill_round(run_t *r) {
                 waitpid(pid, NULL, 0);
                 return;
         }
-        nap_ms(extra_ms);
+        kt_nap_ms(extra_ms);
         int st, k = r->kills;
         /* Still running: the kill, not the worker, ends it. */
         KT_CHECK_MSG(waitpid(pid, &st, WNOHANG) == 0, CU_TRUE,
@@ -300,7 +286,7 @@ static void run_with_kills(run_t *r) {
              read_log(r, 0)) {
                 KT_CHECK_MSG(waitpid(pid, &st, WNOHANG) == 0, CU_TRUE,
                              "the last worker %d ended by itself", (int)pid);
-                nap_ms(20);
+                kt_nap_ms(20);
         }
         /* A clean stop is bounded: give it 30 s, then count it a failure. */
         kt_terminate(pid, 30000, &st);
@@ -530,7 +516,7 @@ static int stop_worker(pid_t pid) {
         int64_t deadline = kt_now_ms() + 30000;
         kill(pid, SIGTERM);
         while (waitpid(pid, &st, WNOHANG) == 0 && kt_now_ms() < deadline)
-                nap_ms(20);
+                kt_nap_ms(20);
         if (kt_now_ms() >= deadline) {
                 kill(pid, SIGKILL);
                 waitpid(pid, &st, 0);
@@ -555,7 +541,8 @@ static void test_churn(void) {
         r.missing = ordered_missing;
         for (int m = 0; m < MEMBERS; m++)
                 member[m] = spawn(r.c, r.src, r.grp, r.out, r.mode);
-        int64_t t0 = kt_now_ms(), next_kill = t0 + 4000 + rand_below(4001);
+        int64_t t0        = kt_now_ms(),
+                next_kill = t0 + 4000 + kt_rand_below(&rng, 4001);
         int sent = 0, kills = 0;
         while (kt_now_ms() < t0 + CHURN_MS) {
                 /* Arrivals spread over the minute. */
@@ -563,7 +550,7 @@ static void test_churn(void) {
                 while (sent < due && sent < r.nids)
                         produce_ordered(&r, sent++);
                 if (kt_now_ms() >= next_kill) {
-                        int m = (int)rand_below(MEMBERS), st;
+                        int m = (int)kt_rand_below(&rng, MEMBERS), st;
                         KT_CHECK_MSG(waitpid(member[m], &st, WNOHANG) == 0,
                                      CU_FALSE, "member %d ended by itself",
                                      (int)member[m]);
@@ -571,16 +558,17 @@ static void test_churn(void) {
                         waitpid(member[m], &st, 0);
                         member[m] = spawn(r.c, r.src, r.grp, r.out, r.mode);
                         kills++;
-                        next_kill = kt_now_ms() + 4000 + rand_below(4001);
+                        next_kill =
+                                kt_now_ms() + 4000 + kt_rand_below(&rng, 4001);
                 }
-                nap_ms(20);
+                kt_nap_ms(20);
         }
         while (sent < r.nids)
                 produce_ordered(&r, sent++);
         int64_t deadline = kt_now_ms() + 120000;
         for (read_log(&r, 0); r.missing(&r) > 0 && kt_now_ms() < deadline;
              read_log(&r, 0))
-                nap_ms(50);
+                kt_nap_ms(50);
         for (int m = 0; m < MEMBERS; m++) {
                 int st = stop_worker(member[m]);
                 KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, CU_FALSE,

@@ -679,8 +679,19 @@ int kt_terminate(int pid, int timeout_ms, int *status) {
                         waitpid(pid, status, 0);
                         return 0;
                 }
-                struct timespec ts = {0, 20 * 1000 * 1000};
-                nanosleep(&ts, NULL);
+                kt_nap_ms(20);
         }
         return 1;
+}
+
+unsigned kt_rand_below(uint64_t *state, unsigned n) {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        return n ? (unsigned)(*state % n) : 0;
+}
+
+void kt_nap_ms(int ms) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000L * 1000};
+        nanosleep(&ts, NULL);
 }

@@ -232,6 +232,14 @@ int kt_run(const char *path,
            char *out,
            size_t out_size);
 
+/* xorshift64 over *@p state: 0 .. @p n - 1 (0 when @p n is 0), the same
+ * choices on every libc for one seed. */
+unsigned kt_rand_below(uint64_t *state, unsigned n);
+
+/* Sleep @p ms: only for waits on another process's progress (a broker, a
+ * worker, a command), where there is no event to await. */
+void kt_nap_ms(int ms);
+
 /* SIGTERM to child @p pid, then wait for it at most @p timeout_ms, SIGKILL
  * after that; its wait status goes to @p status. Returns 1 when it ended
  * within the time, 0 when it had to be killed. */
