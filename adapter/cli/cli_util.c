@@ -83,3 +83,9 @@ int cli_parse_timeout(const char *prog, const char *arg, int *out) {
         *out = (int)n;
         return 0;
 }
+
+int64_t cli_mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

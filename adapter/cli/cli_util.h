@@ -37,6 +37,10 @@ typedef struct {
  */
 int cli_getopt(const cli_getopt_t *g, void *opts, int argc, char **argv);
 
+/* Milliseconds of CLOCK_MONOTONIC: for deadlines and rates, which a change
+ * of the wall clock must not move. */
+int64_t cli_mono_ms(void);
+
 /* @p ms (milliseconds since the epoch) as UTC "2024-01-31T12:00:00Z" in
  * @p dest, or "-" when negative or not representable. */
 void cli_iso_time(int64_t ms, char *dest, size_t size);

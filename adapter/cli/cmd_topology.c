@@ -5,6 +5,7 @@
  */
 #include "admin.h"
 #include "cli.h"
+#include "cli_util.h"
 #include "plan.h"
 #include "topology.h"
 #include "topology_render.h"
@@ -225,19 +226,13 @@ static int run_apply(const opts_t *o, rd_kafka_t *rk, kretry_plan_t *plan) {
         return failed ? 1 : 0;
 }
 
-static int64_t mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Kafka answers CreateTopics, CreatePartitions and AlterConfigs before
  * every broker's metadata and configuration show the change (KRaft applies
  * them from its log a moment later). Plan again until nothing is left, at
  * most --timeout, so that a `kretry run` started next finds what was
  * applied; 1 when something is still missing then. */
 static int settle(const opts_t *o, kretry_topology_file_t *f) {
-        int64_t deadline = mono_ms() + o->timeout_ms;
+        int64_t deadline = cli_mono_ms() + o->timeout_ms;
         for (;;) {
                 kretry_plan_t plan = {0};
                 rd_kafka_t *rk     = make_plan(o, f, &plan);
@@ -247,7 +242,7 @@ static int settle(const opts_t *o, kretry_topology_file_t *f) {
                 kretry_plan_clear(&plan);
                 if (left == 0)
                         return 0;
-                if (mono_ms() >= deadline) {
+                if (cli_mono_ms() >= deadline) {
                         fprintf(stderr,
                                 "kretry topology: the cluster does not show "
                                 "every change yet after %d ms: run `kretry "

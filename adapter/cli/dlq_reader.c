@@ -1,4 +1,5 @@
 #include "dlq_reader.h"
+#include "cli_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,12 +302,6 @@ static void next_partition(dlq_reader_t *r) {
                         return;
 }
 
-static int64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Errors a client recovers from by itself (a broker restarting): waited
  * out, within the timeout. */
 static int transient(rd_kafka_resp_err_t err) {
@@ -321,7 +316,7 @@ int dlq_reader_next(dlq_reader_t *r,
                     size_t errstr_size) {
         if (!r->assigned && r->cur == 0 && r->start[0] >= r->end[0])
                 next_partition(r);
-        int64_t deadline = now_ms() + r->timeout_ms;
+        int64_t deadline = cli_mono_ms() + r->timeout_ms;
         while (r->cur < r->part_cnt) {
                 if (!r->assigned && assign(r, errstr, errstr_size))
                         return -1;
@@ -332,7 +327,7 @@ int dlq_reader_next(dlq_reader_t *r,
                          * message left from the previous partition */
                         if (m)
                                 rd_kafka_message_destroy(m);
-                        if (now_ms() < deadline)
+                        if (cli_mono_ms() < deadline)
                                 continue;
                         snprintf(errstr, errstr_size,
                                  "%s [%d]: nothing read within %d ms", r->topic,

@@ -1,4 +1,5 @@
 #include "stats_kafka.h"
+#include "cli_util.h"
 
 #include "dlq_reader.h" /* dlq_conf_put() */
 
@@ -221,12 +222,6 @@ void stats_io_snapshot(stats_io_t *io, stats_part_t **parts) {
         committed(io, io->replay_rk, 1, "the replay's progress group", parts);
 }
 
-static int64_t mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Per partition while reading: PENDING until its first message (or end)
  * arrives, then its timestamp, NONE for nothing to read. */
 #define TS_PENDING (-2)
@@ -290,8 +285,8 @@ static int take(stats_io_t *io, int64_t **ts, const rd_kafka_message_t *m) {
 }
 
 static void read_starts(stats_io_t *io, int64_t **ts, int pending) {
-        int64_t deadline = mono_ms() + io->timeout_ms;
-        while (pending > 0 && mono_ms() < deadline) {
+        int64_t deadline = cli_mono_ms() + io->timeout_ms;
+        while (pending > 0 && cli_mono_ms() < deadline) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(io->rk, 100);
                 if (!m)
                         continue;

@@ -135,8 +135,7 @@ static rd_kafka_resp_err_t check_settled(kretry_adapter_t *a,
                 if (err || !*misfit || d->oom || kretry_now_ms() >= settle ||
                     kretry_left_ms(deadline, -1) < 500)
                         return err;
-                kretry_diags_clear(d);
-                kretry_diags_init(d);
+                kretry_diags_clear(d); /* empty again, ready for the next */
                 struct timespec ts = {0, 200 * 1000 * 1000};
                 nanosleep(&ts, NULL);
         }
