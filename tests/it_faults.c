@@ -250,6 +250,35 @@ static void oom_set(const char *sites, int reserve_ok, int budget) {
         kretry_test_alloc_fails = sites ? oom_hook : NULL;
 }
 
+/* ordering=key: the key's chain cannot grow three times. A message whose
+ * place in its key's order cannot be recorded is not decided (nor handed
+ * to the handler) until it can: the key's three messages are handled in
+ * order, the first through its retries, each once, and all committed. */
+static void test_oom_key_chain(void) {
+        it_env_t *env = it_env_new("20ms,40ms", 1);
+        it_produce(env, 0, "k", "retry2-m0", NULL);
+        it_produce(env, 0, "k", "ok-m1", NULL);
+        it_produce(env, 0, "k", "ok-m2", NULL);
+        it_produce(env, 0, "k", "ok-m3", NULL);
+        oom_set("chain", 0, 3);
+        kretry_adapter_t *a = it_adapter(it_conf(
+                env, "ordering", "key", "handler.concurrency", "2", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 4, 20000));
+        KT_ASSERT_INT_EQ(oom_failed, 3);
+        oom_set(NULL, 0, 0);
+        kretry_adapter_destroy(a);
+        static const char *const want[] = {"retry2-m0", "retry2-m0",
+                                           "retry2-m0", "ok-m1",
+                                           "ok-m2",     "ok-m3"};
+        KT_ASSERT_INT_EQ(env->call_cnt, 6);
+        for (int i = 0; i < 6 && i < env->call_cnt; i++)
+                KT_CHECK_MSG(!strcmp(env->calls[i].value, want[i]), CU_FALSE,
+                             "call %d: %s, want %s", i, env->calls[i].value,
+                             want[i]);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 4);
+        it_env_destroy(env);
+}
+
 /* One partition, a 20 ms tier, five messages "<prefix>0".."<prefix>4". */
 static it_env_t *oom_env(const char *prefix) {
         it_env_t *env = it_env_new("20ms", 1);
@@ -711,6 +740,38 @@ static void test_long_handler(void) {
         it_env_destroy(env);
 }
 
+static void *step_wall_clock(void *arg) {
+        (void)arg;
+        kt_nap_ms(100);
+        atomic_store(&kretry_test_wall_step_ms, -3600 * 1000);
+        return NULL;
+}
+
+/* The wall clock steps back an hour while a close waits for a handler
+ * call (revoke.timeout.ms 300): the wait is on the monotonic clock, so the
+ * close still ends within its bound instead of waiting for the call. */
+static void test_clock_step_keeps_bounds(void) {
+        it_env_t *env = it_env_new("20ms", 1);
+        it_produce(env, 0, "k", "slow2", NULL);
+        kretry_adapter_t *a =
+                it_adapter(it_conf(env, "revoke.timeout.ms", "300", NULL));
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_HANDLER_CALLS, 1, 20000));
+        pthread_t t;
+        KT_REQUIRE(pthread_create(&t, NULL, step_wall_clock, NULL) == 0);
+        int64_t t0 = kt_now_ms();
+        kretry_adapter_close(a);
+        int64_t closed = kt_now_ms() - t0;
+        pthread_join(t, NULL);
+        atomic_store(&kretry_test_wall_step_ms, 0);
+        kretry_adapter_destroy(a);
+        fprintf(stderr, "  close %lld ms\n", (long long)closed);
+        KT_CHECK_MSG(closed < 1000, CU_FALSE,
+                     "close took %lld ms with revoke.timeout.ms 300 after the "
+                     "wall clock stepped back",
+                     (long long)closed);
+        it_env_destroy(env);
+}
+
 /* A due retry is not handled behind a source backlog: tier partitions feed
  * their own queue, served first. 20,000 source messages at 200 us each take
  * 4 s; the retry, due 100 ms after its failure, must not wait for them. */
@@ -789,6 +850,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_fatal_producer),
                 KT_TEST(test_oom_tracking),
                 KT_TEST(test_oom_copy_record),
+                KT_TEST(test_oom_key_chain),
                 KT_TEST(test_null_and_huge),
                 KT_TEST(test_malformed_headers),
                 KT_TEST(test_due_far_ahead),
@@ -801,6 +863,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_close_cluster_gone_idle),
                 KT_TEST(test_long_handler),
                 KT_TEST(test_tier_not_behind_backlog),
+                KT_TEST(test_clock_step_keeps_bounds),
                 KT_TEST(test_session_timeout_refused),
                 KT_END};
         return kt_main("it_faults", tests, argc, argv);

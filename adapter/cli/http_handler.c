@@ -457,7 +457,13 @@ kretry_action_t kretry_http_handle(kretry_http_t *h, kretry_msg_t *msg) {
                                      "memory");
                 return KRETRY_RETRY;
         }
-        r->msg = kretry_msg_hold(msg);
+        if (!(r->msg = kretry_msg_hold(msg))) {
+                req_free(r);
+                kretry_msg_set_error(msg, "HTTP_PREPARE",
+                                     "cannot hold the message: out of "
+                                     "memory");
+                return KRETRY_RETRY;
+        }
         pthread_mutex_lock(&h->lock);
         /* A queue that was not empty has its wake-up pending already: the
          * HTTP thread takes all of it at once. */

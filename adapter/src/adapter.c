@@ -22,14 +22,26 @@
  * delivery reports again. */
 #define KRETRY_POLL_BATCH 500
 
-int64_t kretry_now_ms(void) {
+static int64_t clock_ms(clockid_t clock) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        clock_gettime(clock, &ts);
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+atomic_llong kretry_test_wall_step_ms;
+
+int64_t kretry_now_ms(void) {
+        return clock_ms(CLOCK_REALTIME) +
+               atomic_load_explicit(&kretry_test_wall_step_ms,
+                                    memory_order_relaxed);
+}
+
+int64_t kretry_mono_ms(void) {
+        return clock_ms(CLOCK_MONOTONIC);
+}
+
 int kretry_left_ms(int64_t deadline, int cap) {
-        int64_t left = deadline - kretry_now_ms();
+        int64_t left = deadline - kretry_mono_ms();
         if (left <= 0)
                 return 0;
         if (cap >= 0 && left > cap)
@@ -92,33 +104,64 @@ kretry_part_t *kretry_part_find(kretry_adapter_t *a, int tier, int32_t p) {
         return a->parts[tier][p];
 }
 
-kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p) {
+/* Room in the table for partition @p p of topic @p tier; -1 when memory is
+ * short. */
+static int part_room(kretry_adapter_t *a, int tier, int32_t p) {
+        if (p < a->part_cap[tier])
+                return 0;
+        int cap = p + 1 > a->part_cap[tier] * 2 ? p + 1 : a->part_cap[tier] * 2;
+        kretry_part_t **n = realloc(a->parts[tier], sizeof(*n) * (size_t)cap);
+        if (!n)
+                return -1;
+        memset(n + a->part_cap[tier], 0,
+               sizeof(*n) * (size_t)(cap - a->part_cap[tier]));
+        a->parts[tier]    = n;
+        a->part_cap[tier] = cap;
+        return 0;
+}
+
+kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p) {
         kretry_part_t *part = kretry_part_find(a, tier, p);
-        if (part)
-                return part;
-        if (p >= a->part_cap[tier]) {
-                int cap = p + 1 > a->part_cap[tier] * 2 ? p + 1
-                                                        : a->part_cap[tier] * 2;
-                kretry_part_t **n =
-                        realloc(a->parts[tier], sizeof(*n) * (size_t)cap);
-                if (!n)
-                        return NULL;
-                memset(n + a->part_cap[tier], 0,
-                       sizeof(*n) * (size_t)(cap - a->part_cap[tier]));
-                a->parts[tier]    = n;
-                a->part_cap[tier] = cap;
-        }
-        if (!(part = calloc(1, sizeof(*part))))
+        if (part) /* assigned again without a revocation between */
+                kretry_part_retire(a, part);
+        if (tier < 0 || p < 0 || part_room(a, tier, p) ||
+            !(part = calloc(1, sizeof(*part))))
                 return NULL;
         part->tier      = tier;
         part->partition = p;
+        part->assigned  = 1;
+        part->refs      = 1; /* the table's */
         part->stored    = -1;
+        part->src_next  = -1;
         part->emit_hi   = -1;
         kretry_offsets_init(&part->offsets);
         kretry_chains_init(&part->chains);
         kretry_versions_init(&part->versions);
         a->parts[tier][p] = part;
         return part;
+}
+
+void kretry_part_retire(kretry_adapter_t *a, kretry_part_t *part) {
+        if (!part->assigned)
+                return;
+        /* A held message was not committed: the next owner fetches it
+         * again from the committed offset. */
+        kretry_part_drop_held(a, part);
+        kretry_workers_retire(a, part);
+        part->produce_failures = 0;
+        part->assigned         = 0;
+        kretry_part_update_pause(a, part); /* leave no pause behind */
+        a->parts[part->tier][part->partition] = NULL;
+        kretry_part_unref(part);
+}
+
+void kretry_part_unref(kretry_part_t *part) {
+        if (--part->refs > 0)
+                return;
+        kretry_offsets_free(&part->offsets);
+        kretry_chains_free(&part->chains);
+        kretry_versions_free(&part->versions);
+        free(part);
 }
 
 /* Messages @p part may keep behind a held one (tier.buffer.*): tier
@@ -774,15 +817,15 @@ static int consume(kretry_adapter_t *a) {
 static int step(kretry_adapter_t *a) {
         a->more     = 0;
         int n       = rd_kafka_poll(a->producer, 0);
-        int64_t now = kretry_now_ms();
-        if (a->breaker_paused && !kretry_breaker_is_open(&a->breaker, now))
+        int64_t now = kretry_now_ms(), mono = kretry_mono_ms();
+        if (a->breaker_paused && !kretry_breaker_is_open(&a->breaker, mono))
                 kretry_breaker_apply(a, 0);
         n += kretry_workers_reap(a); /* results, then what may run now */
-        if (now >= a->forward_at) {
+        if (mono >= a->forward_at) {
                 kretry_forward_parts_all(a);
-                a->forward_at = now + 1000;
+                a->forward_at = mono + 1000;
         }
-        kretry_retry_failed(a, now);
+        kretry_retry_failed(a, mono);
         n += dispatch_due(a, now);
         n += release_stalled(a);
         n += consume(a);
@@ -793,33 +836,42 @@ static int step(kretry_adapter_t *a) {
         return n;
 }
 
+/* The sooner of two waits in ms: @p next (-1: none yet) and @p in (at least
+ * 0). */
+static int64_t sooner(int64_t next, int64_t in) {
+        if (in < 0)
+                in = 0;
+        return next < 0 || in < next ? in : next;
+}
+
 int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
         if (!a)
                 return -1;
         if (a->more)
                 return 0; /* the last poll stopped at its batch limit */
-        int64_t now = kretry_now_ms(), next = -1;
+        /* Due times and the stats interval are on the wall clock (due
+         * times come from Kafka timestamps), the rest on the monotonic
+         * one: each wait is measured on its own clock. */
+        int64_t now = kretry_now_ms(), mono = kretry_mono_ms(), next = -1;
         /* Held messages wait for an open breaker too (dispatch_due): its
          * end is the time that counts then, not a due time already past. */
         for (kretry_part_t *p = a->breaker_paused ? NULL : a->held_list; p;
              p                = p->next_held)
-                if (next < 0 || p->held_due < next)
-                        next = p->held_due;
+                next = sooner(next, p->held_due - now);
         for (kretry_inflight_t *r = a->failed; r; r = r->next_failed)
-                if (next < 0 || r->retry_at < next)
-                        next = r->retry_at;
-        if (a->emit_next > 0 && (next < 0 || a->emit_next < next))
-                next = a->emit_next;
-        if (a->breaker_paused && (next < 0 || a->breaker.open_until < next))
-                next = a->breaker.open_until;
+                next = sooner(next, r->retry_at - mono);
+        if (a->emit_next > 0)
+                next = sooner(next, a->emit_next - now);
+        if (a->breaker_paused)
+                next = sooner(next, a->breaker.open_until - mono);
+        if (kretry_workers_later_at(a))
+                next = sooner(next, kretry_workers_later_at(a) - mono);
         /* Partition forwards are renewed every second. */
-        if (a->forward_at > 0 && (next < 0 || a->forward_at < next))
-                next = a->forward_at;
+        if (a->forward_at > 0)
+                next = sooner(next, a->forward_at - mono);
         if (next < 0)
                 return -1;
-        return next <= now
-                       ? 0
-                       : (int)(next - now > 86400000 ? 86400000 : next - now);
+        return (int)(next > 86400000 ? 86400000 : next);
 }
 
 /* Consume the eventfd's signal. Done before serving, so no wake-up is
@@ -899,18 +951,37 @@ int kretry_adapter_fd(const kretry_adapter_t *a) {
         return a ? a->efd : -1;
 }
 
-/* Wait (bounded) until every copy in flight is acknowledged or given up. */
-static int drain_producer(kretry_adapter_t *a, int64_t deadline) {
+/* Copies of the partitions of @p l not yet acknowledged, but those
+ * refused as too large (waiting cannot make them fit). */
+static int copies_of(kretry_adapter_t *a,
+                     const rd_kafka_topic_partition_list_t *l) {
+        int n = 0;
+        for (int i = 0; i < l->cnt; i++) {
+                const kretry_part_t *part = kretry_part_find(
+                        a, kretry_topic_index(a, l->elems[i].topic),
+                        l->elems[i].partition);
+                if (part)
+                        n += part->copies - part->copies_stuck;
+        }
+        return n;
+}
+
+/* Wait (bounded) until every copy of the partitions of @p l is
+ * acknowledged (or refused as too large); 0, or the copies left. Copies of
+ * other partitions are not waited for. */
+static int drain_producer(kretry_adapter_t *a,
+                          const rd_kafka_topic_partition_list_t *l,
+                          int64_t deadline) {
         for (;;) {
-                int64_t now  = kretry_now_ms();
-                int64_t wait = kretry_retry_failed(a, now);
-                if (!a->inflight && !a->failed)
+                int64_t wait = kretry_retry_failed(a, kretry_mono_ms());
+                int n        = copies_of(a, l);
+                if (!n)
                         return 0;
-                if (!a->inflight && a->producer_fatal)
-                        return -1; /* the failed copies can never be made */
+                if (a->producer_fatal)
+                        return n; /* they can never be acknowledged now */
                 int left = kretry_left_ms(deadline, 100);
                 if (!left)
-                        return -1;
+                        return n;
                 if (wait < 0 || wait > left)
                         wait = left;
                 rd_kafka_poll(a->producer, (int)wait);
@@ -964,13 +1035,13 @@ static void stored_offsets(kretry_adapter_t *a, char *buf, size_t size) {
                 }
 }
 
-void kretry_drain_and_commit(kretry_adapter_t *a, int64_t deadline) {
-        if (drain_producer(a, deadline)) {
+void kretry_drain_and_commit(kretry_adapter_t *a,
+                             const rd_kafka_topic_partition_list_t *l,
+                             int64_t deadline) {
+        int n = drain_producer(a, l, deadline);
+        if (n) {
                 /* In flight in the producer, or failed and waiting for
                  * their next attempt. */
-                int n = a->inflight;
-                for (kretry_inflight_t *r = a->failed; r; r = r->next_failed)
-                        n++;
                 kretry_log(a, KRETRY_LOG_WARNING, "REVOKE",
                            "%d copies still unacknowledged after %d ms; their "
                            "offsets stay uncommitted",
@@ -981,7 +1052,7 @@ void kretry_drain_and_commit(kretry_adapter_t *a, int64_t deadline) {
         /* A close waits for no one once its copies are done: a commit
          * that takes longer than the grace waits for a coordinator that
          * does not answer (the cluster went away with the SIGTERM). */
-        int64_t now = kretry_now_ms();
+        int64_t now = kretry_mono_ms();
         if (a->closed && now < deadline)
                 deadline = now;
         rd_kafka_resp_err_t err =
@@ -1076,7 +1147,7 @@ static int close_consumer(kretry_adapter_t *a, int64_t t0) {
                            "answer; offsets not committed are consumed again "
                            "by the next owner, which the group assigns once "
                            "session.timeout.ms has passed",
-                           (long long)(kretry_now_ms() - t0),
+                           (long long)(kretry_mono_ms() - t0),
                            a->conf->revoke_timeout_ms, KRETRY_CLOSE_GRACE_MS,
                            KRETRY_CLOSE_GRACE_MS);
         }
@@ -1127,7 +1198,7 @@ kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
                 return KRETRY_ERR_OK;
         a->closed = 1;
         /* One bound for both: revoke.timeout.ms + KRETRY_CLOSE_GRACE_MS. */
-        int64_t t0 = kretry_now_ms();
+        int64_t t0 = kretry_mono_ms();
         finish_join(a, t0 + a->conf->revoke_timeout_ms);
         /* Leaving the group revokes every partition: the rebalance callback
          * drains the producer and commits synchronously. */
@@ -1181,11 +1252,8 @@ static void free_parts(kretry_adapter_t *a) {
                         kretry_part_t *part = a->parts[t][p];
                         if (!part)
                                 continue;
-                        kretry_part_drop_held(a, part);
-                        kretry_offsets_free(&part->offsets);
-                        kretry_chains_free(&part->chains);
-                        kretry_versions_free(&part->versions);
-                        free(part);
+                        part->paused = 0; /* the consumer is closed */
+                        kretry_part_retire(a, part);
                 }
                 free(a->parts[t]);
         }

@@ -2,9 +2,32 @@
  * Internals of kretry_adapter_t, shared by the files of the engine:
  * adapter.c (life cycle and poll loop), rebalance.c (assignment: tier
  * partitions follow their source partition), route.c (handler outcome ->
- * tier/DLQ copy -> delivery report -> offset), msg.c (the handler's view),
- * stats.c (counters). Everything here runs on the thread that drives the
- * adapter, except the counters (atomics) and the stop flag.
+ * tier/DLQ copy -> delivery report -> offset), keyed.c (ordering key and
+ * versions), workers.c (the handler's threads), msg.c (the handler's view),
+ * handles.c (held messages' handles), stats.c (counters).
+ *
+ * The threading contract, in one place:
+ *   - The polling thread (the one that calls kretry_adapter_poll, _run,
+ *     _close and _destroy) owns every field of kretry_adapter_t and
+ *     kretry_part_t, and every per-assignment object: the consumer and
+ *     producer calls, offsets, gates, chains, versions, held tier messages,
+ *     copy records, the breaker. librdkafka's rebalance, delivery-report
+ *     and error callbacks run on it (served by its poll calls).
+ *   - Any thread: the counters in kretry_stats_t (atomics; the polling
+ *     thread writes most, the workers handler_calls), `stop` (an atomic,
+ *     also from a signal handler), kretry_test_wall_step_ms.
+ *   - librdkafka's threads: only kretry_rdkafka_log_cb, which formats and
+ *     forwards to the application's log callback.
+ *   - Worker threads (workers.c) run the user's handler on a job's view
+ *     (kretry_msg_t), which belongs to that worker during the call, and
+ *     read the configuration, which nobody writes after
+ *     kretry_adapter_new(). The job queues between them and the polling
+ *     thread are guarded by kretry_workers_t.lock (which of a job's fields
+ *     are under it is said where kretry_job_t is declared); no lock is held
+ *     across a user callback.
+ *   - kretry_msg_complete() and the accessors on a held message's handle
+ *     (any thread) take the handle table's lock (handles.c), then, to
+ *     complete, the workers' lock: never in the other order.
  */
 #ifndef KRETRY_ADAPTER_INT_H
 #define KRETRY_ADAPTER_INT_H
@@ -33,14 +56,25 @@ typedef struct {
         int64_t bytes; /* the copies' memory (kretry_rkm_size) */
 } kretry_rkm_fifo_t;
 
-/* One consumed partition: the source (tier 0) or a tier. Allocated on first
- * assignment and kept until the adapter is destroyed, so that late delivery
- * reports can find it; `gen` tells them whether it was reassigned since. */
+/* One assignment of a consumed partition: the source (tier 0) or a tier.
+ * Everything that belongs to the assignment lives here and dies with it:
+ * offsets, the held tier message and its buffer, the gates, the key chains
+ * and the version store. Made on assignment (kretry_part_assign), retired on
+ * revocation or loss (kretry_part_retire: `assigned` 0, out of the table),
+ * freed when its last reference goes. References: the table's while
+ * assigned, one per job (workers.c) and one per copy record (route.c). A
+ * job or a late delivery report of a retired assignment finds it retired
+ * and is discarded: nothing stale reaches a later assignment of the same
+ * partition, by construction. Polling thread only. */
 typedef struct kretry_part_s {
         int tier;
         int32_t partition;
         int assigned;
-        uint64_t gen;
+        int refs;
+        /* Copy records of this assignment not yet acknowledged, and of
+         * those the ones refused as too large (they cannot heal by waiting:
+         * a revocation does not wait for them). */
+        int copies, copies_stuck;
         kretry_offsets_t offsets;
         int64_t stored; /* last offset stored for commit, -1 none */
         /* Source partitions under ordering=key: the next source offset not
@@ -79,8 +113,7 @@ typedef struct kretry_part_s {
  * key and value (no copy) and keeps the message until the broker
  * acknowledged the copy. */
 typedef struct kretry_inflight_s {
-        kretry_part_t *part;
-        uint64_t gen;
+        kretry_part_t *part; /* a reference (kretry_part_ref) */
         rd_kafka_message_t *rkm;
         int dest; /* destination tier, 0 = DLQ, KRETRY_DEST_VERSIONS */
         kretry_route_t route;
@@ -90,6 +123,7 @@ typedef struct kretry_inflight_s {
         int64_t retry_at; /* failed delivery: when to produce again */
         int backoff_ms;
         int failed; /* counted in its partition's produce_failures */
+        int stuck;  /* refused as too large: counted in copies_stuck */
         unsigned char vbuf[10]; /* KRETRY_DEST_VERSIONS: the encoded version */
         size_t vlen;
         size_t reserve_cap; /* > 0: the reserve record (kretry_msg_t), room
@@ -245,8 +279,17 @@ struct kretry_adapter_s {
         int64_t emit_at, emit_next;
 };
 
+/* The wall clock, ms since the epoch: what compares with Kafka timestamps
+ * (due times, failure times, ages). */
 int64_t kretry_now_ms(void);
-/* ms from now until @p deadline (kretry_now_ms), at least 0 and at most
+/* Tests: a step of the wall clock, in ms, added to what kretry_now_ms()
+ * reads (0 outside tests). */
+extern atomic_llong kretry_test_wall_step_ms;
+/* The monotonic clock, ms: every local deadline and backoff (revoke, close,
+ * restore and startup bounds, copy backoffs, the breaker's cool-down), which
+ * a step of the wall clock must not stretch. */
+int64_t kretry_mono_ms(void);
+/* ms from now until @p deadline (kretry_mono_ms), at least 0 and at most
  * @p cap (no cap when negative): how long a bounded wait may block. */
 int kretry_left_ms(int64_t deadline, int cap);
 void kretry_log(kretry_adapter_t *a,
@@ -266,8 +309,19 @@ void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
                            int level,
                            const char *fac,
                            const char *buf);
-kretry_part_t *kretry_part_get(kretry_adapter_t *a, int tier, int32_t p);
+/* A new assignment of partition @p p of topic @p tier (the one before, if
+ * any, retired); NULL when memory is short. */
+kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p);
+/* The current assignment of @p p of topic @p tier, or NULL. */
 kretry_part_t *kretry_part_find(kretry_adapter_t *a, int tier, int32_t p);
+/* The assignment ends: nothing of it is routed or committed any more; it is
+ * freed when its last job and copy record are gone. */
+void kretry_part_retire(kretry_adapter_t *a, kretry_part_t *part);
+static inline kretry_part_t *kretry_part_ref(kretry_part_t *part) {
+        part->refs++;
+        return part;
+}
+void kretry_part_unref(kretry_part_t *part);
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
 /* kretry_part_update_pause for every partition: after the breaker or the
  * in-flight bound changed what every partition should be. */
@@ -288,10 +342,13 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
 void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l);
 void kretry_forward_parts_all(kretry_adapter_t *a);
-/* Finish in-flight copies until @p deadline, commit synchronously (for a
- * close: at most KRETRY_COMMIT_GRACE_MS once the copies are done, however
- * early that is). */
-void kretry_drain_and_commit(kretry_adapter_t *a, int64_t deadline);
+/* Finish the in-flight copies of the partitions of @p l (those refused as
+ * too large aside) until @p deadline, commit synchronously (for a close: at
+ * most KRETRY_COMMIT_GRACE_MS once the copies are done, however early that
+ * is). */
+void kretry_drain_and_commit(kretry_adapter_t *a,
+                             const rd_kafka_topic_partition_list_t *l,
+                             int64_t deadline);
 
 /* What kretry_route_copy() sends where. */
 typedef struct {
@@ -317,10 +374,9 @@ void kretry_route_cb(kretry_adapter_t *a,
                      int tier,
                      const char *cls,
                      int attempt);
-void kretry_complete(kretry_adapter_t *a,
-                     kretry_part_t *part,
-                     uint64_t gen,
-                     int64_t offset);
+/* @p offset of @p part is decided and durable: done, stored for commit
+ * (nothing when the assignment was retired). */
+void kretry_complete(kretry_adapter_t *a, kretry_part_t *part, int64_t offset);
 
 /* value.format avro: decode the bound message into a->msg.value_avro, or
  * dead-letter it (class schema). Returns 1 when decoded. */
@@ -328,7 +384,8 @@ int kretry_decode_value(kretry_adapter_t *a, kretry_part_t *part);
 
 /* keyed.c: ordering key and versioning around the handler. */
 /* Before the handler: 1 when the message was parked, dead-lettered after its
- * key, or skipped as stale (it must not reach the handler). */
+ * key, or skipped as stale (it must not reach the handler); -1 when memory
+ * is short (nothing decided: prepare it again later). */
 int kretry_keyed_before(kretry_adapter_t *a, kretry_part_t *part);
 /* After OK: 1 when completion waits for the version changelog record. */
 int kretry_keyed_ok(kretry_adapter_t *a, kretry_part_t *part);
@@ -357,7 +414,8 @@ void kretry_dispatch(kretry_adapter_t *a,
                      rd_kafka_message_t *rkm);
 /* The parts of a dispatch, for the workers (workers.c), on the view
  * a->msg. Before the handler: bind, and decide what needs no handler (a
- * malformed copy, parked, stale, undecodable); 1 when decided. */
+ * malformed copy, parked, stale, undecodable); 1 when decided, -1 when
+ * memory is short (nothing decided: prepare it again later). */
 int kretry_prepare(kretry_adapter_t *a,
                    kretry_part_t *part,
                    rd_kafka_message_t *rkm);
@@ -440,11 +498,21 @@ int kretry_workers_source_waits(kretry_adapter_t *a,
                                 const void *key,
                                 size_t len,
                                 int64_t offset);
+/* When dispatching resumes after memory ran out (kretry_mono_ms), or 0. */
+int64_t kretry_workers_later_at(const kretry_adapter_t *a);
 /* 1 when no result waits: the next one then writes the eventfd (call
  * before the polling thread sleeps or returns to the application). */
 int kretry_workers_idle(kretry_adapter_t *a);
+/* The assignment @p part ends: the messages waiting in its gates are
+ * dropped (not done). */
+void kretry_workers_retire(kretry_adapter_t *a, kretry_part_t *part);
+/* The view a held message's handle (kretry_msg_hold) names, @p msg itself
+ * when it is not a handle, or NULL for a handle no longer valid. */
+const kretry_msg_t *kretry_msg_resolve(const kretry_msg_t *msg);
 /* Revocation of @p l: drop its waiting messages and wait, until
- * @p deadline, for its messages in the handler, deciding their results. */
+ * @p deadline, for its messages in the handler, deciding their results.
+ * @p deadline 0 (a lost assignment, already retired), or with
+ * handler.thread poll: no wait. */
 void kretry_workers_revoke(kretry_adapter_t *a,
                            const rd_kafka_topic_partition_list_t *l,
                            int64_t deadline);

@@ -53,7 +53,8 @@ static const struct prop {
          "bytes of the handler's error message kept"},
         {"revoke.timeout.ms", PROP_INT,
          offsetof(kretry_conf_t, revoke_timeout_ms), 0, 3600000, "30000",
-         "bounded wait for in-flight copies on revoke and close"},
+         "bounded wait, on revoke and close, for the revoked partitions' "
+         "handler calls, held messages and in-flight copies"},
         {"ordering", PROP_CHOICE, offsetof(kretry_conf_t, ordering), 0, 0,
          "none",
          "none: tiers are independent; key: messages of one key reach the "
@@ -68,7 +69,8 @@ static const struct prop {
          offsetof(kretry_conf_t, handler_poll_thread), 0, 0, "worker",
          "worker: the handler runs on kretry's worker threads; poll: on the "
          "thread that calls kretry_adapter_poll(), which it must not block "
-         "(hold the message and complete it later)",
+         "(hold the message and complete it later; a revocation does not "
+         "wait for held messages, whose answers are then discarded)",
          "worker|poll"},
         {"handler.sched", PROP_CHOICE,
          offsetof(kretry_conf_t, handler_sched_inherit), 0, 0, "batch",
@@ -86,7 +88,8 @@ static const struct prop {
         {"max.inflight.bytes", PROP_INT,
          offsetof(kretry_conf_t, max_inflight_bytes), 1, 2147483647, "67108864",
          "bytes of key and value of the messages consumed and not yet "
-         "decided before no more are taken (a message larger than this is "
+         "decided (all a message waiting behind its key takes: it is "
+         "copied) before no more are taken (a message larger than this is "
          "still taken when nothing else is in flight)"},
         {"tier.buffer.messages", PROP_INT,
          offsetof(kretry_conf_t, tier_buffer_msgs), 0, 1000000, "1000",

@@ -1,5 +1,7 @@
 #include "keychain.h"
 
+#include "offsets.h" /* kretry_test_alloc_fails */
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,14 +105,28 @@ int kretry_chains_before(const kretry_chains_t *c,
 static int reserve(kretry_chain_key_t *k) {
         if (k->cnt < (k->cap ? k->cap : 1))
                 return 0;
-        int ncap               = k->cap > 1 ? k->cap * 2 : 4;
-        kretry_pending_t *many = malloc(sizeof(*many) * (size_t)ncap);
+        int ncap = k->cap > 1 ? k->cap * 2 : 4;
+        kretry_pending_t *many =
+                kretry_test_alloc_fails && kretry_test_alloc_fails("chain")
+                        ? NULL
+                        : malloc(sizeof(*many) * (size_t)ncap);
         if (!many)
                 return -1;
         memcpy(many, items(k), sizeof(*many) * (size_t)k->cnt);
         key_free(k);
         k->many = many;
         k->cap  = ncap;
+        return 0;
+}
+
+int kretry_chains_reserve(kretry_chains_t *c, const void *key, size_t len) {
+        kretry_chain_key_t *k = kretry_keymap_put(&c->map, key, len, NULL);
+        if (!k)
+                return -1;
+        if (reserve(k)) {
+                settle(c, k, chained(k), key, len);
+                return -1;
+        }
         return 0;
 }
 

@@ -100,6 +100,12 @@ int kretry_chains_add(kretry_chains_t *c,
                       int tier,
                       int64_t due_ts);
 
+/* Room for one more message in the key's chain (its entry created when
+ * absent), made before the message is decided, so that the
+ * kretry_chains_add() its outcome calls for cannot fail. Returns 0, or -1
+ * when out of memory. */
+int kretry_chains_reserve(kretry_chains_t *c, const void *key, size_t len);
+
 /* The restore found @p copy (orig_offset, tier, due_ts, attempt,
  * copy_offset) in a tier: the newest copy of a message — highest attempt;
  * then, in one tier, the later offset, across tiers the later due time —

@@ -87,7 +87,7 @@ already_chained(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
                                   memory_order_relaxed);
         kretry_route_cb(a, part, m->rkm, KRETRY_ROUTE_DUPLICATE, 0, NULL,
                         m->attempt);
-        kretry_complete(a, part, part->gen, m->rkm->offset);
+        kretry_complete(a, part, m->rkm->offset);
         kretry_rkm_destroy(m->rkm);
         return 1;
 }
@@ -193,7 +193,7 @@ static int stale(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
                                      m->orig_offset);
         kretry_route_cb(a, part, m->rkm, KRETRY_ROUTE_STALE, 0, NULL,
                         m->attempt);
-        kretry_complete(a, part, part->gen, m->rkm->offset);
+        kretry_complete(a, part, m->rkm->offset);
         kretry_rkm_destroy(m->rkm);
         return 1;
 }
@@ -204,6 +204,12 @@ int kretry_keyed_before(kretry_adapter_t *a, kretry_part_t *part) {
         kretry_part_t *src = source_part(a, part);
         if (!m->rkm->key || !src)
                 return 0;
+        /* Its chain's room first: whether it is parked now or retried
+         * later, the key's chain must take it (an outcome is never decided
+         * without its place in the order). */
+        if (a->conf->ordering == KRETRY_ORDER_KEY &&
+            kretry_chains_reserve(&src->chains, m->rkm->key, m->rkm->key_len))
+                return -1;
         if (a->conf->ordering == KRETRY_ORDER_KEY &&
             ordered_before(a, part, src))
                 return 1;

@@ -2,10 +2,13 @@
  * Assignment: the group assigns source partitions; the adapter adds, for
  * each source partition p, partition p of every tier ("tier partitions follow
  * their source partition"), whatever assignor the group uses, eager or
- * cooperative. Per-partition state (offset tracker, held message, pause) is
- * reset on assignment and dropped on revocation, after in-flight copies were
- * drained and done offsets committed synchronously — so pause state is
- * always derived from what is held now, never carried across a rebalance.
+ * cooperative. Each assignment of a partition is an object of its own
+ * (kretry_part_t: offsets, held message, gates, chains, versions, pause),
+ * made on assignment and retired on revocation, after the revoked
+ * partitions' handlers and in-flight copies were awaited and done offsets
+ * committed synchronously; on a lost assignment it is retired at once,
+ * nothing of it routed or committed. Nothing is carried across a
+ * rebalance.
  */
 #include "adapter_int.h"
 
@@ -32,24 +35,15 @@ with_tiers(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *parts) {
 
 static void assign_parts(kretry_adapter_t *a,
                          const rd_kafka_topic_partition_list_t *l) {
-        for (int i = 0; i < l->cnt; i++) {
-                int tier = kretry_topic_index(a, l->elems[i].topic);
-                kretry_part_t *part =
-                        kretry_part_get(a, tier, l->elems[i].partition);
-                if (!part)
-                        continue;
-                kretry_part_drop_held(a, part);
-                kretry_offsets_clear(&part->offsets);
-                kretry_chains_clear(&part->chains);
-                kretry_versions_clear(&part->versions);
-                part->assigned = 1;
-                part->gen++;
-                part->stored           = -1;
-                part->src_next         = -1;
-                part->emit_hi          = -1;
-                part->produce_failures = 0;
-                part->paused           = 0;
-        }
+        for (int i = 0; i < l->cnt; i++)
+                if (!kretry_part_assign(
+                            a, kretry_topic_index(a, l->elems[i].topic),
+                            l->elems[i].partition))
+                        kretry_log(a, KRETRY_LOG_ERR, "REBALANCE",
+                                   "%s [%d]: out of memory: its messages are "
+                                   "not handled until the next assignment",
+                                   l->elems[i].topic,
+                                   (int)l->elems[i].partition);
 }
 
 /* Tier partitions deliver to the adapter's tier queue, served before the
@@ -83,21 +77,11 @@ void kretry_forward_parts(kretry_adapter_t *a,
 static void revoke_parts(kretry_adapter_t *a,
                          const rd_kafka_topic_partition_list_t *l) {
         for (int i = 0; i < l->cnt; i++) {
-                int tier = kretry_topic_index(a, l->elems[i].topic);
-                kretry_part_t *part =
-                        kretry_part_find(a, tier, l->elems[i].partition);
-                if (!part)
-                        continue;
-                /* A held message was not committed: the next owner fetches
-                 * it again from the committed offset. */
-                kretry_part_drop_held(a, part);
-                part->produce_failures = 0;
-                kretry_part_update_pause(a, part); /* leave no pause behind */
-                part->assigned = 0;
-                part->gen++;
-                kretry_offsets_clear(&part->offsets);
-                kretry_chains_clear(&part->chains);
-                kretry_versions_clear(&part->versions);
+                kretry_part_t *part = kretry_part_find(
+                        a, kretry_topic_index(a, l->elems[i].topic),
+                        l->elems[i].partition);
+                if (part)
+                        kretry_part_retire(a, part);
         }
 }
 
@@ -153,15 +137,25 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 else
                         kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
                                    rd_kafka_err2str(err));
-                /* Handlers of these partitions finish first: their
-                 * outcomes are copies the drain waits for. One bound,
-                 * revoke.timeout.ms, for both. */
-                int64_t deadline = kretry_now_ms() + a->conf->revoke_timeout_ms;
-                kretry_workers_revoke(a, l, deadline);
-                kretry_drain_and_commit(a, deadline);
-                revoke_parts(a, l);
+                int64_t deadline =
+                        kretry_mono_ms() + a->conf->revoke_timeout_ms;
+                if (rd_kafka_assignment_lost(rk)) {
+                        /* Another member may own these partitions already:
+                         * nothing of them is routed or committed. Retired
+                         * first, so that a result coming back is discarded;
+                         * the calls running are not waited for. */
+                        revoke_parts(a, l);
+                        kretry_workers_revoke(a, l, 0);
+                } else {
+                        /* Handlers of these partitions finish first: their
+                         * outcomes are copies the drain waits for. One
+                         * bound, revoke.timeout.ms, for both. */
+                        kretry_workers_revoke(a, l, deadline);
+                        kretry_drain_and_commit(a, l, deadline);
+                        revoke_parts(a, l);
+                }
                 if (a->closed)
-                        a->close_revoked = kretry_now_ms();
+                        a->close_revoked = kretry_mono_ms();
                 if (cooperative)
                         error = rd_kafka_incremental_unassign(rk, l);
                 else

@@ -332,7 +332,7 @@ static int read_all(kretry_adapter_t *a,
         int remaining = l->cnt ? plan(a, rk, l, deadline, &unknown) : 0;
         if (remaining)
                 rd_kafka_assign(rk, l);
-        while (remaining > 0 && kretry_now_ms() < deadline) {
+        while (remaining > 0 && kretry_mono_ms() < deadline) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
                 if (!m)
                         continue;
@@ -427,7 +427,7 @@ void kretry_restore(kretry_adapter_t *a,
         rd_kafka_t *rk = restorer(a);
         if (!rk)
                 return;
-        int64_t t0       = kretry_now_ms();
+        int64_t t0       = kretry_mono_ms();
         int timeout      = a->conf->restore_timeout_ms;
         int64_t deadline = t0 + timeout;
         int left         = read_all(a, rk, to_read(a, parts), deadline);
@@ -444,5 +444,5 @@ void kretry_restore(kretry_adapter_t *a,
         kretry_stats_gauges(a);
         kretry_log(a, KRETRY_LOG_INFO, "RESTORE",
                    "key state of %d source partition(s) rebuilt in %lld ms",
-                   parts->cnt, (long long)(kretry_now_ms() - t0));
+                   parts->cnt, (long long)(kretry_mono_ms() - t0));
 }

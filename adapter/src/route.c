@@ -9,6 +9,7 @@
  */
 #include "adapter_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,11 +29,8 @@ void kretry_route_cb(kretry_adapter_t *a,
                                   a->conf->opaque);
 }
 
-void kretry_complete(kretry_adapter_t *a,
-                     kretry_part_t *part,
-                     uint64_t gen,
-                     int64_t offset) {
-        if (!part->assigned || part->gen != gen)
+void kretry_complete(kretry_adapter_t *a, kretry_part_t *part, int64_t offset) {
+        if (!part->assigned)
                 return; /* revoked since: the new owner handles it again */
         if (kretry_offsets_done(&part->offsets, offset) == 1)
                 kretry_part_store(a, part);
@@ -43,6 +41,12 @@ void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r) {
                 return;
         if (r->rkm)
                 kretry_rkm_destroy(r->rkm);
+        if (r->part) {
+                r->part->copies--;
+                r->part->copies_stuck -= r->stuck;
+                kretry_part_unref(r->part);
+                r->part = NULL;
+        }
         if (r->reserve_cap) {
                 kretry_reserve_put(a, r); /* back in reserve (record_new) */
                 return;
@@ -141,7 +145,7 @@ static void fail_record(kretry_adapter_t *a,
                 r->backoff_ms ? r->backoff_ms * 2 : a->conf->produce_backoff_ms;
         if (r->backoff_ms > KRETRY_BACKOFF_MAX_MS)
                 r->backoff_ms = KRETRY_BACKOFF_MAX_MS;
-        r->retry_at      = kretry_now_ms() + r->backoff_ms;
+        r->retry_at      = kretry_mono_ms() + r->backoff_ms;
         const char *dest = dest_topic(a, r);
         /* Too large never heals by itself: an operator must act. Said once
          * per stuck partition (the copy is produced again every 10 s at
@@ -153,8 +157,12 @@ static void fail_record(kretry_adapter_t *a,
         if (big && !r->failed)
                 atomic_fetch_add_explicit(&a->stats.too_large, 1,
                                           memory_order_relaxed);
-        if (big && !r->part->too_large_logged && r->part->gen == r->gen)
+        if (big && !r->part->too_large_logged && r->part->assigned)
                 mark_too_large(a, r->part, dest);
+        if (big && !r->stuck) {
+                r->stuck = 1;
+                r->part->copies_stuck++;
+        }
         r->part->too_large_logged |= big;
         kretry_log(a, (kretry_log_level_t)level, "PRODUCE",
                    "copy of %s [%d] offset %lld to %s failed: %s; producing "
@@ -165,7 +173,7 @@ static void fail_record(kretry_adapter_t *a,
                    big ? dest : "",
                    big ? " (and producer.message.max.bytes, if set lower)"
                        : "");
-        if (!r->failed && r->part->gen == r->gen) {
+        if (!r->failed && r->part->assigned) {
                 /* First failure of this copy: hold the partition back until
                  * it is delivered. */
                 r->failed = 1;
@@ -288,9 +296,9 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
         }
         if (!r)
                 return NULL;
-        char *strs         = (char *)(r + 1);
-        r->part            = part;
-        r->gen             = part->gen;
+        char *strs = (char *)(r + 1);
+        r->part    = kretry_part_ref(part);
+        part->copies++;
         r->rkm             = m->rkm;
         r->dest            = dest;
         r->route           = cp->route;
@@ -442,7 +450,7 @@ static void breaker_feed(kretry_adapter_t *a, kretry_action_t action) {
                 return; /* a permanent failure says nothing of the dependency */
         const rd_kafka_message_t *rkm = a->msg->rkm;
         if (kretry_breaker_record(&a->breaker, action == KRETRY_RETRY, rkm->key,
-                                  rkm->key_len, kretry_now_ms())) {
+                                  rkm->key_len, kretry_mono_ms())) {
                 atomic_fetch_add_explicit(&a->stats.breaker_trips, 1,
                                           memory_order_relaxed);
                 kretry_breaker_apply(a, 1);
@@ -460,7 +468,7 @@ static int foreign_copy(kretry_adapter_t *a, kretry_part_t *part) {
         atomic_fetch_add_explicit(&a->stats.foreign, 1, memory_order_relaxed);
         kretry_route_cb(a, part, m->rkm, KRETRY_ROUTE_FOREIGN, part->tier, NULL,
                         m->attempt);
-        kretry_complete(a, part, part->gen, m->rkm->offset);
+        kretry_complete(a, part, m->rkm->offset);
         kretry_rkm_destroy(m->rkm);
         return 1;
 }
@@ -486,8 +494,10 @@ int kretry_prepare(kretry_adapter_t *a,
                 kretry_route_copy(a, part, &cp);
                 return 1;
         }
-        if (kretry_keyed_before(a, part))
-                return 1; /* parked behind its key, or a stale version */
+        int rc = kretry_keyed_before(a, part);
+        if (rc)
+                return rc; /* parked behind its key, a stale version, or
+                              no memory for its chain (-1) */
         if (a->codec && !a->msg->value_avro && !kretry_decode_value(a, part))
                 return 1; /* undecodable: dead-lettered as schema */
         return 0;
@@ -535,7 +545,7 @@ void kretry_finish(kretry_adapter_t *a,
                         return; /* done once its new version is durable */
                 kretry_route_cb(a, part, rkm, KRETRY_ROUTE_OK, 0, NULL,
                                 m->attempt);
-                kretry_complete(a, part, part->gen, rkm->offset);
+                kretry_complete(a, part, rkm->offset);
                 kretry_rkm_destroy(rkm);
                 return;
         }
@@ -551,6 +561,9 @@ static void hold(kretry_adapter_t *a,
                  kretry_part_t *part,
                  rd_kafka_message_t *rkm,
                  int64_t due) {
+        /* One slot a partition: every caller holds only a message of a
+         * partition that holds none (the workers never call this). */
+        assert(!part->held);
         /* Copied out of librdkafka's memory: the Fetch response it came in
          * is not kept allocated while it waits (owned.c). */
         part->held      = kretry_rkm_own(rkm);
@@ -689,7 +702,7 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                 return;
         }
         kretry_part_t *part = r->part;
-        if (r->failed && part->gen == r->gen) {
+        if (r->failed && part->assigned) {
                 part->produce_failures--;
                 part->too_large_logged &= part->produce_failures > 0;
                 kretry_part_update_pause(a, part);
@@ -697,7 +710,7 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         count_route(a, r);
         kretry_route_cb(a, part, r->rkm, r->route, r->dest > 0 ? r->dest : 0,
                         r->info.error_class, r->handler_attempt);
-        kretry_complete(a, part, r->gen, r->rkm->offset);
+        kretry_complete(a, part, r->rkm->offset);
         kretry_inflight_free(a, r);
 }
 
@@ -709,7 +722,7 @@ int64_t kretry_retry_failed(kretry_adapter_t *a, int64_t now) {
         a->failed = NULL;
         while ((r = list)) {
                 list = r->next_failed;
-                if (!r->part->assigned || r->part->gen != r->gen) {
+                if (!r->part->assigned) {
                         /* Revoked: the new owner consumes it again. */
                         kretry_inflight_free(a, r);
                         continue;

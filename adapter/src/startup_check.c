@@ -42,7 +42,7 @@ static rd_kafka_resp_err_t snapshot(kretry_adapter_t *a,
                                     rd_kafka_t *rk,
                                     kretry_meta_t *meta,
                                     int timeout) {
-        int64_t deadline                   = kretry_now_ms() + timeout;
+        int64_t deadline                   = kretry_mono_ms() + timeout;
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, NULL, &md, timeout);
         if (err)
@@ -119,10 +119,10 @@ static rd_kafka_resp_err_t check_settled(kretry_adapter_t *a,
                                          int *misfit) {
         const kretry_conf_t *c = a->conf;
         int timeout            = c->topology_check_timeout_ms;
-        int64_t deadline       = kretry_now_ms() + timeout;
-        int64_t settle = kretry_now_ms() + (timeout < KRETRY_CHECK_SETTLE_MS
-                                                    ? timeout
-                                                    : KRETRY_CHECK_SETTLE_MS);
+        int64_t deadline       = kretry_mono_ms() + timeout;
+        int64_t settle = kretry_mono_ms() + (timeout < KRETRY_CHECK_SETTLE_MS
+                                                     ? timeout
+                                                     : KRETRY_CHECK_SETTLE_MS);
         for (;;) {
                 kretry_meta_t meta      = {0};
                 rd_kafka_resp_err_t err = snapshot(
@@ -132,7 +132,7 @@ static rd_kafka_resp_err_t check_settled(kretry_adapter_t *a,
                                     a->versions_topic, c->topology_file};
                 *misfit          = !err && kretry_shape_check(&s, &meta, d);
                 kretry_meta_clear(&meta);
-                if (err || !*misfit || d->oom || kretry_now_ms() >= settle ||
+                if (err || !*misfit || d->oom || kretry_mono_ms() >= settle ||
                     kretry_left_ms(deadline, -1) < 500)
                         return err;
                 kretry_diags_clear(d); /* empty again, ready for the next */

@@ -2,18 +2,15 @@
  * The handler's threads: up to handler.concurrency messages in the handler
  * at once, in the order the ordering allows.
  *
- * Threading contract. One thread, the polling thread (the one that calls
- * kretry_adapter_poll / _run), owns all Kafka state: the consumer, the
- * producer, the offset trackers, the key chains and gates, the version
- * store, held tier messages, the breaker. With handler.thread worker (the
- * default) a fixed pool of handler.concurrency threads runs only the user's
- * handler, so the polling thread never runs user code and keeps serving
- * the group (heartbeats, rebalances, max.poll.interval.ms) whatever the
- * handlers do. The workers run under SCHED_BATCH (handler.sched batch): a
- * woken worker never preempts the polling thread or librdkafka's threads,
- * which feed it (on two busy cores a fast handler otherwise cost the
- * polling thread a context switch every few messages). With handler.thread
- * poll the polling thread calls the
+ * Threads (the whole contract is in adapter_int.h). The polling thread
+ * owns all Kafka state. With handler.thread worker (the default) a fixed
+ * pool of handler.concurrency threads runs only the user's handler, so the
+ * polling thread never runs user code and keeps serving the group
+ * (heartbeats, rebalances, max.poll.interval.ms) whatever the handlers do. The
+ * workers run under SCHED_BATCH (handler.sched batch): a woken worker never
+ * preempts the polling thread or librdkafka's threads, which feed it (on two
+ * busy cores a fast handler otherwise cost the polling thread a context switch
+ * every few messages). With handler.thread poll the polling thread calls the
  * handler itself (an application's event loop that needs no locks; a long
  * call must then hold the message and complete it later).
  *
@@ -83,17 +80,28 @@
  * the bounds: it is already in memory, at most one per tier partition, and
  * holding it longer would only delay its retry.
  *
- * Revocation: the waiting jobs of the revoked partitions are dropped (not
- * done: the next owner consumes them again) and the polling thread waits up
- * to revoke.timeout.ms for their running and held jobs, deciding each
- * result as it arrives. A result that arrives after its partition was
- * revoked (its generation changed) is discarded: never routed, never
- * committed. Destroy joins the workers (waiting for running handlers) and
- * releases what was not decided; a message still held then is abandoned:
- * its key and value are released, and kretry_msg_complete() only frees it.
+ * Assignments: a job keeps a reference to its partition's assignment
+ * (kretry_part_t), whose gates it passes; a gate lives and dies with its
+ * assignment, so nothing a revocation leaves behind (a successor dropped
+ * while it held the gate, a result still out) can stall the partition's
+ * next assignment. Revocation: the waiting jobs of the revoked partitions
+ * are dropped (not done: the next owner consumes them again) and the
+ * polling thread waits up to revoke.timeout.ms for their running and held
+ * jobs, deciding each result as it arrives (not for a lost assignment,
+ * retired first, nor with handler.thread poll, whose held messages are
+ * completed by the loop the revocation holds). A result that arrives after
+ * its assignment was retired is discarded: never routed, never committed.
+ *
+ * Held messages: the application gets a handle (handles.h), not the job,
+ * since jobs are pooled: a handle outliving its hold is refused, never
+ * taken for the job's next message. Destroy joins the workers (waiting for
+ * running handlers) and releases what was not decided; a message still
+ * held then is abandoned: its key and value are released, its accessors
+ * read nothing, and kretry_msg_complete() only frees it.
  */
 #define _GNU_SOURCE /* SCHED_BATCH */
 #include "adapter_int.h"
+#include "handles.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -106,8 +114,7 @@
 typedef struct kretry_job_s {
         kretry_msg_t msg; /* first: the handler's view is the job */
         struct kretry_workers_s *w;
-        kretry_part_t *part;
-        uint64_t gen;
+        kretry_part_t *part;     /* a reference (kretry_part_ref) */
         rd_kafka_message_t *rkm; /* owned until decided */
         int64_t bytes;           /* its key and value */
         kretry_gate_t *gate;     /* its key's or partition's, or NULL */
@@ -116,8 +123,12 @@ typedef struct kretry_job_s {
         avro_value_t value;      /* value.format avro: its own copy of the
                                     decoded record */
         int has_value;
-        int slot; /* in running[], -1 when not running */
-        int hold; /* kretry_msg_hold() during the call */
+        int slot;               /* in running[], -1 when not running */
+        int hold;               /* kretry_msg_hold() during the call */
+        kretry_handle_t handle; /* its hold's handle (handles.h), 0 none:
+                                   written by the thread in the call, ended
+                                   by kretry_msg_complete() or, for a void
+                                   hold, when the call returns */
         /* Under lock. */
         int in_call;   /* the handler has not returned yet */
         int completed; /* kretry_msg_complete() during the call */
@@ -168,6 +179,8 @@ typedef struct kretry_workers_s {
         kretry_job_t *pool; /* free jobs, reused */
         int jobs;           /* waiting + running */
         int64_t bytes;      /* their keys and values */
+        int64_t later_at;   /* memory ran out preparing a job: nothing is
+                               dispatched before this (kretry_mono_ms) */
 } kretry_workers_t;
 
 static kretry_job_t *job_of(kretry_msg_t *m) {
@@ -252,6 +265,17 @@ static void wake_spare(kretry_workers_t *w) {
         pthread_cond_signal(&w->work_cond);
 }
 
+/* The handler on @p j. A hold it did not answer KRETRY_ASYNC for is void:
+ * its handle ends before the result can be decided, so that the handle
+ * never names the job's next message. */
+static kretry_action_t call(kretry_adapter_t *a, kretry_job_t *j) {
+        j->us                  = -1;
+        kretry_action_t action = kretry_call_handler(a, &j->msg, &j->us);
+        if (j->handle && action != KRETRY_ASYNC)
+                kretry_handle_end(j->handle);
+        return action;
+}
+
 static void *worker_main(void *arg) {
         kretry_workers_t *w = arg;
         /* Named for top -H, perf and gdb, as librdkafka names its rdk:*
@@ -288,9 +312,7 @@ static void *worker_main(void *arg) {
                 atomic_fetch_add(&w->calling, 1);
                 wake_spare(w);
                 pthread_mutex_unlock(&w->lock);
-                j->us = -1;
-                kretry_action_t action =
-                        kretry_call_handler(w->a, &j->msg, &j->us);
+                kretry_action_t action = call(w->a, j);
                 atomic_fetch_sub(&w->calling, 1);
                 pthread_mutex_lock(&w->lock);
                 call_returned(w, j, action);
@@ -323,7 +345,13 @@ int kretry_workers_start(kretry_adapter_t *a) {
         }
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->work_cond, NULL);
-        pthread_cond_init(&w->done_cond, NULL);
+        /* Its waits are bounded by revoke.timeout.ms: on the monotonic
+         * clock, which a step of the wall clock does not stretch. */
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&w->done_cond, &ca);
+        pthread_condattr_destroy(&ca);
         a->workers = w;
         for (; !w->inline_ && w->started < w->n; w->started++)
                 if (pthread_create(&w->threads[w->started], NULL, worker_main,
@@ -352,7 +380,9 @@ static void job_free(kretry_adapter_t *a, kretry_job_t *j) {
                 j->pred->follow = NULL;
         j->follow = j->pred = NULL;
         count(a, j, -1);
-        j->rkm  = NULL;
+        j->rkm = NULL;
+        kretry_part_unref(j->part);
+        j->part = NULL;
         j->next = w->pool;
         w->pool = j;
 }
@@ -395,6 +425,11 @@ static void drop_gated(kretry_adapter_t *a, kretry_part_t *part) {
                 g->head = g->tail = NULL;
         } while (part->tier == 0 &&
                  (g = kretry_chains_next_gate(&part->chains, &pos)));
+}
+
+void kretry_workers_retire(kretry_adapter_t *a, kretry_part_t *part) {
+        if (a->workers)
+                drop_gated(a, part);
 }
 
 static void for_each_part(kretry_adapter_t *a,
@@ -442,6 +477,13 @@ void kretry_workers_stop(kretry_adapter_t *a) {
                  * kretry_msg_complete() may touch it now, and frees it. */
                 kretry_rkm_destroy(j->rkm);
                 j->rkm = j->msg.rkm = NULL;
+                /* What pointed into the adapter or the message goes with
+                 * them: the accessors then read nothing (msg.c). */
+                j->msg.topic = j->msg.orig_topic = NULL;
+                j->msg.hdrs                      = NULL;
+                j->msg.hdrs_loaded               = 1;
+                kretry_part_unref(j->part);
+                j->part = NULL;
                 abandoned++;
         }
         w->refs += abandoned;
@@ -502,8 +544,8 @@ static void gate_pass(kretry_adapter_t *a, kretry_job_t *j) {
         if (!g)
                 return;
         j->gate = NULL;
-        if (j->part->gen != j->gen || !j->part->assigned)
-                return; /* revoked: the gate went with its partition */
+        if (!j->part->assigned)
+                return; /* revoked: the gate went with its assignment */
         kretry_job_t *next = g->head;
         if (next) {
                 if (!(g->head = next->next))
@@ -536,17 +578,34 @@ static int own_value(kretry_adapter_t *a, kretry_job_t *j) {
         return 0;
 }
 
-/* Bind the job's view and decide what needs no handler; 1 when decided. */
+/* How long dispatching pauses when memory ran out preparing a job. */
+#define KRETRY_NO_MEM_LATER_MS 100
+
+/* Bind the job's view and decide what needs no handler; 1 when decided,
+ * -1 when memory is short: nothing is decided, the job keeps its place and
+ * its gate, and dispatching pauses for KRETRY_NO_MEM_LATER_MS (a job
+ * prepared later must not overtake it). */
 static int prepare(kretry_adapter_t *a, kretry_job_t *j) {
-        a->msg      = &j->msg;
-        int decided = kretry_prepare(a, j->part, j->rkm);
-        a->msg      = &a->msg0;
-        if (!decided && own_value(a, j)) {
-                kretry_retry_later(a, j->part, j->rkm,
-                                   "copying the decoded record of");
-                return 1;
+        kretry_workers_t *w = a->workers;
+        a->msg              = &j->msg;
+        int rc              = kretry_prepare(a, j->part, j->rkm);
+        a->msg              = &a->msg0;
+        if (!rc && own_value(a, j))
+                rc = -1;
+        if (rc < 0) {
+                if (!w->later_at)
+                        kretry_log(a, KRETRY_LOG_ERR, "MEMORY",
+                                   "out of memory preparing %s [%d] offset "
+                                   "%lld for the handler; dispatching again "
+                                   "in %d ms, nothing committed past it "
+                                   "meanwhile",
+                                   a->topics[j->part->tier],
+                                   (int)j->part->partition,
+                                   (long long)j->rkm->offset,
+                                   KRETRY_NO_MEM_LATER_MS);
+                w->later_at = kretry_mono_ms() + KRETRY_NO_MEM_LATER_MS;
         }
-        return decided;
+        return rc;
 }
 
 /* @p j is no longer dispatched. */
@@ -567,7 +626,7 @@ static void decide(kretry_adapter_t *a, kretry_job_t *j) {
         kretry_job_t *s = j->succ;
         j->succ         = NULL;
         gate_pass(a, j);
-        if (!part->assigned || part->gen != j->gen) {
+        if (!part->assigned) {
                 /* Revoked since: the new owner handles it again. */
                 if (s) {
                         unslot(w, s);
@@ -617,8 +676,7 @@ static void call_here(kretry_adapter_t *a, kretry_job_t *j) {
         j->in_call = 1;
         w->active++;
         pthread_mutex_unlock(&w->lock);
-        j->us                  = -1;
-        kretry_action_t action = kretry_call_handler(a, &j->msg, &j->us);
+        kretry_action_t action = call(a, j);
         pthread_mutex_lock(&w->lock);
         call_returned(w, j, action);
         pthread_mutex_unlock(&w->lock);
@@ -657,6 +715,7 @@ static void slot(kretry_workers_t *w, kretry_job_t *j) {
         j->slot                      = w->running_cnt;
         w->running[w->running_cnt++] = j;
         j->hold = j->completed = j->held = 0;
+        j->handle                        = 0;
         j->next                          = NULL;
         j->succ                          = NULL;
 }
@@ -686,13 +745,19 @@ static void make_successors(kretry_adapter_t *a) {
         for (int i = 0, cnt = w->running_cnt; i < cnt; i++) {
                 kretry_job_t *j  = w->running[i], *s;
                 kretry_gate_t *g = j->gate;
-                if (!g || !g->head || j->pred || !j->part->assigned ||
-                    j->part->gen != j->gen)
+                if (!g || !g->head || j->pred || !j->part->assigned)
                         continue;
                 while ((s = g->head) && independent(j, s) && slot_room(w)) {
                         if (!(g->head = s->next))
                                 g->tail = NULL;
-                        if (prepare(a, s)) { /* its message decided */
+                        int rc = prepare(a, s);
+                        if (rc < 0) { /* back in the gate's head */
+                                if (!(s->next = g->head))
+                                        g->tail = s;
+                                g->head = s;
+                                return;
+                        }
+                        if (rc) { /* its message decided */
                                 s->gate = NULL;
                                 job_free(a, s);
                                 continue;
@@ -716,6 +781,11 @@ static void make_successors(kretry_adapter_t *a) {
 static void pump(kretry_adapter_t *a) {
         kretry_workers_t *w = a->workers;
         kretry_job_t *batch = NULL, **tail = &batch;
+        if (w->later_at) { /* memory ran out: a pause, then again */
+                if (kretry_mono_ms() < w->later_at)
+                        return;
+                w->later_at = 0;
+        }
         int cnt = 0, ahead = w->inline_ || !w->ready ? 0 : queued(w);
         /* With a breaker, at most handler.concurrency jobs wait ahead of the
          * workers, and while transient failures run (or it is half-open)
@@ -739,7 +809,14 @@ static void pump(kretry_adapter_t *a) {
                 kretry_job_t *j = w->ready;
                 if (!(w->ready = j->next))
                         w->ready_tail = &w->ready;
-                if (prepare(a, j)) { /* its message decided */
+                int rc = prepare(a, j);
+                if (rc < 0) { /* back at the head: nothing overtakes it */
+                        if (!(j->next = w->ready))
+                                w->ready_tail = &j->next;
+                        w->ready = j;
+                        break;
+                }
+                if (rc) { /* its message decided */
                         gate_pass(a, j);
                         job_free(a, j);
                         continue;
@@ -809,13 +886,22 @@ void kretry_workers_submit(kretry_adapter_t *a,
                 kretry_retry_later(a, part, rkm, "queueing for the handler");
                 return;
         }
-        j->part  = part;
-        j->gen   = part->gen;
+        int waits = g && g->busy;
+        /* A message waiting behind its key may wait long while the rest of
+         * the Fetch response it came in is done: copied into kretry's
+         * memory, it does not keep that response allocated, and its
+         * bytes are what it really takes. (A partition's gate is passed in
+         * offset order: what waits there is the response itself.) */
+        if (waits && g != &part->gate)
+                rkm = kretry_rkm_own(rkm); /* or rkm itself: no memory */
+        j->part  = kretry_part_ref(part);
         j->rkm   = rkm;
-        j->bytes = (int64_t)rkm->key_len + (int64_t)rkm->len;
+        j->bytes = kretry_rkm_owned(rkm)
+                           ? (int64_t)kretry_rkm_size(rkm)
+                           : (int64_t)rkm->key_len + (int64_t)rkm->len;
         j->gate  = g;
         count(a, j, +1);
-        if (g && g->busy) {
+        if (waits) {
                 j->next = NULL;
                 if (g->tail)
                         ((kretry_job_t *)g->tail)->next = j;
@@ -868,6 +954,10 @@ void kretry_workers_pause(kretry_adapter_t *a, int paused) {
         if (!paused)
                 pthread_cond_broadcast(&w->work_cond);
         pthread_mutex_unlock(&w->lock);
+}
+
+int64_t kretry_workers_later_at(const kretry_adapter_t *a) {
+        return a->workers ? a->workers->later_at : 0;
 }
 
 int kretry_workers_idle(kretry_adapter_t *a) {
@@ -961,6 +1051,22 @@ void kretry_workers_revoke(kretry_adapter_t *a,
         }
         int n;
         while (reap(a), (n = running_in(a, l)) > 0) {
+                if (w->inline_ || !deadline) {
+                        /* handler.thread poll: only held messages can be
+                         * left, and the loop that completes them is this
+                         * thread, which the revocation holds. Lost: the
+                         * results would be discarded anyway. */
+                        kretry_log(a, KRETRY_LOG_NOTICE, "REVOKE",
+                                   "%d %s of %s partitions not waited for; "
+                                   "their results will be discarded (the "
+                                   "next owner handles them again)",
+                                   n,
+                                   w->inline_ ? "held message(s)"
+                                              : "handler call(s) or held "
+                                                "message(s)",
+                                   deadline ? "revoked" : "lost");
+                        break;
+                }
                 int wait = kretry_left_ms(deadline, 100);
                 if (!wait) {
                         kretry_log(a, KRETRY_LOG_WARNING, "REVOKE",
@@ -971,7 +1077,7 @@ void kretry_workers_revoke(kretry_adapter_t *a,
                         break;
                 }
                 struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
+                clock_gettime(CLOCK_MONOTONIC, &ts);
                 ts.tv_nsec += (long)(wait % 1000) * 1000000;
                 ts.tv_sec += (time_t)(wait / 1000) + ts.tv_nsec / 1000000000;
                 ts.tv_nsec %= 1000000000;
@@ -986,17 +1092,28 @@ void kretry_workers_revoke(kretry_adapter_t *a,
 }
 
 kretry_msg_t *kretry_msg_hold(kretry_msg_t *msg) {
-        if (!msg)
-                return NULL;
-        job_of(msg)->hold = 1;
-        return msg;
+        if (!msg || kretry_handle_is(msg))
+                return kretry_handle_get((kretry_handle_t)msg) ? msg : NULL;
+        kretry_job_t *j = job_of(msg);
+        if (!j->handle && !(j->handle = kretry_handle_new(j)))
+                return NULL; /* no memory: not held */
+        j->hold = 1;
+        return (kretry_msg_t *)j->handle;
 }
 
-int kretry_msg_complete(kretry_msg_t *msg, kretry_action_t action) {
-        if (!msg)
-                return -1;
-        kretry_job_t *j     = job_of(msg);
-        kretry_workers_t *w = j->w;
+const kretry_msg_t *kretry_msg_resolve(const kretry_msg_t *msg) {
+        if (!kretry_handle_is(msg))
+                return msg;
+        const kretry_job_t *j = kretry_handle_get((kretry_handle_t)msg);
+        return j ? &j->msg : NULL;
+}
+
+/* Under the handle table's lock, with the hold's handle ended: the
+ * answer for the job @p obj. */
+static int complete_job(void *obj, void *arg) {
+        kretry_job_t *j        = obj;
+        kretry_action_t action = *(const kretry_action_t *)arg;
+        kretry_workers_t *w    = j->w;
         pthread_mutex_lock(&w->lock);
         if (j->in_call && j->hold && !j->completed) {
                 j->completed = 1;
@@ -1006,7 +1123,7 @@ int kretry_msg_complete(kretry_msg_t *msg, kretry_action_t action) {
         }
         if (!j->held) {
                 pthread_mutex_unlock(&w->lock);
-                return -1; /* not a held message */
+                return -1; /* cannot be: a valid handle is a hold's */
         }
         j->held = 0;
         w->active--;
@@ -1023,4 +1140,8 @@ int kretry_msg_complete(kretry_msg_t *msg, kretry_action_t action) {
         push_done(w, j);
         pthread_mutex_unlock(&w->lock);
         return 0;
+}
+
+int kretry_msg_complete(kretry_msg_t *msg, kretry_action_t action) {
+        return kretry_handle_take((kretry_handle_t)msg, complete_job, &action);
 }

@@ -126,8 +126,10 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *   dlq.topic: dead-letter topic; {source} is replaced [{source}.dlq]
  *   error.max.length: bytes of the handler's error message kept in
  *       kretry-error [512]
- *   revoke.timeout.ms: bounded wait for in-flight copies when partitions are
- *       revoked or the adapter closes [30000]
+ *   revoke.timeout.ms: bounded wait, when partitions are revoked or the
+ *       adapter closes, for their handler calls, held messages and
+ *       in-flight copies (not for a copy refused as too large, nor for a
+ *       lost assignment, whose results are discarded) [30000]
  *   produce.retry.backoff.ms: first wait before a copy whose delivery failed
  *       is produced again (doubles up to 10 s; 1..10000) [100]
  *   ordering: none; key: a key's messages reach the handler one at a time,
@@ -140,7 +142,9 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *       kretry_handler_t) [1]
  *   handler.thread: worker: the handler runs on kretry's worker threads;
  *       poll: on the thread that calls kretry_adapter_poll(), which it must
- *       not block (hold the message and complete it later) [worker]
+ *       not block (hold the message and complete it later; a revocation
+ *       does not wait for held messages, whose answers are then
+ *       discarded) [worker]
  *   handler.sched: batch: the worker threads run under Linux's SCHED_BATCH
  *       policy, so that a worker woken for a message never preempts the
  *       polling thread or librdkafka's threads (the group stays served while
@@ -152,9 +156,11 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *       handler, held, or waiting for a slot or their key) before no more
  *       are taken; fetching goes on up to librdkafka's queued.* bounds and
  *       the group is served [1000]
- *   max.inflight.bytes: bytes of key and value of those messages before no
- *       more are taken; a larger message is still taken when nothing else is
- *       in flight (1..2147483647) [67108864]
+ *   max.inflight.bytes: bytes of key and value of those messages (all a
+ *       message waiting behind its key takes: it is copied into kretry's
+ *       memory, not keeping its Fetch response allocated) before no more
+ *       are taken; a larger message is still taken when nothing else is in
+ *       flight (1..2147483647) [67108864]
  *   tier.buffer.messages: tier messages kept in kretry's memory per tier
  *       partition behind one that is not due yet, so that the partition
  *       keeps fetching and each is handled at its due time whatever
@@ -357,14 +363,23 @@ KRETRY_EXPORT void kretry_msg_set_retry_after(kretry_msg_t *msg,
  * For a service whose work is asynchronous (an HTTP client on libcurl's
  * multi interface, a libuv loop): call it inside the handler, start the
  * work, and return KRETRY_ASYNC; when the work ends, call
- * kretry_msg_complete() on the returned pointer, from any thread. Until
- * then the message, everything read through it, kretry_msg_set_error() and
- * kretry_msg_set_retry_after() stay valid on that pointer, and the message
- * counts against handler.concurrency (and, under its ordering, keeps its
- * key or partition busy). A hold whose handler returns anything but
- * KRETRY_ASYNC is void: that answer counts.
+ * kretry_msg_complete() on the returned handle, from any thread. Until
+ * then the handle, everything read through it, kretry_msg_set_error() and
+ * kretry_msg_set_retry_after() on it stay valid (every kretry_msg_*()
+ * accessor takes the handle), and the message counts against
+ * handler.concurrency (and, under its ordering, keeps its key or partition
+ * busy). After the handler returned only the handle is valid, not @p msg.
+ * A hold whose handler returns anything but KRETRY_ASYNC is void: that
+ * answer counts, and the handle is no longer valid.
  *
- * @returns @p msg itself.
+ * A handle is not the message's address: one that is no longer valid (its
+ * message completed, its hold void, its adapter destroyed and the message
+ * completed) is refused by kretry_msg_complete() and reads as NULL in every
+ * accessor; it never names another message.
+ *
+ * @returns the handle (the same one when called again in the call), or
+ *          NULL when memory is short: the message is then not held, and the
+ *          handler must answer it by its return value.
  */
 KRETRY_EXPORT kretry_msg_t *kretry_msg_hold(kretry_msg_t *msg);
 
@@ -373,15 +388,17 @@ KRETRY_EXPORT kretry_msg_t *kretry_msg_hold(kretry_msg_t *msg);
  *        as the handler would have. Any thread, once per hold; it may also
  *        come before the handler returned KRETRY_ASYNC.
  *
- * After it the message is no longer valid. The outcome is decided on the
- * thread driving the adapter (woken through kretry_adapter_fd()). An answer
- * for a message whose partition was revoked meanwhile is discarded (the new
- * owner handles the message again). Once kretry_adapter_destroy() has begun,
- * a held message not completed is abandoned: its key, value and headers
- * must no longer be read, and kretry_msg_complete() only frees it (it must
- * still be called).
+ * @p msg is the handle kretry_msg_hold() returned; after this call it is no
+ * longer valid. The outcome is decided on the thread driving the adapter
+ * (woken through kretry_adapter_fd()). An answer for a message whose
+ * partition was revoked or lost meanwhile is discarded (the new owner
+ * handles the message again). Once kretry_adapter_destroy() has begun, a
+ * held message not completed is abandoned: every accessor reads it as NULL
+ * (-1, 0), and kretry_msg_complete() only frees it (it must still be
+ * called).
  *
- * @returns 0, or -1 when @p msg is not a held message.
+ * @returns 0, or -1 when @p msg is not a valid handle (never held, already
+ *          completed, or its hold was void).
  */
 KRETRY_EXPORT int kretry_msg_complete(kretry_msg_t *msg,
                                       kretry_action_t action);
