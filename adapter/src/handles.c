@@ -14,8 +14,8 @@
 
 typedef struct {
         uintptr_t gen;
-        void *obj;       /* NULL while free */
-        uint32_t next;   /* free list, UINT32_MAX at its end */
+        void *obj;     /* NULL while free */
+        uint32_t next; /* free list, UINT32_MAX at its end */
 } slot_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -39,7 +39,7 @@ static slot_t *find(kretry_handle_t h) {
 }
 
 static void end_slot(slot_t *s) {
-        s->obj  = NULL;
+        s->obj = NULL;
         s->gen++;
         s->next   = free_head;
         free_head = (uint32_t)(s - slots);
@@ -63,7 +63,7 @@ kretry_handle_t kretry_handle_new(void *obj) {
                 i         = free_head;
                 free_head = slots[i].next;
         } else {
-                i          = cnt++;
+                i            = cnt++;
                 slots[i].gen = 1;
         }
         slots[i].obj = obj;
