@@ -572,7 +572,9 @@ static int own_value(kretry_adapter_t *a, kretry_job_t *j) {
                 j->has_value = 1;
         }
         avro_value_reset(&j->value);
-        if (avro_value_copy(&j->value, j->msg.value_avro))
+        if ((kretry_test_alloc_fails &&
+             kretry_test_alloc_fails("record-copy")) ||
+            avro_value_copy(&j->value, j->msg.value_avro))
                 return -1;
         j->msg.value_avro = &j->value;
         return 0;
