@@ -8,10 +8,13 @@
 #include "it_harness.h"
 #include "offsets.h" /* kretry_test_alloc_fails */
 
+#include <avro.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {
         return kretry_adapter_counter(a, c, 0);
@@ -342,6 +345,230 @@ static void test_oom_copy_record(void) {
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 5);
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 5);
         it_env_destroy(env);
+}
+
+/* The Avro schema of test_oom_record_copy_held, R{id: string, n: long},
+ * written to a file of its own at @p path (the caller unlinks it). */
+static void copy_schema(char *path, size_t size) {
+        snprintf(path, size, "/tmp/kretry-it-faults-XXXXXX");
+        int fd           = mkstemp(path);
+        const char *json = "{\"type\":\"record\",\"name\":\"R\",\"fields\":["
+                           "{\"name\":\"id\",\"type\":\"string\"},"
+                           "{\"name\":\"n\",\"type\":\"long\"}]}";
+        KT_REQUIRE(fd >= 0 &&
+                   write(fd, json, strlen(json)) == (ssize_t)strlen(json));
+        close(fd);
+}
+
+/* A tier copy R{id "t<n>", n} on partition 0 of the first tier, key "k",
+ * attempt 1, due at @p due (0: due now). */
+static void copy_tier_msg(it_env_t *env, int n, int64_t due) {
+        unsigned char buf[32];
+        size_t len = 0;
+        char id[8], ds[32];
+        snprintf(id, sizeof(id), "t%d", n);
+        buf[len++] = (unsigned char)(strlen(id) << 1);
+        memcpy(buf + len, id, strlen(id));
+        len += strlen(id);
+        buf[len++]            = (unsigned char)(n << 1); /* zigzag, below 64 */
+        rd_kafka_headers_t *h = rd_kafka_headers_new(2);
+        rd_kafka_header_add(h, "kretry-attempt", -1, "1", -1);
+        if (due) {
+                snprintf(ds, sizeof(ds), "%lld", (long long)due);
+                rd_kafka_header_add(h, "kretry-due-ts", -1, ds, -1);
+        }
+        KT_REQUIRE(kt_produce(env->c, env->tiers[0], 0, "k", 1, buf, len, h) ==
+                   0);
+}
+
+/* What copy_handler saw: each call's record, attempt and time; "t0"
+ * waits in its call until the test releases it. */
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        int entered, released, cnt, foreign;
+        char id[16][8];
+        int attempt[16];
+        int64_t now_ms[16];
+} cc = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+/* OK for every message; a record that is not its own message's (id
+ * "t<offset>", n = offset) counts in cc.foreign. */
+static kretry_action_t copy_handler(kretry_msg_t *msg, void *opaque) {
+        (void)opaque;
+        const avro_value_t *rec = kretry_msg_value_avro(msg);
+        avro_value_t f, g;
+        const char *id = NULL;
+        size_t sz;
+        int64_t n = -1, off = kretry_msg_offset(msg);
+        int ok = rec && !avro_value_get_by_name(rec, "id", &f, NULL) &&
+                 !avro_value_get_string(&f, &id, &sz) &&
+                 !avro_value_get_by_name(rec, "n", &g, NULL) &&
+                 !avro_value_get_long(&g, &n);
+        pthread_mutex_lock(&cc.lock);
+        int i = cc.cnt++;
+        if (i < 16) {
+                snprintf(cc.id[i], sizeof(cc.id[i]), "%s", ok ? id : "?");
+                cc.attempt[i] = kretry_msg_attempt(msg);
+                cc.now_ms[i]  = kt_wall_ms();
+        }
+        cc.foreign += !ok || n != off || id[0] != 't' || atoll(id + 1) != n;
+        if (ok && !strcmp(id, "t0")) {
+                /* Bounded: a test that failed before releasing it must
+                 * still end. */
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_sec += 10;
+                cc.entered = 1;
+                while (!cc.released &&
+                       pthread_cond_timedwait(&cc.cond, &cc.lock, &ts) == 0)
+                        ;
+        }
+        pthread_mutex_unlock(&cc.lock);
+        return KRETRY_OK;
+}
+
+static int copy_entered(kretry_adapter_t *a, it_env_t *env) {
+        (void)a, (void)env;
+        pthread_mutex_lock(&cc.lock);
+        int entered = cc.entered;
+        pthread_mutex_unlock(&cc.lock);
+        return entered;
+}
+
+/* t1 consumed into its partition's gate behind t0, t2 held (not due), t3
+ * kept behind t2. */
+static int copy_held(kretry_adapter_t *a, it_env_t *env) {
+        (void)env;
+        return counter(a, KRETRY_COUNTER_HELD) == 1 &&
+               counter(a, KRETRY_COUNTER_CONSUMED) >= 4;
+}
+
+static atomic_int watchdog_done;
+
+/* The test's end within 15 s of its start, or the process aborts: an
+ * endless loop in the polling thread (a held list that links to itself)
+ * would otherwise never let it report. */
+static void *watchdog(void *arg) {
+        (void)arg;
+        int64_t end = kt_now_ms() + 15000;
+        while (!atomic_load(&watchdog_done)) {
+                if (kt_now_ms() > end) {
+                        fprintf(stderr, "\ntest_oom_record_copy_held: still "
+                                        "running 15 s after the copy failures "
+                                        "began (an endless loop?); aborting\n");
+                        abort();
+                }
+                kt_nap_ms(20);
+        }
+        return NULL;
+}
+
+/* value.format avro, ordering partition: the job of a tier partition's
+ * message is prepared while the same partition holds a later message not
+ * due yet, and the copy of its decoded record runs out of memory three
+ * times. The job keeps its place and its gate (dispatching pauses 100 ms
+ * each time) instead of being held in the partition's one hold slot over
+ * the message already there (which was lost, its offset never done, and
+ * its partition linked into the held list twice: the polling thread
+ * looped forever). Every message is handled once, in offset order, with
+ * its own record, the held one not before it is due, and all committed,
+ * in seconds. */
+static void test_oom_record_copy_held(void) {
+        it_env_t *env = it_env_new("500ms", 1);
+        char schema[64];
+        copy_schema(schema, sizeof(schema));
+        pthread_mutex_lock(&cc.lock);
+        cc.entered = cc.released = cc.cnt = cc.foreign = 0;
+        pthread_mutex_unlock(&cc.lock);
+        copy_tier_msg(env, 0, 0);
+        kretry_conf_t *conf = it_conf(
+                env, "value.format", "avro", "value.schema", schema, "ordering",
+                "partition", "handler.concurrency", "2", NULL);
+        kretry_conf_set_handler(conf, copy_handler, env);
+        log_clear();
+        kretry_conf_set_log_cb(conf, keep_log, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        int shaped          = it_run_until(a, copy_entered, env, 20000);
+        int64_t due         = kt_wall_ms() + 500;
+        if (shaped) {
+                copy_tier_msg(env, 1, 0);   /* waits at the gate behind t0 */
+                copy_tier_msg(env, 2, due); /* held: due in 500 ms */
+                copy_tier_msg(env, 3, 0);   /* kept behind t2 */
+                shaped = it_run_until(a, copy_held, env, 10000) &&
+                         kt_wall_ms() < due - 150;
+        }
+        pthread_mutex_lock(&cc.lock);
+        int calls = cc.cnt;
+        pthread_mutex_unlock(&cc.lock);
+        KT_CHECK_MSG(shaped, CU_FALSE,
+                     "t0 not in the handler, or t2 not held 150 ms before "
+                     "due (calls %d, held %lld, consumed %lld)",
+                     calls, (long long)counter(a, KRETRY_COUNTER_HELD),
+                     (long long)counter(a, KRETRY_COUNTER_CONSUMED));
+        KT_ASSERT_INT_EQ(calls, 1);
+        /* t1's record copy fails as soon as t0 is decided, while t2 is
+         * held. */
+        oom_set("avro-copy", 0, 3);
+        pthread_t wd;
+        atomic_store(&watchdog_done, 0);
+        KT_REQUIRE(pthread_create(&wd, NULL, watchdog, NULL) == 0);
+        int64_t t0 = kt_now_ms(), margin = due - kt_wall_ms();
+        pthread_mutex_lock(&cc.lock);
+        cc.released = 1;
+        pthread_cond_broadcast(&cc.cond);
+        pthread_mutex_unlock(&cc.lock);
+        int64_t end = kt_now_ms() + 10000;
+        while (shaped && counter(a, KRETRY_COUNTER_OK) < 4 && kt_now_ms() < end)
+                kretry_adapter_poll(a, 10);
+        int64_t took = kt_now_ms() - t0;
+        pause_ms(a, 200); /* a second call of any would show */
+        int failed = oom_failed, record_failed = oom_record_failed;
+        int64_t last_failed = oom_last_ms;
+        oom_set(NULL, 0, 0);
+        fprintf(stderr,
+                "  t0 released %lld ms before t2 was due; %d copy failures, "
+                "the last %lld ms before; all handled %lld ms after t0\n",
+                (long long)margin, failed, (long long)(due - last_failed),
+                (long long)took);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_OK), 4);
+        KT_ASSERT_INT_EQ(failed, 3);
+        KT_ASSERT_INT_EQ(record_failed, 0); /* "record" is a copy's */
+        /* t1's, all while t2 was held. */
+        KT_CHECK_MSG(log_has("[0] offset 1 for the handler") &&
+                             last_failed < due,
+                     CU_FALSE,
+                     "the failures were not t1's while t2 was held (the "
+                     "last %lld ms after t2 was due): %s",
+                     (long long)(last_failed - due), log_text);
+        KT_CHECK_MSG(log_has("out of memory preparing") &&
+                             log_has("dispatching again in 100 ms"),
+                     CU_FALSE, "no log line says the preparation waits: %s",
+                     log_text);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_HELD), 0);
+        pthread_mutex_lock(&cc.lock);
+        KT_ASSERT_INT_EQ(cc.cnt, 4);
+        KT_ASSERT_INT_EQ(cc.foreign, 0);
+        for (int i = 0; i < cc.cnt && i < 4; i++) {
+                char want[8];
+                snprintf(want, sizeof(want), "t%d", i);
+                KT_CHECK_MSG(!strcmp(cc.id[i], want), CU_FALSE,
+                             "call %d: %s, want %s", i, cc.id[i], want);
+                KT_ASSERT_INT_EQ(cc.attempt[i], 2);
+        }
+        if (cc.cnt >= 3)
+                KT_CHECK_MSG(cc.now_ms[2] >= due, CU_FALSE,
+                             "t2 handled %lld ms before it was due",
+                             (long long)(due - cc.now_ms[2]));
+        pthread_mutex_unlock(&cc.lock);
+        kretry_adapter_destroy(a);
+        atomic_store(&watchdog_done, 1);
+        pthread_join(wd, NULL);
+        KT_CHECK_MSG(took < 5000, CU_FALSE, "handled in %lld ms",
+                     (long long)took);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->tiers[0], 0), 4);
+        it_env_destroy(env);
+        unlink(schema);
 }
 
 /* (g) null key, null value and a 1 MiB value pass through a retry hop. */
@@ -851,6 +1078,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_oom_tracking),
                 KT_TEST(test_oom_copy_record),
                 KT_TEST(test_oom_key_chain),
+                KT_TEST(test_oom_record_copy_held),
                 KT_TEST(test_null_and_huge),
                 KT_TEST(test_malformed_headers),
                 KT_TEST(test_due_far_ahead),

@@ -572,8 +572,7 @@ static int own_value(kretry_adapter_t *a, kretry_job_t *j) {
                 j->has_value = 1;
         }
         avro_value_reset(&j->value);
-        if ((kretry_test_alloc_fails &&
-             kretry_test_alloc_fails("record-copy")) ||
+        if ((kretry_test_alloc_fails && kretry_test_alloc_fails("avro-copy")) ||
             avro_value_copy(&j->value, j->msg.value_avro))
                 return -1;
         j->msg.value_avro = &j->value;
