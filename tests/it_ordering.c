@@ -447,6 +447,85 @@ static void test_superseded_copy_is_duplicate(void) {
         it_env_destroy(env);
 }
 
+/* The state a crash leaves after K's head failed and its copy was never
+ * made, while K's follower was parked into tier 1 behind it and L's retry
+ * copy was made after that: source L "ok-l0" (0, done), K "ok-h" (1), K
+ * "ok-f" (2), L "ok-l" (3), committed at the head; tier 1 the follower's
+ * parked copy (due) and then L's copy (not due for seconds). The source's
+ * leader answers its first fetch 1.5 s late, so the tier is read first and
+ * the follower's copy waits for the source; meanwhile L's copy takes the
+ * tier partition's hold slot until its due time (consumed in the same
+ * batch, or released from behind the waiting copy when that one looked
+ * again). The follower's copy must wait all the same. Before the fix it
+ * went to the handler as soon as it found the slot taken: the follower
+ * before its head, and its source message handled again after it (in 20
+ * of 20 runs of each). */
+static void source_wait_behind_held(const char *concurrency) {
+        it_env_t *env = it_env_new_brokers("20s", 1, 2);
+        rd_kafka_mock_cluster_t *mock =
+                kt_mock_only(env->c, "none: a real broker cannot be told to "
+                                     "answer the source's first fetch late, "
+                                     "which lets the tier be read first");
+        if (!mock) {
+                it_env_destroy(env);
+                return;
+        }
+        rd_kafka_mock_coordinator_set(mock, "group", env->group, 1);
+        rd_kafka_mock_partition_set_leader(mock, env->tiers[0], 0, 1);
+        char due[24];
+        snprintf(due, sizeof(due), "%lld", (long long)(kt_wall_ms() + 15000));
+        produce_k(env, "L", "ok-l0", NULL, NULL);
+        produce_k(env, "K", "ok-h", NULL, NULL);
+        produce_k(env, "K", "ok-f", NULL, NULL);
+        produce_k(env, "L", "ok-l", NULL, NULL);
+        commit_at(env, env->source, 1);
+        produce_copy(env, 1, "K", "ok-f", "kretry-attempt", "0", "kretry-tier",
+                     "1", "kretry-due-ts", "0", "kretry-original-topic",
+                     env->source, "kretry-original-partition", "0",
+                     "kretry-original-offset", "2", "kretry-error-class",
+                     "parked", "kretry-group", env->group, NULL);
+        produce_copy(env, 1, "L", "ok-l", "kretry-attempt", "1", "kretry-tier",
+                     "1", "kretry-due-ts", due, "kretry-original-topic",
+                     env->source, "kretry-original-partition", "0",
+                     "kretry-original-offset", "3", "kretry-error-class",
+                     "transient", "kretry-group", env->group, NULL);
+        rd_kafka_mock_partition_set_leader(mock, env->source, 0, 2);
+        rd_kafka_mock_broker_push_request_error_rtts(
+                mock, 2, 1 /* Fetch */, 1, RD_KAFKA_RESP_ERR_NO_ERROR, 1500);
+        kretry_adapter_t *a =
+                it_adapter(it_conf(env, "ordering", "key",
+                                   "handler.concurrency", concurrency, NULL));
+        /* The head, then its follower's copy; the source messages whose
+         * copies wait in the tier are acknowledged as duplicates. */
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DUPLICATES, 2, 10000));
+        const it_call_t *c[4];
+        int h = it_calls_for(env, "ok-h", c, 4);
+        int f = it_calls_for(env, "ok-f", c, 4);
+        KT_CHECK_MSG(h == 1 && f == 1, CU_FALSE,
+                     "calls: head %d, follower %d (1 each)", h, f);
+        int head = call_at(env, "ok-h", 0), fol = call_at(env, "ok-f", 0);
+        KT_CHECK_MSG(head >= 0 && head < fol, CU_FALSE,
+                     "the follower was handled (call %d) before its head "
+                     "(call %d)",
+                     fol, head);
+        KT_ASSERT(fol >= 0 && env->calls[fol].tier == 1);
+        /* L's copy is not due yet, and its source message is no call. */
+        KT_ASSERT_INT_EQ(it_calls_for(env, "ok-l", c, 4), 0);
+        KT_ASSERT_INT_EQ(env->call_cnt, 2);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+static void test_source_wait_behind_held(void) {
+        source_wait_behind_held("1");
+}
+
+/* The same with more handlers: the shape. */
+static void test_source_wait_behind_held_concurrent(void) {
+        source_wait_behind_held("4");
+}
+
 /* A new instance rebuilds the key chains from the tiers: a message that
  * arrives on the source after a restart still waits for its key's head,
  * which sits in a tier (without the rebuild it would be handled first). */
@@ -636,6 +715,8 @@ int main(int argc, char **argv) {
                 KT_TEST(test_overtaken_retry),
                 KT_TEST(test_chain_rebuilt),
                 KT_TEST(test_superseded_copy_is_duplicate),
+                KT_TEST(test_source_wait_behind_held),
+                KT_TEST(test_source_wait_behind_held_concurrent),
                 KT_TEST(test_malformed_superseded_copy),
                 KT_TEST(test_park_rebuilt),
                 KT_TEST(test_restore_below_log_start),

@@ -173,7 +173,8 @@ static int behind_cap(const kretry_adapter_t *a, const kretry_part_t *part) {
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
         int want = part->assigned &&
                    ((part->held && !behind_cap(a, part)) || part->behind_full ||
-                    part->produce_failures > 0 || a->breaker_paused);
+                    part->src_wait.cnt > 0 || part->produce_failures > 0 ||
+                    a->breaker_paused);
         if (want == part->paused)
                 return;
         rd_kafka_topic_partition_list_t *l =
@@ -248,6 +249,10 @@ void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part) {
         while ((rkm = kretry_rkm_fifo_pop(f)))
                 kretry_rkm_destroy(rkm);
         part->behind_full = 0;
+        atomic_fetch_sub_explicit(&a->stats.held, part->src_wait.cnt,
+                                  memory_order_relaxed);
+        while ((rkm = kretry_rkm_fifo_pop(&part->src_wait)))
+                kretry_rkm_destroy(rkm);
         if (!part->held)
                 return;
         for (kretry_part_t **pp = &a->held_list; *pp; pp = &(*pp)->next_held)
@@ -535,12 +540,76 @@ static int release_behind(kretry_adapter_t *a, kretry_part_t *part) {
         return n;
 }
 
-/* Hand every held message whose due time has come to the handler. */
+/* How often copies waiting for their source look again. */
+#define KRETRY_SOURCE_WAIT_MS 50
+
+/* The copy waits beside the partition's hold slot, which a later message
+ * may hold until its own due time. The partition is paused while any copy
+ * waits, so that the list holds no more than was consumed from it already;
+ * the rest is fetched once the source caught up. */
+int kretry_wait_source(kretry_adapter_t *a,
+                       kretry_part_t *part,
+                       rd_kafka_message_t *rkm) {
+        if (kretry_rkm_fifo_push(&part->src_wait, &rkm))
+                return -1; /* no memory for the copy: still the caller's */
+        atomic_fetch_add_explicit(&a->stats.held, 1, memory_order_relaxed);
+        if (!a->src_wait_at)
+                a->src_wait_at = kretry_mono_ms() + KRETRY_SOURCE_WAIT_MS;
+        kretry_part_update_pause(a, part);
+        return 0;
+}
+
+/* The copies of @p part waiting for their source that may go now, to
+ * kretry_dispatch in consume order; the others wait on, in order. A copy
+ * is looked at here before it goes, so that the list (and with it the
+ * partition's pause) empties only once the source caught up. */
+static int source_caught_up(kretry_adapter_t *a, kretry_part_t *part) {
+        kretry_rkm_fifo_t all = part->src_wait;
+        rd_kafka_message_t *rkm;
+        int n = 0;
+        memset(&part->src_wait, 0, sizeof(part->src_wait));
+        while ((rkm = kretry_rkm_fifo_pop(&all))) {
+                if (kretry_keyed_source_behind(a, part, rkm)) {
+                        /* Owned already: nothing to allocate. */
+                        kretry_rkm_fifo_push(&part->src_wait, &rkm);
+                        continue;
+                }
+                atomic_fetch_sub_explicit(&a->stats.held, 1,
+                                          memory_order_relaxed);
+                kretry_dispatch(a, part, rkm);
+                n++;
+        }
+        kretry_part_update_pause(a, part);
+        return n;
+}
+
+/* Every partition's copies waiting for their source, when their time to
+ * look again has come. */
+static int dispatch_source_waits(kretry_adapter_t *a) {
+        int n = 0, left = 0;
+        int64_t now = kretry_mono_ms();
+        if (!a->src_wait_at || a->src_wait_at > now)
+                return 0;
+        for (int t = 1; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++) {
+                        kretry_part_t *part = a->parts[t][p];
+                        if (!part || !part->src_wait.cnt)
+                                continue;
+                        n += source_caught_up(a, part);
+                        left += part->src_wait.cnt;
+                }
+        a->src_wait_at = left ? now + KRETRY_SOURCE_WAIT_MS : 0;
+        return n;
+}
+
+/* Hand every held message whose due time has come to the handler, and the
+ * copies waiting for their source that may go. */
 static int dispatch_due(kretry_adapter_t *a, int64_t now) {
         kretry_part_t *due = NULL, **pp = &a->held_list;
         int n = 0;
         if (a->breaker_paused)
                 return 0; /* held messages wait for the breaker too */
+        n += dispatch_source_waits(a);
         while (*pp) {
                 kretry_part_t *part = *pp;
                 if (part->held_due > now) {
@@ -799,7 +868,7 @@ static int consume(kretry_adapter_t *a) {
                 if (n > 0 && n % KRETRY_SERVE_EVERY == 0) {
                         rd_kafka_poll(a->producer, 0);
                         kretry_workers_reap(a);
-                        if (a->held_list)
+                        if (a->held_list || a->src_wait_at)
                                 dispatch_due(a, kretry_now_ms());
                 }
                 rd_kafka_message_t *rkm = next_message(a, n);
@@ -858,6 +927,8 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
         for (kretry_part_t *p = a->breaker_paused ? NULL : a->held_list; p;
              p                = p->next_held)
                 next = sooner(next, p->held_due - now);
+        if (!a->breaker_paused && a->src_wait_at)
+                next = sooner(next, a->src_wait_at - mono);
         for (kretry_inflight_t *r = a->failed; r; r = r->next_failed)
                 next = sooner(next, r->retry_at - mono);
         if (a->emit_next > 0)

@@ -96,6 +96,11 @@ typedef struct kretry_part_s {
          * fetch.wait.max.ms. */
         kretry_rkm_fifo_t behind;
         int behind_full;
+        /* Tier partitions under ordering=key: copies that wait for their
+         * source partition to be consumed past them (keyed.c,
+         * wait_for_source), in consume order, in kretry's memory; the
+         * partition is paused while any waits (adapter.c). */
+        kretry_rkm_fifo_t src_wait;
         int produce_failures; /* copies from here waiting to be re-produced */
         int too_large_logged; /* a copy refused as too large was logged
                                  since the partition last had none failing */
@@ -243,6 +248,9 @@ struct kretry_adapter_s {
         kretry_part_t ***parts; /* [topic][partition] */
         int *part_cap;          /* per topic */
         kretry_part_t *held_list;
+        /* When the copies waiting for their source look again
+         * (kretry_wait_source; kretry_mono_ms), 0 when none waits. */
+        int64_t src_wait_at;
         int behind_stalled; /* a partition has messages behind no held one
                                (max.inflight or the breaker stopped them),
                                or a full buffer waits for the total to fall */
@@ -328,6 +336,13 @@ void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
 void kretry_update_pause_all(kretry_adapter_t *a);
 void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part);
 void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part);
+/* Keep @p rkm, a tier copy of @p part (taken), until its source partition
+ * was consumed past it (kretry_keyed_source_behind), looked at again with
+ * the held messages; then it goes to kretry_dispatch. 0, or -1 when there
+ * was no memory to keep it (@p rkm is still the caller's). */
+int kretry_wait_source(kretry_adapter_t *a,
+                       kretry_part_t *part,
+                       rd_kafka_message_t *rkm);
 /* Pause (1) or resume (0) every assigned partition for the breaker. */
 void kretry_breaker_apply(kretry_adapter_t *a, int paused);
 int kretry_topic_index(const kretry_adapter_t *a, const char *topic);
@@ -395,12 +410,11 @@ int64_t kretry_keyed_failed(kretry_adapter_t *a,
                             kretry_part_t *part,
                             int dest,
                             int64_t due_ts);
-/* Hold @p rkm (its partition paused) and hand it to kretry_dispatch again
- * in @p ms. */
-void kretry_hold_for(kretry_adapter_t *a,
-                     kretry_part_t *part,
-                     rd_kafka_message_t *rkm,
-                     int ms);
+/* 1 while @p rkm, a copy that waited for its source (kretry_wait_source),
+ * must wait on: its source partition has not been consumed past it yet. */
+int kretry_keyed_source_behind(kretry_adapter_t *a,
+                               kretry_part_t *part,
+                               const rd_kafka_message_t *rkm);
 void kretry_process(kretry_adapter_t *a,
                     kretry_part_t *part,
                     rd_kafka_message_t *rkm);

@@ -102,23 +102,21 @@ static int replayed_arrival(kretry_msg_t *m) {
                (m->tier == 0 || !has_header(m, KRETRY_H_ERROR_CLASS));
 }
 
-/* How often a tier copy waiting for the source to catch up looks again. */
-#define KRETRY_SOURCE_WAIT_MS 50
-
 /* A tier copy of a source message the consumer has not yet passed since
  * the assignment: after a crash, an earlier message of its key may still
  * be on the source, uncommitted — a head whose own copy was never made
  * while a parked follower's was. The restore cannot see it in the tiers;
  * the source, read again from the committed offset, brings it back into the
- * chain first. So the copy waits (held, its partition paused) until the
- * source has been consumed past its original offset and no earlier source
- * message of its key still waits in the key's gate behind it (consumed in
- * the same batch, not yet decided). Copies whose original coordinates are
- * not this source partition's are never held back. */
-static int
-wait_for_source(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
-        kretry_msg_t *m         = a->msg;
-        const kretry_chain_t *c = &m->chain;
+ * chain first. So the copy waits until the source has been consumed past
+ * its original offset and no earlier source message of its key still waits
+ * in the key's gate behind it (consumed in the same batch, not yet
+ * decided). Copies whose original coordinates are not this source
+ * partition's are never held back. @p c: the copy's chain headers. */
+static int source_behind(kretry_adapter_t *a,
+                         const kretry_part_t *part,
+                         kretry_part_t *src,
+                         const kretry_chain_t *c,
+                         const rd_kafka_message_t *rkm) {
         if (part->tier == 0 || src->src_next < 0 || !c->orig_offset_ok ||
             !c->orig_partition_ok || c->orig_partition != src->partition ||
             !c->orig_topic_ok || strcmp(c->orig_topic, a->topics[0]))
@@ -126,17 +124,34 @@ wait_for_source(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         /* Consumed past it is not enough: a source message of the key
          * consumed meanwhile may still wait in the key's gate, behind this
          * copy, and must reach the chain first. */
-        if (c->orig_offset < src->src_next &&
-            !kretry_workers_source_waits(a, src, m->rkm->key, m->rkm->key_len,
-                                         c->orig_offset))
+        return c->orig_offset >= src->src_next ||
+               kretry_workers_source_waits(a, src, rkm->key, rkm->key_len,
+                                           c->orig_offset);
+}
+
+/* The copy waits aside, in its partition's list of copies waiting for the
+ * source (adapter.c), not in the partition's hold slot: a later message of
+ * the partition may hold that slot until its own due time (held while this
+ * copy waited for its turn, or released from behind it when it looked
+ * before), and the copy must not go to the handler meanwhile. */
+static int
+wait_for_source(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
+        kretry_msg_t *m = a->msg;
+        if (!source_behind(a, part, src, &m->chain, m->rkm))
                 return 0;
-        /* With handler.concurrency > 1 a later message of the partition may
-         * already be held (not yet due); the slot is taken, so this one goes
-         * on rather than displace it. */
-        if (part->held)
+        return kretry_wait_source(a, part, m->rkm) ? -1 : 1;
+}
+
+int kretry_keyed_source_behind(kretry_adapter_t *a,
+                               kretry_part_t *part,
+                               const rd_kafka_message_t *rkm) {
+        kretry_part_t *src = source_part(a, part);
+        rd_kafka_headers_t *h;
+        kretry_chain_t c;
+        if (!rkm->key || !src || kretry_rkm_headers(rkm, &h))
                 return 0;
-        kretry_hold_for(a, part, m->rkm, KRETRY_SOURCE_WAIT_MS);
-        return 1;
+        kretry_chain_decode(h, &c);
+        return source_behind(a, part, src, &c, rkm);
 }
 
 static int
@@ -144,8 +159,11 @@ ordered_before(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         kretry_msg_t *m = a->msg;
         const void *key = m->rkm->key;
         size_t len      = m->rkm->key_len;
-        if (already_chained(a, part, src) || wait_for_source(a, part, src))
+        if (already_chained(a, part, src))
                 return 1;
+        int rc = wait_for_source(a, part, src);
+        if (rc)
+                return rc; /* set aside, or -1: no memory to */
         /* A replayed message of a parked key lifts the park, wherever it
          * arrives. */
         if (a->conf->park_key && replayed_arrival(m))
@@ -210,9 +228,11 @@ int kretry_keyed_before(kretry_adapter_t *a, kretry_part_t *part) {
         if (a->conf->ordering == KRETRY_ORDER_KEY &&
             kretry_chains_reserve(&src->chains, m->rkm->key, m->rkm->key_len))
                 return -1;
-        if (a->conf->ordering == KRETRY_ORDER_KEY &&
-            ordered_before(a, part, src))
-                return 1;
+        int rc = a->conf->ordering == KRETRY_ORDER_KEY
+                         ? ordered_before(a, part, src)
+                         : 0;
+        if (rc)
+                return rc;
         return a->versions_topic && stale(a, part, src);
 }
 

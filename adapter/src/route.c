@@ -643,13 +643,6 @@ void kretry_dispatch(kretry_adapter_t *a,
                 admit(a, part, rkm);
 }
 
-void kretry_hold_for(kretry_adapter_t *a,
-                     kretry_part_t *part,
-                     rd_kafka_message_t *rkm,
-                     int ms) {
-        hold(a, part, rkm, kretry_now_ms() + ms);
-}
-
 void kretry_count_consumed(kretry_adapter_t *a,
                            kretry_part_t *part,
                            const rd_kafka_message_t *rkm) {
