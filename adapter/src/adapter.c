@@ -791,7 +791,14 @@ static rd_kafka_message_t *next_message(kretry_adapter_t *a, int n) {
 /* The partition @p rkm was consumed from, or NULL when not assigned. */
 static kretry_part_t *assigned_part(kretry_adapter_t *a,
                                     const rd_kafka_message_t *rkm) {
-        int tier = kretry_topic_index(a, rd_kafka_topic_name(rkm->rkt));
+        /* The consumer's topic handles are librdkafka's own, which its
+         * messages point to: a pointer compared per topic, not its name. */
+        int tier = -1;
+        for (int i = 0; i < a->topic_cnt && tier < 0; i++)
+                if (rkm->rkt == a->rkts[i])
+                        tier = i;
+        if (tier < 0)
+                tier = kretry_topic_index(a, rd_kafka_topic_name(rkm->rkt));
         kretry_part_t *part = kretry_part_find(a, tier, rkm->partition);
         return part && part->assigned ? part : NULL;
 }

@@ -216,9 +216,17 @@ static int stale(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
         return 1;
 }
 
+/* Whether per-key state is kept at all (ordering=key or versioning): when
+ * not, a message's key needs no look-up before or after its call. */
+static int keyed(const kretry_adapter_t *a) {
+        return a->conf->ordering == KRETRY_ORDER_KEY || a->versions_topic;
+}
+
 int kretry_keyed_before(kretry_adapter_t *a, kretry_part_t *part) {
-        kretry_msg_t *m    = a->msg;
-        m->has_version     = 0;
+        kretry_msg_t *m = a->msg;
+        m->has_version  = 0;
+        if (!keyed(a))
+                return 0;
         kretry_part_t *src = source_part(a, part);
         if (!m->rkm->key || !src)
                 return 0;
@@ -237,7 +245,9 @@ int kretry_keyed_before(kretry_adapter_t *a, kretry_part_t *part) {
 }
 
 int kretry_keyed_ok(kretry_adapter_t *a, kretry_part_t *part) {
-        kretry_msg_t *m    = a->msg;
+        kretry_msg_t *m = a->msg;
+        if (!keyed(a))
+                return 0;
         kretry_part_t *src = source_part(a, part);
         if (!m->rkm->key || !src)
                 return 0;
