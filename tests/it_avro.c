@@ -15,16 +15,8 @@
 
 static const char *schema_path(void) {
         static char path[64];
-        if (path[0])
-                return path;
-        snprintf(path, sizeof(path), "/tmp/kretry-it-avro-XXXXXX");
-        int fd           = mkstemp(path);
-        const char *json = "{\"type\":\"record\",\"name\":\"R\",\"fields\":["
-                           "{\"name\":\"id\",\"type\":\"string\"},"
-                           "{\"name\":\"n\",\"type\":\"long\"}]}";
-        KT_REQUIRE(fd >= 0 &&
-                   write(fd, json, strlen(json)) == (ssize_t)strlen(json));
-        close(fd);
+        if (!path[0])
+                it_schema_r(path, sizeof(path));
         return path;
 }
 

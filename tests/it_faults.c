@@ -347,19 +347,6 @@ static void test_oom_copy_record(void) {
         it_env_destroy(env);
 }
 
-/* The Avro schema of test_oom_record_copy_held, R{id: string, n: long},
- * written to a file of its own at @p path (the caller unlinks it). */
-static void copy_schema(char *path, size_t size) {
-        snprintf(path, size, "/tmp/kretry-it-faults-XXXXXX");
-        int fd           = mkstemp(path);
-        const char *json = "{\"type\":\"record\",\"name\":\"R\",\"fields\":["
-                           "{\"name\":\"id\",\"type\":\"string\"},"
-                           "{\"name\":\"n\",\"type\":\"long\"}]}";
-        KT_REQUIRE(fd >= 0 &&
-                   write(fd, json, strlen(json)) == (ssize_t)strlen(json));
-        close(fd);
-}
-
 /* A tier copy R{id "t<n>", n} on partition 0 of the first tier, key "k",
  * attempt 1, due at @p due (0: due now). */
 static void copy_tier_msg(it_env_t *env, int n, int64_t due) {
@@ -477,7 +464,7 @@ static void *watchdog(void *arg) {
 static void test_oom_record_copy_held(void) {
         it_env_t *env = it_env_new("500ms", 1);
         char schema[64];
-        copy_schema(schema, sizeof(schema));
+        it_schema_r(schema, sizeof(schema));
         pthread_mutex_lock(&cc.lock);
         cc.entered = cc.released = cc.cnt = cc.foreign = 0;
         pthread_mutex_unlock(&cc.lock);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 it_env_t *it_env_new(const char *tiers, int parts) {
         return it_env_new_brokers(tiers, parts, 1);
@@ -393,4 +394,15 @@ int it_all_done(const it_env_t *a,
                 all &= seen[i];
         free(seen);
         return all;
+}
+
+void it_schema_r(char *path, size_t size) {
+        snprintf(path, size, "/tmp/kretry-it-schema-XXXXXX");
+        int fd           = mkstemp(path);
+        const char *json = "{\"type\":\"record\",\"name\":\"R\",\"fields\":["
+                           "{\"name\":\"id\",\"type\":\"string\"},"
+                           "{\"name\":\"n\",\"type\":\"long\"}]}";
+        KT_REQUIRE(fd >= 0 &&
+                   write(fd, json, strlen(json)) == (ssize_t)strlen(json));
+        close(fd);
 }

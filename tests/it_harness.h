@@ -85,6 +85,10 @@ void it_produce(it_env_t *env,
                 const char *value,
                 rd_kafka_headers_t *hdrs);
 
+/* Write the Avro schema R{id: string, n: long} to a new file named into
+ * @p path (the caller unlinks it). */
+void it_schema_r(char *path, size_t size);
+
 /* Calls recorded for @p value. */
 /* @p keys keys ("key-K") of @p per_key messages each, valued "K:S", key K
  * on partition K mod parts, in rounds: every key's S-th message, then the

@@ -196,6 +196,16 @@ static int lost_all_ok(lost_state_t *st) {
         return n;
 }
 
+/* @p n messages "m-I" of keys "key-I" on partition 0. */
+static void produce_keyed(it_env_t *env, int n) {
+        for (int i = 0; i < n; i++) {
+                char key[16], v[16];
+                snprintf(key, sizeof(key), "key-%d", i);
+                snprintf(v, sizeof(v), "m-%d", i);
+                it_produce(env, 0, key, v, NULL);
+        }
+}
+
 /* One partition, LOST_N messages of LOST_N keys, a 40 ms handler; the
  * assignment is lost after a few calls and comes back: every message ends
  * handled OK, the committed offset reaches the end, and nothing stays in
@@ -206,12 +216,7 @@ lost_comes_back(const char *ordering, const char *conc, const char *assignor) {
         it_env_t *env = mock_env("50ms", 1, &mock);
         if (!env)
                 return;
-        for (int i = 0; i < LOST_N; i++) {
-                char key[16], v[16];
-                snprintf(key, sizeof(key), "key-%d", i);
-                snprintf(v, sizeof(v), "m-%d", i);
-                it_produce(env, 0, key, v, NULL);
-        }
+        produce_keyed(env, LOST_N);
         static lost_state_t st;
         memset(&st, 0, sizeof(st));
         logs_reset();
@@ -791,12 +796,7 @@ static void test_lost_results_not_routed(void) {
         it_env_t *env = mock_env("50ms", 1, &mock);
         if (!env)
                 return;
-        for (int i = 0; i < ROUTE_N; i++) {
-                char key[16], v[16];
-                snprintf(key, sizeof(key), "key-%d", i);
-                snprintf(v, sizeof(v), "m-%d", i);
-                it_produce(env, 0, key, v, NULL);
-        }
+        produce_keyed(env, ROUTE_N);
         static route_state_t st;
         memset(&st, 0, sizeof(st));
         logs_reset();
