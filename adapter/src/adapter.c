@@ -104,6 +104,12 @@ kretry_part_t *kretry_part_find(kretry_adapter_t *a, int tier, int32_t p) {
         return a->parts[tier][p];
 }
 
+kretry_part_t *kretry_part_of(kretry_adapter_t *a,
+                              const rd_kafka_topic_partition_t *tp) {
+        return kretry_part_find(a, kretry_topic_index(a, tp->topic),
+                                tp->partition);
+}
+
 /* Room in the table for partition @p p of topic @p tier; -1 when memory is
  * short. */
 static int part_room(kretry_adapter_t *a, int tier, int32_t p) {
@@ -942,8 +948,9 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
                 next = sooner(next, a->emit_next - now);
         if (a->breaker_paused)
                 next = sooner(next, a->breaker.open_until - mono);
-        if (kretry_workers_later_at(a))
-                next = sooner(next, kretry_workers_later_at(a) - mono);
+        int64_t later = kretry_workers_later_at(a);
+        if (later)
+                next = sooner(next, later - mono);
         /* Partition forwards are renewed every second. */
         if (a->forward_at > 0)
                 next = sooner(next, a->forward_at - mono);
@@ -1035,9 +1042,7 @@ static int copies_of(kretry_adapter_t *a,
                      const rd_kafka_topic_partition_list_t *l) {
         int n = 0;
         for (int i = 0; i < l->cnt; i++) {
-                const kretry_part_t *part = kretry_part_find(
-                        a, kretry_topic_index(a, l->elems[i].topic),
-                        l->elems[i].partition);
+                const kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
                 if (part)
                         n += part->copies - part->copies_stuck;
         }

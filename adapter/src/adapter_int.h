@@ -322,6 +322,10 @@ void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
 kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p);
 /* The current assignment of @p p of topic @p tier, or NULL. */
 kretry_part_t *kretry_part_find(kretry_adapter_t *a, int tier, int32_t p);
+/* The current assignment of @p tp (an element of a partition list), or
+ * NULL. */
+kretry_part_t *kretry_part_of(kretry_adapter_t *a,
+                              const rd_kafka_topic_partition_t *tp);
 /* The assignment ends: nothing of it is routed or committed any more; it is
  * freed when its last job and copy record are gone. */
 void kretry_part_retire(kretry_adapter_t *a, kretry_part_t *part);

@@ -12,11 +12,6 @@ void kretry_offsets_init(kretry_offsets_t *t) {
         t->next = -1;
 }
 
-void kretry_offsets_clear(kretry_offsets_t *t) {
-        t->head = t->cnt = 0;
-        t->next          = -1;
-}
-
 void kretry_offsets_free(kretry_offsets_t *t) {
         free(t->offs);
         kretry_offsets_init(t);

@@ -19,7 +19,6 @@ typedef struct {
 } kretry_offsets_t;
 
 void kretry_offsets_init(kretry_offsets_t *t);
-void kretry_offsets_clear(kretry_offsets_t *t);
 void kretry_offsets_free(kretry_offsets_t *t);
 
 enum {

@@ -77,9 +77,7 @@ void kretry_forward_parts(kretry_adapter_t *a,
 static void revoke_parts(kretry_adapter_t *a,
                          const rd_kafka_topic_partition_list_t *l) {
         for (int i = 0; i < l->cnt; i++) {
-                kretry_part_t *part = kretry_part_find(
-                        a, kretry_topic_index(a, l->elems[i].topic),
-                        l->elems[i].partition);
+                kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
                 if (part)
                         kretry_part_retire(a, part);
         }
@@ -125,9 +123,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 kretry_forward_parts(a, l);
                 /* An open breaker holds new partitions back as well. */
                 for (int i = 0; a->breaker_paused && i < l->cnt; i++) {
-                        kretry_part_t *p = kretry_part_find(
-                                a, kretry_topic_index(a, l->elems[i].topic),
-                                l->elems[i].partition);
+                        kretry_part_t *p = kretry_part_of(a, &l->elems[i]);
                         if (p)
                                 kretry_part_update_pause(a, p);
                 }

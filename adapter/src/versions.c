@@ -6,10 +6,6 @@ void kretry_versions_init(kretry_versions_t *v) {
         kretry_keymap_init(&v->map, sizeof(int64_t));
 }
 
-void kretry_versions_clear(kretry_versions_t *v) {
-        kretry_keymap_clear(&v->map);
-}
-
 void kretry_versions_free(kretry_versions_t *v) {
         kretry_keymap_free(&v->map);
 }

@@ -20,7 +20,6 @@ typedef struct {
 } kretry_versions_t;
 
 void kretry_versions_init(kretry_versions_t *v);
-void kretry_versions_clear(kretry_versions_t *v);
 void kretry_versions_free(kretry_versions_t *v);
 
 /* 1 when @p version is stale for @p key, 0 when it must be handled. */

@@ -1011,9 +1011,7 @@ void kretry_workers_revoke(kretry_adapter_t *a,
         while (*w->ready_tail)
                 w->ready_tail = &(*w->ready_tail)->next;
         for (int i = 0; i < l->cnt; i++) {
-                kretry_part_t *part = kretry_part_find(
-                        a, kretry_topic_index(a, l->elems[i].topic),
-                        l->elems[i].partition);
+                kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
                 if (part)
                         drop_gated(a, part);
         }
