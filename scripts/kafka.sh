@@ -220,14 +220,33 @@ launch_node() {
         echo $! >"$dir/node$i/pid"
 }
 
+# A node's last words, on stderr.
+node_log() {
+        for f in "$dir/node$1/stdout.log" "$dir/node$1/logs/server.log"; do
+                [ -s "$f" ] || continue
+                echo "--- $f (last 30 lines)" >&2
+                tail -30 "$f" >&2
+        done
+}
+
 # Up when the node logs that it started: its listeners answer from then on.
+# A node that exits while starting is started once more on its data (a
+# port still held for a moment, a peer not up yet), its log shown first.
 wait_node() {
         i=$1
         t=0
+        tries=1
         while ! grep -q "Kafka Server started" "$dir/node$i/logs/server.log" 2>/dev/null; do
                 alive "$i" || {
-                        tail -20 "$dir/node$i/stdout.log" "$dir/node$i/logs/server.log" >&2 2>/dev/null || true
-                        die "node $i exited while starting (logs: $dir/node$i/logs)"
+                        node_log "$i"
+                        [ "$tries" -lt 2 ] || die "node $i exited while starting (logs: $dir/node$i/logs)"
+                        echo "kafka.sh: node $i exited while starting; starting it once more" >&2
+                        tries=$((tries + 1))
+                        rm -f "$dir/node$i/pid"
+                        sleep 1
+                        launch_node "$i"
+                        t=0
+                        continue
                 }
                 t=$((t + 1))
                 [ "$t" -le 1200 ] || die "node $i did not start within 120 s (logs: $dir/node$i/logs)"

@@ -8,8 +8,10 @@
 #   KRETRY_BUILD_DIR=DIR                build there (default build)
 #   KRETRY_REAL_KAFKA=0                 the mock pass only (no Java)
 #
-# The real clusters listen on 127.0.0.1:39092 (one node) and :39192-39197
-# (three), so that a Kafka of the user's own on 9092 is left alone; their
+# The real clusters listen on 127.0.0.1:19092 (one node) and :19192-19197
+# (three), so that a Kafka of the user's own on 9092 is left alone, and
+# below Linux's ephemeral range (32768-60999), so that no client
+# connection of an earlier suite can hold a port a node must bind; their
 # data lives in the build directory and is removed when the pass ends.
 set -eu
 cd "$(dirname "$0")/.."
@@ -44,7 +46,7 @@ stop_clusters() {
 trap stop_clusters EXIT INT TERM
 
 echo "== real Apache Kafka, one node: integration and black-box suites"
-export KRETRY_KAFKA_DIR="$PWD/kafka-1" KRETRY_KAFKA_PORT=39092
+export KRETRY_KAFKA_DIR="$PWD/kafka-1" KRETRY_KAFKA_PORT=19092
 b=$(kafka start)
 KRETRY_TEST_BOOTSTRAP="$b" ctest --output-on-failure -j"$jobs" --timeout 600 \
         -L 'integration|blackbox|real' || rc=$?
@@ -53,7 +55,7 @@ kafka stop
 [ "$rc" = 0 ] || exit "$rc"
 
 echo "== real Apache Kafka, three nodes: broker faults"
-export KRETRY_KAFKA_DIR="$PWD/kafka-3" KRETRY_KAFKA_PORT=39192
+export KRETRY_KAFKA_DIR="$PWD/kafka-3" KRETRY_KAFKA_PORT=19192
 b=$(kafka start --nodes 3)
 KRETRY_TEST_KAFKA3="$b" ctest --output-on-failure --timeout 900 -L kafka3 || rc=$?
 keep_log kafka3
