@@ -55,6 +55,9 @@ static inline long bench_work_us(int64_t offset) {
  * (more with the key hashing's uneven spread). */
 #define BENCH_MEM_PARTITIONS 256
 
+/* delay_backlog: 1 in this many source messages fails once. */
+#define BENCH_BACKLOG_EVERY 10
+
 /* BENCH_ORDERED_VERSIONED: share of handler attempts that return RETRY. */
 #define BENCH_FAIL_PERCENT 5
 
@@ -80,6 +83,12 @@ typedef struct {
         int rate;  /* BENCH_DELAY: arrivals per second */
         int fetch_default; /* BENCH_DELAY: kretry at librdkafka's default
                               fetch.wait.max.ms (500 ms), not 10 ms */
+        int backlog_ms;    /* BENCH_DELAY (delay_backlog): a source
+                              message's handler call takes this long and
+                              only 1 in BENCH_BACKLOG_EVERY (by offset)
+                              fails once, so retries come due while a
+                              source backlog waits; 0: every message fails
+                              once and costs nothing */
         int timeout_s;     /* a side gives up this long after "go" */
         int partitions;    /* of every topic of the run */
         /* handler.concurrency (0: not set, the default 1) and ordering of

@@ -63,8 +63,8 @@ typedef struct {
         double t_first, t_last, c_first, c_last;
         atomic_int started;
         atomic_llong work_ns; /* BENCH_PARALLEL: measured sleeps */
-        double *late;         /* BENCH_DELAY: lateness per message, ms */
-        long early;
+        double *late;         /* BENCH_DELAY: lateness per retry, ms */
+        long late_n, early;
         atomic_int assigned;
         atomic_int ended; /* t_last and c_last are written */
 } kside_t;
@@ -89,8 +89,8 @@ static void k_lateness(kside_t *k, kretry_msg_t *msg) {
         double late = now - (double)strtoll(buf, NULL, 10);
         if (late < 0)
                 k->early++;
-        if (k->done < k->job->n)
-                k->late[k->done] = late;
+        if (k->late_n < k->job->n)
+                k->late[k->late_n++] = late;
 }
 
 /* BENCH_ORDERED_VERSIONED: does this attempt fail? A hash of the key, the
@@ -149,9 +149,17 @@ static kretry_action_t k_handler(kretry_msg_t *msg, void *opaque) {
                         return KRETRY_RETRY;
                 break;
         case BENCH_DELAY:
-                if (kretry_msg_attempt(msg) == 1)
+                if (kretry_msg_attempt(msg) > 1) {
+                        k_lateness(k, msg);
+                        break;
+                }
+                if (!k->job->backlog_ms ||
+                    kretry_msg_offset(msg) % BENCH_BACKLOG_EVERY == 0)
                         return KRETRY_RETRY;
-                k_lateness(k, msg);
+                /* delay_backlog: the source's work, which queues up */
+                struct timespec ts = {0, k->job->backlog_ms * 1000000L};
+                while (nanosleep(&ts, &ts))
+                        ;
                 break;
         case BENCH_ORDERED_VERSIONED:
                 /* completes in k_route: a new version is durable only once
@@ -262,7 +270,7 @@ fail:
 }
 
 static void k_delay_stats(kside_t *k, bench_result_t *res) {
-        long n = k->done < k->job->n ? k->done : k->job->n;
+        long n = k->late_n;
         if (n == 0)
                 return;
         qsort(k->late, (size_t)n, sizeof(double), cmp_double);

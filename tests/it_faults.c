@@ -1029,6 +1029,51 @@ static void test_tier_not_behind_backlog(void) {
         it_env_destroy(env);
 }
 
+/* A due retry starts before the source messages queued for the workers
+ * (up to max.inflight.messages of them): it waits for a free worker, not
+ * for the backlog. 300 source messages of 5 ms each (1.5 s at one handler)
+ * are all taken at once; the retry of the first, due 50 ms after it
+ * failed, must start within a few handler calls of its due time, under
+ * every ordering that queues a backlog (a partition's gate queues one
+ * message at a time). Before due retries went first it started ~1.4 s
+ * late, behind the whole backlog. */
+static void retry_before_queued_source(const char *ordering) {
+        enum { BACKLOG = 300, WORK_MS = 5, BOUND_MS = 250 };
+        it_env_t *env = it_env_new("50ms", 1);
+        it_produce(env, 0, "k0", "retry1-first", NULL);
+        for (int i = 1; i <= BACKLOG; i++) {
+                char key[16];
+                snprintf(key, sizeof(key), "k%d", i);
+                it_produce(env, 0, key, "work5", NULL);
+        }
+        kretry_adapter_t *a =
+                it_adapter(it_conf(env, "ordering", ordering, NULL));
+        int64_t deadline = kt_now_ms() + 20000;
+        const it_call_t *c[2];
+        while (it_calls_for(env, "retry1-first", c, 2) < 2 &&
+               kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 20);
+        KT_REQUIRE(it_calls_for(env, "retry1-first", c, 2) == 2);
+        int64_t late = c[1]->now_ms - c[1]->due_ts;
+        fprintf(stderr,
+                "  ordering=%s: retry started %lld ms after due (bound %d "
+                "ms), %lld source messages handled by then\n",
+                ordering, (long long)late, BOUND_MS,
+                (long long)kretry_adapter_counter(a, KRETRY_COUNTER_OK, 0));
+        KT_CHECK_MSG(late >= 0 && late < BOUND_MS, CU_FALSE,
+                     "ordering=%s: retry started %lld ms after due, %d ms "
+                     "handler calls queued before it",
+                     ordering, (long long)late, WORK_MS);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, BACKLOG + 1, 20000));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+static void test_retry_before_queued_source(void) {
+        retry_before_queued_source("none");
+        retry_before_queued_source("key");
+}
+
 /* A session timeout outside the broker's group.min.session.timeout.ms ..
  * group.max.session.timeout.ms is refused on every JoinGroup: the adapter
  * stops with KRETRY_ERR_FATAL, saying which setting, instead of asking
@@ -1078,6 +1123,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_close_cluster_gone_idle),
                 KT_TEST(test_long_handler),
                 KT_TEST(test_tier_not_behind_backlog),
+                KT_TEST(test_retry_before_queued_source),
                 KT_TEST(test_clock_step_keeps_bounds),
                 KT_TEST(test_session_timeout_refused),
                 KT_END};

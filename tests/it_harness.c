@@ -132,6 +132,12 @@ kretry_action_t it_handler(kretry_msg_t *msg, void *opaque) {
                 nanosleep(&ts, NULL);
                 return KRETRY_OK;
         }
+        if (len >= 5 && !strncmp(v, "work", 4) && v[4] >= '0' && v[4] <= '9') {
+                /* "workN": a handler call of N ms, then OK. */
+                struct timespec ts = {0, (v[4] - '0') * 1000000L};
+                nanosleep(&ts, NULL);
+                return KRETRY_OK;
+        }
         if (len >= 5 && !strncmp(v, "slow", 4) && attempt == 1) {
                 /* "slowN": a handler call that takes N seconds. */
                 struct timespec ts = {v[4] - '0', 0};

@@ -37,7 +37,9 @@
  *
  * What may be dispatched: at most handler.concurrency jobs are in a call or
  * held (kretry_msg_hold) at once; the workers take queued jobs in order as
- * they have room. A job passes a gate first:
+ * they have room, due retries first (kretry_jobq_t): a retry's promise is
+ * its delay, so it waits for a free worker, never behind queued source
+ * messages. A job passes a gate first:
  *   ordering=key (and any ordering with versioning): its key's gate, in the
  *     key's entry of its source partition's chains (keychain.h), where the
  *     key's retry chain lives too: one message of a key (per partition
@@ -142,6 +144,20 @@ typedef struct kretry_job_s {
         struct kretry_job_s *follow, *pred;
 } kretry_job_t;
 
+/* Jobs in order. The workers' queue and the polling thread's ready list
+ * are two each: due retries (tier partitions' jobs) and source messages.
+ * A due retry is taken before any source message queued ahead of it, so
+ * it waits for a free worker, never behind the source backlog (up to
+ * max.inflight.messages jobs). Per-key and per-partition order hold: a
+ * job in either is through its gate, and a gate lets one job of its key
+ * (or partition) through at a time; a tier partition has a gate of its
+ * own. */
+typedef struct {
+        kretry_job_t *head, **tail;
+} kretry_jobq_t;
+
+enum { KRETRY_Q_RETRY, KRETRY_Q_SOURCE, KRETRY_QS };
+
 typedef struct kretry_workers_s {
         kretry_adapter_t *a;
         int n;       /* handler.concurrency */
@@ -153,7 +169,7 @@ typedef struct kretry_workers_s {
         pthread_cond_t done_cond; /* a result returned, while waited for */
         int efd;
         /* Under lock. */
-        kretry_job_t *todo, **todo_tail;
+        kretry_jobq_t todo[KRETRY_QS];
         kretry_job_t *done, **done_tail;
         atomic_int todo_cnt; /* written under lock, read without */
         int up;              /* worker threads running worker_main */
@@ -173,8 +189,8 @@ typedef struct kretry_workers_s {
         int dead; /* the adapter is gone: held jobs are freed on completion */
         int refs; /* the adapter's, and one per abandoned held job */
         /* The polling thread's own. */
-        kretry_job_t *ready, **ready_tail; /* through their gate */
-        kretry_job_t **running;            /* dispatched, not decided */
+        kretry_jobq_t ready[KRETRY_QS]; /* through their gate */
+        kretry_job_t **running;         /* dispatched, not decided */
         int running_cnt, running_cap;
         kretry_job_t *pool; /* free jobs, reused */
         int jobs;           /* waiting + running */
@@ -187,15 +203,59 @@ static kretry_job_t *job_of(kretry_msg_t *m) {
         return (kretry_job_t *)m;
 }
 
+static void jobq_init(kretry_jobq_t *q) {
+        q->head = NULL;
+        q->tail = &q->head;
+}
+
+static void jobq_push(kretry_jobq_t *q, kretry_job_t *j) {
+        j->next  = NULL;
+        *q->tail = j;
+        q->tail  = &j->next;
+}
+
+static void jobq_push_first(kretry_jobq_t *q, kretry_job_t *j) {
+        if (!(j->next = q->head))
+                q->tail = &j->next;
+        q->head = j;
+}
+
+static kretry_job_t *jobq_pop(kretry_jobq_t *q) {
+        kretry_job_t *j = q->head;
+        if (j && !(q->head = j->next))
+                q->tail = &q->head;
+        return j;
+}
+
+/* The queue of @p j's kind in @p qs: due retries, or source messages. */
+static kretry_jobq_t *q_of(kretry_jobq_t *qs, const kretry_job_t *j) {
+        return &qs[j->part->tier ? KRETRY_Q_RETRY : KRETRY_Q_SOURCE];
+}
+
+/* The first job of @p qs, retries first; NULL when both are empty. */
+static kretry_job_t *qs_pop(kretry_jobq_t *qs) {
+        kretry_job_t *j = jobq_pop(&qs[KRETRY_Q_RETRY]);
+        return j ? j : jobq_pop(&qs[KRETRY_Q_SOURCE]);
+}
+
+static int qs_empty(const kretry_jobq_t *qs) {
+        return !qs[KRETRY_Q_RETRY].head && !qs[KRETRY_Q_SOURCE].head;
+}
+
+/* The jobs of @p qs whose partition is in @p l, taken out and pushed
+ * onto the front of @p *out (in reverse); returns how many. */
+static int qs_take_in(const kretry_adapter_t *a,
+                      kretry_jobq_t *qs,
+                      const rd_kafka_topic_partition_list_t *l,
+                      kretry_job_t **out);
+
 static void wake_spare(kretry_workers_t *w);
 
 /* Under lock: @p s, prepared and dispatched, goes to the head of the
- * workers' queue (its partition's turn came: the worker just back from its
- * predecessor takes it). */
+ * workers' queue of its kind (its partition's turn came: the worker just
+ * back from its predecessor takes it). */
 static void queue_first(kretry_workers_t *w, kretry_job_t *s) {
-        if (!(s->next = w->todo))
-                w->todo_tail = &s->next;
-        w->todo = s;
+        jobq_push_first(q_of(w->todo, s), s);
         atomic_fetch_add_explicit(&w->todo_cnt, 1, memory_order_relaxed);
         wake_spare(w);
 }
@@ -255,7 +315,7 @@ call_returned(kretry_workers_t *w, kretry_job_t *j, kretry_action_t action) {
  * served by the one or two workers it needs, and the others sleep instead
  * of taking turns at the lock for every message. */
 static void wake_spare(kretry_workers_t *w) {
-        if (!w->todo || w->paused || w->active >= w->n ||
+        if (qs_empty(w->todo) || w->paused || w->active >= w->n ||
             w->idle <= w->signaled)
                 return;
         int awake = w->up - w->idle + w->signaled;
@@ -293,7 +353,7 @@ static void *worker_main(void *arg) {
         w->up++;
         for (;;) {
                 while (!w->stop &&
-                       (!w->todo || w->paused || w->active >= w->n)) {
+                       (qs_empty(w->todo) || w->paused || w->active >= w->n)) {
                         w->idle++;
                         pthread_cond_wait(&w->work_cond, &w->lock);
                         w->idle--;
@@ -302,9 +362,7 @@ static void *worker_main(void *arg) {
                 }
                 if (w->stop)
                         break;
-                kretry_job_t *j = w->todo;
-                if (!(w->todo = j->next))
-                        w->todo_tail = &w->todo;
+                kretry_job_t *j = qs_pop(w->todo);
                 atomic_fetch_sub_explicit(&w->todo_cnt, 1,
                                           memory_order_relaxed);
                 w->active++;
@@ -325,14 +383,16 @@ int kretry_workers_start(kretry_adapter_t *a) {
         kretry_workers_t *w = calloc(1, sizeof(*w));
         if (!w)
                 return -1;
-        w->a           = a;
-        w->n           = a->conf->concurrency;
-        w->inline_     = a->conf->handler_poll_thread;
-        w->efd         = a->efd;
-        w->refs        = 1;
-        w->todo_tail   = &w->todo;
+        w->a       = a;
+        w->n       = a->conf->concurrency;
+        w->inline_ = a->conf->handler_poll_thread;
+        w->efd     = a->efd;
+        w->refs    = 1;
+        for (int q = 0; q < KRETRY_QS; q++) {
+                jobq_init(&w->todo[q]);
+                jobq_init(&w->ready[q]);
+        }
         w->done_tail   = &w->done;
-        w->ready_tail  = &w->ready;
         w->running_cap = w->n;
         w->running     = calloc((size_t)w->n, sizeof(*w->running));
         w->threads =
@@ -453,10 +513,14 @@ void kretry_workers_stop(kretry_adapter_t *a) {
         /* No handler runs now: every job is queued, returned, held, or
          * waiting on the polling thread's side. */
         pthread_mutex_lock(&w->lock);
-        kretry_job_t *todo = w->todo, *done = w->done, *succ = NULL;
-        w->todo = w->done = NULL;
-        w->dead           = 1;
-        int abandoned     = 0;
+        kretry_job_t *done = w->done, *succ = NULL;
+        kretry_jobq_t todo[KRETRY_QS];
+        memcpy(todo, w->todo, sizeof(todo));
+        for (int q = 0; q < KRETRY_QS; q++)
+                jobq_init(&w->todo[q]);
+        w->done       = NULL;
+        w->dead       = 1;
+        int abandoned = 0;
         for (int i = 0; i < w->running_cnt; i++) {
                 kretry_job_t *j = w->running[i];
                 if (j->succ) {
@@ -493,10 +557,13 @@ void kretry_workers_stop(kretry_adapter_t *a) {
                            "%d held message(s) not completed: abandoned, not "
                            "committed; the next owner handles them again",
                            abandoned);
-        drop_list(a, todo);
+        for (int q = 0; q < KRETRY_QS; q++) {
+                drop_list(a, todo[q].head);
+                drop_list(a, w->ready[q].head);
+                jobq_init(&w->ready[q]);
+        }
         drop_list(a, done);
         drop_list(a, succ);
-        drop_list(a, w->ready);
         for_each_part(a, drop_gated);
         while (w->pool) {
                 kretry_job_t *j = w->pool;
@@ -531,9 +598,7 @@ gate_of(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
 }
 
 static void to_ready(kretry_workers_t *w, kretry_job_t *j) {
-        j->next        = NULL;
-        *w->ready_tail = j;
-        w->ready_tail  = &j->next;
+        jobq_push(q_of(w->ready, j), j);
 }
 
 /* @p j is decided: the next job waiting at its gate goes through. Done
@@ -781,13 +846,15 @@ static void make_successors(kretry_adapter_t *a) {
  * than handler.concurrency are in a call or held, called here. */
 static void pump(kretry_adapter_t *a) {
         kretry_workers_t *w = a->workers;
-        kretry_job_t *batch = NULL, **tail = &batch;
+        kretry_jobq_t batch[KRETRY_QS];
+        for (int q = 0; q < KRETRY_QS; q++)
+                jobq_init(&batch[q]);
         if (w->later_at) { /* memory ran out: a pause, then again */
                 if (kretry_mono_ms() < w->later_at)
                         return;
                 w->later_at = 0;
         }
-        int cnt = 0, ahead = w->inline_ || !w->ready ? 0 : queued(w);
+        int cnt = 0, ahead = w->inline_ || qs_empty(w->ready) ? 0 : queued(w);
         /* With a breaker, at most handler.concurrency jobs wait ahead of the
          * workers, and while transient failures run (or it is half-open)
          * none does: a call that starts after the result that opens the
@@ -802,19 +869,15 @@ static void pump(kretry_adapter_t *a) {
                 w->succ_hold = strict;
                 pthread_mutex_unlock(&w->lock);
         }
-        while (w->ready && !a->breaker_paused &&
+        while (!qs_empty(w->ready) && !a->breaker_paused &&
                (w->inline_ ? inline_room(w)
                 : strict   ? w->running_cnt < w->n
                            : ahead + cnt < depth) &&
                slot_room(w)) {
-                kretry_job_t *j = w->ready;
-                if (!(w->ready = j->next))
-                        w->ready_tail = &w->ready;
-                int rc = prepare(a, j);
+                kretry_job_t *j = qs_pop(w->ready);
+                int rc          = prepare(a, j);
                 if (rc < 0) { /* back at the head: nothing overtakes it */
-                        if (!(j->next = w->ready))
-                                w->ready_tail = &j->next;
-                        w->ready = j;
+                        jobq_push_first(q_of(w->ready, j), j);
                         break;
                 }
                 if (rc) { /* its message decided */
@@ -827,8 +890,7 @@ static void pump(kretry_adapter_t *a) {
                         call_here(a, j);
                         continue;
                 }
-                *tail = j;
-                tail  = &j->next;
+                jobq_push(q_of(batch, j), j);
                 cnt++;
         }
         if (a->conf->ordering == KRETRY_ORDER_PARTITION && !w->inline_ &&
@@ -837,8 +899,11 @@ static void pump(kretry_adapter_t *a) {
         if (!cnt)
                 return;
         pthread_mutex_lock(&w->lock);
-        *w->todo_tail = batch;
-        w->todo_tail  = tail;
+        for (int q = 0; q < KRETRY_QS; q++)
+                if (batch[q].head) {
+                        *w->todo[q].tail = batch[q].head;
+                        w->todo[q].tail  = batch[q].tail;
+                }
         atomic_fetch_add_explicit(&w->todo_cnt, cnt, memory_order_relaxed);
         wake_spare(w);
         pthread_mutex_unlock(&w->lock);
@@ -983,6 +1048,29 @@ static int in_list(const kretry_adapter_t *a,
         return 0;
 }
 
+static int qs_take_in(const kretry_adapter_t *a,
+                      kretry_jobq_t *qs,
+                      const rd_kafka_topic_partition_list_t *l,
+                      kretry_job_t **out) {
+        int n = 0;
+        for (int q = 0; q < KRETRY_QS; q++) {
+                kretry_job_t **pp = &qs[q].head;
+                while (*pp) {
+                        kretry_job_t *j = *pp;
+                        if (!in_list(a, j->part, l)) {
+                                pp = &j->next;
+                                continue;
+                        }
+                        *pp     = j->next;
+                        j->next = *out;
+                        *out    = j;
+                        n++;
+                }
+                qs[q].tail = pp;
+        }
+        return n;
+}
+
 static int running_in(const kretry_adapter_t *a,
                       const rd_kafka_topic_partition_list_t *l) {
         const kretry_workers_t *w = a->workers;
@@ -998,18 +1086,9 @@ void kretry_workers_revoke(kretry_adapter_t *a,
         kretry_workers_t *w = a->workers;
         if (!w)
                 return;
-        for (kretry_job_t **pp = &w->ready; *pp;) {
-                kretry_job_t *j = *pp;
-                if (!in_list(a, j->part, l)) {
-                        pp = &j->next;
-                        continue;
-                }
-                *pp = j->next;
-                job_drop(a, j);
-        }
-        w->ready_tail = &w->ready;
-        while (*w->ready_tail)
-                w->ready_tail = &(*w->ready_tail)->next;
+        kretry_job_t *ready = NULL;
+        qs_take_in(a, w->ready, l, &ready);
+        drop_list(a, ready);
         for (int i = 0; i < l->cnt; i++) {
                 kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
                 if (part)
@@ -1018,21 +1097,9 @@ void kretry_workers_revoke(kretry_adapter_t *a,
         /* Queued for a worker, not started: taken back. */
         kretry_job_t *back = NULL;
         pthread_mutex_lock(&w->lock);
-        for (kretry_job_t **pp = &w->todo; *pp;) {
-                kretry_job_t *j = *pp;
-                if (!in_list(a, j->part, l)) {
-                        pp = &j->next;
-                        continue;
-                }
-                *pp     = j->next;
-                j->next = back;
-                back    = j;
-                atomic_fetch_sub_explicit(&w->todo_cnt, 1,
-                                          memory_order_relaxed);
-        }
-        w->todo_tail = &w->todo;
-        while (*w->todo_tail)
-                w->todo_tail = &(*w->todo_tail)->next;
+        atomic_fetch_sub_explicit(&w->todo_cnt,
+                                  qs_take_in(a, w->todo, l, &back),
+                                  memory_order_relaxed);
         /* Successors not queued yet: taken back too. */
         for (int i = 0; i < w->running_cnt; i++) {
                 kretry_job_t *j = w->running[i], *s = j->succ;
