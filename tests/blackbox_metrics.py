@@ -6,7 +6,8 @@ assigned this member its partitions and 200 then, /metrics with the
 expected figures that follow the messages handled, /healthz, 404 and 405,
 an address already in use refused with exit 64, an idle member (more
 members than partitions) ready too, and once SIGTERM arrives /readyz 503
-while the message in flight finishes, then exit 0.
+while the message in flight finishes, then exit 0; a polling thread
+held past the bound turns /healthz 503, and 200 again once it returns.
 
 usage: blackbox_metrics.py PATH/TO/kretry
 Exit 0 on success, 1 on failure, 77 (skipped) when kcat is missing.
@@ -31,6 +32,7 @@ v=$(cat)
 echo "key=$KRETRY_KEY attempt=$KRETRY_ATTEMPT" >> "$LOG"
 case "$KRETRY_KEY" in
 slow) touch "$LOG.slow"; sleep 4 ;;
+stall) touch "$LOG.stall"; sleep 11 ;;
 fail) echo "bad input" >&2; exit 3 ;;
 esac
 exit 0
@@ -189,6 +191,31 @@ def check_idle(s):
             r.kill()
 
 
+def check_stall(s):
+    """A handler on the polling thread (handler.thread poll) that keeps it
+    past the bound, max(revoke.timeout.ms, 3 stats intervals) + 5 s = 8 s
+    here: /healthz and /readyz 503 until it returns, 200 again after."""
+    run = Run(s, "solo", "bb-metrics-stall",
+              ["-X", "handler.thread=poll", "-X", "revoke.timeout.ms=1000"])
+    try:
+        await_cond("the stall member is ready",
+                   lambda: get(run.port, "/readyz")[0] == 200, 60)
+        kcat(s.broker.bootstrap, ["-P", "-t", s.broker.name("solo"), "-K",
+                                  ":"], stdin=b"stall:1\n")
+        await_cond("the stalling handler started",
+                   lambda: os.path.exists(s.log + ".stall"), 20)
+        t0 = time.monotonic()
+        await_cond("/healthz 503 once the loop stalled past the bound",
+                   lambda: get(run.port, "/healthz")[0] == 503, 15)
+        took = time.monotonic() - t0
+        check(took > 5, "... not before the bound (%.1fs)" % took)
+        check(get(run.port, "/readyz")[0] == 503, "/readyz 503 meanwhile")
+        await_cond("/healthz 200 again once the handler returned",
+                   lambda: get(run.port, "/healthz")[0] == 200, 15)
+    finally:
+        run.kill()
+
+
 def check_stop(s, run):
     """SIGTERM while a handler runs: /readyz 503 at once, /healthz 200
     while the stop is bounded, then exit 0 and nothing listens."""
@@ -227,6 +254,7 @@ def main():
         check_follows(s, run.port)
         check_http(s, run.port)
         check_idle(s)
+        check_stall(s)
         check_stop(s, run)
         s.broker.check_stop()
     except Exception as e:

@@ -77,7 +77,8 @@ endif()
 
 # kretry run --metrics as an orchestrator and Prometheus see it: /readyz
 # after the assignment (an idle member too) and 503 once SIGTERM arrives,
-# /metrics following the messages handled, /healthz, 404, 405, an address
+# /metrics following the messages handled, /healthz (503 while the polling
+# thread is held past its bound), 404, 405, an address
 # in use refused with 64; needs kcat (77 when it is missing).
 if(EXISTS /usr/bin/python3)
   add_test(NAME blackbox_metrics
