@@ -75,6 +75,20 @@ if(EXISTS /usr/bin/python3)
   endforeach()
 endif()
 
+# kretry run --metrics as an orchestrator and Prometheus see it: /readyz
+# after the assignment (an idle member too) and 503 once SIGTERM arrives,
+# /metrics following the messages handled, /healthz (503 while the polling
+# thread is held past its bound), 404, 405, an address
+# in use refused with 64; needs kcat (77 when it is missing).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_metrics
+           COMMAND /usr/bin/python3
+                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_metrics.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_metrics PROPERTIES TIMEOUT 120
+                       SKIP_RETURN_CODE 77 LABELS blackbox)
+endif()
+
 # A malformed --http URL stops kretry run before it connects to anything.
 add_test(NAME cli_http_bad_url
          COMMAND ${KRETRY_EXPECT} 64 "--http \"http://exa mple\.com/\": malformed URL"

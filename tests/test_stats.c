@@ -38,11 +38,13 @@ static void test_prometheus(void) {
                 "\"dead_lettered\":{\"permanent\":1,\"exhausted\":0},"
                 "\"produce_errors\":0,\"stale\":3,\"forwarded\":4,"
                 "\"inflight\":6,\"inflight_bytes\":12288,"
+                "\"breaker_open\":true,\"breaker_trips\":2,\"assigned\":3,"
                 "\"handler_latency_ms\":{\"count\":9,\"p50\":1.5,\"p99\":20,"
                 "\"max\":25},\"topics\":[{\"topic\":\"or\\\"ders\",\"waiting\":"
                 "5,"
                 "\"oldest_held_age_ms\":-1},{\"topic\":\"orders.retry.1\","
-                "\"waiting\":-1,\"oldest_held_age_ms\":1500}]}";
+                "\"waiting\":-1,\"oldest_held_age_ms\":1500,\"partitions\":"
+                "[{\"partition\":4,\"waiting\":7}]}]}";
         char out[4096];
         size_t n = kretry_stats_prometheus(doc, out, sizeof(out));
         KT_REQUIRE(n > 0 && n < sizeof(out));
@@ -61,6 +63,11 @@ static void test_prometheus(void) {
                 "# TYPE kretry_inflight_bytes gauge\nkretry_inflight_bytes "
                 "12288\n",
                 "kretry_topic_waiting_messages{topic=\"or\\\"ders\"} 5\n",
+                "# TYPE kretry_breaker_open gauge\nkretry_breaker_open 1\n",
+                "kretry_breaker_trips_total 2\n",
+                "kretry_assigned_partitions 3\n",
+                "kretry_partition_waiting_messages{topic=\"orders.retry.1\","
+                "partition=\"4\"} 7\n",
                 "kretry_topic_oldest_held_age_seconds{topic=\"orders.retry.1\"}"
                 " "
                 "1.5\n",

@@ -15,6 +15,7 @@
 #include "exec_handler.h"
 #include "kretry/kretry.h"
 #include "run_http.h"
+#include "run_metrics.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -32,7 +33,8 @@
 typedef struct {
         const char *bootstrap, *source, *group, *tiers, *max_attempts;
         const char *jitter, *dlq, *exec, *topology, *name, *concurrency;
-        const char **props; /* -X name=value, in order */
+        const char *metrics; /* --metrics ADDR */
+        const char **props;  /* -X name=value, in order */
         int prop_cnt;
         int verbose;
         run_http_args_t http; /* --http and its options */
@@ -41,7 +43,8 @@ typedef struct {
 /* What the handler and the callbacks share (the conf's opaque). */
 typedef struct {
         const char *cmd;
-        kretry_http_t *http; /* --http: this client, not cmd */
+        kretry_http_t *http;    /* --http: this client, not cmd */
+        run_metrics_t *metrics; /* --metrics: its server */
         int verbose;
 } run_ctx_t;
 
@@ -51,6 +54,7 @@ typedef struct {
  * the polling thread, which runs it with handler.thread poll). */
 #define RUN_SLOTS 1025
 static kretry_adapter_t *volatile run_adapter;
+static run_metrics_t *volatile run_metrics;
 static volatile sig_atomic_t run_stops;
 static volatile sig_atomic_t run_child_pids[RUN_SLOTS];
 static atomic_int run_slot_next;
@@ -73,7 +77,8 @@ static void usage(FILE *out) {
                 "                  [--tiers LIST] [--max-attempts N] "
                 "[--jitter P] [--dlq TOPIC]\n"
                 "                  [--concurrency N] [-X PROPERTY=VALUE]... "
-                "[--verbose]\n\n"
+                "[--verbose]\n"
+                "                  [--metrics ADDR]\n\n"
                 "Consume TOPIC with retry tiers and a dead-letter topic; run "
                 "CMD (via /bin/sh -c)\nonce per message, or POST it to "
                 "URL.\n\n"
@@ -115,6 +120,7 @@ static void usage(FILE *out) {
                 "  -v, --verbose            one line per routed message, "
                 "info/debug logs,\n"
                 "                           counters at exit\n"
+                "%s"
                 "  -h, --help               show this help\n\n"
                 "The command gets the value on stdin (empty for a null "
                 "value) and:\n"
@@ -144,6 +150,13 @@ static void usage(FILE *out) {
                 "nothing is in flight. Under Kubernetes\n(SIGKILL 30 s after "
                 "SIGTERM by default) keep terminationGracePeriodSeconds\n"
                 "above that bound.\n"
+                "--metrics: /metrics is the Prometheus text of the stats "
+                "document (every\nstats.interval.ms, 1 s unless set); "
+                "/healthz 200 while the poll loop turns\n(at most "
+                "revoke.timeout.ms or 3 intervals + 5 s apart) and "
+                "while stopping;\n/readyz 200 once the topology check "
+                "passed and the group gave this member\nits assignment, "
+                "none included, until a stop begins; 503 otherwise.\n"
                 "Exit status: 0 after a stop, 1 on a fatal error or when the "
                 "stop was cut short\nat that bound or left copies "
                 "unacknowledged, 64 on a usage error.\n\n"
@@ -178,7 +191,7 @@ static void usage(FILE *out) {
                 "--exec nor --http, the file's handler.http is the "
                 "endpoint (the --http-*\n"
                 "options override it). See docs/http.md.\n",
-                run_http_usage);
+                run_http_usage, run_metrics_usage);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -238,6 +251,9 @@ static int opt_set(void *opts, int c, const char *arg) {
         case 'v':
                 o->verbose = 1;
                 return 0;
+        case RUN_METRICS_OPT:
+                o->metrics = arg;
+                return run_metrics_check(arg);
         }
         return run_http_opt(&o->http, c, arg);
 }
@@ -297,6 +313,7 @@ static int parse_args(run_opts_t *o, int argc, char **argv) {
                 {"verbose", no_argument, NULL, 'v'},
                 {"help", no_argument, NULL, 'h'},
                 {"http", required_argument, NULL, 'u'},
+                {"metrics", required_argument, NULL, RUN_METRICS_OPT},
                 {"http-header", required_argument, NULL, RUN_HTTP_HEADER},
                 {"http-timeout", required_argument, NULL, RUN_HTTP_TIMEOUT},
                 {"http-content-type", required_argument, NULL,
@@ -583,6 +600,7 @@ static void on_signal(int sig) {
         static const char msg[] = PROG ": stopping after the current "
                                        "message (signal again to force)\n";
         if (run_stops++ == 0) {
+                run_metrics_stopping(run_metrics);
                 kretry_adapter_stop(run_adapter);
                 ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
                 (void)n;
@@ -602,6 +620,11 @@ static void signals_install(void) {
         sa.sa_flags = SA_RESTART;
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
+}
+
+static void on_stats(const char *json, size_t len, void *opaque) {
+        const run_ctx_t *ctx = opaque;
+        run_metrics_publish(ctx->metrics, json, len);
 }
 
 static void stats_print(const kretry_adapter_t *adapter) {
@@ -629,9 +652,15 @@ static int serve(kretry_conf_t *conf, const run_ctx_t *ctx) {
                 return 1;
         }
         run_adapter = adapter;
+        run_metrics = ctx->metrics;
+        run_metrics_attach(ctx->metrics, adapter);
         signals_install();
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         kretry_err_t err = kretry_adapter_run(adapter);
+        if (err == KRETRY_ERR_FATAL)
+                run_metrics_failed(ctx->metrics);
+        run_metrics_stopping(ctx->metrics);
+        run_metrics = NULL; /* a signal from now on must not reach it */
         if (err != KRETRY_ERR_OK)
                 fprintf(stderr, PROG ": %s%s\n", kretry_err2str(err),
                         err == KRETRY_ERR_TIMED_OUT
@@ -643,6 +672,7 @@ static int serve(kretry_conf_t *conf, const run_ctx_t *ctx) {
         /* Before the destroy, which abandons held messages: no request may
          * read a value after it. */
         run_http_stop(ctx->http);
+        run_metrics_attach(ctx->metrics, NULL);
         kretry_adapter_destroy(adapter);
         return err == KRETRY_ERR_OK ? 0 : 1;
 }
@@ -664,6 +694,12 @@ int cmd_run(int argc, char **argv) {
                 kretry_conf_destroy(conf);
                 goto done;
         }
+        /* Before the cluster is reached: a port in use ends the run now. */
+        if (o.metrics &&
+            (rc = run_metrics_start(o.metrics, conf, &ctx.metrics))) {
+                kretry_conf_destroy(conf);
+                goto done;
+        }
         o.http.exec = o.exec;
         if ((rc = run_http_start(&o.http, o.topology, o.name, conf,
                                  has_prop(&o, "handler.thread"), &ctx.http))) {
@@ -680,8 +716,12 @@ int cmd_run(int argc, char **argv) {
         kretry_conf_set_handler(conf, ctx.http ? handle_http : handle, &ctx);
         kretry_conf_set_route_cb(conf, on_route);
         kretry_conf_set_log_cb(conf, on_log, &ctx);
+        if (ctx.metrics)
+                kretry_conf_set_stats_cb(conf, on_stats);
         rc = serve(conf, &ctx);
 done:
+        run_metrics_stop(ctx.metrics); /* the adapter is gone */
+        ctx.metrics = NULL;
         free(o.props);
         run_http_args_free(&o.http);
         return rc == -1 ? 0 : rc;

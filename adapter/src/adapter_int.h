@@ -209,6 +209,9 @@ typedef struct {
         atomic_llong foreign;        /* tier copies of another group, skipped */
         atomic_llong inflight;       /* workers.c: jobs waiting or running */
         atomic_llong inflight_bytes; /* workers.c: their keys and values */
+        /* rebalance.c: source partitions assigned now, and assignments
+         * received (an empty one too: the member has joined the group) */
+        atomic_llong assigned, assignments;
         /* permanent, exhausted, expired, schema, parked */
         atomic_llong dlq_by_class[KRETRY_CLASS_CNT];
         atomic_llong retried[KRETRY_MAX_TIERS + 1]; /* [0] unused */

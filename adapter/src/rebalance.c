@@ -97,6 +97,14 @@ static void log_parts(kretry_adapter_t *a,
                    what, l->cnt, buf);
 }
 
+/* The gauge of source partitions assigned now, for any thread. */
+static void count_assigned(kretry_adapter_t *a) {
+        int64_t n = 0;
+        for (int p = 0; p < a->part_cap[0]; p++)
+                n += a->parts[0][p] && a->parts[0][p]->assigned;
+        atomic_store(&a->stats.assigned, n);
+}
+
 void kretry_rebalance_cb(rd_kafka_t *rk,
                          rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts,
@@ -112,6 +120,8 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 a->synced = 1;
                 log_parts(a, "assigned", l);
                 assign_parts(a, l);
+                count_assigned(a);
+                atomic_fetch_add(&a->stats.assignments, 1);
                 /* Per-key state first: no message of these partitions may
                  * be handled before it is rebuilt. */
                 if (a->conf->ordering == KRETRY_ORDER_KEY || a->versions_topic)
@@ -150,6 +160,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                         kretry_drain_and_commit(a, l, deadline);
                         revoke_parts(a, l);
                 }
+                count_assigned(a);
                 if (a->closed)
                         a->close_revoked = kretry_mono_ms();
                 if (cooperative)

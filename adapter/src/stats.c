@@ -81,6 +81,10 @@ int64_t kretry_adapter_counter(const kretry_adapter_t *a,
                 return get(&s->buffered);
         case KRETRY_COUNTER_BUFFERED_BYTES:
                 return get(&s->buffered_bytes);
+        case KRETRY_COUNTER_ASSIGNED:
+                return get(&s->assigned);
+        case KRETRY_COUNTER_ASSIGNMENTS:
+                return get(&s->assignments);
         }
         return -1;
 }
@@ -97,7 +101,7 @@ json_t *kretry_stats_counters(const kretry_adapter_t *a) {
                                     json_integer(get(&s->dlq_by_class[c])));
         json_t *o = json_pack(
                 "{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,"
-                "s:I,s:I,s:I,s:I,s:I,s:I}",
+                "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
                 "consumed", (json_int_t)get(&s->consumed), "ok",
                 (json_int_t)get(&s->ok), "handler_calls",
                 (json_int_t)get(&s->handler_calls), "retried", retried,
@@ -116,7 +120,9 @@ json_t *kretry_stats_counters(const kretry_adapter_t *a) {
                 (json_int_t)get(&s->too_large), "foreign",
                 (json_int_t)get(&s->foreign), "buffered",
                 (json_int_t)get(&s->buffered), "buffered_bytes",
-                (json_int_t)get(&s->buffered_bytes));
+                (json_int_t)get(&s->buffered_bytes), "assigned",
+                (json_int_t)get(&s->assigned), "assignments",
+                (json_int_t)get(&s->assignments));
         return o;
 }
 

@@ -22,6 +22,7 @@ static void topic_depth(kretry_adapter_t *a,
                         int64_t *waiting,
                         int64_t *arrived,
                         int64_t *oldest_ms,
+                        json_t *per_part,
                         int64_t now) {
         *waiting   = -1;
         *arrived   = 0;
@@ -47,6 +48,10 @@ static void topic_depth(kretry_adapter_t *a,
                         done = lo;
                 *waiting = (*waiting < 0 ? 0 : *waiting) +
                            (hi > done ? hi - done : 0);
+                json_array_append_new(
+                        per_part,
+                        json_pack("{s:i,s:I}", "partition", p, "waiting",
+                                  (json_int_t)(hi > done ? hi - done : 0)));
                 if (part->emit_hi >= 0 && hi > part->emit_hi)
                         *arrived += hi - part->emit_hi;
                 part->emit_hi = hi;
@@ -56,7 +61,8 @@ static void topic_depth(kretry_adapter_t *a,
 static json_t *
 topic_json(kretry_adapter_t *a, int t, int64_t now, double secs) {
         int64_t waiting, arrived, oldest;
-        topic_depth(a, t, &waiting, &arrived, &oldest, now);
+        json_t *parts = json_array();
+        topic_depth(a, t, &waiting, &arrived, &oldest, parts, now);
         double consume =
                 secs > 0
                         ? (double)(a->topic_consumed[t] - a->emit_consumed[t]) /
@@ -72,11 +78,12 @@ topic_json(kretry_adapter_t *a, int t, int64_t now, double secs) {
         else
                 drain = json_integer((json_int_t)((double)waiting /
                                                   (consume - arrival) * 1000));
-        return json_pack("{s:s,s:s,s:i,s:I,s:f,s:f,s:o,s:I}", "topic",
+        return json_pack("{s:s,s:s,s:i,s:I,s:f,s:f,s:o,s:I,s:o}", "topic",
                          a->topics[t], "role", t ? "tier" : "source", "tier", t,
                          "waiting", (json_int_t)waiting, "consume_per_s",
                          consume, "arrival_per_s", arrival, "drain_ms", drain,
-                         "oldest_held_age_ms", (json_int_t)oldest);
+                         "oldest_held_age_ms", (json_int_t)oldest, "partitions",
+                         parts);
 }
 
 static void emit(kretry_adapter_t *a, int64_t now) {
@@ -125,6 +132,8 @@ int64_t kretry_stats_maybe_emit(kretry_adapter_t *a, int64_t now) {
 
 static const char *prom_escape(const char *s, char *buf, size_t size) {
         size_t n = 0;
+        if (!s)
+                s = ""; /* a document without the name */
         for (; *s && n + 2 < size; s++) {
                 if (*s == '"' || *s == '\\')
                         buf[n++] = '\\';
@@ -158,6 +167,7 @@ size_t kretry_stats_prometheus(const char *json, char *dest, size_t size) {
                 {"too_large",
                  "copies refused as too large for their topic (each once)"},
                 {"foreign", "tier copies of another consumer group, skipped"},
+                {"breaker_trips", "times the circuit breaker opened"},
         };
         for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
                 OUT("# HELP kretry_%s_total %s\n# TYPE kretry_%s_total "
@@ -190,13 +200,22 @@ size_t kretry_stats_prometheus(const char *json, char *dest, size_t size) {
                  "tier messages kept in memory behind one not due yet"},
                 {"buffered_bytes", "kretry_buffered_bytes",
                  "memory those messages take (key, value, headers)"},
+                {"held", "kretry_held_messages",
+                 "messages held until their due time"},
+                {"breaker_open", "kretry_breaker_open",
+                 "1 while the circuit breaker holds consumption paused"},
+                {"assigned", "kretry_assigned_partitions",
+                 "source partitions assigned to this member"},
         };
         for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
                 json_t *n = json_object_get(doc, gauges[g][0]);
-                if (json_is_integer(n))
+                if (json_is_integer(n) || json_is_boolean(n))
                         OUT("# HELP %s %s\n# TYPE %s gauge\n%s %lld\n",
                             gauges[g][1], gauges[g][2], gauges[g][1],
-                            gauges[g][1], (long long)json_integer_value(n));
+                            gauges[g][1],
+                            json_is_boolean(n)
+                                    ? (long long)json_is_true(n)
+                                    : (long long)json_integer_value(n));
         }
         json_t *lat = json_object_get(doc, "handler_latency_ms");
         OUT("# HELP kretry_handler_latency_seconds handler latency over the "
@@ -219,6 +238,24 @@ size_t kretry_stats_prometheus(const char *json, char *dest, size_t size) {
                                                 json_object_get(v, "topic")),
                                         esc, sizeof(esc)),
                             (long long)w);
+        }
+        OUT("# HELP kretry_partition_waiting_messages messages not yet done "
+            "per assigned partition (lag)\n# TYPE "
+            "kretry_partition_waiting_messages gauge\n");
+        json_array_foreach(json_object_get(doc, "topics"), i, v) {
+                char esc[512];
+                json_t *pv;
+                size_t j;
+                prom_escape(json_string_value(json_object_get(v, "topic")), esc,
+                            sizeof(esc));
+                json_array_foreach(json_object_get(v, "partitions"), j, pv)
+                        OUT("kretry_partition_waiting_messages{topic=\"%s\","
+                            "partition=\"%lld\"} %lld\n",
+                            esc,
+                            (long long)json_integer_value(
+                                    json_object_get(pv, "partition")),
+                            (long long)json_integer_value(
+                                    json_object_get(pv, "waiting")));
         }
         OUT("# HELP kretry_topic_oldest_held_age_seconds age of the oldest "
             "message held until due\n# TYPE "

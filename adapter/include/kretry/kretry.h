@@ -509,10 +509,12 @@ KRETRY_EXPORT void kretry_conf_set_route_cb(kretry_conf_t *conf,
  *        the interval, and "topics": per consumed topic {"topic","role",
  *        "tier","waiting","consume_per_s","arrival_per_s","drain_ms" (a
  *        number, or "never" when arrival keeps up with consumption),
- *        "oldest_held_age_ms" (-1: none held)}. "waiting" is the high
- *        watermark minus what is done, over the assigned partitions (-1:
- *        not known yet). Called on the thread driving the adapter; @p json
- *        is borrowed for the call; the opaque is the handler's.
+ *        "oldest_held_age_ms" (-1: none held), "partitions": [{"partition",
+ *        "waiting"}] (each assigned partition whose watermarks are known)}.
+ *        "waiting" is the high watermark minus what is done, over the
+ *        assigned partitions (-1: not known yet). Called on the thread
+ *        driving the adapter; @p json is borrowed for the call; the opaque
+ *        is the handler's.
  */
 typedef void(kretry_stats_cb_t)(const char *json,
                                 size_t json_len,
@@ -526,7 +528,11 @@ KRETRY_EXPORT void kretry_conf_set_stats_cb(kretry_conf_t *conf,
  * @brief Render a stats callback document as Prometheus text exposition
  *        (counters kretry_*_total, kretry_handler_latency_seconds,
  *        kretry_inflight_messages, kretry_inflight_bytes,
- *        kretry_topic_waiting_messages, kretry_topic_oldest_held_age_seconds).
+ *        kretry_buffered_messages, kretry_buffered_bytes,
+ *        kretry_held_messages, kretry_breaker_open,
+ *        kretry_assigned_partitions, kretry_topic_waiting_messages,
+ *        kretry_partition_waiting_messages,
+ *        kretry_topic_oldest_held_age_seconds).
  *        A figure the document does not carry is left out.
  * @returns the length the full text needs (without NUL); @p dest gets it
  *          NUL-terminated, truncated to @p dest_size; 0 for invalid JSON.
@@ -744,12 +750,17 @@ typedef enum {
                                            their partition keeps fetching
                                            (bounded per partition by
                                            tier.buffer.messages) */
-        KRETRY_COUNTER_BUFFERED_BYTES = 26 /**< the memory those messages
+        KRETRY_COUNTER_BUFFERED_BYTES = 26, /**< the memory those messages
                                                 take now: key, value, headers
                                                 and kretry's record (bounded
                                                 per partition by
                                                 tier.buffer.bytes, in all by
                                                 tier.buffer.total.bytes) */
+        KRETRY_COUNTER_ASSIGNED = 27,       /**< source partitions assigned to
+                                                 this member now */
+        KRETRY_COUNTER_ASSIGNMENTS = 28     /**< assignments received, an empty
+                                                 one included: 0 until the
+                                                 member first joined the group */
 } kretry_counter_t;
 
 /**
@@ -766,7 +777,7 @@ KRETRY_EXPORT int64_t kretry_adapter_counter(const kretry_adapter_t *adapter,
  *         "dead_lettered":{"permanent":N,"exhausted":N,"expired":N,
  *         "schema":N},"produce_errors":N,"held":N,...,
  *         "inflight":N,"inflight_bytes":N,"too_large":N,"foreign":N,
- *         "buffered":N,"buffered_bytes":N}
+ *         "buffered":N,"buffered_bytes":N,"assigned":N,"assignments":N}
  *        ("inflight" and "inflight_bytes": KRETRY_COUNTER_INFLIGHT and
  *        KRETRY_COUNTER_INFLIGHT_BYTES, gauges of the moment)
  * @returns the length the full text needs (without NUL); @p dest gets it
