@@ -601,7 +601,8 @@ static void on_signal(int sig) {
                                        "message (signal again to force)\n";
         if (run_stops++ == 0) {
                 run_metrics_stopping(run_metrics);
-                kretry_adapter_stop(run_adapter);
+                if (run_adapter)
+                        kretry_adapter_stop(run_adapter);
                 ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
                 (void)n;
                 return;
@@ -660,7 +661,10 @@ static int serve(kretry_conf_t *conf, const run_ctx_t *ctx) {
         if (err == KRETRY_ERR_FATAL)
                 run_metrics_failed(ctx->metrics);
         run_metrics_stopping(ctx->metrics);
-        run_metrics = NULL; /* a signal from now on must not reach it */
+        /* A signal from now on must not reach them. It is handled on this
+         * thread (every other one blocks it), so it sees either. */
+        run_metrics = NULL;
+        run_adapter = NULL;
         if (err != KRETRY_ERR_OK)
                 fprintf(stderr, PROG ": %s%s\n", kretry_err2str(err),
                         err == KRETRY_ERR_TIMED_OUT
