@@ -1,6 +1,7 @@
 #include "conf.h"
 #include "testutil.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void test_defaults(void) {
@@ -231,11 +232,40 @@ static void test_dump(void) {
         KT_ASSERT(kretry_conf_properties_dump(NULL, 0) == n);
 }
 
+/* docs/properties.md is the property table rendered: a property added,
+ * changed or described anew without regenerating it fails here. */
+static void test_properties_doc(void) {
+        size_t n   = kretry_conf_properties_md(NULL, 0);
+        char *want = malloc(n + 1);
+        KT_REQUIRE(want != NULL);
+        KT_ASSERT(kretry_conf_properties_md(want, n + 1) == n);
+        KT_ASSERT(strstr(want, "| `retry.tiers` |") != NULL);
+        KT_ASSERT(
+                strstr(want, "| `enable.idempotence` | producer | `true` |") !=
+                NULL);
+        FILE *f = fopen(KRETRY_SOURCE_DIR "/docs/properties.md", "rb");
+        KT_REQUIRE(f != NULL);
+        char *have = malloc(n + 2);
+        KT_REQUIRE(have != NULL);
+        size_t got = fread(have, 1, n + 1, f);
+        fclose(f);
+        int same = got == n && !memcmp(have, want, n);
+        KT_CHECK_MSG(same, CU_FALSE,
+                     "docs/properties.md differs from the property table in "
+                     "adapter/src/conf.c: run scripts/gen-properties.sh");
+        free(have);
+        free(want);
+}
+
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-                KT_TEST(test_defaults), KT_TEST(test_set_errors),
-                KT_TEST(test_set_get),  KT_TEST(test_topic_names),
-                KT_TEST(test_check),    KT_TEST(test_concurrency),
-                KT_TEST(test_dump),     KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_defaults),
+                                          KT_TEST(test_set_errors),
+                                          KT_TEST(test_set_get),
+                                          KT_TEST(test_topic_names),
+                                          KT_TEST(test_check),
+                                          KT_TEST(test_concurrency),
+                                          KT_TEST(test_dump),
+                                          KT_TEST(test_properties_doc),
+                                          KT_END};
         return kt_main("conf", tests, argc, argv);
 }

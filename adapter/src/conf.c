@@ -2,6 +2,7 @@
 
 #include "parse.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,8 @@ static const struct prop {
          NULL, "topic consumed and retried (required)"},
         {"retry.tiers", PROP_TIERS, 0, 0, 0, "1s,10s,1m",
          "comma-separated tier delays, 1..32 of them (units ms, s, m, h, d; "
-         "0 retries as soon as the copy is read)"},
+         "0 retries as soon as the copy is read, the partition still moving "
+         "on)"},
         {"retry.max.attempts", PROP_INT, offsetof(kretry_conf_t, max_attempts),
          1, 1000000, NULL,
          "handler attempts in all, the first delivery included (default: tiers "
@@ -64,7 +66,7 @@ static const struct prop {
         {"handler.concurrency", PROP_INT, offsetof(kretry_conf_t, concurrency),
          1, 1024, "1",
          "messages in the handler at once (held ones included), each on one "
-         "of this many worker threads"},
+         "of this many worker threads (1..1024)"},
         {"handler.thread", PROP_CHOICE,
          offsetof(kretry_conf_t, handler_poll_thread), 0, 0, "worker",
          "worker: the handler runs on kretry's worker threads; poll: on the "
@@ -83,14 +85,15 @@ static const struct prop {
          "batch|inherit"},
         {"max.inflight.messages", PROP_INT,
          offsetof(kretry_conf_t, max_inflight), 1, 10000000, "1000",
-         "messages consumed and not yet decided (in the handler or waiting "
-         "for a worker or their key) before no more are taken"},
+         "messages consumed and not yet decided (in the handler, held, or "
+         "waiting for a worker or for their key) before no more are taken "
+         "(fetching goes on up to librdkafka's queued.* bounds)"},
         {"max.inflight.bytes", PROP_INT,
          offsetof(kretry_conf_t, max_inflight_bytes), 1, 2147483647, "67108864",
          "bytes of key and value of the messages consumed and not yet "
          "decided (all a message waiting behind its key takes: it is "
-         "copied) before no more are taken (a message larger than this is "
-         "still taken when nothing else is in flight)"},
+         "copied) before no more are taken (1..2147483647; a message larger "
+         "than this is still taken when nothing else is in flight)"},
         {"tier.buffer.messages", PROP_INT,
          offsetof(kretry_conf_t, tier_buffer_msgs), 0, 1000000, "1000",
          "tier messages kept in memory per tier partition behind one that is "
@@ -104,7 +107,8 @@ static const struct prop {
         {"tier.buffer.total.bytes", PROP_INT,
          offsetof(kretry_conf_t, tier_buffer_total), 0, 2147483647, "67108864",
          "memory those messages may take in all tier partitions of the "
-         "adapter together"},
+         "adapter together; a full buffer waits (its partition paused) until "
+         "the total is at most three quarters of this"},
         {"ordering.on.dead.letter", PROP_CHOICE,
          offsetof(kretry_conf_t, park_key), 0, 0, "continue",
          "ordering key: when a key's head is dead-lettered, continue with its "
@@ -141,7 +145,8 @@ static const struct prop {
          "that open it (0: no breaker)"},
         {"breaker.distinct.keys", PROP_INT,
          offsetof(kretry_conf_t, breaker_keys), 1, 64, "1",
-         "circuit breaker: how many distinct keys that run must span"},
+         "circuit breaker: how many distinct keys that run must span "
+         "(1..64)"},
         {"breaker.cooldown", PROP_DURATION,
          offsetof(kretry_conf_t, breaker_cooldown_ms), 0, 0, "30s",
          "circuit breaker: first pause of consumption; doubles while the "
@@ -166,7 +171,7 @@ static const struct prop {
         {"produce.retry.backoff.ms", PROP_INT,
          offsetof(kretry_conf_t, produce_backoff_ms), 1, 10000, "100",
          "first wait before a failed copy is produced again (doubles up to 10 "
-         "s)"},
+         "s; 1..10000)"},
         {"value.format", PROP_CHOICE, offsetof(kretry_conf_t, value_avro), 0, 0,
          "bytes",
          "bytes: values are opaque; avro: decoded with value.schema before the "
@@ -201,6 +206,37 @@ static const struct {
         {"enable.idempotence", "true", 0},
         {"acks", "all", 0},
         {"request.required.acks", "all", 0},
+};
+
+/* librdkafka defaults kretry changes; an operator may set them back. */
+static const struct {
+        const char *name;
+        const char *value;
+        int consumer; /* 1: consumer, 0: producer */
+        const char *why;
+} changed[] = {
+        {"auto.offset.reset", "earliest", 1,
+         "a new group starts at the source's beginning (tier partitions always "
+         "start at their earliest offset when the group has none there)"},
+        /* Kafka Streams commits as often under exactly-once. */
+        {"auto.commit.interval.ms", "100", 1,
+         "stored offsets are committed every 100 ms, not librdkafka's 5 s: a "
+         "crash repeats about that much of the outcomes, for at most ten "
+         "OffsetCommit requests a second per instance while messages are "
+         "decided, none while nothing new is stored"},
+        /* Before librdkafka 2.3.0 this assignor aborts the process when a
+         * consumer is destroyed during its first join: adapter.c
+         * finish_join. */
+        {"partition.assignment.strategy", "cooperative-sticky", 1,
+         "incremental rebalancing: a member joining or leaving moves only the "
+         "partitions that change owner (with their tier partitions); the "
+         "others keep their held messages, buffers and handlers running. The "
+         "members of a group must agree: librdkafka cannot list an eager and "
+         "a cooperative assignor together"},
+        {"message.max.bytes", "16777216", 0,
+         "a copy is its source message plus a few hundred bytes of kretry "
+         "headers: the topic's limit on the broker decides what fits, not "
+         "librdkafka's lower client-side default"},
 };
 
 /* Unprefixed librdkafka properties go to both clients, except these, which
@@ -333,29 +369,10 @@ kretry_conf_t *kretry_conf_new(void) {
                 rd_kafka_conf_set(fixed[i].consumer ? conf->consumer
                                                     : conf->producer,
                                   fixed[i].name, fixed[i].value, NULL, 0);
-        /* Defaults an operator may change. */
-        rd_kafka_conf_set(conf->consumer, "auto.offset.reset", "earliest", NULL,
-                          0);
-        /* Stored offsets are committed every 100 ms, not librdkafka's 5 s
-         * (Kafka Streams commits as often under exactly-once): a crash
-         * repeats about that much of the outcomes, for at most ten
-         * OffsetCommit requests a second per instance while messages are
-         * decided, none while nothing new is stored. */
-        rd_kafka_conf_set(conf->consumer, "auto.commit.interval.ms", "100",
-                          NULL, 0);
-        /* Incremental rebalancing: a member joining or leaving moves only
-         * the partitions that change owner (with their tier partitions,
-         * rebalance.c); the others keep their held messages, buffers and
-         * in-flight handlers. (Before librdkafka 2.3.0 this assignor
-         * aborts the process when a consumer is destroyed during its first
-         * join: adapter.c finish_join.) */
-        rd_kafka_conf_set(conf->consumer, "partition.assignment.strategy",
-                          "cooperative-sticky", NULL, 0);
-        /* A copy is its source message plus a few hundred bytes of kretry
-         * headers: let the broker's (topic's) limit decide what fits, not
-         * librdkafka's lower client-side default. */
-        rd_kafka_conf_set(conf->producer, "message.max.bytes", "16777216", NULL,
-                          0);
+        for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++)
+                rd_kafka_conf_set(changed[i].consumer ? conf->consumer
+                                                      : conf->producer,
+                                  changed[i].name, changed[i].value, NULL, 0);
         return conf;
 err:
         kretry_conf_destroy(conf);
@@ -566,6 +583,87 @@ size_t kretry_conf_properties_dump(char *dest, size_t dest_size) {
                 len += (size_t)n;
         }
         return len;
+}
+
+/* Appends printf-style text to a growing buffer (kretry_conf_properties_md). */
+typedef struct {
+        char *dest;
+        size_t size, len;
+} md_out_t;
+
+static void md_put(md_out_t *o, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(o->dest && o->len < o->size ? o->dest + o->len : NULL,
+                          o->dest && o->len < o->size ? o->size - o->len : 0,
+                          fmt, ap);
+        va_end(ap);
+        if (n > 0)
+                o->len += (size_t)n;
+}
+
+/* @p s in a Markdown table cell: '|' escaped. */
+static void md_cell(md_out_t *o, const char *s) {
+        for (const char *p = s; *p; p++)
+                md_put(o, *p == '|' ? "\\|" : "%c", *p);
+}
+
+size_t kretry_conf_properties_md(char *dest, size_t dest_size) {
+        md_out_t o = {dest, dest_size, 0};
+        if (dest && dest_size)
+                dest[0] = '\0';
+        md_put(&o,
+               "# kretry's properties\n\n"
+               "<!-- Generated from the property table in adapter/src/conf.c "
+               "by scripts/gen-properties.sh; test_conf fails when the two "
+               "differ. Edit the table, not this file. -->\n\n"
+               "`kretry_conf_set()` and `kretry run -X` take kretry's own "
+               "properties below and pass every other name to librdkafka "
+               "unchanged, to both the consumer and the producer; prefix "
+               "`consumer.` or `producer.` to target one. `group.id` is "
+               "required. A topology file sets them through its own fields, "
+               "and librdkafka's under `kafka:` (topology/README.md).\n\n"
+               "## kretry's own\n\n"
+               "| property | meaning | default |\n|---|---|---|\n");
+        for (size_t i = 0; i < PROP_CNT; i++) {
+                md_put(&o, "| `%s` | ", props[i].name);
+                md_cell(&o, props[i].desc);
+                if (props[i].choices) {
+                        md_put(&o, " (one of: ");
+                        for (const char *c = props[i].choices; *c;) {
+                                size_t n = strcspn(c, "|");
+                                md_put(&o, "%s`%.*s`",
+                                       c == props[i].choices ? "" : ", ",
+                                       (int)n, c);
+                                c += n + (c[n] == '|');
+                        }
+                        md_put(&o, ")");
+                }
+                if (props[i].defval && *props[i].defval)
+                        md_put(&o, " | `%s` |\n", props[i].defval);
+                else
+                        md_put(&o, " | |\n");
+        }
+        md_put(&o, "\n## librdkafka properties kretry fixes\n\n"
+                   "The guarantees rest on these; `kretry_conf_set()` refuses "
+                   "another value.\n\n"
+                   "| property | client | value |\n|---|---|---|\n");
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+                md_put(&o, "| `%s` | %s | `%s` |\n", fixed[i].name,
+                       fixed[i].consumer ? "consumer" : "producer",
+                       fixed[i].value);
+        md_put(&o, "\n## librdkafka defaults kretry changes\n\n"
+                   "Set one to have librdkafka's own.\n\n"
+                   "| property | client | kretry's default | why |\n"
+                   "|---|---|---|---|\n");
+        for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++) {
+                md_put(&o, "| `%s` | %s | `%s` | ", changed[i].name,
+                       changed[i].consumer ? "consumer" : "producer",
+                       changed[i].value);
+                md_cell(&o, changed[i].why);
+                md_put(&o, " |\n");
+        }
+        return o.len;
 }
 
 void kretry_conf_set_handler(kretry_conf_t *conf,

@@ -78,6 +78,12 @@ struct kretry_conf_s {
         void *log_opaque;
 };
 
+/* docs/properties.md: every property of the table (kretry's own, the
+ * librdkafka ones it fixes, the librdkafka defaults it changes) as
+ * Markdown, written like snprintf (returns the full length; truncated to
+ * @p dest_size). */
+size_t kretry_conf_properties_md(char *dest, size_t dest_size);
+
 /* max_attempts with its default applied. */
 int kretry_conf_max_attempts(const kretry_conf_t *conf);
 
