@@ -63,10 +63,11 @@ endif()
 # handler, their requests built and waiting, never more open; down: the breaker opens while the endpoint is
 # down and nothing is lost when it is back; topology: handler.http from a
 # topology file; avro: --http-body json; tls: https with a CA and a client
-# certificate. Need kcat (avro: python3-avro, tls: openssl; 77 when
-# missing).
+# certificate; framing: a header that frames or routes the request, in a
+# flag or in the topology file, refused with exit 64. Need kcat (avro:
+# python3-avro, tls: openssl; 77 when missing).
 if(EXISTS /usr/bin/python3)
-  foreach(mode routes concurrency ahead down topology avro tls)
+  foreach(mode routes concurrency ahead down topology avro tls framing)
     add_test(NAME blackbox_http_${mode}
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_http.py
                      $<TARGET_FILE:kretry_cli> ${mode})

@@ -146,7 +146,8 @@ static void usage(FILE *out) {
                 "above that bound.\n"
                 "Exit status: 0 after a stop, 1 on a fatal error or when the "
                 "stop was cut short\nat that bound or left copies "
-                "unacknowledged, 64 on a usage error.\n\n"
+                "unacknowledged, 64 on a usage error or a refused\n"
+                "topology file.\n\n"
                 "--http URL: one POST per message, the value as the body "
                 "(byte for byte),\n"
                 "up to --concurrency requests at once over reused "
@@ -379,7 +380,7 @@ static int conf_apply(kretry_conf_t *conf, const run_opts_t *o) {
                 if (kretry_conf_load_topology(conf, o->topology, o->name,
                                               errstr, sizeof(errstr))) {
                         fprintf(stderr, "%s\n", errstr);
-                        return 1;
+                        return KRETRY_EX_USAGE; /* the operator's file */
                 }
         }
         for (int i = 0; i < o->prop_cnt; i++)
