@@ -76,6 +76,20 @@ if(EXISTS /usr/bin/python3)
   endforeach()
 endif()
 
+# kretry run --exec's children: orphan: none outlives a SIGKILL of kretry;
+# forced: a second SIGTERM ends them and their background processes;
+# value: a 1 MiB value whole on stdin, KRETRY_VALUE_LEN its length. Need
+# kcat (77 when it is missing).
+if(EXISTS /usr/bin/python3)
+  foreach(mode orphan forced value)
+    add_test(NAME blackbox_exec_${mode}
+             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_exec.py
+                     $<TARGET_FILE:kretry_cli> ${mode})
+    set_tests_properties(blackbox_exec_${mode} PROPERTIES TIMEOUT 90
+                         SKIP_RETURN_CODE 77 LABELS blackbox)
+  endforeach()
+endif()
+
 # A malformed --http URL stops kretry run before it connects to anything.
 add_test(NAME cli_http_bad_url
          COMMAND ${KRETRY_EXPECT} 64 "--http \"http://exa mple\.com/\": malformed URL"
