@@ -27,6 +27,10 @@ usage: blackbox_http.py PATH/TO/kretry MODE
   tls          https with --http-ca, --http-cert and --http-key against a
                server that requires a client certificate (openssl makes the
                certificates); without the CA the answer is a TLS retry
+  framing      a header that frames or routes the request (Content-Length,
+               Transfer-Encoding, Host, ..., Proxy-*), however spelled, in
+               --http-header or in the topology's handler.http.headers:
+               exit 64 at the start, nothing sent
 Exit 0 on success, 1 on failure, 77 (skipped) when kcat is missing.
 """
 import base64
@@ -556,6 +560,70 @@ def mode_topology(c):
     check("t0ken" not in c.stop_run(), "the header value is never logged")
 
 
+# ---- headers that frame or route the request -------------------------------
+
+# Each refused however it is spelled: a user's Content-Length (or any of
+# these) makes the service read the body as the next request, so messages
+# it never received are marked OK.
+FRAMING = ["Content-Length: 0", "content-length:0", "Transfer-Encoding: chunked",
+           "HOST: elsewhere", "Host:\tx", "Connection: close",
+           "Keep-Alive: timeout=5", "TE: trailers", "trailer: X-Sum",
+           "Upgrade: h2c", "Expect: 100-continue",
+           "Proxy-Authorization: Basic eA==", "Content-Length:",
+           "Content-Length : 0", " Host: x", "X-A: b\r\nContent-Length: 0"]
+
+FRAMING_TOPOLOGY = """
+topologies:
+  - source: %s
+    group: %s
+    retry: { tiers: [100ms], jitter: 0%% }
+    handler:
+      http:
+        url: %s
+        headers:
+          %s: "0"
+"""
+
+
+def refused_at_start(c, args, what, base=None):
+    """kretry run with @args exits 64 at once, saying why; no request."""
+    r = c.run("bb-http-framing", args, base=base)
+    try:
+        rc = r.proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        rc = None
+    err = r.stderr_text()
+    r.kill()
+    check(rc == 64 and ("refused" in err or "valid header name" in err or
+                        "not header text" in err),
+          "%s: exit 64 with the reason (exit %s, stderr %r)" %
+          (what, rc, err[-300:]))
+
+
+def mode_framing(c):
+    srv = c.server(lambda h, body: (204, [], ""))
+    produce_lines(c.k, [("k1", "v1")])
+    for h in FRAMING:
+        refused_at_start(c, ["--http", srv.url, "--http-header", h],
+                         "--http-header %r" % h)
+    for name in ("Content-Length", "transfer-encoding", "Host",
+                 "Proxy-Connection"):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            f.write(FRAMING_TOPOLOGY % (c.k.name("orders"),
+                                        c.k.group("bb-http-framing"), srv.url,
+                                        name))
+            f.flush()
+            refused_at_start(c, [], "handler.http.headers %s" % name,
+                             base=["--topology", f.name])
+            v = subprocess.run([c.cli, "topology", "validate", f.name],
+                               capture_output=True, text=True, timeout=15)
+            check(v.returncode != 0 and "%s: refused" % name in v.stderr,
+                  "topology validate refuses %s too (%d: %s)" %
+                  (name, v.returncode, v.stderr))
+    check(not srv.requests, "no request reached the service (%d)" %
+          len(srv.requests))
+
+
 # ---- --http-body json ------------------------------------------------------
 
 ORDER_AVSC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
@@ -668,7 +736,7 @@ def mode_tls(c):
 MODES = {"routes": mode_routes, "concurrency": mode_concurrency,
          "ahead": mode_ahead,
          "down": mode_down, "topology": mode_topology, "avro": mode_avro,
-         "tls": mode_tls}
+         "tls": mode_tls, "framing": mode_framing}
 
 
 def main():

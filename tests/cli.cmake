@@ -63,10 +63,11 @@ endif()
 # handler, their requests built and waiting, never more open; down: the breaker opens while the endpoint is
 # down and nothing is lost when it is back; topology: handler.http from a
 # topology file; avro: --http-body json; tls: https with a CA and a client
-# certificate. Need kcat (avro: python3-avro, tls: openssl; 77 when
-# missing).
+# certificate; framing: a header that frames or routes the request, in a
+# flag or in the topology file, refused with exit 64. Need kcat (avro:
+# python3-avro, tls: openssl; 77 when missing).
 if(EXISTS /usr/bin/python3)
-  foreach(mode routes concurrency ahead down topology avro tls)
+  foreach(mode routes concurrency ahead down topology avro tls framing)
     add_test(NAME blackbox_http_${mode}
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_http.py
                      $<TARGET_FILE:kretry_cli> ${mode})
@@ -87,6 +88,20 @@ if(EXISTS /usr/bin/python3)
                    $<TARGET_FILE:kretry_cli>)
   set_tests_properties(blackbox_metrics PROPERTIES TIMEOUT 120
                        SKIP_RETURN_CODE 77 LABELS blackbox)
+endif()
+
+# kretry run --exec's children: orphan: none outlives a SIGKILL of kretry;
+# forced: a second SIGTERM ends them and their background processes;
+# value: a 1 MiB value whole on stdin, KRETRY_VALUE_LEN its length. Need
+# kcat (77 when it is missing).
+if(EXISTS /usr/bin/python3)
+  foreach(mode orphan forced value)
+    add_test(NAME blackbox_exec_${mode}
+             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_exec.py
+                     $<TARGET_FILE:kretry_cli> ${mode})
+    set_tests_properties(blackbox_exec_${mode} PROPERTIES TIMEOUT 90
+                         SKIP_RETURN_CODE 77 LABELS blackbox)
+  endforeach()
 endif()
 
 # A malformed --http URL stops kretry run before it connects to anything.

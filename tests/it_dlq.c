@@ -125,7 +125,7 @@ static json_t *inspect_json(env_t *e, const char *const *args) {
         json_t *rows = json_array();
         for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
                 json_error_t jerr;
-                json_t *row = json_loads(line, 0, &jerr);
+                json_t *row = json_loads(line, JSON_ALLOW_NUL, &jerr);
                 KT_CHECK_MSG(row != NULL, CU_FALSE, "not JSON: %s", line);
                 if (row)
                         json_array_append_new(rows, row);
@@ -240,6 +240,59 @@ static void test_inspect_table(void) {
                          RD_KAFKA_OFFSET_INVALID);
         KT_ASSERT_INT_EQ(kt_committed(e->c, "kretry-dlq-reader", e->dlq, 0),
                          RD_KAFKA_OFFSET_INVALID);
+        env_destroy(e);
+}
+
+/* An error header that is not UTF-8 (an endpoint's binary error body):
+ * the JSON row keeps "error", each stray byte as U+FFFD, and the exact
+ * bytes in "error_hex"; a UTF-8 error with a NUL and a newline is kept as
+ * is, escaped. The table shows both too. */
+static void test_inspect_binary_error(void) {
+        static char out[1 << 16];
+        static const char bin[]  = "\xff\xfe"
+                                   "bad\0x\n\xc3\xa9";
+        static const char text[] = "nul\0and\nnewline \xc3\xa9";
+        env_t *e                 = env_new(1);
+        const char *errs[]       = {bin, text};
+        size_t lens[]            = {sizeof(bin) - 1, sizeof(text) - 1};
+        for (int i = 0; i < 2; i++) {
+                rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+                rd_kafka_header_add(h, "kretry-error-class", -1, "permanent",
+                                    -1);
+                rd_kafka_header_add(h, "kretry-error-code", -1, "HTTP_500", -1);
+                rd_kafka_header_add(h, "kretry-error", -1, errs[i],
+                                    (ssize_t)lens[i]);
+                KT_REQUIRE(rd_kafka_producev(
+                                   e->producer, RD_KAFKA_V_TOPIC(e->dlq),
+                                   RD_KAFKA_V_PARTITION(0),
+                                   RD_KAFKA_V_KEY(i ? "k2" : "k1", 2),
+                                   RD_KAFKA_V_VALUE((void *)"v", 1),
+                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                   RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END) == 0);
+        }
+        flush(e);
+        json_t *rows = inspect_json(e, NULL);
+        KT_ASSERT_INT_EQ(json_array_size(rows), 2);
+        json_t *r0 = json_object_get(json_array_get(rows, 0), "error");
+        static const char lossy[] = "\xef\xbf\xbd\xef\xbf\xbd"
+                                    "bad\0x\n\xc3\xa9";
+        KT_CHECK_MSG(json_is_string(r0) &&
+                             json_string_length(r0) == sizeof(lossy) - 1 &&
+                             !memcmp(json_string_value(r0), lossy,
+                                     sizeof(lossy) - 1),
+                     CU_FALSE, "binary error: \"error\" is %s",
+                     r0 ? json_string_value(r0) : "missing");
+        KT_ASSERT_STR_EQ(row_str(rows, 0, "error_hex"), "fffe62616400780ac3a9");
+        json_t *r1 = json_object_get(json_array_get(rows, 1), "error");
+        KT_ASSERT(json_is_string(r1) &&
+                  json_string_length(r1) == sizeof(text) - 1 &&
+                  !memcmp(json_string_value(r1), text, sizeof(text) - 1));
+        KT_ASSERT(!json_object_get(json_array_get(rows, 1), "error_hex"));
+        KT_ASSERT_STR_EQ(row_str(rows, 0, "code"), "HTTP_500");
+        json_decref(rows);
+        KT_ASSERT_INT_EQ(run_cli(e, "inspect", out, sizeof(out), NULL), 0);
+        KT_CHECK_MSG(strstr(out, "0xfffe626164") != NULL, CU_FALSE,
+                     "the table shows the binary error: %.1500s", out);
         env_destroy(e);
 }
 
@@ -754,6 +807,7 @@ int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_inspect_filters),
                 KT_TEST(test_inspect_table),
+                KT_TEST(test_inspect_binary_error),
                 KT_TEST(test_inspect_empty_and_errors),
                 KT_TEST(test_replay_identity),
                 KT_TEST(test_replay_refuses_outside),

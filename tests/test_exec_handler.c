@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,29 @@ static void test_child_setup(void) {
         KT_ASSERT_INT_EQ(res.status, SIGPIPE);
         signal(SIGPIPE, prev);
         run("[ \"$(cut -d' ' -f5 /proc/$$/stat)\" = \"$$\" ]");
+        KT_ASSERT_INT_EQ(res.status,
+                         0); /* kretry runs handlers on threads that block
+                              * SIGINT and SIGTERM: the command must not inherit
+                              * that, or a stop's SIGTERM is lost. */
+        sigset_t stop, prev_mask;
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGTERM);
+        sigaddset(&stop, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &stop, &prev_mask);
+        run("grep -q '^SigBlk:[[:space:]]*0*$' /proc/$$/status");
+        pthread_sigmask(SIG_SETMASK, &prev_mask, NULL);
+        KT_ASSERT_INT_EQ(res.status, 0);
+}
+
+/* The value is a sealed file, whole before the command starts: the
+ * command can read it twice, and cannot change it. */
+static void test_value_file(void) {
+        run_with("[ -f /dev/stdin ] && [ \"$(cat)\" = hello ] && "
+                 "[ \"$(cat /dev/stdin)\" = hello ] || exit 3; "
+                 "printf x >/proc/self/fd/0 2>/dev/null && exit 4; exit 0",
+                 "hello", 5);
+        KT_ASSERT_INT_EQ(res.status, 0);
+        run_with("[ \"$(wc -c)\" = 0 ]", NULL, 0);
         KT_ASSERT_INT_EQ(res.status, 0);
 }
 
@@ -169,15 +193,11 @@ static void test_echo_and_pid_slot(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-                KT_TEST(test_exit_codes),
-                KT_TEST(test_signal),
-                KT_TEST(test_stderr_last_line),
-                KT_TEST(test_large_stdin),
-                KT_TEST(test_child_ignores_stdin),
-                KT_TEST(test_env),
-                KT_TEST(test_child_setup),
-                KT_TEST(test_echo_and_pid_slot),
-                KT_END,
+                KT_TEST(test_exit_codes),          KT_TEST(test_signal),
+                KT_TEST(test_stderr_last_line),    KT_TEST(test_large_stdin),
+                KT_TEST(test_child_ignores_stdin), KT_TEST(test_env),
+                KT_TEST(test_child_setup),         KT_TEST(test_value_file),
+                KT_TEST(test_echo_and_pid_slot),   KT_END,
         };
         return kt_main("exec_handler", tests, argc, argv);
 }

@@ -262,6 +262,43 @@ static void test_header_arg(void) {
         free(l);
 }
 
+/* A header that frames or routes the request desyncs the connection: the
+ * service reads the body as the next request. Refused in any case, with an
+ * empty value too (libcurl would drop its own header then). */
+static void test_header_arg_framing(void) {
+        static const char *const refused[] = {"Content-Length: 0",
+                                              "content-length:5",
+                                              "TRANSFER-ENCODING: chunked",
+                                              "Host: elsewhere",
+                                              "Connection: close",
+                                              "Keep-Alive: 5",
+                                              "TE: trailers",
+                                              "Trailer: X",
+                                              "Upgrade: h2c",
+                                              "Expect: 100-continue",
+                                              "Proxy-Authorization: Basic eA==",
+                                              "proxy-connection: x",
+                                              "Content-Length:",
+                                              "Host:\tx"};
+        char err[512], *l;
+        for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+                l = kretry_http_header_arg(refused[i], err, sizeof(err));
+                KT_CHECK_MSG(l == NULL && strstr(err, "refused"), CU_FALSE,
+                             "%s: accepted (%s)", refused[i], l ? l : err);
+                free(l);
+        }
+        /* names that only contain a refused one are headers like others */
+        static const char *const fine[] = {"X-Host: a", "Content-Type: b",
+                                           "Hosts: c", "Proxy: d",
+                                           "X-Forwarded-Host: e"};
+        for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+                l = kretry_http_header_arg(fine[i], err, sizeof(err));
+                KT_CHECK_MSG(l != NULL, CU_FALSE, "%s: refused (%s)", fine[i],
+                             err);
+                free(l);
+        }
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_status_classes),
@@ -275,6 +312,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_i64),
                 KT_TEST(test_rfc3339),
                 KT_TEST(test_header_arg),
+                KT_TEST(test_header_arg_framing),
                 KT_END,
         };
         return kt_main("http_rules", tests, argc, argv);

@@ -72,7 +72,15 @@ static void usage(FILE *out) {
                 "  --show-value         inspect: show values (hidden by "
                 "default)\n"
                 "  --output table|json  inspect: a table, or one JSON "
-                "object per line\n"
+                "object per line; a\n"
+                "                       class, code or error that is not "
+                "UTF-8 has each\n"
+                "                       such byte as U+FFFD and its exact "
+                "bytes in hex\n"
+                "                       beside it (\"error_hex\"); a binary "
+                "key or value\n"
+                "                       is \"key_hex\" or \"value_hex\" "
+                "instead\n"
                 "  --to source|tier:N   replay: the target (default "
                 "source); nothing\n"
                 "                       outside the topology is accepted\n"
@@ -402,17 +410,8 @@ static void print_row(FILE *out,
         fputc('\n', out);
 }
 
-static void set_text(json_t *o, const char *name, const void *p, size_t n) {
-        json_object_set_new(o, name,
-                            p ? json_stringn((const char *)p, n) : json_null());
-}
-
-void dlq_json_bytes(json_t *o, const char *name, const void *p, size_t n) {
-        json_t *s = p && !memchr(p, '\0', n) ? json_stringn(p, n) : NULL;
-        if (s || !p) {
-                json_object_set_new(o, name, s ? s : json_null());
-                return;
-        }
+/* "<name>_hex": @p p's bytes in lowercase hex. */
+static void set_hex(json_t *o, const char *name, const void *p, size_t n) {
         static const char hex[] = "0123456789abcdef";
         char *h                 = malloc(n * 2 + 1);
         char hname[64];
@@ -426,6 +425,64 @@ void dlq_json_bytes(json_t *o, const char *name, const void *p, size_t n) {
         snprintf(hname, sizeof(hname), "%s_hex", name);
         json_object_set_new(o, hname, json_string(h));
         free(h);
+}
+
+/* The UTF-8 sequence at @p p (at most @p left bytes): its length, or 0 when
+ * it is not one. jansson judges, one sequence at a time. */
+static size_t utf8_seq(const unsigned char *p, size_t left) {
+        if (*p < 0x80)
+                return 1;
+        for (size_t len = 2; len <= 4 && len <= left; len++) {
+                json_t *s = json_stringn((const char *)p, len);
+                json_decref(s);
+                if (s)
+                        return len;
+        }
+        return 0;
+}
+
+/* @p p as text with U+FFFD for each byte that is not UTF-8. */
+static json_t *text_lossy(const unsigned char *p, size_t n) {
+        char *buf = malloc(n * 3 + 1), *d = buf;
+        if (!buf)
+                return NULL;
+        for (size_t i = 0; i < n;) {
+                size_t len = utf8_seq(p + i, n - i);
+                if (len) {
+                        memcpy(d, p + i, len);
+                        d += len;
+                        i += len;
+                } else {
+                        memcpy(d, "\xef\xbf\xbd", 3);
+                        d += 3;
+                        i++;
+                }
+        }
+        json_t *s = json_stringn(buf, (size_t)(d - buf));
+        free(buf);
+        return s;
+}
+
+/* A kretry-* header's text, always there: as is when it is UTF-8 (NULs and
+ * control characters escaped by jansson), else with U+FFFD for each byte
+ * that is not, and "<name>_hex" with the exact bytes beside it. */
+static void set_text(json_t *o, const char *name, const void *p, size_t n) {
+        json_t *s = p ? json_stringn((const char *)p, n) : json_null();
+        if (s) {
+                json_object_set_new(o, name, s);
+                return;
+        }
+        json_object_set_new(o, name, text_lossy(p, n));
+        set_hex(o, name, p, n);
+}
+
+void dlq_json_bytes(json_t *o, const char *name, const void *p, size_t n) {
+        json_t *s = p && !memchr(p, '\0', n) ? json_stringn(p, n) : NULL;
+        if (s || !p) {
+                json_object_set_new(o, name, s ? s : json_null());
+                return;
+        }
+        set_hex(o, name, p, n);
 }
 
 static json_t *num_or_null(int ok, int64_t v) {

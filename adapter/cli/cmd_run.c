@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PROG "kretry run"
@@ -53,6 +54,8 @@ typedef struct {
  * that runs the handler (up to handler.concurrency's maximum of 1024, plus
  * the polling thread, which runs it with handler.thread poll). */
 #define RUN_SLOTS 1025
+/* A forced stop gives the running commands this long after SIGTERM. */
+#define RUN_KILL_GRACE_MS 2000
 static kretry_adapter_t *volatile run_adapter;
 static run_metrics_t *volatile run_metrics;
 static volatile sig_atomic_t run_stops;
@@ -122,8 +125,9 @@ static void usage(FILE *out) {
                 "                           counters at exit\n"
                 "%s"
                 "  -h, --help               show this help\n\n"
-                "The command gets the value on stdin (empty for a null "
-                "value) and:\n"
+                "The command gets the value on stdin, a file that holds "
+                "all of it before\nthe command starts (empty for a null "
+                "value), and:\n"
                 "  KRETRY_TOPIC, KRETRY_PARTITION, KRETRY_OFFSET  where it "
                 "was consumed from\n"
                 "  KRETRY_ATTEMPT    1 on the first delivery, 2 on the "
@@ -135,6 +139,8 @@ static void usage(FILE *out) {
                 "with a NUL byte\n"
                 "  KRETRY_KEY_HEX    the key in hex (binary-safe); unset "
                 "for a null key\n"
+                "  KRETRY_VALUE_LEN  the value's length in bytes: what "
+                "stdin holds\n"
                 "  KRETRY_VALUE_NULL 1 when the value is null\n"
                 "Exit 0: OK. Exit 75 (EX_TEMPFAIL): retry later. Other "
                 "exit or a signal:\ndead-letter now. The last non-empty "
@@ -143,11 +149,17 @@ static void usage(FILE *out) {
                 "A shell that waits for a killed program reports exit "
                 "128+n: use\n--exec 'exec ./handler' to get SIGNAL_<n>.\n\n"
                 "SIGINT/SIGTERM: finish the current message(s), commit, "
-                "leave the group, exit 0.\nA second one stops at once (the "
-                "message is consumed again next time).\n"
+                "leave the group, exit 0.\nA second one stops at once: "
+                "running commands and their process groups get\nSIGTERM, "
+                "SIGKILL 2 s later (their messages are consumed again next "
+                "time); so\ndo commands still running when the stop's "
+                "bound is reached. A command never\noutlives kretry: "
+                "killed outright, kretry takes it along (SIGKILL), though "
+                "not\nwhat the command started in the background.\n"
                 "The stop takes at most revoke.timeout.ms + 5 s (default "
-                "35 s) whatever the\ncluster does, and at most 8 s more once "
-                "nothing is in flight. Under Kubernetes\n(SIGKILL 30 s after "
+                "35 s, 2 s more to end\ncommands still running) whatever "
+                "the cluster does, and at most 8 s more\nonce nothing is in "
+                "flight. Under Kubernetes\n(SIGKILL 30 s after "
                 "SIGTERM by default) keep terminationGracePeriodSeconds\n"
                 "above that bound.\n"
                 "--metrics: /metrics is the Prometheus text of the stats "
@@ -159,7 +171,8 @@ static void usage(FILE *out) {
                 "none included, until a stop begins; 503 otherwise.\n"
                 "Exit status: 0 after a stop, 1 on a fatal error or when the "
                 "stop was cut short\nat that bound or left copies "
-                "unacknowledged, 64 on a usage error.\n\n"
+                "unacknowledged, 64 on a usage error or a refused\n"
+                "topology file.\n\n"
                 "--http URL: one POST per message, the value as the body "
                 "(byte for byte),\n"
                 "up to --concurrency requests at once over reused "
@@ -396,7 +409,7 @@ static int conf_apply(kretry_conf_t *conf, const run_opts_t *o) {
                 if (kretry_conf_load_topology(conf, o->topology, o->name,
                                               errstr, sizeof(errstr))) {
                         fprintf(stderr, "%s\n", errstr);
-                        return 1;
+                        return KRETRY_EX_USAGE; /* the operator's file */
                 }
         }
         for (int i = 0; i < o->prop_cnt; i++)
@@ -412,7 +425,7 @@ static int conf_apply(kretry_conf_t *conf, const run_opts_t *o) {
 }
 
 /* The "NAME=VALUE" strings for one handler call: env_for_msg() adds at most
- * 11, and v[cnt] stays NULL as the exec module expects. */
+ * 12, and v[cnt] stays NULL as the exec module expects. */
 typedef struct {
         char *v[16];
         int cnt;
@@ -481,7 +494,13 @@ static int env_for_msg(env_list_t *e, const kretry_msg_t *msg) {
                 return -1;
         if (key && env_add_key(e, key, klen))
                 return -1;
-        if (!kretry_msg_value(msg, NULL))
+        size_t vlen;
+        const void *value = kretry_msg_value(msg, &vlen);
+        /* stdin holds exactly this many bytes: a handler can check it got
+         * the whole value. */
+        if (env_add_i64(e, "KRETRY_VALUE_LEN", value ? (int64_t)vlen : 0))
+                return -1;
+        if (!value)
                 return env_add(e, "KRETRY_VALUE_NULL", "1");
         return 0;
 }
@@ -594,6 +613,35 @@ static void on_log(kretry_log_level_t level,
         fprintf(stderr, "%s %s: %s\n", names[lv], facility, message);
 }
 
+/* Any running command's process group still there? */
+static int children_left(void) {
+        for (int i = 0; i < RUN_SLOTS; i++)
+                if (run_child_pids[i] > 0 &&
+                    kill(-(pid_t)run_child_pids[i], 0) == 0)
+                        return 1;
+        return 0;
+}
+
+static void children_signal(int sig) {
+        for (int i = 0; i < RUN_SLOTS; i++)
+                if (run_child_pids[i] > 0)
+                        kill(-(pid_t)run_child_pids[i], sig);
+}
+
+/* End the running commands and what they started in their process groups:
+ * SIGTERM, then SIGKILL to what is left after RUN_KILL_GRACE_MS. Async-
+ * signal-safe. The commands' own parent-death signal (SIGKILL) covers a
+ * kretry that is killed outright, but not their background processes. */
+static void children_end(void) {
+        const struct timespec step = {0, 50 * 1000 * 1000};
+        if (!children_left())
+                return;
+        children_signal(SIGTERM);
+        for (int ms = 0; ms < RUN_KILL_GRACE_MS && children_left(); ms += 50)
+                nanosleep(&step, NULL);
+        children_signal(SIGKILL);
+}
+
 /* First signal: stop after the current message. Second: stop now; what was
  * in progress is consumed again next time, nothing is lost. */
 static void on_signal(int sig) {
@@ -607,9 +655,7 @@ static void on_signal(int sig) {
                 (void)n;
                 return;
         }
-        for (int i = 0; i < RUN_SLOTS; i++)
-                if (run_child_pids[i] > 0)
-                        kill(-(pid_t)run_child_pids[i], SIGTERM);
+        children_end();
         _exit(128 + sig);
 }
 
@@ -665,6 +711,9 @@ static int serve(kretry_conf_t *conf, const run_ctx_t *ctx) {
          * thread (every other one blocks it), so it sees either. */
         run_metrics = NULL;
         run_adapter = NULL;
+        /* A stop cut short at its bound may leave commands running: they
+         * end now, not after kretry (their messages are consumed again). */
+        children_end();
         if (err != KRETRY_ERR_OK)
                 fprintf(stderr, PROG ": %s%s\n", kretry_err2str(err),
                         err == KRETRY_ERR_TIMED_OUT

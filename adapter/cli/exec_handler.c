@@ -1,20 +1,23 @@
 /*
- * One handler command per message. The value goes to the child's stdin
- * while its stderr is read, both through one poll() loop: writing all of a
- * large value first could deadlock against a child that fills its stderr
- * pipe before reading stdin.
+ * One handler command per message. The value is written in full to a
+ * sealed memory file before the child starts, and that file is its stdin:
+ * the child gets the whole value or none (kretry killed before the fork),
+ * and kretry only reads the child's stderr, so a child that fills its
+ * stderr pipe before reading stdin cannot deadlock against it.
  */
-#define _GNU_SOURCE /* pipe2(): pipes that no other spawn can inherit */
+#define _GNU_SOURCE /* pipe2(), memfd_create(): fds no spawn inherits */
 #include "exec_handler.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <spawn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,55 +128,134 @@ static int pipe_make(int fds[2]) {
         return 0;
 }
 
-static int
-spawn_child(const char *cmd, char **envp, int in_rd, int err_wr, pid_t *pidp) {
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t at;
-        sigset_t dfl;
-        char *argv[] = {(char *)"sh", (char *)"-c", (char *)cmd, NULL};
+/* What the child needs between fork and exec, all prepared before the
+ * fork: the child of a threaded process may not allocate or lock. */
+typedef struct {
+        char *argv[4];
+        char **envp;
+        int in_fd, err_fd, status_fd;
+        pid_t parent;
+} child_t;
 
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, in_rd, STDIN_FILENO);
-        posix_spawn_file_actions_adddup2(&fa, err_wr, STDERR_FILENO);
-        posix_spawnattr_init(&at);
-        /* Own process group: Ctrl-C on a terminal reaches kretry only, which
-         * lets the command finish the message. SIGPIPE back to default in
-         * case kretry's caller ignored it: an ignored disposition survives
-         * exec and would change how the command's own pipelines behave. */
-        posix_spawnattr_setflags(&at,
-                                 POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
-        posix_spawnattr_setpgroup(&at, 0);
-        sigemptyset(&dfl);
-        sigaddset(&dfl, SIGPIPE);
-        posix_spawnattr_setsigdefault(&at, &dfl);
-        int rc = posix_spawn(pidp, "/bin/sh", &fa, &at, argv, envp);
-        posix_spawnattr_destroy(&at);
-        posix_spawn_file_actions_destroy(&fa);
-        return rc;
+/* Handlers kretry installed must not run in the child before its exec, and
+ * an ignored SIGPIPE (kretry's caller may ignore it) would survive the exec
+ * and change how the command's own pipelines behave. */
+static void child_signals_default(void) {
+        struct sigaction dfl, cur;
+        memset(&dfl, 0, sizeof(dfl));
+        dfl.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < NSIG; sig++) {
+                if (sig == SIGKILL || sig == SIGSTOP ||
+                    sigaction(sig, NULL, &cur) == -1)
+                        continue;
+                if (cur.sa_handler != SIG_DFL &&
+                    (cur.sa_handler != SIG_IGN || sig == SIGPIPE))
+                        sigaction(sig, &dfl, NULL);
+        }
 }
 
-/* Write what the pipe takes now. Closes *fdp when everything was written or
- * the child closed its stdin (EPIPE: not an error, it did not need it). */
-static void stdin_pump(int *fdp,
-                       const kretry_exec_opts_t *opts,
-                       size_t *offp,
-                       int *epipep) {
-        size_t left = opts->input_len - *offp;
-        ssize_t n   = 0;
-        if (left > 0) {
-                n = write(*fdp, (const char *)opts->input + *offp,
-                          left < IO_CHUNK ? left : IO_CHUNK);
-                if (n > 0)
-                        *offp += (size_t)n;
-                else if (n == -1 && (errno == EAGAIN || errno == EINTR))
-                        return;
-                else if (n == -1 && errno == EPIPE)
-                        *epipep = 1;
+/* In the child: async-signal-safe calls only, every signal blocked until
+ * the handlers are reset. Never returns. */
+static void child_exec(const child_t *c) {
+        sigset_t none;
+        int e;
+        child_signals_default();
+        /* Own process group: Ctrl-C on a terminal reaches kretry only,
+         * which lets the command finish the message. */
+        setpgid(0, 0);
+        /* Not to outlive kretry: a restarted instance would run the same
+         * key beside an orphan. The signal comes when the thread that
+         * forked ends; that thread waits for the child, so only kretry's
+         * death ends it first. If kretry died before the prctl() took
+         * effect, the child has another parent already. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != c->parent)
+                _exit(127);
+        if (dup2(c->in_fd, STDIN_FILENO) == -1 ||
+            dup2(c->err_fd, STDERR_FILENO) == -1) {
+                e = errno;
+                goto fail;
         }
-        if (n == -1 || *offp == opts->input_len) {
-                close(*fdp);
-                *fdp = -1;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve("/bin/sh", c->argv, c->envp);
+        e = errno;
+fail:
+        if (write(c->status_fd, &e, sizeof(e)) != sizeof(e))
+                _exit(127);
+        _exit(127);
+}
+
+/* fork() rather than posix_spawn(): the parent-death signal must be set in
+ * the child. The status pipe (close-on-exec) carries the errno of a failed
+ * exec; its EOF says the exec happened. @returns 0 or an errno value. */
+static int spawn_child(child_t *c, pid_t *pidp) {
+        int st[2], e = 0;
+        sigset_t all, old;
+        if (pipe_make(st) == -1)
+                return errno;
+        c->status_fd = st[1];
+        c->parent    = getpid();
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pid_t pid = fork();
+        if (pid == 0)
+                child_exec(c);
+        int fork_errno = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        close(st[1]);
+        if (pid == -1) {
+                close(st[0]);
+                return fork_errno;
         }
+        /* Also here: a forced stop may signal the group before the child
+         * made it (EACCES once it has exec'd: it did it itself then). */
+        setpgid(pid, pid);
+        ssize_t n;
+        while ((n = read(st[0], &e, sizeof(e))) == -1 && errno == EINTR)
+                ;
+        close(st[0]);
+        if (n == (ssize_t)sizeof(e)) {
+                while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+                        ;
+                return e ? e : ECHILD;
+        }
+        *pidp = pid;
+        return 0;
+}
+
+/* The value as a sealed memory file, written in full before the child
+ * starts: a kill of kretry mid-write can no longer hand the command a cut
+ * value, and nothing can change it once sealed. @returns the fd (above
+ * stdio, close-on-exec, offset 0) or -1 with errno set. */
+static int value_file(const kretry_exec_opts_t *opts) {
+        int fd = memfd_create("kretry-value", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd == -1)
+                return -1;
+        const char *p = opts->input;
+        size_t left   = opts->input_len;
+        while (left > 0) {
+                ssize_t n = write(fd, p, left);
+                if (n == -1 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        if (n == 0)
+                                errno = EIO;
+                        goto fail;
+                }
+                p += n;
+                left -= (size_t)n;
+        }
+        if (fcntl(fd, F_ADD_SEALS,
+                  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) ==
+                    -1 ||
+            lseek(fd, 0, SEEK_SET) == -1)
+                goto fail;
+        return fd_above_stdio(fd);
+fail:;
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
 }
 
 static void echo_all(int fd, const char *buf, size_t len) {
@@ -205,45 +287,15 @@ stderr_drain(int *fdp, const kretry_exec_opts_t *opts, line_acc_t *acc) {
                 echo_all(opts->echo_fd, buf, (size_t)n);
 }
 
-/* Feed stdin and drain stderr until both are closed. SIGPIPE is blocked in
- * this thread meanwhile, and one raised by our own write is consumed, so
- * neither the process nor another thread sees it. */
-static void io_loop(int in_fd,
-                    int err_fd,
-                    const kretry_exec_opts_t *opts,
-                    line_acc_t *acc,
-                    size_t *writtenp) {
-        sigset_t pipe_set, old, pending;
-        int epipe = 0;
-
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-        sigpending(&pending);
-        int was_pending = sigismember(&pending, SIGPIPE);
-
-        fcntl(in_fd, F_SETFL, fcntl(in_fd, F_GETFL) | O_NONBLOCK);
-        fcntl(err_fd, F_SETFL, fcntl(err_fd, F_GETFL) | O_NONBLOCK);
-        if (opts->input_len == 0) {
-                close(in_fd);
-                in_fd = -1;
-        }
-        while (in_fd != -1 || err_fd != -1) {
-                /* poll() skips negative fds: a closed side drops out. */
-                struct pollfd p[2] = {{in_fd, POLLOUT, 0}, {err_fd, POLLIN, 0}};
-                if (poll(p, 2, -1) == -1)
+/* Drain stderr until the child and whatever inherited it closed it. */
+static void
+io_loop(int err_fd, const kretry_exec_opts_t *opts, line_acc_t *acc) {
+        while (err_fd != -1) {
+                struct pollfd p = {err_fd, POLLIN, 0};
+                if (poll(&p, 1, -1) == -1)
                         continue; /* EINTR: a signal for kretry, go on */
-                if (p[0].revents)
-                        stdin_pump(&in_fd, opts, writtenp, &epipe);
-                if (p[1].revents)
-                        stderr_drain(&err_fd, opts, acc);
+                stderr_drain(&err_fd, opts, acc);
         }
-
-        if (epipe && !was_pending) {
-                const struct timespec zero = {0, 0};
-                sigtimedwait(&pipe_set, NULL, &zero);
-        }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static void wait_child(pid_t pid, kretry_exec_result_t *res) {
@@ -264,47 +316,54 @@ int kretry_exec_run(const char *cmd,
                     kretry_exec_result_t *res,
                     char *errstr,
                     size_t errstr_size) {
-        int in[2] = {-1, -1}, err[2] = {-1, -1};
-        char **envp = NULL;
-        pid_t pid;
+        int in = -1, err[2] = {-1, -1};
+        child_t c = {.argv = {(char *)"sh", (char *)"-c", (char *)cmd, NULL}};
+        pid_t pid = -1;
         int rc;
         line_acc_t *acc = NULL;
 
         memset(res, 0, sizeof(*res));
-        if (!(envp = env_build(opts)) || !(acc = calloc(1, sizeof(*acc)))) {
+        if (!(c.envp = env_build(opts)) || !(acc = calloc(1, sizeof(*acc)))) {
                 rc = ENOMEM;
                 goto err;
         }
         acc->last = res->last_line;
-        if (pipe_make(in) == -1 || pipe_make(err) == -1) {
+        if ((in = value_file(opts)) == -1 || pipe_make(err) == -1) {
                 rc = errno;
                 goto err;
         }
-        if ((rc = spawn_child(cmd, envp, in[0], err[1], &pid)))
+        c.in_fd  = in;
+        c.err_fd = err[1];
+        if ((rc = spawn_child(&c, &pid)))
                 goto err;
         if (opts->pid_slot)
                 *opts->pid_slot = (sig_atomic_t)pid;
-        close(in[0]);
         close(err[1]);
-        io_loop(in[1], err[0], opts, acc, &res->stdin_written);
+        io_loop(err[0], opts, acc);
         wait_child(pid, res);
         if (opts->pid_slot)
                 *opts->pid_slot = 0;
+        /* The child read the file through kretry's own open file: the
+         * shared offset is how far it got. */
+        off_t off          = lseek(in, 0, SEEK_CUR);
+        res->stdin_written = off < 0                         ? 0
+                             : (size_t)off > opts->input_len ? opts->input_len
+                                                             : (size_t)off;
+        close(in);
         free(acc);
-        free(envp);
+        free(c.envp);
         return 0;
 
 err:
         if (errstr && errstr_size)
                 snprintf(errstr, errstr_size, "cannot start /bin/sh: %s",
                          strerror(rc));
-        for (int i = 0; i < 2; i++) {
-                if (in[i] != -1)
-                        close(in[i]);
+        if (in != -1)
+                close(in);
+        for (int i = 0; i < 2; i++)
                 if (err[i] != -1)
                         close(err[i]);
-        }
         free(acc);
-        free(envp);
+        free(c.envp);
         return rc;
 }

@@ -6,9 +6,15 @@
  * No Kafka here and no global state: `kretry run` maps the outcome to
  * OK/RETRY/FAIL, and the unit tests drive it without a broker.
  *
- * Safe to call from a process with other threads (librdkafka's): the child is
- * started with posix_spawn(), so nothing that is not async-signal-safe runs
- * between fork and exec, and the environment is built before spawning.
+ * Safe to call from a process with other threads (librdkafka's): the value
+ * file, the environment and the arguments are made before the fork, and
+ * only async-signal-safe calls run between fork and exec.
+ *
+ * The child does not outlive the calling thread: it gets SIGKILL as its
+ * parent-death signal (Linux), set before the exec, so a SIGKILL of kretry
+ * ends the command too. What the command itself starts in the background is
+ * not covered (it is in the command's process group, which a caller can
+ * signal through pid_slot).
  */
 #ifndef KRETRY_EXEC_HANDLER_H
 #define KRETRY_EXEC_HANDLER_H
@@ -29,7 +35,9 @@ typedef struct kretry_exec_opts_s {
          * the caller leaves out, like KRETRY_KEY for a null key, cannot leak
          * in from the parent); NULL-terminated, may be NULL. */
         const char *const *unset;
-        const void *input; /* written to the child's stdin, then EOF */
+        /* The child's stdin: a sealed memory file holding these bytes in
+         * full before the child starts (seekable; never a cut value). */
+        const void *input;
         size_t input_len;
         /* When >= 0, everything the child writes to stderr is also copied to
          * this fd, so its logs still reach the operator. */
@@ -52,7 +60,9 @@ typedef struct kretry_exec_result_s {
          * blanks, NUL-terminated ("" when there was none). Bytes are kept as
          * written, NULs excepted (replaced by spaces). */
         char last_line[KRETRY_EXEC_LINE_MAX];
-        size_t stdin_written; /* bytes the child took before closing stdin */
+        /* How far the child read its stdin (the shared file offset when it
+         * exited), at most input_len. */
+        size_t stdin_written;
 } kretry_exec_result_t;
 
 /* Initialise @p opts: no environment changes, no input, no echo. */
@@ -62,16 +72,17 @@ void kretry_exec_opts_init(kretry_exec_opts_t *opts);
  * Run @p cmd through /bin/sh -c and wait for it.
  *
  * The child gets its own process group (a terminal's Ctrl-C reaches kretry,
- * which decides what happens to the command), SIGPIPE at its default
- * disposition, and stdout inherited. A child that exits without reading all
- * of stdin is not an error: the EPIPE is absorbed and SIGPIPE is blocked in
- * the calling thread while writing. Returns when the child has exited and
- * its stderr is closed (a background grandchild holding stderr open delays
- * the return).
+ * which decides what happens to the command), SIGPIPE and every signal
+ * kretry handles at its default disposition, no signal blocked, SIGKILL as
+ * its parent-death signal, and stdout inherited. A child that exits without
+ * reading all of stdin is not an error. Returns when the child has exited
+ * and its stderr is closed (a background grandchild holding stderr open
+ * delays the return). The calling thread must not end meanwhile (it does
+ * not: it waits here), or the parent-death signal would end the child.
  *
  * @returns 0 with @p res filled, or an errno value when the command could not
- *          be started (E2BIG: environment too large; EAGAIN, ENOMEM...) with
- *          @p errstr filled.
+ *          be started (E2BIG: environment too large; EAGAIN, ENOMEM, or
+ *          an error of memfd_create()...) with @p errstr filled.
  */
 int kretry_exec_run(const char *cmd,
                     const kretry_exec_opts_t *opts,

@@ -17,6 +17,8 @@
  */
 #include "http_handler.h"
 
+#include "parse.h"
+
 #include <avro.h>
 #include <curl/curl.h>
 #include <pthread.h>
@@ -629,6 +631,35 @@ static int url_check(const char *url, char *errstr, size_t size) {
         return rc;
 }
 
+/* The extra header lines, whoever built them: a line libcurl would send
+ * other than as one header, or one that frames or routes the request,
+ * desyncs the connection (the body read as the next request). */
+static int extra_check(const kretry_http_opts_t *o, char *errstr, size_t size) {
+        for (size_t i = 0; i < o->extra_cnt; i++) {
+                const char *line  = o->extra[i];
+                const char *colon = strchr(line, ':');
+                size_t n          = colon ? (size_t)(colon - line) : 0;
+                const char *v     = colon ? colon + 1 : "";
+                while (*v == ' ' || *v == '\t')
+                        v++;
+                if (!colon || !kretry_http_token_ok(line, n) ||
+                    !kretry_http_text_ok(v, strlen(v))) {
+                        snprintf(errstr, size,
+                                 "header %zu is not 'Name: value' header "
+                                 "text (the value is not shown)",
+                                 i + 1);
+                        return -1;
+                }
+                if (kretry_http_header_framing(line, n)) {
+                        snprintf(errstr, size,
+                                 "%.*s: " KRETRY_HTTP_FRAMING_REFUSED, (int)n,
+                                 line);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
 static int thread_start(kretry_http_t *h) {
         sigset_t all, old;
         sigfillset(&all);
@@ -641,7 +672,7 @@ static int thread_start(kretry_http_t *h) {
 kretry_http_t *
 kretry_http_new(const kretry_http_opts_t *o, char *errstr, size_t size) {
         kretry_http_t *h;
-        if (url_check(o->url, errstr, size))
+        if (url_check(o->url, errstr, size) || extra_check(o, errstr, size))
                 return NULL;
         if (curl_global_init(CURL_GLOBAL_DEFAULT) ||
             !(h = calloc(1, sizeof(*h)))) {

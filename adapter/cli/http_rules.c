@@ -5,6 +5,7 @@
 #include "http_handler.h"
 
 #include "expand.h"
+#include "parse.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -195,6 +196,11 @@ char *kretry_http_header_arg(const char *arg, char *errstr, size_t size) {
                 snprintf(errstr, size,
                          "expected 'Name: value' with a valid header name "
                          "(the value is not shown)");
+                return NULL;
+        }
+        if (kretry_http_header_framing(arg, (size_t)(colon - arg))) {
+                snprintf(errstr, size, "%.*s: " KRETRY_HTTP_FRAMING_REFUSED,
+                         (int)(colon - arg), arg);
                 return NULL;
         }
         char *line = kretry_expand_env(arg, errstr, size);

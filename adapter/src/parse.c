@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Durations above 10 years are refused: they overflow nothing, but they are
  * always a typo in a retry topology. */
@@ -158,4 +159,16 @@ int kretry_parse_duration_list(const char *s,
                 }
         }
         return n;
+}
+
+int kretry_http_header_framing(const char *name, size_t len) {
+        static const char *const names[] = {
+                "Content-Length", "Transfer-Encoding", "Host",
+                "Connection",     "Keep-Alive",        "TE",
+                "Trailer",        "Upgrade",           "Expect"};
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (strlen(names[i]) == len &&
+                    !strncasecmp(name, names[i], len))
+                        return 1;
+        return len >= 6 && !strncasecmp(name, "Proxy-", 6);
 }

@@ -38,4 +38,21 @@ int kretry_parse_int64(const char *s,
 int kretry_parse_duration_list(
         const char *s, int64_t *out, int max, char *errstr, size_t errstr_size);
 
+/*
+ * Is the HTTP header name @p name (@p len bytes, no NUL needed) one that
+ * frames or routes a request: Content-Length, Transfer-Encoding, Host,
+ * Connection, Keep-Alive, TE, Trailer, Upgrade, Expect or Proxy-*, in any
+ * case? Such a header set by a user makes the server read the request's
+ * body as the next request (or send it elsewhere), so kretry run refuses it
+ * in --http-header and in a topology's handler.http.headers alike.
+ */
+int kretry_http_header_framing(const char *name, size_t len);
+
+/* Why such a header is refused, for messages after "NAME: ". */
+#define KRETRY_HTTP_FRAMING_REFUSED                                            \
+        "refused: a header that frames or routes the request "                 \
+        "(Content-Length, Transfer-Encoding, Host, Connection, Keep-Alive, "   \
+        "TE, Trailer, Upgrade, Expect, Proxy-*) could make the service read "  \
+        "a body as the next request"
+
 #endif

@@ -494,6 +494,12 @@ static const char *http_header(vctx_t *c, const kretry_yaml_kv_t *kv) {
                                 kv->key);
                 return NULL;
         }
+        if (kretry_http_header_framing(kv->key, strlen(kv->key))) {
+                kretry_diag_add(c->d, KRETRY_DIAG_ERROR, kv->line, kv->col,
+                                "headers: %s: " KRETRY_HTTP_FRAMING_REFUSED,
+                                kv->key);
+                return NULL;
+        }
         char *v = kretry_expand_env(kv->value, reason, sizeof(reason));
         if (!v || !header_text_ok(v)) {
                 kretry_diag_add(c->d, KRETRY_DIAG_ERROR, kv->line, kv->col,
