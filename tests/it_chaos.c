@@ -160,15 +160,31 @@ static void send_mix(const char *tag, int n) {
         }
 }
 
+/* The group's committed offset on @p topic [@p p] (RD_KAFKA_OFFSET_INVALID
+ * when none). A lookup that keeps failing for 15 s (a fault injected into
+ * OffsetFetch is answered again) fails the test: no error value may pass
+ * for an offset in check_commits' comparisons. */
 static int64_t committed(const char *topic, int32_t p) {
-        rd_kafka_topic_partition_list_t *l =
-                rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, topic, p);
-        int64_t off = -1000;
-        if (!rd_kafka_committed(ch.reader, l, 5000))
-                off = l->elems[0].offset;
-        rd_kafka_topic_partition_list_destroy(l);
-        return off;
+        int64_t deadline = kt_now_ms() + 15000;
+        rd_kafka_resp_err_t err;
+        for (;;) {
+                rd_kafka_topic_partition_list_t *l =
+                        rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_add(l, topic, p);
+                err = rd_kafka_committed(ch.reader, l, 5000);
+                if (!err)
+                        err = l->elems[0].err;
+                int64_t off = l->elems[0].offset;
+                rd_kafka_topic_partition_list_destroy(l);
+                if (!err)
+                        return off;
+                if (kt_now_ms() >= deadline)
+                        break;
+                kt_nap_ms(100);
+        }
+        KT_CHECK_MSG(0, CU_TRUE, "committed offset of %s [%d]: %s", topic,
+                     (int)p, rd_kafka_err2str(err));
+        return 0; /* not reached: the check leaves the test */
 }
 
 /* Every source partition committed to its end. */
