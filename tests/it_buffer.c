@@ -37,11 +37,12 @@ static int cmp_ll(const void *x, const void *y) {
 /* Retries of 20 failures 60 ms apart through a 1 s tier at librdkafka's
  * default fetch.wait.max.ms (500 ms), the source idle otherwise, with
  * tier.buffer.messages @p cap: each handled never early; returns the
- * median lateness, *@p max the largest. (The tier's delay is longer than
- * the fetch wait: the test cluster does not answer a waiting Fetch when
- * data arrives, a broker does, so a copy can reach the consumer up to
- * 500 ms after it was written.) */
-static int64_t on_time(const char *cap, int64_t *max) {
+ * median lateness, *@p max the largest, *@p kept the most tier messages
+ * kept in the buffer at once (the gauge, sampled at every poll). (The tier's
+ * delay is longer than the fetch wait: the test cluster does not answer a
+ * waiting Fetch when data arrives, a broker does, so a copy can reach the
+ * consumer up to 500 ms after it was written.) */
+static int64_t on_time(const char *cap, int64_t *max, int64_t *kept) {
         enum { M = 20 };
         it_env_t *env = it_env_new("1s", 1);
         kretry_adapter_t *a =
@@ -51,17 +52,24 @@ static int64_t on_time(const char *cap, int64_t *max) {
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
         /* Failures 60 ms apart, so that retries come due while the
          * consumer's fetch waits. */
+        *kept = 0;
         for (int i = 0; i < M; i++) {
                 char v[32];
                 snprintf(v, sizeof(v), "retry1-t-%d", i);
                 it_produce(env, 0, "k", v, NULL);
                 int64_t next = kt_now_ms() + 60;
-                while (kt_now_ms() < next)
+                while (kt_now_ms() < next) {
                         kretry_adapter_poll(a, (int)(next - kt_now_ms()));
+                        int64_t b = counter(a, KRETRY_COUNTER_BUFFERED);
+                        *kept     = b > *kept ? b : *kept;
+                }
         }
         int64_t deadline = kt_now_ms() + 20000;
-        while (retried(env) < M && kt_now_ms() < deadline)
+        while (retried(env) < M && kt_now_ms() < deadline) {
                 kretry_adapter_poll(a, 50);
+                int64_t b = counter(a, KRETRY_COUNTER_BUFFERED);
+                *kept     = b > *kept ? b : *kept;
+        }
         KT_REQUIRE(retried(env) == M);
         int64_t late[M];
         int n = 0;
@@ -77,8 +85,10 @@ static int64_t on_time(const char *cap, int64_t *max) {
         qsort(late, (size_t)n, sizeof(late[0]), cmp_ll);
         fprintf(stderr,
                 "  tier.buffer.messages=%s: retries after their due time: "
-                "median %lld ms, max %lld ms (fetch.wait.max.ms 500)\n",
-                cap, (long long)late[n / 2], (long long)late[n - 1]);
+                "median %lld ms, max %lld ms (fetch.wait.max.ms 500); at "
+                "most %lld kept\n",
+                cap, (long long)late[n / 2], (long long)late[n - 1],
+                (long long)*kept);
         KT_ASSERT(counter(a, KRETRY_COUNTER_BUFFERED) == 0);
         KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
         kretry_adapter_destroy(a);
@@ -94,7 +104,9 @@ static int64_t on_time(const char *cap, int64_t *max) {
  * delayed by Nagle), up to fetch.wait.max.ms on a broker whose other
  * partitions are idle. */
 static void test_on_time_default_fetch_wait(void) {
-        int64_t max, median = on_time("1000", &max);
+        int64_t max, kept, median = on_time("1000", &max, &kept);
+        KT_CHECK_MSG(kept > 0, CU_FALSE,
+                     "no tier message was ever kept behind the held one");
         KT_CHECK_MSG(median <= 20, CU_FALSE,
                      "retries came a median %lld ms after their due time",
                      (long long)median);
@@ -103,10 +115,15 @@ static void test_on_time_default_fetch_wait(void) {
 }
 
 /* Without a buffer the partition is paused behind its held head, as before
- * tier.buffer.*: every retry still comes, in order, never early. */
+ * tier.buffer.*: every retry still comes, in order, never early, and no
+ * tier message is ever kept in memory behind the head (the gauge stays 0
+ * throughout, where the test above sees it rise). */
 static void test_no_buffer_pauses(void) {
-        int64_t max;
-        on_time("0", &max);
+        int64_t max, kept;
+        on_time("0", &max, &kept);
+        KT_CHECK_MSG(kept == 0, CU_FALSE,
+                     "tier.buffer.messages=0 kept %lld tier messages",
+                     (long long)kept);
 }
 
 /* The buffers stay within @p name = @p value: tier.buffer.messages and
