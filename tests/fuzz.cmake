@@ -28,13 +28,9 @@ foreach(target headers topology codec ui http)
 endforeach()
 # kretry ui's request parsing lives with the page (adapter/ui/); the dlq
 # options it fills are the operations layer's (adapter/ops/).
-set(KRETRY_UI_FUZZ_SOURCES ui/ui_body.c ui/ui_http.c cli/cmd_dlq.c
-    cli/cmd_dlq_export.c common/cli_util.c)
-list(TRANSFORM KRETRY_UI_FUZZ_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/adapter/)
-target_sources(fuzz_ui PRIVATE ${KRETRY_UI_FUZZ_SOURCES})
-target_include_directories(fuzz_ui PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui
-                           ${PROJECT_SOURCE_DIR}/adapter/cli
-                           ${PROJECT_SOURCE_DIR}/adapter/common)
+target_sources(fuzz_ui PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui/ui_body.c
+               ${PROJECT_SOURCE_DIR}/adapter/ui/ui_http.c)
+target_include_directories(fuzz_ui PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui)
 target_link_libraries(fuzz_ui PRIVATE kretry_ops)
 
 # What an endpoint answers kretry run --http (adapter/run/http_rules.c).
