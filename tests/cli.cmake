@@ -1,18 +1,18 @@
 # The kretry command-line tool: its broker-free parts as CUnit suites, the
 # commands themselves as black-box tests against the built binary.
 kretry_add_suite(test_exec_handler LABELS unit
-                 SOURCES ${PROJECT_SOURCE_DIR}/adapter/cli/exec_handler.c)
+                 SOURCES ${PROJECT_SOURCE_DIR}/adapter/run/exec_handler.c)
 target_include_directories(test_exec_handler PRIVATE
-                           ${PROJECT_SOURCE_DIR}/adapter/cli)
+                           ${PROJECT_SOURCE_DIR}/adapter/run)
 # The assertion macros format into a 2 KiB buffer; comparing the 4 KiB stderr
 # line buffer makes GCC warn about a truncation that is harmless in a message.
 target_compile_options(test_exec_handler PRIVATE -Wno-format-truncation)
 
 # kretry run --http's rules: statuses, Retry-After, header text.
 kretry_add_suite(test_http_rules LABELS unit
-                 SOURCES ${PROJECT_SOURCE_DIR}/adapter/cli/http_rules.c)
+                 SOURCES ${PROJECT_SOURCE_DIR}/adapter/run/http_rules.c)
 target_include_directories(test_http_rules PRIVATE
-                           ${PROJECT_SOURCE_DIR}/adapter/cli)
+                           ${PROJECT_SOURCE_DIR}/adapter/run)
 target_link_libraries(test_http_rules PRIVATE PkgConfig::CURL)
 # As above: the verdict's 4 KiB message in a 2 KiB assertion message.
 target_compile_options(test_http_rules PRIVATE -Wno-format-truncation)

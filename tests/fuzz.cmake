@@ -26,16 +26,14 @@ foreach(target headers topology codec ui http)
   target_compile_definitions(${name} PRIVATE
     KRETRY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 endforeach()
-# kretry ui's request parsing lives with the command (adapter/ui/ and the
-# dlq replay code it hands the options to).
-set(KRETRY_UI_FUZZ_SOURCES ui/ui_body.c ui/ui_http.c cli/dlq_replay.c
-    cli/cmd_dlq.c cli/cmd_dlq_export.c cli/dlq_reader.c cli/cli_util.c)
-list(TRANSFORM KRETRY_UI_FUZZ_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/adapter/)
-target_sources(fuzz_ui PRIVATE ${KRETRY_UI_FUZZ_SOURCES})
-target_include_directories(fuzz_ui PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui
-                           ${PROJECT_SOURCE_DIR}/adapter/cli)
+# kretry ui's request parsing lives with the page (adapter/ui/); the dlq
+# options it fills are the operations layer's (adapter/ops/).
+target_sources(fuzz_ui PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui/ui_body.c
+               ${PROJECT_SOURCE_DIR}/adapter/ui/ui_http.c)
+target_include_directories(fuzz_ui PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui)
+target_link_libraries(fuzz_ui PRIVATE kretry_ops)
 
-# What an endpoint answers kretry run --http (adapter/cli/http_rules.c).
-target_sources(fuzz_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/cli/http_rules.c)
-target_include_directories(fuzz_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/cli)
+# What an endpoint answers kretry run --http (adapter/run/http_rules.c).
+target_sources(fuzz_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/run/http_rules.c)
+target_include_directories(fuzz_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/run)
 target_link_libraries(fuzz_http PRIVATE PkgConfig::CURL)

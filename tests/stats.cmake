@@ -1,10 +1,6 @@
 # kretry stats: the figures, alert rules and renderings as a unit suite;
 # the command itself on the mock cluster.
-kretry_add_suite(test_stats_calc LABELS unit
-                 SOURCES ${PROJECT_SOURCE_DIR}/adapter/cli/stats_calc.c
-                         ${PROJECT_SOURCE_DIR}/adapter/cli/cli_util.c)
-target_include_directories(test_stats_calc PRIVATE
-                           ${PROJECT_SOURCE_DIR}/adapter/cli)
+kretry_add_suite(test_stats_calc LABELS unit)
 target_link_libraries(test_stats_calc PRIVATE PkgConfig::JANSSON m)
 # test_transactional_source needs a real cluster (KRETRY_TEST_BOOTSTRAP):
 # without one it is reported as skipped, on its own.

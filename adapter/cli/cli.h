@@ -7,7 +7,7 @@
 #ifndef KRETRY_CLI_H
 #define KRETRY_CLI_H
 
-#define KRETRY_EX_USAGE 64
+#include "cli_util.h" /* KRETRY_EX_USAGE */
 
 int cmd_dev_broker(int argc, char **argv);
 int cmd_run(int argc, char **argv);
@@ -17,7 +17,5 @@ int cmd_dlq(int argc, char **argv);
 /* kretry dlq export (cmd_dlq_export.c): argv[0] is "export". */
 int cmd_dlq_export(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
-/* kretry ui (cmd_ui.c; the server in adapter/ui/). */
-int cmd_ui(int argc, char **argv);
 
 #endif

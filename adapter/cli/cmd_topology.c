@@ -6,6 +6,7 @@
 #include "admin.h"
 #include "cli.h"
 #include "cli_util.h"
+#include "ops_time.h"
 #include "plan.h"
 #include "topology.h"
 #include "topology_render.h"
@@ -232,7 +233,7 @@ static int run_apply(const opts_t *o, rd_kafka_t *rk, kretry_plan_t *plan) {
  * most --timeout, so that a `kretry run` started next finds what was
  * applied; 1 when something is still missing then. */
 static int settle(const opts_t *o, kretry_topology_file_t *f) {
-        int64_t deadline = cli_mono_ms() + o->timeout_ms;
+        int64_t deadline = ops_mono_ms() + o->timeout_ms;
         for (;;) {
                 kretry_plan_t plan = {0};
                 rd_kafka_t *rk     = make_plan(o, f, &plan);
@@ -242,7 +243,7 @@ static int settle(const opts_t *o, kretry_topology_file_t *f) {
                 kretry_plan_clear(&plan);
                 if (left == 0)
                         return 0;
-                if (cli_mono_ms() >= deadline) {
+                if (ops_mono_ms() >= deadline) {
                         fprintf(stderr,
                                 "kretry topology: the cluster does not show "
                                 "every change yet after %d ms: run `kretry "

@@ -4,7 +4,8 @@
  * partitions follow their source partition), route.c (handler outcome ->
  * tier/DLQ copy -> delivery report -> offset), keyed.c (ordering key and
  * versions), workers.c (the handler's threads), msg.c (the handler's view),
- * handles.c (held messages' handles), stats.c (counters).
+ * handles.c (held messages' handles), stats.c (counters), startup_check.c
+ * (the topology check before any client exists, with shape.c and meta.c).
  *
  * The threading contract, in one place:
  *   - The polling thread (the one that calls kretry_adapter_poll, _run,
@@ -24,7 +25,8 @@
  *     kretry_adapter_new(). The job queues between them and the polling
  *     thread are guarded by kretry_workers_t.lock (which of a job's fields
  *     are under it is said where kretry_job_t is declared); no lock is held
- *     across a user callback.
+ *     across a user callback. With handler.thread poll there are no
+ *     workers: the polling thread calls the handler itself.
  *   - kretry_msg_complete() and the accessors on a held message's handle
  *     (any thread) take the handle table's lock (handles.c), then, to
  *     complete, the workers' lock: never in the other order.
@@ -225,6 +227,10 @@ enum {
         KRETRY_CLASS_PARKED
 };
 
+/* Owned by the polling thread (the contract above), except: conf (read by
+ * the workers too; nobody writes it after kretry_adapter_new()), stop
+ * (atomic, any thread), stats (atomics, any thread) and workers (its own
+ * lock, kretry_workers_t.lock). */
 struct kretry_adapter_s {
         kretry_conf_t *conf;
         int conf_borrowed; /* kretry_adapter_new failed: conf is the caller's */

@@ -11,7 +11,7 @@
  * kretry_adapter_new().
  */
 #include "adapter_int.h"
-#include "admin.h"
+#include "meta.h"
 #include "shape.h"
 
 #include <stdio.h>

@@ -1,10 +1,10 @@
 /*
  * kretry ui: one process serving a topology file's figures, its DLQ
  * browser, replay and export over HTTP (libmicrohttpd), and the page that
- * uses them. Every answer comes from the code of the commands themselves:
- * stats_collect() (kretry stats), dlq_message_json() and the DLQ reader
- * (dlq inspect), dlq_replay_run() (dlq replay), dlq_export_file() (dlq
- * export).
+ * uses them. Every answer comes from the operations the command line uses
+ * too (adapter/ops/): stats_collect() (kretry stats), dlq_message_json()
+ * and the DLQ reader (dlq inspect), dlq_replay_run() (dlq replay),
+ * dlq_export_file() (dlq export).
  *
  * Threads: libmicrohttpd runs each connection on its own thread (bounded
  * in number); a request's Kafka clients are its own. What they share is
@@ -15,7 +15,7 @@
 #ifndef KRETRY_UI_H
 #define KRETRY_UI_H
 
-#include "dlq_cli.h"
+#include "dlq_ops.h"
 #include "topology.h"
 #include "ui_body.h"
 #include "ui_http.h"
@@ -88,6 +88,10 @@ void ui_replay_post(ui_req_t *q,
 void ui_replay_get(ui_req_t *q, int64_t id, int stop, ui_reply_t *out);
 /* Stop a running job and wait for it (shutdown). */
 void ui_replay_shutdown(ui_t *ui);
+
+/* kretry ui: its options, then serve until SIGINT/SIGTERM (cmd_ui.c).
+ * Returns an exit status. */
+int cmd_ui(int argc, char **argv);
 
 /* The page (ui_page.html, compiled in). */
 extern const char kretry_ui_page[];

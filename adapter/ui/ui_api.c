@@ -476,7 +476,7 @@ static void api_export(ui_req_t *q, ui_reply_t *out) {
         const char *tmp   = getenv("TMPDIR");
         const kretry_topology_t *t;
         dlq_opts_t o;
-        int64_t written;
+        int64_t written, read;
         ui_opts_init(q->ui, &o);
         if (!params_ok(q, allowed, out) ||
             !(t = pick(q, param(q, "topology"), out)) ||
@@ -497,7 +497,7 @@ static void api_export(ui_req_t *q, ui_reply_t *out) {
         close(fd);
         dlq_target_t tg = {q->ui->f, t};
         int rc          = dlq_export_file(&o, &tg, path, codec ? codec : "null",
-                                          q->ui->show_values, &written, errstr,
+                                          q->ui->show_values, &written, &read, errstr,
                                           sizeof(errstr));
         fd              = rc ? -1 : open(path, O_RDONLY);
         unlink(path);

@@ -6,7 +6,7 @@
 #ifndef KRETRY_UI_BODY_H
 #define KRETRY_UI_BODY_H
 
-#include "dlq_cli.h"
+#include "dlq_ops.h"
 
 #include <jansson.h>
 

@@ -110,7 +110,6 @@ static ui_job_t *job_new(ui_req_t *q,
         j->o.show_value = 0;
         j->tg           = (dlq_target_t){q->ui->f, t};
         j->body         = json_incref(body);
-        j->ctl.quiet    = 1;
         int rc = ui_replay_body(body, t, &j->o, &j->rows, err, sizeof(err));
         if (rc) {
                 if (rc == -2)

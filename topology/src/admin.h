@@ -9,6 +9,7 @@
 #ifndef KRETRY_TOPO_ADMIN_H
 #define KRETRY_TOPO_ADMIN_H
 
+#include "meta.h"
 #include "plan.h"
 #include "topology.h"
 
@@ -38,25 +39,6 @@ int kretry_admin_snapshot(rd_kafka_t *rk,
  * each action's done/result: "done", or the broker's own error text.
  * Returns the number of failed actions. */
 int kretry_admin_apply(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms);
-
-/* Is the controller that metadata @p md names one of its brokers? The admin
- * requests kretry sends wait for it: librdkafka's mock cluster names
- * controller 0, none of its brokers, and would let each request wait for
- * its whole timeout. */
-int kretry_admin_controller_known(rd_kafka_t *rk,
-                                  const struct rd_kafka_metadata *md);
-
-/* DescribeConfigs for @p names (topics already in @p meta): their
- * retention.ms, min.insync.replicas, max.message.bytes and cleanup.policy
- * into @p meta. 0, or -1 with the broker's reason in @p errstr (what was
- * answered is filled in all the same). */
-int kretry_admin_describe(rd_kafka_t *rk,
-                          char **names,
-                          size_t cnt,
-                          int timeout_ms,
-                          kretry_meta_t *meta,
-                          char *errstr,
-                          size_t errstr_size);
 
 typedef struct {
         const char *name, *value;

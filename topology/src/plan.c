@@ -5,43 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int kretry_meta_add(kretry_meta_t *m,
-                    const char *name,
-                    int partitions,
-                    int64_t retention_ms) {
-        kretry_meta_topic_t *t =
-                realloc(m->topics, (m->cnt + 1) * sizeof(*m->topics));
-        if (!t)
-                return -1;
-        m->topics = t;
-        if (!(t[m->cnt].name = strdup(name)))
-                return -1;
-        t[m->cnt].partitions        = partitions;
-        t[m->cnt].replication       = 0;
-        t[m->cnt].retention_ms      = retention_ms;
-        t[m->cnt].compact           = -1;
-        t[m->cnt].min_insync        = -1;
-        t[m->cnt].max_message_bytes = -1;
-        m->cnt++;
-        return 0;
-}
-
-const kretry_meta_topic_t *kretry_meta_find(const kretry_meta_t *m,
-                                            const char *name) {
-        for (size_t i = 0; i < m->cnt; i++)
-                if (!strcmp(m->topics[i].name, name))
-                        return &m->topics[i];
-        return NULL;
-}
-
-void kretry_meta_clear(kretry_meta_t *m) {
-        for (size_t i = 0; i < m->cnt; i++)
-                free(m->topics[i].name);
-        free(m->topics);
-        m->topics = NULL;
-        m->cnt    = 0;
-}
-
 const char *kretry_plan_op_name(kretry_plan_op_t op) {
         static const char *names[] = {"create", "add partitions",
                                       "alter config", "unknown", "conflict"};

@@ -8,45 +8,11 @@
 #ifndef KRETRY_TOPO_PLAN_H
 #define KRETRY_TOPO_PLAN_H
 
+#include "meta.h"
 #include "topology.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* One topic as the cluster reports it. */
-typedef struct {
-        char *name;
-        int partitions;
-        int replication; /* replicas of its partitions, 0: unknown */
-        /* From DescribeConfigs; -1: unknown (unanswered) */
-        int64_t retention_ms;
-        int compact; /* cleanup.policy includes compact: 1, 0 */
-        int min_insync;
-        int64_t max_message_bytes;
-} kretry_meta_topic_t;
-
-/* What max.message.bytes of a tier and the DLQ exceeds the source's by:
- * room for the kretry-* headers of a copy, the handler's error message at
- * error.max.length's largest (65,536 bytes) and topic names of 249 bytes
- * included. */
-#define KRETRY_COPY_HEADROOM 131072
-
-/* A metadata snapshot: the topics that exist. */
-typedef struct {
-        kretry_meta_topic_t *topics;
-        size_t cnt;
-} kretry_meta_t;
-
-/* Add a topic to a snapshot (tests build snapshots with it); its
- * replication and every configuration but @p retention_ms unknown.
- * 0 or -1. */
-int kretry_meta_add(kretry_meta_t *m,
-                    const char *name,
-                    int partitions,
-                    int64_t retention_ms);
-const kretry_meta_topic_t *kretry_meta_find(const kretry_meta_t *m,
-                                            const char *name);
-void kretry_meta_clear(kretry_meta_t *m);
 
 typedef enum {
         KRETRY_PLAN_CREATE,         /* create with partitions, config */

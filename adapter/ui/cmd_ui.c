@@ -4,7 +4,6 @@
  * by adapter/ui/ until SIGINT or SIGTERM. Loopback only unless a token is
  * set; the first line of stdout is the address to open.
  */
-#include "cli.h"
 #include "cli_util.h"
 #include "parse.h"
 #include "ui.h"

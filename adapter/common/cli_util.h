@@ -1,12 +1,16 @@
 /*
- * What the sub-commands share: the usage error message and the getopt_long
- * loop of their option parsing, both in the command's own words, and the
- * time format of their tables.
+ * What the commands of both front-ends share (kretry's sub-commands,
+ * kretry run's handlers, kretry ui): the exit status of a usage error and
+ * its message, the getopt_long loop of their option parsing, both in the
+ * command's own words, the values of --window and --timeout, and loading a
+ * topology file with its diagnostics on stderr.
  */
 #ifndef KRETRY_CLI_UTIL_H
 #define KRETRY_CLI_UTIL_H
 
 #include "topology.h"
+
+#define KRETRY_EX_USAGE 64
 
 #include <getopt.h>
 #include <stddef.h>
@@ -36,14 +40,6 @@ typedef struct {
  * Returns 0 once the options are read, optind at the first operand.
  */
 int cli_getopt(const cli_getopt_t *g, void *opts, int argc, char **argv);
-
-/* Milliseconds of CLOCK_MONOTONIC: for deadlines and rates, which a change
- * of the wall clock must not move. */
-int64_t cli_mono_ms(void);
-
-/* @p ms (milliseconds since the epoch) as UTC "2024-01-31T12:00:00Z" in
- * @p dest, or "-" when negative or not representable. */
-void cli_iso_time(int64_t ms, char *dest, size_t size);
 
 /* Load and validate a topology file; its errors on stderr. Returns the
  * file (free with kretry_topology_file_destroy()) or NULL. */

@@ -11,7 +11,7 @@
 #define KRETRY_TOPO_SHAPE_H
 
 #include "diag.h"
-#include "plan.h"
+#include "meta.h"
 
 /* The topics of one adapter, all borrowed. */
 typedef struct {

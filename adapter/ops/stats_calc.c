@@ -1,7 +1,7 @@
 #include "stats_calc.h"
 
-#include "cli_util.h"
 #include "headers.h" /* KRETRY_TOO_LARGE_METADATA */
+#include "ops_time.h"
 #include "topology.h"
 
 #include <math.h>
@@ -304,7 +304,7 @@ void stats_render_table(FILE *out, const stats_report_t *r) {
         for (size_t i = 0; i < r->topic_cnt; i++)
                 if ((int)strlen(r->topics[i].topic) > width)
                         width = (int)strlen(r->topics[i].topic);
-        cli_iso_time(r->at_ms, at, sizeof(at));
+        ops_iso_time(r->at_ms, at, sizeof(at));
         kretry_topology_format_duration(r->window_ms, win, sizeof(win));
         fprintf(out, "topology %s, group %s, at %s, %s%s\n", r->topology,
                 r->group, at, r->window_ms ? "rates over " : "no rates",

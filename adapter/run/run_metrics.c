@@ -7,8 +7,8 @@
  */
 #include "run_metrics.h"
 
-#include "cli.h"
 #include "cli_util.h"
+#include "ops_time.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,7 +43,7 @@ enum { ST_STARTING, ST_RUNNING, ST_STOPPING, ST_FAILED };
 struct run_metrics_s {
         struct MHD_Daemon *d;
         atomic_int state;
-        atomic_llong beat_ms; /* cli_mono_ms() of the last stats document */
+        atomic_llong beat_ms; /* ops_mono_ms() of the last stats document */
         _Atomic(const kretry_adapter_t *) adapter;
         int64_t stall_ms; /* /healthz: the loop may not rest longer */
         pthread_mutex_t lock;
@@ -126,7 +126,7 @@ static void reply(reply_t *r, unsigned status, const char *text) {
 
 /* 0 when the loop turned within the bound, else how long ago it did. */
 static int64_t stalled_ms(const run_metrics_t *m) {
-        int64_t age = cli_mono_ms() - atomic_load(&m->beat_ms);
+        int64_t age = ops_mono_ms() - atomic_load(&m->beat_ms);
         return age > m->stall_ms ? age : 0;
 }
 
@@ -356,7 +356,7 @@ int run_metrics_start(const char *addr,
 void run_metrics_attach(run_metrics_t *m, const kretry_adapter_t *adapter) {
         if (!m)
                 return;
-        atomic_store(&m->beat_ms, cli_mono_ms());
+        atomic_store(&m->beat_ms, ops_mono_ms());
         atomic_store(&m->adapter, adapter);
         if (adapter) {
                 int starting = ST_STARTING;
@@ -375,7 +375,7 @@ void run_metrics_publish(run_metrics_t *m, const char *json, size_t len) {
         char *text = need ? malloc(need + 1) : NULL;
         if (text)
                 kretry_stats_prometheus(json, text, need + 1);
-        atomic_store(&m->beat_ms, cli_mono_ms());
+        atomic_store(&m->beat_ms, ops_mono_ms());
         if (!text)
                 return; /* the last render stays */
         pthread_mutex_lock(&m->lock);

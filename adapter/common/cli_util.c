@@ -1,6 +1,5 @@
 #include "cli_util.h"
 
-#include "cli.h"
 #include "parse.h"
 
 #include <time.h>
@@ -10,14 +9,6 @@ int cli_usage_error(const char *prog, const char *fmt, const char *arg) {
         fprintf(stderr, fmt, arg);
         fprintf(stderr, "\n(see '%s --help')\n", prog);
         return KRETRY_EX_USAGE;
-}
-
-void cli_iso_time(int64_t ms, char *dest, size_t size) {
-        time_t t = (time_t)(ms / 1000);
-        struct tm tm;
-        if (ms < 0 || !gmtime_r(&t, &tm) ||
-            !strftime(dest, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-                snprintf(dest, size, "-");
 }
 
 int cli_getopt(const cli_getopt_t *g, void *opts, int argc, char **argv) {
@@ -82,10 +73,4 @@ int cli_parse_timeout(const char *prog, const char *arg, int *out) {
                                        arg);
         *out = (int)n;
         return 0;
-}
-
-int64_t cli_mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

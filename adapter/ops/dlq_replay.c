@@ -9,36 +9,24 @@
  * the batch that was in flight. Messages the filters skip are marked done
  * with their batch; --restart reads from the beginning again.
  */
-#include "cli.h"
-#include "dlq_cli.h"
+#include "dlq_ops.h"
 #include "dlq_reader.h"
 #include "ratelimit.h"
 #include "replay_headers.h"
 
-#include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-
-#define PROG "kretry dlq replay"
-
-static volatile sig_atomic_t replay_stop;
-
-static void on_signal(int sig) {
-        (void)sig;
-        replay_stop = 1;
-}
 
 typedef struct {
         const dlq_opts_t *o;
-        dlq_replay_ctl_t *ctl; /* NULL from the command line */
+        dlq_replay_ctl_t *ctl; /* the caller's: stop, counters, events */
         const kretry_topology_t *t;
         const char *target;
         int tier; /* of the target, 0: the source */
         int target_parts;
-        char group[512];
         dlq_reader_t *r;
         rd_kafka_t *producer;
         kretry_bucket_t bucket;
@@ -46,8 +34,6 @@ typedef struct {
         int64_t acked, failed; /* delivery reports */
         char dr_err[256];
         int pause_due; /* a batch ended: pause before the next one */
-        int64_t start_us, last_progress_us;
-        int tty;
 } replay_t;
 
 static int64_t mono_us(void) {
@@ -63,28 +49,33 @@ static void nap_us(int64_t us) {
 }
 
 static int stopped(const replay_t *rp) {
-        return replay_stop || (rp->ctl && atomic_load(&rp->ctl->stop));
+        return atomic_load(&rp->ctl->stop);
 }
 
-/* Why the replay fails: on stderr, and for a watcher in ctl->error. */
+/* Why the replay fails, for the caller in ctl->error (the first reason). */
 static void fail(replay_t *rp, const char *fmt, ...) {
         char msg[512];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        fprintf(stderr, PROG ": %s\n", msg);
-        if (rp->ctl && !rp->ctl->error[0])
+        if (!rp->ctl->error[0])
                 snprintf(rp->ctl->error, sizeof(rp->ctl->error), "%s", msg);
 }
 
 /* Counters for a watcher. */
 static void publish(const replay_t *rp) {
-        if (!rp->ctl)
-                return;
         atomic_store(&rp->ctl->total, rp->total);
         atomic_store(&rp->ctl->read, rp->read);
         atomic_store(&rp->ctl->replayed, rp->replayed);
+}
+
+/* Tell the caller, with the counters published first. */
+static void
+event(replay_t *rp, dlq_replay_event_t ev, const rd_kafka_message_t *m) {
+        publish(rp);
+        if (rp->ctl->event_cb)
+                rp->ctl->event_cb(rp->ctl, ev, m, rp->ctl->opaque);
 }
 
 int dlq_replay_tier(const char *to, const kretry_topology_t *t) {
@@ -100,16 +91,6 @@ int dlq_replay_tier(const char *to, const kretry_topology_t *t) {
                 if (!strcmp(to, t->tier_topics[i]))
                         return i + 1;
         return -1;
-}
-
-static void refuse_target(const char *to, const kretry_topology_t *t) {
-        fprintf(stderr,
-                PROG ": --to %s is not a target of topology \"%s\": use "
-                     "source (%s) or tier:1..%d (",
-                to, t->name, t->source, t->tier_cnt);
-        for (int i = 0; i < t->tier_cnt; i++)
-                fprintf(stderr, "%s%s", i ? ", " : "", t->tier_topics[i]);
-        fprintf(stderr, ")\n");
 }
 
 static void
@@ -186,26 +167,6 @@ static int32_t target_partition(const replay_t *rp,
         return RD_KAFKA_PARTITION_UA;
 }
 
-static void progress(replay_t *rp, int final) {
-        int64_t now = mono_us();
-        if (!rp->tty || (!final && now - rp->last_progress_us < 100000))
-                return;
-        rp->last_progress_us = now;
-        int64_t total        = rp->total > 0 ? rp->total : 1;
-        int width = 30, fill = (int)(rp->read * width / total);
-        char bar[31];
-        for (int i = 0; i < width; i++)
-                bar[i] = i < fill ? '#' : '.';
-        bar[width]  = '\0';
-        double secs = (double)(now - rp->start_us) / 1e6;
-        fprintf(stderr, "\r[%s] %lld/%lld read, %lld replayed, %.0f/s ", bar,
-                (long long)rp->read, (long long)rp->total,
-                (long long)rp->replayed,
-                secs > 0 ? (double)rp->replayed / secs : 0.0);
-        if (final)
-                fputc('\n', stderr);
-}
-
 /* Wait for a token; serves delivery reports meanwhile. */
 static void take_token(replay_t *rp) {
         int64_t wait;
@@ -269,7 +230,7 @@ static void pause_between(replay_t *rp) {
         int64_t now;
         while (!stopped(rp) && (now = mono_us()) < until) {
                 rd_kafka_poll(rp->producer, 0);
-                progress(rp, 0);
+                event(rp, DLQ_REPLAY_PROGRESS, NULL);
                 nap_us(until - now < 50000 ? until - now : 50000);
         }
 }
@@ -281,8 +242,7 @@ static int handle(replay_t *rp, const rd_kafka_message_t *m) {
         rp->read++;
         if (dlq_selected(o, m)) {
                 if (o->dry_run) {
-                        if (!rp->ctl || !rp->ctl->quiet)
-                                dlq_print_message(stdout, m, o, dlq_now_ms());
+                        event(rp, DLQ_REPLAY_LISTED, m);
                 } else {
                         if (rp->pause_due) { /* not after the last batch */
                                 pause_between(rp);
@@ -303,8 +263,7 @@ static int handle(replay_t *rp, const rd_kafka_message_t *m) {
                         return -1;
                 rp->pause_due = o->pause_ms > 0;
         }
-        progress(rp, 0);
-        publish(rp);
+        event(rp, DLQ_REPLAY_PROGRESS, NULL);
         return o->max && rp->replayed >= o->max ? 1 : 0;
 }
 
@@ -325,28 +284,8 @@ static int run(replay_t *rp) {
         }
         if (!rp->o->dry_run && rc >= 0 && end_batch(rp))
                 rc = -1;
-        progress(rp, 1);
+        event(rp, DLQ_REPLAY_ENDED, NULL);
         return rc < 0 ? -1 : 0;
-}
-
-static void summary(const replay_t *rp, int ok) {
-        double secs = (double)(mono_us() - rp->start_us) / 1e6;
-        if (rp->o->dry_run) {
-                printf("dry run: %lld message%s would be replayed to %s "
-                       "(%lld read from %s); nothing was written\n",
-                       (long long)rp->replayed, rp->replayed == 1 ? "" : "s",
-                       rp->target, (long long)rp->read, rp->t->dlq);
-                return;
-        }
-        printf("%s %lld message%s to %s in %.1fs (%lld read from %s)%s; "
-               "progress committed under group %s\n",
-               ok ? (stopped(rp) ? "stopped after replaying" : "replayed")
-                  : "failed after replaying",
-               (long long)rp->replayed, rp->replayed == 1 ? "" : "s",
-               rp->target, secs, (long long)rp->read, rp->t->dlq,
-               rp->o->max && rp->replayed >= rp->o->max ? " (--max reached)"
-                                                        : "",
-               rp->group);
 }
 
 static int open_reader(replay_t *rp, const dlq_target_t *tg) {
@@ -354,7 +293,7 @@ static int open_reader(replay_t *rp, const dlq_target_t *tg) {
         rd_kafka_conf_t *conf = dlq_client_conf(tg->f, rp->o->bootstrap, 1,
                                                 errstr, sizeof(errstr));
         if (conf)
-                rp->r = dlq_reader_new(conf, rp->t->dlq, rp->group,
+                rp->r = dlq_reader_new(conf, rp->t->dlq, rp->ctl->group,
                                        rp->o->timeout_ms, errstr,
                                        sizeof(errstr));
         if (!rp->r || dlq_reader_snapshot(rp->r, !rp->o->restart, errstr,
@@ -367,18 +306,15 @@ static int open_reader(replay_t *rp, const dlq_target_t *tg) {
         return 0;
 }
 
-/* Everything but the signals and the summary: the command's and the UI's
- * replay alike. */
+/* Open the clients, then read the snapshot through. */
 static int replay(replay_t *rp, const dlq_target_t *tg) {
         const dlq_opts_t *o = rp->o;
         int rc              = 1;
         if ((o->dry_run || !producer_new(rp, tg)) &&
             (o->dry_run || !target_partitions(rp)) && !open_reader(rp, tg)) {
-                if (o->dry_run && !(rp->ctl && rp->ctl->quiet))
-                        dlq_print_heading(stdout, o->show_value);
-                rp->start_us = mono_us();
+                event(rp, DLQ_REPLAY_STARTED, NULL);
                 kretry_bucket_init(&rp->bucket, o->rate, o->rate / 20,
-                                   rp->start_us);
+                                   mono_us());
                 rc = run(rp) ? 1 : 0;
         }
         return rc;
@@ -396,7 +332,8 @@ static int set_target(replay_t *rp, const dlq_target_t *tg) {
                 return -1;
         rp->target =
                 rp->tier ? tg->t->tier_topics[rp->tier - 1] : tg->t->source;
-        snprintf(rp->group, sizeof(rp->group), "%s.kretry-replay",
+        rp->ctl->target = rp->target;
+        snprintf(rp->ctl->group, sizeof(rp->ctl->group), "%s.kretry-replay",
                  tg->t->group);
         return 0;
 }
@@ -408,28 +345,10 @@ int dlq_replay_run(const dlq_opts_t *o,
         if (set_target(&rp, tg)) {
                 fail(&rp, "%s is not a target of topology \"%s\"", o->to,
                      tg->t->name);
-                return KRETRY_EX_USAGE;
+                return 2;
         }
         int rc = replay(&rp, tg);
         publish(&rp);
-        replay_close(&rp);
-        return rc;
-}
-
-int dlq_replay(const dlq_opts_t *o, const dlq_target_t *tg) {
-        replay_t rp = {.o = o, .t = tg->t, .tty = !o->dry_run && isatty(2)};
-        if (set_target(&rp, tg)) {
-                refuse_target(o->to, tg->t);
-                return KRETRY_EX_USAGE;
-        }
-        struct sigaction sa = {.sa_handler = on_signal,
-                               .sa_flags   = (int)SA_RESETHAND};
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        int rc = replay(&rp, tg);
-        if (rp.start_us)
-                summary(&rp, rc == 0);
         replay_close(&rp);
         return rc;
 }

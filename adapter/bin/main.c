@@ -1,5 +1,6 @@
 #include "cli.h"
 #include "kretry/kretry.h"
+#include "ui.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 #include "dlq_reader.h"
-#include "cli_util.h"
+#include "ops_time.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,7 +316,7 @@ int dlq_reader_next(dlq_reader_t *r,
                     size_t errstr_size) {
         if (!r->assigned && r->cur == 0 && r->start[0] >= r->end[0])
                 next_partition(r);
-        int64_t deadline = cli_mono_ms() + r->timeout_ms;
+        int64_t deadline = ops_mono_ms() + r->timeout_ms;
         while (r->cur < r->part_cnt) {
                 if (!r->assigned && assign(r, errstr, errstr_size))
                         return -1;
@@ -327,7 +327,7 @@ int dlq_reader_next(dlq_reader_t *r,
                          * message left from the previous partition */
                         if (m)
                                 rd_kafka_message_destroy(m);
-                        if (cli_mono_ms() < deadline)
+                        if (ops_mono_ms() < deadline)
                                 continue;
                         snprintf(errstr, errstr_size,
                                  "%s [%d]: nothing read within %d ms", r->topic,

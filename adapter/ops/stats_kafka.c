@@ -1,5 +1,5 @@
 #include "stats_kafka.h"
-#include "cli_util.h"
+#include "ops_time.h"
 
 #include "dlq_reader.h" /* dlq_conf_put() */
 
@@ -285,8 +285,8 @@ static int take(stats_io_t *io, int64_t **ts, const rd_kafka_message_t *m) {
 }
 
 static void read_starts(stats_io_t *io, int64_t **ts, int pending) {
-        int64_t deadline = cli_mono_ms() + io->timeout_ms;
-        while (pending > 0 && cli_mono_ms() < deadline) {
+        int64_t deadline = ops_mono_ms() + io->timeout_ms;
+        while (pending > 0 && ops_mono_ms() < deadline) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(io->rk, 100);
                 if (!m)
                         continue;

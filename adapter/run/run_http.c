@@ -1,6 +1,6 @@
 #include "run_http.h"
 
-#include "cli.h"
+#include "cli_util.h"
 #include "parse.h"
 #include "topology.h"
 

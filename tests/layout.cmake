@@ -1,0 +1,10 @@
+# The rooms' include directions (README.md, "Layout"): the check passes on
+# the tree, and fails on a copy with an upward include planted in it.
+add_test(NAME check_layout
+         COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/check-layout.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(check_layout PROPERTIES LABELS unit)
+add_test(NAME check_layout_planted
+         COMMAND ${KRETRY_EXPECT} 1
+                 "adapter/src/shape.c:[0-9]+: engine includes \"topology.h\" of topology"
+                 sh ${CMAKE_CURRENT_SOURCE_DIR}/check_layout_planted.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(check_layout_planted PROPERTIES LABELS unit)
