@@ -1,5 +1,5 @@
 /*
- * Integration tests of promises made in README.md "How it behaves" that no
+ * Integration tests of promises made in docs/behaviour.md that no
  * other suite checks: what the tier and DLQ copies carry (error message cut,
  * correlation id, fallback coordinates, null key and value, invalid actions,
  * parked followers), invalid version headers, the values of the stats

@@ -21,13 +21,12 @@
 
 #define N 1500
 #define KILLS 3
-/* Handlings a kill may make the group repeat (README, "What the tests
- * prove"): at kretry's defaults (commits every 100 ms) a plain kill repeats
- * what was in flight and about the last 100 ms of outcomes (8-40 a kill on
- * the mock, 22-70 on real Kafka); under an injected fault, also what was
- * decided while commits failed (up to 168 seen). Generous for a loaded CI
- * machine, and far below what commits every few seconds repeat (the whole
- * stream since the last commit). */
+/* Handlings a kill may make the group repeat (named in docs/tests.md): at
+ * kretry's defaults (commits every 100 ms) a plain kill repeats what was in
+ * flight and about the last 100 ms of outcomes (8-40 a kill on the mock, 22-70
+ * on real Kafka); under an injected fault, also what was decided while commits
+ * failed (up to 168 seen). Generous for a loaded CI machine, and far below what
+ * commits every few seconds repeat (the whole stream since the last commit). */
 #define KILL_REPEATS_PLAIN 200
 #define KILL_REPEATS_FAULT 400
 /* test_churn's bound on all the handlings repeated in its minute (76-89 on

@@ -2,8 +2,8 @@
  * The kretry-* header contract (DESIGN §3): decoding a message's retry chain
  * and building the headers of its copy in a tier or the DLQ. Values are UTF-8
  * decimal text. Malformed values never crash: each field says whether it was
- * present and valid, and the adapter applies its rule (README, "Malformed
- * kretry headers").
+ * present and valid, and the adapter applies its rule (docs/behaviour.md,
+ * "Bad input").
  */
 #ifndef KRETRY_HEADERS_H
 #define KRETRY_HEADERS_H
