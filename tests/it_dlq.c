@@ -296,6 +296,103 @@ static void test_inspect_binary_error(void) {
         env_destroy(e);
 }
 
+/* Big-endian bytes of @p v, @p n of them (Java's putInt/putLong). */
+static void be(unsigned char *out, int64_t v, int n) {
+        for (int i = n - 1; i >= 0; i--, v >>= 8)
+                out[i] = (unsigned char)(v & 0xff);
+}
+
+/* A dead letter as Spring Kafka's DeadLetterPublishingRecoverer writes it
+ * (non-blocking retries: @p attempts), on DLQ partition 1, first consumed
+ * from partition 1 of the source at offset 42. */
+static void spring_put(env_t *e, const char *key, int attempts) {
+        unsigned char part[4], off[8], ts[8], att[4];
+        be(part, 1, 4);
+        be(off, 42, 8);
+        be(ts, 1700000000123, 8);
+        be(att, attempts, 4);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(16);
+        rd_kafka_header_add(h, "traceparent", -1, "00-abc-01", -1);
+        rd_kafka_header_add(h, "kafka_dlt-exception-fqcn", -1,
+                            "org.springframework.kafka.listener."
+                            "ListenerExecutionFailedException",
+                            -1);
+        rd_kafka_header_add(h, "kafka_dlt-exception-cause-fqcn", -1,
+                            "java.lang.IllegalStateException", -1);
+        rd_kafka_header_add(h, "kafka_dlt-exception-message", -1,
+                            "payment service answered 503", -1);
+        rd_kafka_header_add(h, "kafka_dlt-exception-stacktrace", -1,
+                            "java.lang.IllegalStateException: payment\n\tat "
+                            "Orders.listen(Orders.java:42)",
+                            -1);
+        rd_kafka_header_add(h, "kafka_dlt-original-topic", -1, e->source, -1);
+        rd_kafka_header_add(h, "kafka_dlt-original-partition", -1, part, 4);
+        rd_kafka_header_add(h, "kafka_dlt-original-offset", -1, off, 8);
+        rd_kafka_header_add(h, "kafka_dlt-original-timestamp", -1, ts, 8);
+        rd_kafka_header_add(h, "kafka_dlt-original-timestamp-type", -1,
+                            "CreateTime", -1);
+        rd_kafka_header_add(h, "kafka_dlt-original-consumer-group", -1,
+                            "orders-spring", -1);
+        rd_kafka_header_add(h, "retry_topic-attempts", -1, att, 4);
+        KT_REQUIRE(rd_kafka_producev(e->producer, RD_KAFKA_V_TOPIC(e->dlq),
+                                     RD_KAFKA_V_PARTITION(1),
+                                     RD_KAFKA_V_KEY(key, strlen(key)),
+                                     RD_KAFKA_V_VALUE((void *)"order", 5),
+                                     RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                     RD_KAFKA_V_HEADERS(h),
+                                     RD_KAFKA_V_END) == 0);
+}
+
+/* A dead letter as Kafka Connect's DLQ reporter writes it (context
+ * headers on): decimal text, first read from partition 1 at offset 7. */
+static void connect_put(env_t *e, const char *key) {
+        static const char *const kv[][2] = {
+                {"__connect.errors.partition", "1"},
+                {"__connect.errors.offset", "7"},
+                {"__connect.errors.connector.name", "orders-sink"},
+                {"__connect.errors.task.id", "0"},
+                {"__connect.errors.stage", "VALUE_CONVERTER"},
+                {"__connect.errors.class.name",
+                 "org.apache.kafka.connect.json.JsonConverter"},
+                {"__connect.errors.exception.class.name",
+                 "org.apache.kafka.connect.errors.DataException"},
+                {"__connect.errors.exception.message",
+                 "Converting byte[] to Kafka Connect data failed"},
+                {"__connect.errors.exception.stacktrace",
+                 "org.apache.kafka.connect.errors.DataException: ..."},
+        };
+        rd_kafka_headers_t *h = rd_kafka_headers_new(16);
+        rd_kafka_header_add(h, "__connect.errors.topic", -1, e->source, -1);
+        for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+                rd_kafka_header_add(h, kv[i][0], -1, kv[i][1], -1);
+        KT_REQUIRE(rd_kafka_producev(e->producer, RD_KAFKA_V_TOPIC(e->dlq),
+                                     RD_KAFKA_V_PARTITION(0),
+                                     RD_KAFKA_V_KEY(key, strlen(key)),
+                                     RD_KAFKA_V_VALUE((void *)"{bad", 4),
+                                     RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                     RD_KAFKA_V_HEADERS(h),
+                                     RD_KAFKA_V_END) == 0);
+}
+
+static const json_t *row_of(json_t *rows, const char *key) {
+        for (size_t i = 0; i < json_array_size(rows); i++) {
+                json_t *r     = json_array_get(rows, i);
+                const char *k = json_string_value(json_object_get(r, "key"));
+                if (k && !strcmp(k, key))
+                        return r;
+        }
+        return NULL;
+}
+
+static const char *field(const json_t *r, const char *name) {
+        return json_string_value(json_object_get(r, name));
+}
+
+static int64_t num_field(const json_t *r, const char *name) {
+        json_t *v = json_object_get(r, name);
+        return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
 static void test_inspect_empty_and_errors(void) {
         static char out[4096];
         env_t *e     = env_new(2);
@@ -520,6 +617,89 @@ static void check_identity(env_t *e, seen_t *s, int64_t t0, int tier) {
         KT_REQUIRE(m != NULL);
         KT_ASSERT(m->key_len == 2 && !memcmp(m->key, "k5", 2));
         (void)e;
+}
+
+/* Spring Kafka's DLT and Kafka Connect's DLQ read as kretry's own: class,
+ * code, error, attempts, original position, group; their filters work;
+ * a replay sends each back to the partition it first entered, without
+ * the old failure headers, user headers kept. */
+static void test_foreign_dead_letters(void) {
+        static char out[8192];
+        env_t *e = env_new(2);
+        spring_put(e, "s-exhausted", 3);
+        spring_put(e, "s-permanent", 1);
+        connect_put(e, "c-1");
+        flush(e);
+        json_t *rows = inspect_json(e, NULL);
+        KT_ASSERT_INT_EQ(json_array_size(rows), 3);
+        const json_t *s = row_of(rows, "s-exhausted");
+        const json_t *c = row_of(rows, "c-1");
+        KT_REQUIRE(s != NULL && c != NULL);
+        KT_ASSERT_STR_EQ(field(s, "origin"), "spring");
+        KT_ASSERT_STR_EQ(field(s, "class"), "exhausted");
+        KT_ASSERT_STR_EQ(field(s, "code"), "java.lang.IllegalStateException");
+        KT_ASSERT_STR_EQ(field(s, "error"), "payment service answered 503");
+        KT_ASSERT_STR_EQ(field(s, "group"), "orders-spring");
+        KT_ASSERT_STR_EQ(field(s, "original_topic"), e->source);
+        KT_ASSERT_INT_EQ(num_field(s, "original_partition"), 1);
+        KT_ASSERT_INT_EQ(num_field(s, "original_offset"), 42);
+        KT_ASSERT_INT_EQ(num_field(s, "attempts"), 3);
+        KT_ASSERT(field(s, "stacktrace") &&
+                  strstr(field(s, "stacktrace"), "Orders.java:42"));
+        KT_ASSERT_STR_EQ(field(row_of(rows, "s-permanent"), "class"),
+                         "permanent");
+        KT_ASSERT_STR_EQ(field(c, "origin"), "connect");
+        KT_ASSERT_STR_EQ(field(c, "class"), "permanent");
+        KT_ASSERT_STR_EQ(field(c, "code"),
+                         "org.apache.kafka.connect.errors.DataException");
+        KT_ASSERT_STR_EQ(field(c, "error"),
+                         "Converting byte[] to Kafka Connect data failed");
+        KT_ASSERT_INT_EQ(num_field(c, "original_partition"), 1);
+        KT_ASSERT_INT_EQ(num_field(c, "original_offset"), 7);
+        json_decref(rows);
+        /* The filters read them too. */
+        KT_ASSERT_INT_EQ(
+                count(e, (const char *[]){"--class", "exhausted", NULL}), 1);
+        KT_ASSERT_INT_EQ(
+                count(e,
+                      (const char *[]){
+                              "--code",
+                              "org.apache.kafka.connect.errors.DataException",
+                              NULL}),
+                1);
+        /* Replayed: back to partition 1 (where each first entered), the
+         * failure context gone, the user header kept. */
+        KT_ASSERT_INT_EQ(run_cli(e, "replay", out, sizeof(out), NULL), 0);
+        seen_t *seen = calloc(1, sizeof(*seen));
+        KT_ASSERT_INT_EQ(kt_consume(e->c, e->source, 3, 10000, keep, seen), 3);
+        for (int i = 0; i < seen->cnt; i++) {
+                const rd_kafka_message_t *m = seen->m[i];
+                const rd_kafka_headers_t *h = m->_private;
+                KT_ASSERT_INT_EQ(m->partition, 1);
+                for (size_t j = 0; h && j < rd_kafka_header_cnt(h); j++) {
+                        const char *name;
+                        const void *v;
+                        size_t n;
+                        KT_REQUIRE(
+                                !rd_kafka_header_get_all(h, j, &name, &v, &n));
+                        KT_CHECK_MSG(
+                                strncmp(name, "kafka_dlt-", 10) &&
+                                        strncmp(name, "retry_topic-", 12) &&
+                                        strncmp(name, "__connect.errors.", 17),
+                                CU_FALSE, "replayed with %s", name);
+                }
+        }
+        const void *v;
+        size_t n;
+        int traced = 0;
+        for (int i = 0; i < seen->cnt; i++)
+                traced += seen->m[i]->_private &&
+                          !rd_kafka_header_get_last(seen->m[i]->_private,
+                                                    "traceparent", &v, &n);
+        KT_ASSERT_INT_EQ(traced, 2); /* the two Spring ones carried it */
+        seen_clear(seen);
+        free(seen);
+        env_destroy(e);
 }
 
 static void test_replay_identity(void) {
@@ -809,6 +989,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_inspect_table),
                 KT_TEST(test_inspect_binary_error),
                 KT_TEST(test_inspect_empty_and_errors),
+                KT_TEST(test_foreign_dead_letters),
                 KT_TEST(test_replay_identity),
                 KT_TEST(test_replay_refuses_outside),
                 KT_TEST(test_replay_dry_run_and_filters),

@@ -1,4 +1,5 @@
 #include "dlq_filter.h"
+#include "dlq_foreign.h"
 #include "testutil.h"
 
 #include <string.h>
@@ -39,6 +40,108 @@ static void test_decode(void) {
         KT_ASSERT(!i.chain.attempt_ok && i.error_class.ptr == NULL);
         KT_ASSERT_INT_EQ(i.last_failure_ts, -1);
         KT_ASSERT_INT_EQ(kretry_dlq_dead_lettered_at(&i, -1), -1);
+}
+
+static void be(unsigned char *out, int64_t v, int n) {
+        for (int i = n - 1; i >= 0; i--, v >>= 8)
+                out[i] = (unsigned char)(v & 0xff);
+}
+
+/* Spring Kafka's DLT headers (binary numbers), and an older Spring's
+ * shortest attempts; kretry's own win where both are there. */
+static void test_spring(void) {
+        unsigned char part[4], off[8], ts[8], att[4];
+        be(part, 3, 4);
+        be(off, 5000000000, 8);
+        be(ts, 1700000000123, 8);
+        be(att, 4, 4);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(16);
+        rd_kafka_header_add(h, "kafka_dlt-exception-fqcn", -1, "a.Outer", -1);
+        rd_kafka_header_add(h, "kafka_dlt-exception-cause-fqcn", -1, "a.Cause",
+                            -1);
+        rd_kafka_header_add(h, "kafka_dlt-exception-message", -1, "boom", -1);
+        rd_kafka_header_add(h, "kafka_dlt-exception-stacktrace", -1, "at x",
+                            -1);
+        rd_kafka_header_add(h, "kafka_dlt-original-topic", -1, "orders", -1);
+        rd_kafka_header_add(h, "kafka_dlt-original-partition", -1, part, 4);
+        rd_kafka_header_add(h, "kafka_dlt-original-offset", -1, off, 8);
+        rd_kafka_header_add(h, "kafka_dlt-original-timestamp", -1, ts, 8);
+        rd_kafka_header_add(h, "kafka_dlt-original-consumer-group", -1, "g",
+                            -1);
+        rd_kafka_header_add(h, "retry_topic-attempts", -1, att, 4);
+        kretry_dlq_info_t i;
+        kretry_dlq_info_decode(h, &i);
+        KT_ASSERT_STR_EQ(i.origin, "spring");
+        KT_ASSERT(i.error_class.len == 9 &&
+                  !memcmp(i.error_class.ptr, "exhausted", 9));
+        KT_ASSERT(i.error_code.len == 7 &&
+                  !memcmp(i.error_code.ptr, "a.Cause", 7));
+        KT_ASSERT(i.error.len == 4 && !memcmp(i.error.ptr, "boom", 4));
+        KT_ASSERT(i.group.len == 1 && i.stacktrace.len == 4);
+        KT_ASSERT(i.chain.orig_topic_ok &&
+                  !strcmp(i.chain.orig_topic, "orders"));
+        KT_ASSERT(i.chain.orig_partition_ok && i.chain.orig_partition == 3);
+        KT_ASSERT(i.chain.orig_offset_ok && i.chain.orig_offset == 5000000000);
+        KT_ASSERT(i.chain.orig_ts_ok && i.chain.orig_ts == 1700000000123);
+        KT_ASSERT(i.chain.attempt_ok && i.chain.attempt == 4);
+        rd_kafka_headers_destroy(h);
+
+        /* An older Spring: attempts in one byte, no cause; kretry's class
+         * and original topic win. */
+        h                       = rd_kafka_headers_new(8);
+        const unsigned char one = 1;
+        rd_kafka_header_add(h, "kafka_dlt-exception-fqcn", -1, "a.Outer", -1);
+        rd_kafka_header_add(h, "retry_topic-attempts", -1, &one, 1);
+        kretry_dlq_info_decode(h, &i);
+        KT_ASSERT(i.error_class.len == 9 &&
+                  !memcmp(i.error_class.ptr, "permanent", 9));
+        KT_ASSERT(i.error_code.len == 7 &&
+                  !memcmp(i.error_code.ptr, "a.Outer", 7));
+        KT_ASSERT(i.chain.attempt_ok && i.chain.attempt == 1);
+        KT_ASSERT(!i.chain.orig_partition_ok);
+        rd_kafka_header_add(h, "kretry-error-class", -1, "expired", -1);
+        rd_kafka_header_add(h, "kretry-attempt", -1, "7", -1);
+        kretry_dlq_info_decode(h, &i);
+        KT_ASSERT_STR_EQ(i.origin, "kretry");
+        KT_ASSERT(i.error_class.len == 7 && i.chain.attempt == 7);
+        KT_ASSERT(i.error_code.ptr == NULL);
+        rd_kafka_headers_destroy(h);
+}
+
+/* Kafka Connect's DLQ context headers (decimal text). */
+static void test_connect(void) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+        rd_kafka_header_add(h, "__connect.errors.topic", -1, "orders", -1);
+        rd_kafka_header_add(h, "__connect.errors.partition", -1, "2", -1);
+        rd_kafka_header_add(h, "__connect.errors.offset", -1, "17", -1);
+        rd_kafka_header_add(h, "__connect.errors.exception.class.name", -1,
+                            "x.DataException", -1);
+        rd_kafka_header_add(h, "__connect.errors.exception.message", -1, "bad",
+                            -1);
+        kretry_dlq_info_t i;
+        kretry_dlq_info_decode(h, &i);
+        KT_ASSERT_STR_EQ(i.origin, "connect");
+        KT_ASSERT(i.error_class.len == 9 &&
+                  !memcmp(i.error_class.ptr, "permanent", 9));
+        KT_ASSERT(i.error_code.len == 15);
+        KT_ASSERT(i.chain.orig_partition_ok && i.chain.orig_partition == 2);
+        KT_ASSERT(i.chain.orig_offset_ok && i.chain.orig_offset == 17);
+        KT_ASSERT(!i.chain.attempt_ok);
+        rd_kafka_headers_destroy(h);
+        /* Malformed numbers are unknown, never a crash or a wrong value. */
+        h = rd_kafka_headers_new(4);
+        rd_kafka_header_add(h, "__connect.errors.topic", -1, "orders", -1);
+        rd_kafka_header_add(h, "__connect.errors.partition", -1, "-2", -1);
+        rd_kafka_header_add(h, "__connect.errors.offset", -1, "x", -1);
+        rd_kafka_header_add(h, "kafka_dlt-original-partition", -1, "", 0);
+        kretry_dlq_info_decode(h, &i);
+        KT_ASSERT(!i.chain.orig_partition_ok && !i.chain.orig_offset_ok);
+        rd_kafka_headers_destroy(h);
+        KT_ASSERT(kretry_dlq_foreign_header("kafka_dlt-original-offset"));
+        KT_ASSERT(kretry_dlq_foreign_header("retry_topic-attempts"));
+        KT_ASSERT(kretry_dlq_foreign_header("__connect.errors.topic"));
+        KT_ASSERT(!kretry_dlq_foreign_header("kafka_dltx"));
+        KT_ASSERT(!kretry_dlq_foreign_header("traceparent"));
 }
 
 static void test_malformed(void) {
@@ -163,7 +266,8 @@ static void test_parse_time(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-                KT_TEST(test_decode),     KT_TEST(test_malformed),
+                KT_TEST(test_decode),     KT_TEST(test_spring),
+                KT_TEST(test_connect),    KT_TEST(test_malformed),
                 KT_TEST(test_filters),    KT_TEST(test_binary_key),
                 KT_TEST(test_parse_time), KT_END};
         return kt_main("dlq_filter", tests, argc, argv);

@@ -1,5 +1,7 @@
 #include "dlq_filter.h"
 
+#include "dlq_foreign.h"
+
 #include "parse.h"
 
 #include <stdio.h>
@@ -41,6 +43,10 @@ void kretry_dlq_info_decode(const rd_kafka_headers_t *hdrs,
         info->group           = text(hdrs, KRETRY_H_GROUP);
         info->last_failure_ts = num(hdrs, KRETRY_H_LAST_FAILURE, -1);
         info->replay_count    = num(hdrs, KRETRY_H_REPLAY_COUNT, 0);
+        if (info->error_class.ptr)
+                info->origin = "kretry";
+        else
+                kretry_dlq_foreign_decode(hdrs, info);
 }
 
 int64_t kretry_dlq_dead_lettered_at(const kretry_dlq_info_t *info,

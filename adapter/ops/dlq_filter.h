@@ -22,11 +22,17 @@ typedef struct {
 typedef struct {
         kretry_chain_t chain; /* attempt, original topic/partition/... */
         kretry_dlq_text_t error_class, error_code, error, group;
-        int64_t last_failure_ts; /* -1: absent or malformed */
-        int64_t replay_count;    /* 0 when absent or malformed */
+        kretry_dlq_text_t stacktrace; /* Spring's and Connect's only */
+        int64_t last_failure_ts;      /* -1: absent or malformed */
+        int64_t replay_count;         /* 0 when absent or malformed */
+        /* Who wrote the failure context: "kretry" (kretry-error-class),
+         * "spring" or "connect" (dlq_foreign.h), NULL when nobody. */
+        const char *origin;
 } kretry_dlq_info_t;
 
-/* Decode @p hdrs (may be NULL); every pointer in @p info borrows from it. */
+/* Decode @p hdrs (may be NULL): kretry's headers, and where they say
+ * nothing, Spring Kafka's or Kafka Connect's (dlq_foreign.h). Every
+ * pointer in @p info borrows from @p hdrs or is a static string. */
 void kretry_dlq_info_decode(const rd_kafka_headers_t *hdrs,
                             kretry_dlq_info_t *info);
 

@@ -158,10 +158,11 @@ static int target_partitions(replay_t *rp) {
 static int32_t target_partition(const replay_t *rp,
                                 const rd_kafka_message_t *m,
                                 const rd_kafka_headers_t *h) {
-        kretry_chain_t c;
-        kretry_chain_decode(h, &c);
-        if (c.orig_partition_ok && c.orig_partition < rp->target_parts)
-                return c.orig_partition;
+        kretry_dlq_info_t info; /* kretry's headers, Spring's or Connect's */
+        kretry_dlq_info_decode(h, &info);
+        const kretry_chain_t *c = &info.chain;
+        if (c->orig_partition_ok && c->orig_partition < rp->target_parts)
+                return c->orig_partition;
         if (m->partition < rp->target_parts)
                 return m->partition;
         return RD_KAFKA_PARTITION_UA;

@@ -149,6 +149,10 @@ json_t *dlq_message_json(const rd_kafka_message_t *m,
                             num_or_null(c->orig_offset_ok, c->orig_offset));
         set_text(o, "correlation_id", c->correlation_id, c->correlation_id_len);
         set_text(o, "group", i->group.ptr, i->group.len);
+        json_object_set_new(o, "origin",
+                            i->origin ? json_string(i->origin) : json_null());
+        if (i->stacktrace.ptr)
+                set_text(o, "stacktrace", i->stacktrace.ptr, i->stacktrace.len);
         json_object_set_new(o, "replay_count", json_integer(i->replay_count));
         if (show_value)
                 dlq_json_bytes(o, "value", m->payload, m->len);

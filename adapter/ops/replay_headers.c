@@ -1,5 +1,7 @@
 #include "replay_headers.h"
 
+#include "dlq_filter.h"
+#include "dlq_foreign.h"
 #include "headers.h"
 
 #include <string.h>
@@ -9,7 +11,8 @@ int kretry_replay_header_dropped(const char *name) {
                 return 0;
         return kretry_header_is_chain(name) ||
                !strcmp(name, KRETRY_H_REPLAY_COUNT) ||
-               !strcmp(name, KRETRY_H_REPLAYED_AT);
+               !strcmp(name, KRETRY_H_REPLAYED_AT) ||
+               kretry_dlq_foreign_header(name);
 }
 
 static int64_t replay_count(const rd_kafka_headers_t *src) {
@@ -29,8 +32,10 @@ static void add_tier_chain(rd_kafka_headers_t *h,
                            int64_t now_ms,
                            int tier,
                            const char *source) {
-        kretry_chain_t c;
-        kretry_chain_decode(src, &c);
+        /* Where it first entered, also from Spring's or Connect's headers */
+        kretry_dlq_info_t info;
+        kretry_dlq_info_decode(src, &info);
+        const kretry_chain_t c = info.chain;
         kretry_header_add_num(h, KRETRY_H_ATTEMPT, 1);
         kretry_header_add_num(h, KRETRY_H_TIER, tier);
         kretry_header_add_num(h, KRETRY_H_DUE_TS, now_ms);

@@ -4,8 +4,10 @@
  * original position, failure times, error class/code/message, group) is
  * dropped, so the target handles it as a first delivery — while the
  * correlation id and every other header pass through byte for byte and in
- * order. kretry-replay-count goes up by one (a missing or malformed count
- * counts as 0) and kretry-replayed-at is set.
+ * order. Another tool's failure context (Spring Kafka's kafka_dlt-* and
+ * retry_topic-*, Kafka Connect's __connect.errors.*: dlq_foreign.h) is
+ * dropped the same way. kretry-replay-count goes up by one (a missing or
+ * malformed count counts as 0) and kretry-replayed-at is set.
  *
  * A replay into a tier instead of the source starts a fresh chain there: a
  * tier message without a valid kretry-attempt would be dead-lettered as

@@ -1,0 +1,42 @@
+/*
+ * Dead letters other tools wrote, read as kretry reads its own, so that a
+ * shop moving to kretry operates the dead-letter topics it already has with
+ * kretry dlq, stats and ui:
+ *
+ *   Spring Kafka's DLT (DeadLetterPublishingRecoverer, non-blocking
+ *   retries): kafka_dlt-exception-fqcn, -exception-cause-fqcn,
+ *   -exception-message, -exception-stacktrace, -original-topic,
+ *   -original-partition (4-byte big-endian int), -original-offset and
+ *   -original-timestamp (8-byte big-endian long),
+ *   -original-consumer-group; retry_topic-attempts (a big-endian int of
+ *   1 to 4 bytes: older Spring versions wrote the shortest form).
+ *   Class: exhausted when more than one attempt was made, else permanent;
+ *   code: the cause's class name, else the exception's; error: the
+ *   exception's message.
+ *
+ *   Kafka Connect's DLQ (errors.deadletterqueue.context.headers.enable):
+ *   __connect.errors.topic, .partition, .offset (decimal text),
+ *   .exception.class.name, .exception.message, .exception.stacktrace,
+ *   .connector.name. Class: permanent; code: the exception's class name.
+ *
+ * kretry's own kretry-* headers win where a message carries both.
+ */
+#ifndef KRETRY_DLQ_FOREIGN_H
+#define KRETRY_DLQ_FOREIGN_H
+
+#include "dlq_filter.h"
+
+#include <librdkafka/rdkafka.h>
+
+/* Fill what @p hdrs (may be NULL) say in Spring's or Connect's words into
+ * the fields of @p info that kretry's own headers left empty; sets
+ * info->origin. Pointers borrow from @p hdrs, or are static strings. */
+void kretry_dlq_foreign_decode(const rd_kafka_headers_t *hdrs,
+                               kretry_dlq_info_t *info);
+
+/* 1 for a header another tool's dead letter carries about its failure or
+ * its retries (kafka_dlt-*, retry_topic-*, __connect.errors.*): a replay
+ * drops it, as it drops kretry's chain headers. */
+int kretry_dlq_foreign_header(const char *name);
+
+#endif
