@@ -12,7 +12,8 @@
  * message of the key that arrived after them lifted the park, and the only
  * place it is sure to be is the source, between the newest such copy's
  * original offset and the committed offset — that stretch of the source is
- * read for the parked keys only (docs/behaviour.md, "Per-key order across retries").
+ * read for the parked keys only (docs/behaviour.md, "Per-key order across
+ * retries").
  *
  * Runs on the thread driving the adapter, inside the rebalance callback,
  * with a second consumer that never joins the group and never commits; the
