@@ -189,6 +189,63 @@ static void test_correlation_id(void) {
         it_env_destroy(env);
 }
 
+/* The header @p name of @p c as a big-endian number of exactly @p n bytes
+ * (Spring's binary forms); -1 when absent or of another length. */
+static int64_t be_hdr(const kt_copy_t *c, const char *name, size_t n) {
+        for (int i = c->hdr_cnt - 1; i >= 0; i--) {
+                if (strcmp(c->names[i], name))
+                        continue;
+                if (c->lens[i] != n)
+                        return -1;
+                uint64_t u = 0;
+                for (size_t b = 0; b < n; b++)
+                        u = u << 8 | (unsigned char)c->vals[i][b];
+                return (int64_t)u;
+        }
+        return -1;
+}
+
+/* headers.profile spring: a DLQ copy also carries Spring Kafka's DLT
+ * headers in Spring's binary forms (4-byte partition and attempts, 8-byte
+ * offset), the ones a source message already carried replaced; tier
+ * copies carry none. */
+static void test_spring_profile(void) {
+        it_env_t *env         = it_env_new("20ms", 1);
+        rd_kafka_headers_t *h = rd_kafka_headers_new(2);
+        rd_kafka_header_add(h, "kafka_dlt-exception-fqcn", -1, "old.Stale", -1);
+        it_produce(env, 0, "k1", "fail-s", h);
+        it_produce(env, 0, "k2", "always-s", NULL);
+        kretry_adapter_t *a = ct_adapter(
+                it_conf(env, "headers.profile", "spring", NULL), env);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 2, 20000));
+        kretry_adapter_destroy(a);
+        ct_copies_t cs;
+        ct_read(env, env->dlq, 2, &cs);
+        const kt_copy_t *f = ct_copy(&cs, "fail-s"),
+                        *x = ct_copy(&cs, "always-s");
+        KT_REQUIRE(f && x);
+        KT_ASSERT_INT_EQ(kt_copy_hdr_cnt(f, "kafka_dlt-exception-fqcn"), 1);
+        KT_ASSERT_STR_EQ(kt_copy_hdr(f, "kafka_dlt-exception-fqcn"),
+                         "VALIDATION");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(f, "kafka_dlt-exception-message"),
+                         "bad order");
+        KT_ASSERT_STR_EQ(kt_copy_hdr(f, "kafka_dlt-original-topic"),
+                         env->source);
+        KT_ASSERT_STR_EQ(kt_copy_hdr(f, "kafka_dlt-original-consumer-group"),
+                         env->group);
+        KT_ASSERT_INT_EQ(be_hdr(f, "kafka_dlt-original-partition", 4), 0);
+        KT_ASSERT_INT_EQ(be_hdr(f, "kafka_dlt-original-offset", 8), 0);
+        KT_ASSERT_INT_EQ(be_hdr(f, "retry_topic-attempts", 4), 1);
+        KT_ASSERT_INT_EQ(be_hdr(x, "kafka_dlt-original-offset", 8), 1);
+        KT_ASSERT_INT_EQ(be_hdr(x, "retry_topic-attempts", 4), 2);
+        KT_ASSERT_STR_EQ(kt_copy_hdr(x, "kretry-error-class"), "exhausted");
+        ct_read(env, env->tiers[0], 1, &cs);
+        KT_ASSERT_INT_EQ(kt_copy_hdr_cnt(&cs.m[0], "kafka_dlt-exception-fqcn"),
+                         0);
+        KT_ASSERT_INT_EQ(kt_copy_hdr_cnt(&cs.m[0], "retry_topic-attempts"), 0);
+        it_env_destroy(env);
+}
+
 static void tier_msg(it_env_t *env,
                      int32_t partition,
                      const char *value,
@@ -744,6 +801,7 @@ static void test_own_poll_loop(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_error_cut_utf8),
                                           KT_TEST(test_correlation_id),
+                                          KT_TEST(test_spring_profile),
                                           KT_TEST(test_malformed_coordinates),
                                           KT_TEST(test_null_key_value),
                                           KT_TEST(test_invalid_action),

@@ -172,6 +172,15 @@ static const struct prop {
          offsetof(kretry_conf_t, produce_backoff_ms), 1, 10000, "100",
          "first wait before a failed copy is produced again (doubles up to 10 "
          "s; 1..10000)"},
+        {"headers.profile", PROP_CHOICE,
+         offsetof(kretry_conf_t, headers_spring), 0, 0, "kretry",
+         "kretry: DLQ copies carry the kretry-* headers; spring: also Spring "
+         "Kafka's DLT headers (kafka_dlt-exception-fqcn with the error code, "
+         "-exception-message, -original-topic, -partition, -offset and "
+         "-timestamp in Spring's binary forms, -original-consumer-group, "
+         "retry_topic-attempts), so that Spring's DLT tooling reads kretry's "
+         "dead letters",
+         "kretry|spring"},
         {"value.format", PROP_CHOICE, offsetof(kretry_conf_t, value_avro), 0, 0,
          "bytes",
          "bytes: values are opaque; avro: decoded with value.schema before the "

@@ -67,6 +67,7 @@ struct kretry_conf_s {
         char *value_schema;     /* "" unless value.format avro */
         int value_confluent;    /* value.wire: 0 raw, 1 confluent */
         char *value_schema_ids; /* "ID=PATH,..."; "" = any id */
+        int headers_spring;     /* headers.profile: 0 kretry, 1 spring */
 
         rd_kafka_conf_t *consumer; /* pass-through properties */
         rd_kafka_conf_t *producer;

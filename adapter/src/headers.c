@@ -1,6 +1,7 @@
 #include "headers.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 int kretry_header_num(const void *value,
@@ -217,8 +218,72 @@ int kretry_headers_have_chain(const rd_kafka_headers_t *hdrs) {
         return 0;
 }
 
+/* Java's ByteBuffer.putInt/putLong: @p n big-endian bytes of @p v. */
+static void add_be(rd_kafka_headers_t *h,
+                   const char *name,
+                   size_t name_len,
+                   int64_t v,
+                   int n) {
+        unsigned char b[8];
+        for (int i = n - 1; i >= 0; i--, v >>= 8)
+                b[i] = (unsigned char)(v & 0xff);
+        rd_kafka_header_add(h, name, (ssize_t)name_len, b, n);
+}
+
+#define SPRING_BE(h, name, v, n) add_be(h, name, sizeof(name) - 1, v, n)
+
+/* headers.profile spring: Spring Kafka's DLT headers on a DLQ copy, as
+ * its DeadLetterPublishingRecoverer writes them (binary numbers), so that
+ * Spring's tooling reads kretry's dead letters. Spring has no error code:
+ * the exception's class name carries kretry's code (or class). A source
+ * message that already carried Spring's headers keeps none of them: the
+ * copy says what this failure was. */
+static void append_spring(rd_kafka_headers_t *h,
+                          const kretry_copy_info_t *info) {
+        static const char *const names[] = {
+                "kafka_dlt-exception-fqcn",
+                "kafka_dlt-exception-cause-fqcn",
+                "kafka_dlt-exception-message",
+                "kafka_dlt-exception-stacktrace",
+                "kafka_dlt-original-topic",
+                "kafka_dlt-original-partition",
+                "kafka_dlt-original-offset",
+                "kafka_dlt-original-timestamp",
+                "kafka_dlt-original-timestamp-type",
+                "kafka_dlt-original-consumer-group",
+                "retry_topic-attempts",
+        };
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                rd_kafka_header_remove(h, names[i]);
+        const char *code = info->error_code    ? info->error_code
+                           : info->error_class ? info->error_class
+                                               : "kretry";
+        ADD_STR(h, "kafka_dlt-exception-fqcn", code);
+        ADD_STR(h, "kafka_dlt-exception-message",
+                info->error ? info->error : "");
+        char trace[256];
+        int n = snprintf(trace, sizeof(trace), "kretry %s: %s",
+                         info->error_class ? info->error_class : "failure",
+                         code);
+        ADD(h, "kafka_dlt-exception-stacktrace", trace,
+            n < 0                       ? 0
+            : (size_t)n < sizeof(trace) ? (size_t)n
+                                        : sizeof(trace) - 1);
+        ADD_STR(h, "kafka_dlt-original-topic", info->orig_topic);
+        SPRING_BE(h, "kafka_dlt-original-partition", info->orig_partition, 4);
+        SPRING_BE(h, "kafka_dlt-original-offset", info->orig_offset, 8);
+        if (info->orig_ts >= 0) {
+                SPRING_BE(h, "kafka_dlt-original-timestamp", info->orig_ts, 8);
+                ADD_STR(h, "kafka_dlt-original-timestamp-type", "CreateTime");
+        }
+        ADD_STR(h, "kafka_dlt-original-consumer-group", info->group);
+        SPRING_BE(h, "retry_topic-attempts", info->attempt, 4);
+}
+
 void kretry_headers_append(rd_kafka_headers_t *h,
                            const kretry_copy_info_t *info) {
+        if (info->spring && info->tier == 0)
+                append_spring(h, info);
         ADD_NUM(h, KRETRY_H_ATTEMPT, info->attempt);
         if (info->tier > 0) {
                 ADD_NUM(h, KRETRY_H_TIER, info->tier);

@@ -90,6 +90,8 @@ typedef struct {
         const char *group;
         const void *correlation_id; /* NULL: derived from the original */
         size_t correlation_id_len;
+        int spring; /* headers.profile spring: a DLQ copy also carries
+                       Spring Kafka's DLT headers */
 } kretry_copy_info_t;
 
 /* Returns 1 for the kretry-* headers a copy rewrites (replay headers and

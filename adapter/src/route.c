@@ -341,6 +341,7 @@ static kretry_inflight_t *record_new(kretry_adapter_t *a,
         /* Borrowed from the consumed message, which the record keeps. */
         i->correlation_id     = m->chain.correlation_id;
         i->correlation_id_len = m->chain.correlation_id_len;
+        i->spring             = a->conf->headers_spring;
         return r;
 }
 
