@@ -101,7 +101,12 @@ static void keep_log(kretry_log_level_t level,
                      const char *fac,
                      const char *msg,
                      void *opaque) {
-        (void)level, (void)opaque;
+        (void)opaque;
+        /* librdkafka's debug contexts (cgrp by default) are not kept: on a
+         * real cluster a coordinator still loading logs enough of them to
+         * fill the buffer before the line a test looks for. */
+        if (level >= KRETRY_LOG_DEBUG)
+                return;
         pthread_mutex_lock(&log_lock);
         int n = snprintf(log_text + log_len, sizeof(log_text) - log_len,
                          "[%s] %s\n", fac, msg);
