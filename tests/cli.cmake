@@ -155,3 +155,18 @@ foreach(cmd "demo" "run" "dev-broker" "topology" "topology validate"
                    $<TARGET_FILE:kretry_cli> ${args} --help)
   set_tests_properties(cli_help_${tname} PROPERTIES LABELS cli)
 endforeach()
+
+# A clean stop (SIGTERM, exit 0) and a restart repeat nothing that was
+# decided, under each ordering; leave: the stopped member leaves the group
+# at once (the one that stays is given its partitions before a session
+# timeout). Need kcat (77 when it is missing).
+if(EXISTS /usr/bin/python3)
+  foreach(ordering none partition key leave)
+    add_test(NAME blackbox_restart_${ordering}
+             COMMAND /usr/bin/python3
+                     ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_restart.py
+                     $<TARGET_FILE:kretry_cli> ${ordering})
+    set_tests_properties(blackbox_restart_${ordering} PROPERTIES TIMEOUT 150
+                         SKIP_RETURN_CODE 77 LABELS blackbox)
+  endforeach()
+endif()

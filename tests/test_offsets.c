@@ -216,6 +216,71 @@ static void test_no_memory_keeps_ring(void) {
         kretry_offsets_free(&t);
 }
 
+/* The offsets decided above the lowest undecided one, written as commit
+ * metadata and read back by the next owner: the same set, relative to the
+ * offset committed; gaps inside a decided run stay in its range. */
+static void test_decided_round_trip(void) {
+        kretry_offsets_t t;
+        char md[256];
+        int64_t base;
+        kretry_offsets_init(&t);
+        KT_ASSERT_INT_EQ((int)kretry_offsets_decided(&t, &base, md, sizeof(md)),
+                         0);
+        for (int64_t o = 10; o < 20; o++)
+                KT_REQUIRE(kretry_offsets_add(&t, o) == 0);
+        KT_REQUIRE(kretry_offsets_add(&t, 22) == 0); /* 20, 21: a gap */
+        KT_REQUIRE(kretry_offsets_add(&t, 23) == 0);
+        /* 10 done, 11 waits, 12-13 done, 14 waits, 15-19 and 22 done, 23
+         * waits. */
+        int64_t done[] = {10, 12, 13, 15, 16, 17, 18, 19, 22};
+        for (size_t i = 0; i < sizeof(done) / sizeof(done[0]); i++)
+                KT_REQUIRE(kretry_offsets_done(&t, done[i]) >= 0);
+        size_t len = kretry_offsets_decided(&t, &base, md, sizeof(md));
+        KT_ASSERT_INT_EQ((int)base, 11);
+        KT_ASSERT_STR_EQ(md, "kretry-decided:1+2,4+8");
+        KT_ASSERT_INT_EQ((int)len, (int)strlen(md));
+
+        kretry_decided_t d = {0};
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, base, md, len), 0);
+        for (int64_t o = 0; o < 30; o++)
+                KT_ASSERT_INT_EQ(kretry_decided_has(&d, o),
+                                 (o >= 12 && o < 14) || (o >= 15 && o < 23));
+        kretry_decided_free(&d);
+
+        /* Cut to the room there is: the first ranges only. */
+        len = kretry_offsets_decided(&t, &base, md, 20);
+        KT_ASSERT_STR_EQ(md, "kretry-decided:1+2");
+        kretry_offsets_free(&t);
+}
+
+/* Metadata that is not kretry's decided set reads as nothing; malformed
+ * sets are refused whole (their offsets are handled again). */
+static void test_decided_parse(void) {
+        kretry_decided_t d = {0};
+        const char *bad[]  = {"kretry-decided:",        "kretry-decided:1",
+                              "kretry-decided:1+0",     "kretry-decided:5+2,1+1",
+                              "kretry-decided:1+2;3",   "kretry-decided:-1+2",
+                              "kretry-decided:1+2,,3+1"};
+        KT_ASSERT_INT_EQ(
+                kretry_decided_parse(&d, 5, "kretry: copy refused", 20), 0);
+        KT_ASSERT_INT_EQ((int)d.cnt, 0);
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 5, NULL, 0), 0);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                KT_ASSERT_INT_EQ(
+                        kretry_decided_parse(&d, 5, bad[i], strlen(bad[i])),
+                        -1);
+                KT_ASSERT_INT_EQ((int)d.cnt, 0);
+        }
+        const char *ok = "kretry-decided:0+1,3+2";
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 100, ok, strlen(ok)), 0);
+        KT_ASSERT_INT_EQ((int)d.cnt, 2);
+        KT_ASSERT_INT_EQ(kretry_decided_has(&d, 100), 1);
+        KT_ASSERT_INT_EQ(kretry_decided_has(&d, 101), 0);
+        KT_ASSERT_INT_EQ(kretry_decided_has(&d, 104), 1);
+        KT_ASSERT_INT_EQ(kretry_decided_has(&d, 105), 0);
+        kretry_decided_free(&d);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_in_order),
                                           KT_TEST(test_out_of_order),
@@ -225,6 +290,8 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_random_gaps),
                                           KT_TEST(test_no_memory),
                                           KT_TEST(test_no_memory_keeps_ring),
+                                          KT_TEST(test_decided_round_trip),
+                                          KT_TEST(test_decided_parse),
                                           KT_END};
         return kt_main("offsets", tests, argc, argv);
 }

@@ -63,7 +63,13 @@ static void usage(FILE *out) {
                 "The mock keeps data in memory only (at most 5 MiB per "
                 "partition), has no\n"
                 "admin API (CreateTopics, DescribeConfigs...) and no real "
-                "transactions.\n",
+                "transactions.\n"
+                "A group waits session.timeout.ms - 1 s whenever a member "
+                "joins or leaves it\n"
+                "while it runs (44 s at librdkafka's default), and refuses "
+                "commits meanwhile:\n"
+                "give its consumers a short session, e.g. kretry run -X "
+                "consumer.session.timeout.ms=6000\n",
                 MAX_BROKERS);
 }
 

@@ -165,6 +165,7 @@ void kretry_part_unref(kretry_part_t *part) {
         if (--part->refs > 0)
                 return;
         kretry_offsets_free(&part->offsets);
+        kretry_decided_free(&part->decided);
         kretry_chains_free(&part->chains);
         kretry_versions_free(&part->versions);
         free(part);
@@ -1075,15 +1076,18 @@ static int drain_producer(kretry_adapter_t *a,
  * revoke.timeout.ms. */
 #define KRETRY_COMMIT_GRACE_MS 3000
 
-/* Commit the stored offsets and wait for the answer until @p deadline:
- * rd_kafka_commit() waits for a group coordinator as long as it takes. */
-static rd_kafka_resp_err_t commit_bounded(kretry_adapter_t *a,
-                                          int64_t deadline) {
+/* Commit @p offsets (NULL: the stored offsets) and wait for the answer
+ * until @p deadline: rd_kafka_commit() waits for a group coordinator as
+ * long as it takes. */
+static rd_kafka_resp_err_t
+commit_bounded(kretry_adapter_t *a,
+               const rd_kafka_topic_partition_list_t *offsets,
+               int64_t deadline) {
         rd_kafka_queue_t *q = rd_kafka_queue_new(a->consumer);
         if (!q)
                 return RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
         rd_kafka_resp_err_t err =
-                rd_kafka_commit_queue(a->consumer, NULL, q, NULL, NULL);
+                rd_kafka_commit_queue(a->consumer, offsets, q, NULL, NULL);
         int left;
         while (!err && (left = kretry_left_ms(deadline, 100)) > 0) {
                 rd_kafka_event_t *ev = rd_kafka_queue_poll(q, left);
@@ -1118,6 +1122,78 @@ static void stored_offsets(kretry_adapter_t *a, char *buf, size_t size) {
                 }
 }
 
+/* The partitions of @p l with offsets decided above the one they commit
+ * at (ordering=key: other keys overtook a message waiting behind its own),
+ * with those offsets as metadata (offsets.h); NULL when none has any. Not
+ * for a partition whose copy was refused as too large: its commit carries
+ * the mark kretry stats reads (route.c). */
+static rd_kafka_topic_partition_list_t *
+decided_offsets(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *l) {
+        rd_kafka_topic_partition_list_t *out = NULL;
+        char md[KRETRY_DECIDED_MAX];
+        for (int i = 0; i < l->cnt; i++) {
+                kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
+                int64_t base;
+                size_t len =
+                        part && !part->copies_stuck
+                                ? kretry_offsets_decided(&part->offsets, &base,
+                                                         md, sizeof(md))
+                                : 0;
+                if (!len || (!out && !(out = rd_kafka_topic_partition_list_new(
+                                               l->cnt))))
+                        continue;
+                rd_kafka_topic_partition_t *tp =
+                        rd_kafka_topic_partition_list_add(
+                                out, a->topics[part->tier], part->partition);
+                tp->offset = base;
+                /* Freed with the list. */
+                if ((tp->metadata = malloc(len)))
+                        memcpy(tp->metadata, md, len);
+                tp->metadata_size = tp->metadata ? len : 0;
+        }
+        return out;
+}
+
+/* Commit the decided offsets above the committed ones (decided_offsets)
+ * after the stored offsets were: the later commit is the one that stays. */
+static void commit_decided(kretry_adapter_t *a,
+                           const rd_kafka_topic_partition_list_t *l,
+                           int64_t deadline) {
+        rd_kafka_topic_partition_list_t *d = decided_offsets(a, l);
+        if (!d)
+                return;
+        rd_kafka_resp_err_t err = commit_bounded(a, d, deadline);
+        if (!err) {
+                /* librdkafka commits the stored offset of a partition it
+                 * removes from the assignment (auto-commit), without
+                 * metadata: that commit would replace this one. */
+                rd_kafka_topic_partition_list_t *none =
+                        rd_kafka_topic_partition_list_copy(d);
+                for (int i = 0; i < none->cnt; i++)
+                        none->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+                rd_kafka_offsets_store(a->consumer, none);
+                rd_kafka_topic_partition_list_destroy(none);
+        }
+        for (int i = 0; i < d->cnt; i++)
+                kretry_log(a, err ? KRETRY_LOG_WARNING : KRETRY_LOG_INFO,
+                           "COMMIT",
+                           "%s [%d] at %lld with the offsets decided above "
+                           "it (%.*s)%s%s",
+                           d->elems[i].topic, (int)d->elems[i].partition,
+                           (long long)d->elems[i].offset,
+                           (int)d->elems[i].metadata_size > 200
+                                   ? 200
+                                   : (int)d->elems[i].metadata_size,
+                           d->elems[i].metadata
+                                   ? (const char *)d->elems[i].metadata
+                                   : "",
+                           err ? ": not committed (handled again by the "
+                                 "next owner): "
+                               : "",
+                           err ? rd_kafka_err2str(err) : "");
+        rd_kafka_topic_partition_list_destroy(d);
+}
+
 void kretry_drain_and_commit(kretry_adapter_t *a,
                              const rd_kafka_topic_partition_list_t *l,
                              int64_t deadline) {
@@ -1139,7 +1215,9 @@ void kretry_drain_and_commit(kretry_adapter_t *a,
         if (a->closed && now < deadline)
                 deadline = now;
         rd_kafka_resp_err_t err =
-                commit_bounded(a, deadline + KRETRY_COMMIT_GRACE_MS);
+                commit_bounded(a, NULL, deadline + KRETRY_COMMIT_GRACE_MS);
+        if (!err || err == RD_KAFKA_RESP_ERR__NO_OFFSET)
+                commit_decided(a, l, deadline + KRETRY_COMMIT_GRACE_MS);
         if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
                 char stored[512];
                 stored_offsets(a, stored, sizeof(stored));

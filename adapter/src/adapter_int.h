@@ -79,6 +79,10 @@ typedef struct kretry_part_s {
         int copies, copies_stuck;
         kretry_offsets_t offsets;
         int64_t stored; /* last offset stored for commit, -1 none */
+        /* Offsets above the committed one that the previous owner decided
+         * (its commit's metadata, offsets.h; read by the restore): consumed
+         * again, they are acknowledged unhandled (route.c admit). */
+        kretry_decided_t decided;
         /* Source partitions under ordering=key: the next source offset not
          * yet consumed since the assignment (from the committed offset), or
          * -1 when unknown. A tier copy of a message at or past it waits: an

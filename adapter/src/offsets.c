@@ -1,5 +1,6 @@
 #include "offsets.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,4 +127,105 @@ size_t kretry_offsets_inflight(const kretry_offsets_t *t) {
         for (size_t i = 0; i < t->cnt; i++)
                 n += *slot(t, i) >= 0;
         return n;
+}
+
+size_t kretry_offsets_decided(const kretry_offsets_t *t,
+                              int64_t *base,
+                              char *buf,
+                              size_t size) {
+        const size_t plen = strlen(KRETRY_DECIDED_METADATA);
+        *base             = kretry_offsets_resume_at(t);
+        if (size > KRETRY_DECIDED_MAX)
+                size = KRETRY_DECIDED_MAX;
+        if (*base < 0 || size <= plen)
+                return 0;
+        memcpy(buf, KRETRY_DECIDED_METADATA, plen);
+        size_t len = plen;
+        for (size_t i = 0; i < t->cnt;) {
+                if (*slot(t, i) >= 0) {
+                        i++;
+                        continue;
+                }
+                int64_t from = DONE(*slot(t, i)), to = from + 1;
+                for (i++; i < t->cnt && *slot(t, i) < 0; i++)
+                        to = DONE(*slot(t, i)) + 1;
+                int n = snprintf(buf + len, size - len, "%s%lld+%lld",
+                                 len > plen ? "," : "",
+                                 (long long)(from - *base),
+                                 (long long)(to - from));
+                if (n < 0 || (size_t)n >= size - len)
+                        break; /* cut: the rest is handled again */
+                len += (size_t)n;
+        }
+        if (len == plen)
+                return 0;
+        buf[len] = '\0';
+        return len;
+}
+
+/* A decimal number of @p s up to @p end, at most 18 digits; -1 none. */
+static int64_t number(const char **s, const char *end) {
+        int64_t v  = 0;
+        int digits = 0;
+        while (*s < end && **s >= '0' && **s <= '9' && digits < 18) {
+                v = v * 10 + (**s - '0');
+                (*s)++;
+                digits++;
+        }
+        return digits ? v : -1;
+}
+
+int kretry_decided_parse(kretry_decided_t *d,
+                         int64_t base,
+                         const void *md,
+                         size_t len) {
+        const size_t plen = strlen(KRETRY_DECIDED_METADATA);
+        const char *s = md, *end = s ? s + len : NULL;
+        if (!s || len < plen || memcmp(s, KRETRY_DECIDED_METADATA, plen))
+                return 0;
+        s += plen;
+        size_t cap = 1;
+        for (const char *c = s; c < end; c++)
+                cap += *c == ',';
+        int64_t *r = malloc(cap * 2 * sizeof(*r)), prev = base;
+        size_t cnt = 0;
+        int bad    = !r;
+        while (!bad && s < end && cnt < cap) {
+                int64_t from = number(&s, end), n = -1;
+                bad = from < 0 || s == end || *s++ != '+' ||
+                      (n = number(&s, end)) <= 0 || base + from < prev ||
+                      (s < end && (*s++ != ',' || s == end));
+                if (bad)
+                        break;
+                r[2 * cnt]     = base + from;
+                r[2 * cnt + 1] = prev = base + from + n;
+                cnt++;
+        }
+        if (bad || s != end || !cnt) {
+                free(r);
+                return -1;
+        }
+        d->r   = r;
+        d->cnt = cnt;
+        return 0;
+}
+
+int kretry_decided_has(const kretry_decided_t *d, int64_t offset) {
+        size_t lo = 0, hi = d->cnt;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (offset < d->r[2 * mid])
+                        hi = mid;
+                else if (offset >= d->r[2 * mid + 1])
+                        lo = mid + 1;
+                else
+                        return 1;
+        }
+        return 0;
+}
+
+void kretry_decided_free(kretry_decided_t *d) {
+        free(d->r);
+        d->r   = NULL;
+        d->cnt = 0;
 }

@@ -51,6 +51,51 @@ int64_t kretry_offsets_resume_at(const kretry_offsets_t *t);
 size_t kretry_offsets_inflight(const kretry_offsets_t *t);
 
 /*
+ * Decided offsets above the committed one, carried in the commit's metadata
+ * (the idea of Confluent's Parallel Consumer): under ordering=key messages
+ * of other keys overtake one that waits behind its own key, so a partition
+ * handed over (a clean stop, a revocation) has offsets decided above the
+ * lowest one still undecided, where its commit stops. The next owner reads
+ * them with the committed offset and acknowledges them unhandled (adapter
+ * restore.c, route.c admit): nothing decided is handled again.
+ *
+ * Text, after KRETRY_DECIDED_METADATA: ranges "<from>+<count>" separated
+ * by ",", <from> relative to the committed offset, increasing; offsets a
+ * range spans that were never consumed (compaction, transaction markers)
+ * do not exist. Dropping a range is always safe (its offsets are handled
+ * again), so a set that does not fit is cut.
+ */
+#define KRETRY_DECIDED_METADATA "kretry-decided:"
+/* Room for the metadata: below Kafka's offset.metadata.max.bytes (4096). */
+#define KRETRY_DECIDED_MAX 3072
+
+/* The decided offsets above where a new owner resumes (resume_at, which
+ * *@p base gets) written into @p buf (KRETRY_DECIDED_MAX bytes or fewer):
+ * the metadata's length, 0 when nothing tracked is done above it. */
+size_t kretry_offsets_decided(const kretry_offsets_t *t,
+                              int64_t *base,
+                              char *buf,
+                              size_t size);
+
+/* Decided offsets read from a commit: [r[2i], r[2i+1]) ranges. */
+typedef struct {
+        int64_t *r;
+        size_t cnt;
+} kretry_decided_t;
+
+/* Parse commit metadata @p md (@p len bytes, not terminated) of a commit at
+ * @p base into @p d (empty before). 0 when read, or when it is not kretry's
+ * decided set (nothing read); -1 when malformed or memory is short (nothing
+ * read: the offsets are handled again). */
+int kretry_decided_parse(kretry_decided_t *d,
+                         int64_t base,
+                         const void *md,
+                         size_t len);
+/* 1 when @p offset is in @p d. */
+int kretry_decided_has(const kretry_decided_t *d, int64_t offset);
+void kretry_decided_free(kretry_decided_t *d);
+
+/*
  * Test only, never set in production: when set and it returns nonzero for
  * @p site, that allocation fails as if memory were exhausted. Sites:
  * "offsets" (this tracker's ring), "record" and "reserve" (route.c: a copy's

@@ -197,6 +197,34 @@ static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk,
         }
 }
 
+/* The offsets the previous owner of @p tp (committed, with its metadata)
+ * decided above the committed one, kept in its assignment: they are not
+ * handled again (route.c admit), and a tier copy among them is no longer
+ * in its key's chain. */
+static void load_decided(kretry_adapter_t *a,
+                         const rd_kafka_topic_partition_t *tp,
+                         int tier) {
+        kretry_part_t *part = kretry_part_find(a, tier, tp->partition);
+        if (!part || tp->err || tp->offset < 0 || !tp->metadata_size)
+                return;
+        kretry_decided_free(&part->decided);
+        if (kretry_decided_parse(&part->decided, tp->offset, tp->metadata,
+                                 tp->metadata_size))
+                kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
+                           "%s [%d]: the offsets decided above %lld could "
+                           "not be read from the commit's metadata; they "
+                           "are handled again",
+                           tp->topic, (int)tp->partition,
+                           (long long)tp->offset);
+        else if (part->decided.cnt)
+                kretry_log(a, KRETRY_LOG_INFO, "RESTORE",
+                           "%s [%d]: %zu range(s) of offsets above %lld "
+                           "were decided by the previous owner: not "
+                           "handled again",
+                           tp->topic, (int)tp->partition, part->decided.cnt,
+                           (long long)tp->offset);
+}
+
 /* Start offsets; drop partitions with nothing to read. Returns how many
  * remain; @p unknown counts those whose end could not be learnt before
  * @p deadline (not read either). */
@@ -219,6 +247,8 @@ static int plan(kretry_adapter_t *a,
                 int64_t lo = 0, hi = 0;
                 rd_kafka_resp_err_t werr = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
                 tp->opaque               = rp;
+                if (!err && rp && rp->kind == R_TIER)
+                        load_decided(a, tp, rp->tier);
                 if (rp)
                         werr = watermarks(rk, tp, &lo, &hi, deadline);
                 if (werr) {
@@ -245,10 +275,14 @@ static int plan(kretry_adapter_t *a,
         return n;
 }
 
-static void apply_tier(kretry_part_t *src,
+static void apply_tier(kretry_adapter_t *a,
+                       kretry_part_t *src,
                        const restore_part_t *rp,
                        const rd_kafka_message_t *m,
                        rd_kafka_headers_t *h) {
+        kretry_part_t *tier = kretry_part_find(a, rp->tier, m->partition);
+        if (tier && kretry_decided_has(&tier->decided, m->offset))
+                return; /* decided (handled, or copied on) already */
         kretry_chain_t c;
         kretry_chain_decode(h, &c);
         if (!c.orig_offset_ok)
@@ -308,7 +342,7 @@ static void apply(kretry_adapter_t *a,
         if (rd_kafka_message_headers(m, &h))
                 return;
         if (rp->kind == R_TIER && !kretry_headers_foreign(h, a->group))
-                apply_tier(src, rp, m, h); /* another group's: not ours */
+                apply_tier(a, src, rp, m, h); /* another group's: not ours */
         else if (rp->kind == R_DLQ)
                 apply_dlq(a, src, m, h);
         else if (!rd_kafka_header_get_last(h, KRETRY_H_REPLAY_COUNT, &v, &n))
@@ -386,10 +420,11 @@ static int resets_to_start(const kretry_adapter_t *a) {
                !strcmp(v, "beginning");
 }
 
-/* ordering=key: where the consumer resumes each source partition of
- * @p parts (its committed offset, or the log start when it has none and
- * resets to the start), the start of src_next; left at -1 when unknown
- * (no answer before @p deadline). */
+/* The offsets decided above the committed one of each source partition of
+ * @p parts (load_decided), and with ordering=key where the consumer resumes
+ * it (its committed offset, or the log start when it has none and resets
+ * to the start), the start of src_next; left at -1 when unknown (no answer
+ * before @p deadline). */
 static void source_resume(kretry_adapter_t *a,
                           rd_kafka_t *rk,
                           const rd_kafka_topic_partition_list_t *parts,
@@ -405,13 +440,20 @@ static void source_resume(kretry_adapter_t *a,
                        : 0;
         if (err)
                 kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
-                           "committed source offsets: %s; tier copies are "
-                           "not held back for the source to catch up",
-                           rd_kafka_err2str(err));
+                           "committed source offsets: %s; what was decided "
+                           "above them is handled again%s",
+                           rd_kafka_err2str(err),
+                           a->conf->ordering == KRETRY_ORDER_KEY
+                                   ? ", and tier copies are not held back "
+                                     "for the source to catch up"
+                                   : "");
         for (int i = 0; !err && i < l->cnt; i++) {
                 rd_kafka_topic_partition_t *tp = &l->elems[i];
                 kretry_part_t *src = kretry_part_find(a, 0, tp->partition);
                 int64_t lo, hi;
+                load_decided(a, tp, 0);
+                if (a->conf->ordering != KRETRY_ORDER_KEY)
+                        continue;
                 if (!src || tp->err ||
                     (tp->offset < 0 && !resets_to_start(a)) ||
                     watermarks(rk, tp, &lo, &hi, deadline))
@@ -434,8 +476,7 @@ void kretry_restore(kretry_adapter_t *a,
         int left         = read_all(a, rk, to_read(a, parts), deadline);
         if (a->conf->ordering == KRETRY_ORDER_KEY && a->conf->park_key)
                 left += read_all(a, rk, parked_sources(a, parts), deadline);
-        if (a->conf->ordering == KRETRY_ORDER_KEY)
-                source_resume(a, rk, parts, deadline);
+        source_resume(a, rk, parts, deadline);
         if (left)
                 kretry_log(a, KRETRY_LOG_ERR, "RESTORE",
                            "%d partition(s) not read to their end within "

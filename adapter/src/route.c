@@ -594,6 +594,22 @@ void kretry_retry_later(kretry_adapter_t *a,
         hold(a, part, rkm, kretry_now_ms() + KRETRY_NO_MEM_RETRY_MS);
 }
 
+/* @p rkm was decided by the partition's previous owner above the offset it
+ * committed (part->decided): acknowledged unhandled, like a duplicate. */
+static void skip_decided(kretry_adapter_t *a,
+                         kretry_part_t *part,
+                         rd_kafka_message_t *rkm) {
+        atomic_fetch_add_explicit(&a->stats.duplicates, 1,
+                                  memory_order_relaxed);
+        int64_t offset = rkm->offset;
+        kretry_route_cb(a, part, rkm, KRETRY_ROUTE_DUPLICATE, 0, NULL, 0);
+        kretry_complete(a, part, offset);
+        kretry_rkm_destroy(rkm);
+        /* Past its last range: nothing more to look up. */
+        if (offset + 1 >= part->decided.r[2 * part->decided.cnt - 1])
+                kretry_decided_free(&part->decided);
+}
+
 /* Track the offset, then hold the message until due or dispatch it. */
 static void
 admit(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
@@ -608,6 +624,11 @@ admit(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
                            a->topics[part->tier], (int)part->partition,
                            (long long)rkm->offset);
                 kretry_rkm_destroy(rkm);
+                return;
+        }
+        if (part->decided.cnt &&
+            kretry_decided_has(&part->decided, rkm->offset)) {
+                skip_decided(a, part, rkm);
                 return;
         }
         if (part->tier > 0) {

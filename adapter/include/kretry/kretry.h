@@ -449,7 +449,10 @@ typedef enum {
                                          in a tier, or a tier copy superseded
                                          by a newer copy of the same message
                                          (ordering key): the newer copy
-                                         carries it; not handled */
+                                         carries it; or a message the
+                                         partition's previous owner decided
+                                         above its committed offset (the
+                                         commit's metadata); not handled */
         KRETRY_ROUTE_FOREIGN = 7    /**< a tier copy another consumer group
                                           wrote to a tier topic both share
                                           (kretry-group): that group handles
@@ -719,7 +722,9 @@ typedef enum {
                                                 holds, bytes */
         KRETRY_COUNTER_DUPLICATES = 17,    /**< source messages skipped because
                                                 their copy waits in a tier,
-                                                and superseded tier copies */
+                                                superseded tier copies, and
+                                                messages the previous owner
+                                                decided above its commit */
         KRETRY_COUNTER_BREAKER_TRIPS = 18, /**< times the circuit breaker
                                                 opened */
         KRETRY_COUNTER_BREAKER_OPEN = 19,  /**< 1 while the breaker holds

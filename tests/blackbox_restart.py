@@ -1,0 +1,286 @@
+#!/usr/bin/python3
+"""Black-box test of a clean stop and a restart: `kretry run` on `kretry
+dev-broker` (or the real cluster in KRETRY_TEST_BOOTSTRAP, bbkafka.py)
+handles a flow in which some keys fail once (so they go through a tier),
+gets a SIGTERM mid-flow, exits 0, and a second `kretry run` of the same
+group finishes the flow. Nothing the first one decided (handled OK, or
+copied to a tier) may be handled again by the second: 0 repeats, whatever
+the ordering. Every message still reaches OK (nothing lost), and with
+ordering=key each key's messages are handled OK in their order.
+
+With "leave" instead of an ordering, two members share the group and one
+gets a SIGTERM: its close must leave the group at once (LeaveGroup), so
+the member that stays is given every partition well before the stopped
+member's session could have timed out, and a restarted member is given
+partitions again. (The mock cluster, kretry dev-broker, waits
+session.timeout.ms - 1 s after any member leaves or joins a running group,
+the leave included; a member that vanished without leaving costs a whole
+session timeout more.)
+
+usage: blackbox_restart.py PATH/TO/kretry none|partition|key|leave
+Exit 0 on success, 1 on failure, 77 (skipped) when kcat is missing.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bbkafka import chain, check, kcat  # noqa: E402
+from blackbox_run import MOCK_X, Setup, wait_for  # noqa: E402
+
+MESSAGES = 600
+KEYS = 40
+PARTITIONS = 2
+
+# The value is "<id>:<key>"; keys divisible by 5 fail their first attempt
+# of every message (through the tier), keys 7 and 8 are slow (their later
+# messages wait behind them while other keys overtake). One line per call:
+# id, attempt, topic.
+HANDLER = r"""
+v=$(cat)
+echo "${v%%:*} $KRETRY_ATTEMPT $KRETRY_TOPIC" >> "$LOG"
+case "${v#*:}" in
+*[05]) [ "$KRETRY_ATTEMPT" -ge 2 ] || exit 75 ;;
+7|8) sleep 0.2 ;;
+esac
+exit 0
+"""
+
+
+def fails_once(key):
+    return key % 5 == 0
+
+
+def read_calls(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [tuple(l.split()[:3]) for l in f.read().splitlines()
+                if len(l.split()) >= 3]
+
+
+def oks(calls):
+    """The ids handled OK: attempt 2 of a key that fails once, else 1."""
+    done = set()
+    for mid, attempt, _ in calls:
+        key = int(mid) % KEYS
+        if int(attempt) >= (2 if fails_once(key) else 1):
+            done.add(int(mid))
+    return done
+
+
+def start(s, ordering, log):
+    b = s.broker.bootstrap
+    return subprocess.Popen(
+        [s.cli, "run", "--bootstrap", b, "--source",
+         s.broker.name("orders"), "--group", s.broker.group("bb-restart"),
+         "--tiers", "300ms", "--max-attempts", "5", "--jitter", "0",
+         "--concurrency", "4", "-X", "ordering=" + ordering] + MOCK_X +
+        ["--exec", "sh " + s.handler],
+        env=dict(os.environ, LOG=log), stderr=s.run_err)
+
+
+SESSION_MS = 10000
+LEAVE_H = "cat > /dev/null; echo x >> \"$LOG\"; exit 0\n"
+
+
+def member(s, log, err):
+    """A kretry run member of the leave test, --verbose (its assignments),
+    with a session timeout the test can tell from a leave."""
+    b = s.broker.bootstrap
+    return subprocess.Popen(
+        [s.cli, "run", "--bootstrap", b, "--source", s.broker.name("orders"),
+         "--group", s.broker.group("bb-leave"), "--tiers", "1s", "--verbose",
+         "-X", "socket.nagle.disable=true",
+         "-X", "consumer.fetch.wait.max.ms=10",
+         "-X", "consumer.session.timeout.ms=%d" % SESSION_MS,
+         "-X", "consumer.heartbeat.interval.ms=500",
+         "--exec", "sh " + s.handler],
+        env=dict(os.environ, LOG=log), stderr=err)
+
+
+def assigned_parts(path):
+    """The source partitions @path's member holds now, from its log."""
+    held = set()
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = re.search(r"REBALANCE: (assigned|revoking) \d+ partition\(s\):"
+                          r"(.*)", line)
+            if not m:
+                continue
+            parts = set(re.findall(r"(?:^| )orders[^ .]*\[(\d+)\]",
+                                   m.group(2)))
+            held = held | parts if m.group(1) == "assigned" else held - parts
+    return held
+
+
+def wait_parts(path, want, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if assigned_parts(path) >= want:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def leave():
+    s = Setup(__doc__, LEAVE_H, chain("orders", 4, 1))
+    if s.status is not None:
+        return s.status
+    procs = []
+    errs = [os.path.join(s.tmp.name, n) for n in ("a", "b", "a2")]
+    files = [open(e, "wb") for e in errs]
+    every = {"0", "1", "2", "3"}
+    try:
+        kcat(s.broker.bootstrap, ["-P", "-t", s.broker.name("orders"), "-K",
+                                  ":"],
+             stdin=b"".join(b"k%d:v%d\n" % (i, i) for i in range(40)))
+        procs.append(member(s, s.log, files[0]))
+        check(wait_parts(errs[0], every, 60), "first member: every partition")
+        procs.append(member(s, s.log, files[1]))
+        # Cooperative: the second member is given its share without the
+        # first one stopping.
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not (
+                assigned_parts(errs[1]) and
+                assigned_parts(errs[0]) | assigned_parts(errs[1]) == every):
+            time.sleep(0.05)
+        check(assigned_parts(errs[1]), "second member: its share (%s)" %
+              sorted(assigned_parts(errs[1])))
+        t0 = time.monotonic()
+        procs[0].send_signal(signal.SIGTERM)
+        check(procs[0].wait(timeout=30) == 0, "SIGTERM: exit 0")
+        # A leave: the mock rebalances session.timeout.ms - 1 s later, a
+        # broker at once; without one the group first waits for the
+        # stopped member's session to time out.
+        bound = SESSION_MS / 1000.0 + (3 if s.broker.broker else 0)
+        ok = wait_parts(errs[1], every, bound + 30)
+        took = time.monotonic() - t0
+        check(ok and took < bound,
+              "the member that stayed holds every partition %.1fs after the "
+              "other's SIGTERM (bound %.0fs: the stopped member left the "
+              "group, it did not time out)" % (took, bound))
+        procs.append(member(s, s.log, files[2]))
+        t1 = time.monotonic()
+        check(_any_parts(errs[2], bound + 30),
+              "the restarted member is given partitions again (%.1fs)" %
+              (time.monotonic() - t1))
+    except Exception as e:
+        print("FAIL:", e)
+        for n, e in zip(("a", "b", "a2"), errs):
+            with open(e, errors="replace") as f:
+                tail = [l for l in f if "REBALANCE" in l or "CLOSE" in l]
+            print("--- %s (rebalances) ---\n%s" % (n, "".join(tail[-10:])))
+        return 1
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        s.cleanup(None)
+    return 0
+
+
+def _any_parts(path, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if assigned_parts(path):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[2] not in ("none", "partition", "key",
+                                                  "leave"):
+        print(__doc__)
+        return 2
+    ordering = sys.argv.pop()
+    if ordering == "leave":
+        return leave()
+    t0 = time.monotonic()
+    s = Setup(__doc__, HANDLER, chain("orders", PARTITIONS, 1))
+    if s.status is not None:
+        return s.status
+    run = None
+    log1, log2 = s.log + ".1", s.log + ".2"
+    try:
+        b = s.broker.bootstrap
+        # Message i has key i % KEYS: each key's messages in id order on
+        # one partition.
+        for p in range(PARTITIONS):
+            kcat(b, ["-P", "-t", s.broker.name("orders"), "-p", str(p), "-K",
+                     ":"],
+                 stdin=b"".join(b"k%d:%d:%d\n" % (i % KEYS, i, i % KEYS)
+                                for i in range(MESSAGES)
+                                if (i % KEYS) % PARTITIONS == p))
+        run = start(s, ordering, log1)
+        first = wait_for(log1, MESSAGES // 3, 60)
+        check(len(first) >= MESSAGES // 3,
+              "first run under way (%d calls)" % len(first))
+        run.send_signal(signal.SIGTERM)
+        rc = run.wait(timeout=60)
+        run = None
+        check(rc == 0, "SIGTERM: exit 0 (got %s)" % rc)
+        calls1 = read_calls(log1)
+        done1 = oks(calls1)
+        check(len(done1) < MESSAGES,
+              "stopped mid-flow: %d of %d handled OK" % (len(done1),
+                                                         MESSAGES))
+        t1 = time.monotonic()
+        run = start(s, ordering, log2)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if len(done1 | oks(read_calls(log2))) == MESSAGES:
+                break
+            time.sleep(0.2)
+        took = time.monotonic() - t1
+        time.sleep(1)  # anything handled twice shows up too
+        calls2 = read_calls(log2)
+        check(len(done1 | oks(calls2)) == MESSAGES,
+              "every message handled OK across both runs (%d of %d), the "
+              "restart in %.1fs" % (len(done1 | oks(calls2)), MESSAGES, took))
+        seen = {}
+        for c in calls1 + calls2:
+            seen[(c[0], c[1])] = seen.get((c[0], c[1]), 0) + 1
+        again = [c for c in calls2 if (c[0], c[1]) in
+                 {(x[0], x[1]) for x in calls1}]
+        twice = sorted(k for k, n in seen.items() if n > 1)
+        from_source = [c for c in again if c[2] == s.broker.name("orders")]
+        print("# ordering=%s: first run %d calls, second %d, repeated %d "
+              "(%d from the source)" % (ordering, len(calls1), len(calls2),
+                                        len(again), len(from_source)))
+        check(not twice, "0 repeats after a clean stop (%d handled twice, "
+              "first: %s)" % (len(twice), twice[:5]))
+        if ordering == "key":
+            out_of_order = []
+            for k in range(KEYS):
+                ids = [int(c[0]) for c in calls1 + calls2
+                       if int(c[0]) % KEYS == k and
+                       int(c[1]) >= (2 if fails_once(k) else 1)]
+                if ids != sorted(ids):
+                    out_of_order.append(k)
+            check(not out_of_order, "each key handled OK in order (out of "
+                  "order: %s)" % out_of_order)
+        run.send_signal(signal.SIGTERM)
+        check(run.wait(timeout=60) == 0, "second run: exit 0")
+        run = None
+    except Exception as e:
+        print("FAIL:", e)
+        print("--- kretry run stderr (tail) ---\n" + s.run_stderr()[-6000:])
+        return 1
+    finally:
+        s.cleanup(run)
+    print("# blackbox_restart %s: %.1fs" % (ordering, time.monotonic() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
