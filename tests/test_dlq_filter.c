@@ -2,6 +2,8 @@
 #include "dlq_foreign.h"
 #include "testutil.h"
 
+#include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 static rd_kafka_headers_t *dlq_headers(const char *cls, const char *code) {
@@ -83,15 +85,17 @@ static void test_spring(void) {
         KT_ASSERT(i.chain.orig_partition_ok && i.chain.orig_partition == 3);
         KT_ASSERT(i.chain.orig_offset_ok && i.chain.orig_offset == 5000000000);
         KT_ASSERT(i.chain.orig_ts_ok && i.chain.orig_ts == 1700000000123);
-        KT_ASSERT(i.chain.attempt_ok && i.chain.attempt == 4);
+        /* attempts numbers the next delivery: 4 means 3 failed */
+        KT_ASSERT(i.chain.attempt_ok && i.chain.attempt == 3);
         rd_kafka_headers_destroy(h);
 
-        /* An older Spring: attempts in one byte, no cause; kretry's class
-         * and original topic win. */
+        /* Retry topics' names (kafka_<field>), attempts in one byte (an
+         * older Spring), no cause: sent to the DLT from its first delivery;
+         * then kretry's class and attempt win. */
         h                       = rd_kafka_headers_new(8);
-        const unsigned char one = 1;
-        rd_kafka_header_add(h, "kafka_dlt-exception-fqcn", -1, "a.Outer", -1);
-        rd_kafka_header_add(h, "retry_topic-attempts", -1, &one, 1);
+        const unsigned char two = 2;
+        rd_kafka_header_add(h, "kafka_exception-fqcn", -1, "a.Outer", -1);
+        rd_kafka_header_add(h, "retry_topic-attempts", -1, &two, 1);
         kretry_dlq_info_decode(h, &i);
         KT_ASSERT(i.error_class.len == 9 &&
                   !memcmp(i.error_class.ptr, "permanent", 9));
@@ -106,6 +110,60 @@ static void test_spring(void) {
         KT_ASSERT(i.error_class.len == 7 && i.chain.attempt == 7);
         KT_ASSERT(i.error_code.ptr == NULL);
         rd_kafka_headers_destroy(h);
+}
+
+/* A record of a real Spring Kafka 4.1.2 DLT (retry topics configured, a
+ * not-retryable exception), its headers byte for byte as a real broker
+ * returned them (tests/fixtures/spring-4.1.2-dlt.json). */
+static void test_spring_real_record(void) {
+        json_error_t jerr;
+        json_t *rec = json_load_file(KRETRY_SOURCE_DIR
+                                     "/tests/fixtures/spring-4.1.2-dlt.json",
+                                     0, &jerr);
+        KT_REQUIRE(rec != NULL);
+        json_t *hs            = json_object_get(rec, "headers");
+        rd_kafka_headers_t *h = rd_kafka_headers_new(json_array_size(hs));
+        unsigned char buf[8192];
+        for (size_t k = 0; k < json_array_size(hs); k++) {
+                json_t *e       = json_array_get(hs, k);
+                const char *hex = json_string_value(json_array_get(e, 1));
+                size_t n        = strlen(hex) / 2;
+                KT_REQUIRE(n <= sizeof(buf));
+                for (size_t b = 0; b < n; b++) {
+                        unsigned x;
+                        sscanf(hex + 2 * b, "%2x", &x);
+                        buf[b] = (unsigned char)x;
+                }
+                rd_kafka_header_add(h, json_string_value(json_array_get(e, 0)),
+                                    -1, buf, (ssize_t)n);
+        }
+        kretry_dlq_info_t i;
+        kretry_dlq_info_decode(h, &i);
+        KT_ASSERT_STR_EQ(i.origin, "spring");
+        KT_ASSERT(i.error_class.len == 9 &&
+                  !memcmp(i.error_class.ptr, "permanent", 9));
+        static const char code[] = "kretry.peers.spring.SpringSide$Permanent";
+        KT_ASSERT(i.error_code.len == sizeof(code) - 1 &&
+                  !memcmp(i.error_code.ptr, code, sizeof(code) - 1));
+        KT_ASSERT(i.error.len == 24 &&
+                  !memcmp(i.error.ptr, "Listener failed; fail me", 24));
+        KT_ASSERT(i.stacktrace.len == 4464);
+        KT_ASSERT(i.chain.orig_topic_ok &&
+                  !strcmp(i.chain.orig_topic, "springdlt-2702"));
+        KT_ASSERT(i.chain.orig_partition_ok && i.chain.orig_partition == 1);
+        KT_ASSERT(i.chain.orig_offset_ok && i.chain.orig_offset == 0);
+        KT_ASSERT(i.chain.orig_ts_ok && i.chain.orig_ts == 0x1a23da2c5d1);
+        KT_ASSERT(i.group.len == 16 &&
+                  !memcmp(i.group.ptr, "springdlt-2702-g", 16));
+        KT_ASSERT(i.chain.attempt_ok && i.chain.attempt == 1);
+        /* A replay keeps only the user's headers. */
+        int kept = 0;
+        for (size_t k = 0; k < json_array_size(hs); k++)
+                kept += !kretry_dlq_foreign_header(json_string_value(
+                        json_array_get(json_array_get(hs, k), 0)));
+        KT_ASSERT_INT_EQ(kept, 2); /* trace-id, content-type */
+        rd_kafka_headers_destroy(h);
+        json_decref(rec);
 }
 
 /* Kafka Connect's DLQ context headers (decimal text). */
@@ -265,10 +323,14 @@ static void test_parse_time(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-                KT_TEST(test_decode),     KT_TEST(test_spring),
-                KT_TEST(test_connect),    KT_TEST(test_malformed),
-                KT_TEST(test_filters),    KT_TEST(test_binary_key),
-                KT_TEST(test_parse_time), KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_decode),
+                                          KT_TEST(test_spring),
+                                          KT_TEST(test_spring_real_record),
+                                          KT_TEST(test_connect),
+                                          KT_TEST(test_malformed),
+                                          KT_TEST(test_filters),
+                                          KT_TEST(test_binary_key),
+                                          KT_TEST(test_parse_time),
+                                          KT_END};
         return kt_main("dlq_filter", tests, argc, argv);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #define SPRING "kafka_dlt-"
+#define SPRING_PLAIN "kafka_"
 #define SPRING_RETRY "retry_topic-"
 #define CONNECT "__connect.errors."
 
@@ -80,37 +81,67 @@ static kretry_dlq_text_t lit(const char *s) {
         return t;
 }
 
+/* Spring's header @p field (e.g. "exception-fqcn") under either of its
+ * names: kafka_dlt-<field> (DeadLetterPublishingRecoverer's defaults) or
+ * kafka_<field> (what its retry topics write, Spring Kafka 4.1.2 seen). */
+static const char *spring_name(const rd_kafka_headers_t *h,
+                               const char *field,
+                               char *buf,
+                               size_t size) {
+        const void *v;
+        size_t n;
+        snprintf(buf, size, SPRING "%s", field);
+        if (!rd_kafka_header_get_last(h, buf, &v, &n))
+                return buf;
+        snprintf(buf, size, SPRING_PLAIN "%s", field);
+        return buf;
+}
+
+static kretry_dlq_text_t spring_text(const rd_kafka_headers_t *h,
+                                     const char *field) {
+        char b[64];
+        return text(h, spring_name(h, field, b, sizeof(b)));
+}
+
+static int
+spring_num(const rd_kafka_headers_t *h, const char *field, int64_t *out) {
+        char b[64];
+        return be_num(h, spring_name(h, field, b, sizeof(b)), out);
+}
+
 static void from_spring(const rd_kafka_headers_t *h, kretry_dlq_info_t *info) {
         kretry_chain_t *c = &info->chain;
         int64_t v         = 0;
         info->origin      = "spring";
-        set_topic(c, text(h, SPRING "original-topic"));
-        int ok = !be_num(h, SPRING "original-partition", &v);
+        set_topic(c, spring_text(h, "original-topic"));
+        int ok = !spring_num(h, "original-partition", &v);
         set_partition(c, ok, v);
-        ok = !be_num(h, SPRING "original-offset", &v);
+        ok = !spring_num(h, "original-offset", &v);
         set_offset(c, ok, v);
-        if (!c->orig_ts_ok && !be_num(h, SPRING "original-timestamp", &v) &&
+        if (!c->orig_ts_ok && !spring_num(h, "original-timestamp", &v) &&
             v >= 0) {
                 c->orig_ts    = v;
                 c->orig_ts_ok = 1;
         }
-        int attempts = 0;
-        if (!be_num(h, SPRING_RETRY "attempts", &v) && v >= 1 &&
+        /* retry_topic-attempts numbers the next delivery: a record sent to
+         * the DLT from its first delivery carries 2. */
+        int failed = 0;
+        if (!be_num(h, SPRING_RETRY "attempts", &v) && v >= 2 &&
             v <= KRETRY_ATTEMPT_MAX)
-                attempts = (int)v;
-        if (!c->attempt_ok && attempts) {
-                c->attempt    = attempts;
+                failed = (int)v - 1;
+        if (!c->attempt_ok && failed) {
+                c->attempt    = failed;
                 c->attempt_ok = 1;
         }
         set_text(&info->error_class,
-                 lit(attempts > 1 ? "exhausted" : "permanent"));
-        kretry_dlq_text_t cause = text(h, SPRING "exception-cause-fqcn");
+                 lit(failed > 1 ? "exhausted" : "permanent"));
+        kretry_dlq_text_t cause = spring_text(h, "exception-cause-fqcn");
         set_text(&info->error_code, cause.ptr && cause.len
                                             ? cause
-                                            : text(h, SPRING "exception-fqcn"));
-        set_text(&info->error, text(h, SPRING "exception-message"));
-        set_text(&info->group, text(h, SPRING "original-consumer-group"));
-        set_text(&info->stacktrace, text(h, SPRING "exception-stacktrace"));
+                                            : spring_text(h, "exception-fqcn"));
+        set_text(&info->error, spring_text(h, "exception-message"));
+        set_text(&info->group, spring_text(h, "original-consumer-group"));
+        set_text(&info->stacktrace, spring_text(h, "exception-stacktrace"));
 }
 
 static void from_connect(const rd_kafka_headers_t *h, kretry_dlq_info_t *info) {
@@ -135,7 +166,11 @@ void kretry_dlq_foreign_decode(const rd_kafka_headers_t *hdrs,
         if (!hdrs)
                 return;
         if (!rd_kafka_header_get_last(hdrs, SPRING "exception-fqcn", &v, &n) ||
-            !rd_kafka_header_get_last(hdrs, SPRING "original-topic", &v, &n))
+            !rd_kafka_header_get_last(hdrs, SPRING "original-topic", &v, &n) ||
+            !rd_kafka_header_get_last(hdrs, SPRING_PLAIN "exception-fqcn", &v,
+                                      &n) ||
+            !rd_kafka_header_get_last(hdrs, SPRING_PLAIN "original-topic", &v,
+                                      &n))
                 from_spring(hdrs, info);
         else if (!rd_kafka_header_get_last(hdrs, CONNECT "topic", &v, &n) ||
                  !rd_kafka_header_get_last(hdrs, CONNECT "exception.class.name",
@@ -144,7 +179,16 @@ void kretry_dlq_foreign_decode(const rd_kafka_headers_t *hdrs,
 }
 
 int kretry_dlq_foreign_header(const char *name) {
-        return !strncmp(name, SPRING, strlen(SPRING)) ||
-               !strncmp(name, SPRING_RETRY, strlen(SPRING_RETRY)) ||
-               !strncmp(name, CONNECT, strlen(CONNECT));
+        static const char *const prefixes[] = {
+                SPRING,
+                SPRING_PLAIN "exception-",
+                SPRING_PLAIN "original-",
+                SPRING_PLAIN "key-exception-",
+                SPRING_RETRY,
+                CONNECT,
+        };
+        for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+                if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+                        return 1;
+        return 0;
 }
