@@ -418,10 +418,11 @@ static void complete_after_revoke(const char *assignor, int kept_routed) {
                 kretry_adapter_poll(b, 20);
         }
         KT_CHECK_MSG(
-                atomic_load(&st->calls) + atomic_load(&st2->calls) == 2 * PARTS,
+                atomic_load(&st->calls) + atomic_load(&st2->calls) >= 2 * PARTS,
                 CU_FALSE,
-                "each message handed out again after the revoke: "
-                "expected %d calls in all, got a %d + b %d",
+                "each message handed out again after the revoke (more "
+                "rebalances than one hand some out more often): expected %d "
+                "calls at least, got a %d + b %d",
                 2 * PARTS, atomic_load(&st->calls), atomic_load(&st2->calls));
         /* Closing reaps a's late answers, drains its producer and commits
          * what a decided: only the partition a kept (cooperative), past
