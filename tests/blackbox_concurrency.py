@@ -38,6 +38,17 @@ def most_at_once(events):
     return best
 
 
+def check_ends(log, when):
+    """Every message's value ends exactly once in @log: 12 end lines that
+    are 12 different messages, not one twice and another never."""
+    got = sorted(l.split()[2] for l in log if l.startswith("end "))
+    want = sorted(KEYS + [str(i) for i in range(4)])
+    check(got == want, "every message handled once%s: missing %s, twice "
+          "or more %s (%d ends)" %
+          (when, sorted(set(want) - set(got)),
+           sorted({v for v in got if got.count(v) > 1}), len(got)))
+
+
 def main():
     t0 = time.monotonic()
     s = Setup(__doc__, HANDLER, chain("orders", 1, 1))
@@ -59,9 +70,7 @@ def main():
             env=dict(os.environ, LOG=s.log), stderr=s.run_err)
         want = 2 * (len(KEYS) + 4)
         log = wait_for(s.log, want, 40)
-        ends = [l for l in log if l.startswith("end ")]
-        check(len(ends) == len(KEYS) + 4,
-              "every message handled once (%d ends)" % len(ends))
+        check_ends(log, "")
         events = [(float(l.split()[3]), 1 if l.startswith("start") else -1)
                   for l in log]
         n = most_at_once(events)
@@ -76,6 +85,8 @@ def main():
         run.send_signal(signal.SIGTERM)
         rc = run.wait(timeout=15)
         check(rc == 0, "SIGTERM stops kretry run with exit 0 (got %d)" % rc)
+        with open(s.log) as f:
+            check_ends(f.read().splitlines(), " by the stop")
         s.broker.check_stop()
     except Exception as e:
         print("FAIL:", e)

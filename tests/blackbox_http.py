@@ -460,8 +460,17 @@ def mode_ahead(c):
         check(srv.open_max == 2 and len(srv.requests) == 2,
               "never more than 2 open (most seen %d, %d arrived)" %
               (srv.open_max, len(srv.requests)))
+        # A clean stop: SIGTERM, then the held answers come back (204), so
+        # the messages in flight finish and are committed; the documented
+        # status is then 0 (1 would be a stop cut short at its bound, a
+        # negative one a signal: a crash while stopping).
         run.proc.send_signal(signal.SIGTERM)
-        run.proc.wait(timeout=40)
+        check(wait_until(lambda: "stopping after the current message" in
+                         run.stderr_text(), 10), "SIGTERM: kretry run stops")
+        gate.set()
+        rc = run.proc.wait(timeout=40)
+        check(rc == 0, "SIGTERM stops kretry run with exit 0 once the "
+              "answers came back (got %d)" % rc)
     finally:
         gate.set()
     m = re.search(r'"handler_calls": *(\d+)', run.stderr_text())

@@ -170,3 +170,21 @@ if(EXISTS /usr/bin/python3)
                          SKIP_RETURN_CODE 77 LABELS blackbox)
   endforeach()
 endif()
+
+# kretry run's topology check as an operator meets it: dlq: a missing DLQ,
+# changelog: a missing version changelog, refused with exit 1, the problem
+# and the fix, and the check creates neither; compact: a changelog without
+# compaction refused, on real Kafka only (the mock cannot answer
+# DescribeConfigs: 77 there, label real). Need kcat (77 when missing).
+if(EXISTS /usr/bin/python3)
+  foreach(mode dlq changelog compact)
+    add_test(NAME blackbox_topology_check_${mode}
+             COMMAND /usr/bin/python3
+                     ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_topology_check.py
+                     $<TARGET_FILE:kretry_cli> ${mode})
+    set_tests_properties(blackbox_topology_check_${mode} PROPERTIES TIMEOUT 90
+                         SKIP_RETURN_CODE 77 LABELS blackbox)
+  endforeach()
+  set_tests_properties(blackbox_topology_check_compact PROPERTIES
+                       LABELS "blackbox;real")
+endif()

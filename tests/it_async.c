@@ -314,10 +314,51 @@ static void count_copies(const char *topic,
                 atomic_fetch_add(&routed_copies, 1);
 }
 
-static kretry_action_t ok_handler(kretry_msg_t *msg, void *opaque) {
-        (void)msg;
-        atomic_fetch_add(&((async_state_t *)opaque)->calls, 1);
-        return KRETRY_OK;
+/* The partitions whose messages @p st holds now: 1 << partition each. */
+static unsigned held_parts(async_state_t *st) {
+        unsigned parts = 0;
+        pthread_mutex_lock(&st->lock);
+        for (int i = 0; i < st->n; i++)
+                parts |= 1u << kretry_msg_partition(st->q[i]);
+        pthread_mutex_unlock(&st->lock);
+        return parts;
+}
+
+/* Polls @p b, answering OK whatever it holds, until the source's
+ * committed offset is 1 on every partition or 30 s passed. */
+static void
+new_owner_commits(it_env_t *env, kretry_adapter_t *b, async_state_t *st2) {
+        int64_t deadline = kt_now_ms() + 30000, next_look = 0;
+        int left = PARTS;
+        while (left && kt_now_ms() < deadline) {
+                kretry_adapter_poll(b, 20);
+                for (;;) {
+                        kretry_msg_t *h = NULL;
+                        pthread_mutex_lock(&st2->lock);
+                        if (st2->n)
+                                h = st2->q[--st2->n];
+                        pthread_mutex_unlock(&st2->lock);
+                        if (!h)
+                                break;
+                        KT_ASSERT_INT_EQ(kretry_msg_complete(h, KRETRY_OK), 0);
+                }
+                if (kt_now_ms() < next_look)
+                        continue;
+                next_look = kt_now_ms() + 200;
+                left      = 0;
+                for (int p = 0; p < PARTS; p++)
+                        left += kt_committed(env->c, env->group, env->source,
+                                             p) != 1;
+        }
+        for (int p = 0; p < PARTS; p++)
+                KT_CHECK_MSG(kt_committed(env->c, env->group, env->source, p) ==
+                                     1,
+                             CU_FALSE,
+                             "the new owner handled and committed partition "
+                             "%d: expected offset 1, got %lld",
+                             p,
+                             (long long)kt_committed(env->c, env->group,
+                                                     env->source, p));
 }
 
 /* Held messages whose partitions are revoked (a second member joins)
@@ -325,7 +366,9 @@ static kretry_action_t ok_handler(kretry_msg_t *msg, void *opaque) {
  * never routed nor committed, and the new owner handles the messages. With
  * @p assignor eager both of a's partitions are revoked; cooperative, only
  * the one that moves to b, and the answer for the one a keeps is routed
- * as usual: @p kept_routed copies. */
+ * as usual: @p kept_routed copies. b holds what it is given, so that
+ * nothing of the revoked partitions is committed until the test answers:
+ * a commit seen before that is the late answers'. */
 static void complete_after_revoke(const char *assignor, int kept_routed) {
         it_env_t *env = it_env_new("20ms", PARTS);
         for (int p = 0; p < PARTS; p++)
@@ -337,7 +380,7 @@ static void complete_after_revoke(const char *assignor, int kept_routed) {
         kretry_conf_set_handler(c1, hold_handler, st);
         kretry_conf_set_route_cb(c1, count_copies);
         kretry_conf_t *c2 = kretry_conf_dup(c1);
-        kretry_conf_set_handler(c2, ok_handler, st2);
+        kretry_conf_set_handler(c2, hold_handler, st2);
         kretry_conf_set_route_cb(c2, NULL);
         atomic_store(&routed_copies, 0);
         kretry_adapter_t *a = it_adapter(c1);
@@ -358,25 +401,52 @@ static void complete_after_revoke(const char *assignor, int kept_routed) {
                 kretry_adapter_poll(a, 20);
                 kretry_adapter_poll(b, 20);
         }
-        KT_REQUIRE(atomic_load(&st2->calls) > 0);
+        KT_CHECK_MSG(atomic_load(&st2->calls) > 0, CU_TRUE,
+                     "b, the new owner, is handed the messages of the "
+                     "partitions that moved (none in 30 s)");
+        unsigned moved = held_parts(st2);
         /* Now the late answers: RETRY, which would make tier copies. */
         for (int i = 0; i < PARTS; i++)
                 KT_ASSERT_INT_EQ(kretry_msg_complete(before[i], KRETRY_RETRY),
                                  0);
+        /* Every message handed out again by its owner: eager, a's share to
+         * a, cooperative, the copy of the one a kept from its tier. */
         deadline = kt_now_ms() + 30000;
         while (atomic_load(&st->calls) + atomic_load(&st2->calls) < 2 * PARTS &&
                kt_now_ms() < deadline) {
                 kretry_adapter_poll(a, 20);
                 kretry_adapter_poll(b, 20);
         }
-        /* Whatever a got back after the rebalance was handed to it again
-         * and is held; answer it OK. */
+        KT_CHECK_MSG(
+                atomic_load(&st->calls) + atomic_load(&st2->calls) >= 2 * PARTS,
+                CU_FALSE,
+                "each message handed out again after the revoke (more "
+                "rebalances than one hand some out more often): expected %d "
+                "calls at least, got a %d + b %d",
+                2 * PARTS, atomic_load(&st->calls), atomic_load(&st2->calls));
+        /* Closing reaps a's late answers, drains its producer and commits
+         * what a decided: only the partition a kept (cooperative), past
+         * its routed copy. What a got again is held, and b's too. */
         kretry_adapter_close(a);
         KT_ASSERT_INT_EQ(atomic_load(&routed_copies), kept_routed);
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0),
                          kept_routed);
+        for (int p = 0; p < PARTS; p++) {
+                int kept     = kept_routed && !(moved & (1u << p));
+                int64_t want = kept ? 1 : RD_KAFKA_OFFSET_INVALID;
+                KT_CHECK_MSG(kt_committed(env->c, env->group, env->source, p) ==
+                                     want,
+                             CU_FALSE,
+                             "partition %d (%s): expected committed %lld, got "
+                             "%lld",
+                             p, kept ? "kept by a" : "revoked", (long long)want,
+                             (long long)kt_committed(env->c, env->group,
+                                                     env->source, p));
+        }
         while (st->n)
                 kretry_msg_complete(st->q[--st->n], KRETRY_OK);
+        /* b, now the owner of every partition, handles them to the end. */
+        new_owner_commits(env, b, st2);
         kretry_adapter_destroy(a);
         kretry_adapter_destroy(b);
         state_free(st);

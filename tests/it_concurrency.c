@@ -703,12 +703,14 @@ static void test_stats_inflight_gauge(void) {
 }
 
 typedef struct {
-        atomic_int released; /* the blocked calls may return */
-        atomic_int blocked;  /* calls started before the release */
-        atomic_int ok;       /* calls started after it */
+        atomic_int released; /* a's blocked calls may return */
+        atomic_int blocked;  /* a's calls started before the release */
+        atomic_int ok;       /* a's calls started after it */
         atomic_int routed_retry;
         atomic_int a_after[PARTS]; /* a's calls after the release */
-        atomic_int b_has[PARTS];   /* b handled one of the partition */
+        atomic_int b_released;     /* b's calls may return */
+        atomic_int b_calls;        /* b's calls started */
+        atomic_int b_has[PARTS];   /* b was handed one of the partition */
 } revoke_state_t;
 
 /* Before the release: block, then answer RETRY (a copy to a tier, were
@@ -726,11 +728,14 @@ static kretry_action_t revoke_handler(kretry_msg_t *msg, void *opaque) {
         return KRETRY_RETRY;
 }
 
-/* The member that joins: OK at once. */
+/* The member that joins: OK once the test lets it answer, so that nothing
+ * of the partitions it takes is committed before the test looked. */
 static kretry_action_t ok_handler(kretry_msg_t *msg, void *opaque) {
         revoke_state_t *st = opaque;
         atomic_store(&st->b_has[kretry_msg_partition(msg)], 1);
-        atomic_fetch_add(&st->ok, 1);
+        atomic_fetch_add(&st->b_calls, 1);
+        while (!atomic_load(&st->b_released))
+                sleep_us(2000);
         return KRETRY_OK;
 }
 
@@ -749,6 +754,18 @@ static void revoke_route(const char *topic,
                 atomic_fetch_add(&st->routed_retry, 1);
 }
 
+/* Committed offset @p want on source partition @p p, looked at until it
+ * is or 30 s passed while @p b runs. */
+static int64_t
+await_committed(it_env_t *env, kretry_adapter_t *b, int p, int64_t want) {
+        int64_t deadline = kt_now_ms() + 30000, got;
+        while ((got = kt_committed(env->c, env->group, env->source, p)) !=
+                       want &&
+               kt_now_ms() < deadline)
+                kretry_adapter_poll(b, 200);
+        return got;
+}
+
 /* A second member joins while the first one's handlers run past
  * revoke.timeout.ms: their results arrive after the revocation and are
  * discarded — no copy routed, nothing committed past them — and the
@@ -757,7 +774,9 @@ static void revoke_route(const char *topic,
  * and the answers of the half a keeps are routed as usual: @p kept_routed
  * copies. With @p ordering partition each partition's second message (its
  * own key) waits, prepared, as the successor of the blocked one: a never
- * calls one of a partition that went to b. */
+ * calls one of a partition that went to b. b's calls wait until a has
+ * closed: a commit on b's partitions before then is a's, of a discarded
+ * result. */
 static void revoke_discards_late_results(const char *assignor,
                                          int kept_routed,
                                          const char *ordering) {
@@ -785,31 +804,57 @@ static void revoke_discards_late_results(const char *assignor,
         kretry_adapter_t *b = it_adapter(c2);
         /* The join revokes a's partitions that move (eager: all): a waits
          * 300 ms for their handlers, then lets the revocation go on; b
-         * handles its share. What a gets back waits: its 4 workers are
+         * is handed its share. What a gets back waits: its 4 workers are
          * still busy. */
         deadline = kt_now_ms() + 30000;
-        while (atomic_load(&st.ok) == 0 && kt_now_ms() < deadline) {
+        while (atomic_load(&st.b_calls) < PARTS / 2 && kt_now_ms() < deadline) {
                 kretry_adapter_poll(a, 20);
                 kretry_adapter_poll(b, 20);
         }
-        KT_REQUIRE(atomic_load(&st.ok) > 0);
+        KT_CHECK_MSG(atomic_load(&st.b_calls) == PARTS / 2, CU_TRUE,
+                     "b, the new owner, is handed the first message of the "
+                     "%d partitions that moved: %d in 30 s",
+                     PARTS / 2, atomic_load(&st.b_calls));
+        int moved[PARTS];
+        for (int p = 0; p < PARTS; p++)
+                moved[p] = atomic_load(&st.b_has[p]);
         atomic_store(&st.released, 1);
+        /* a handles what it owns to the end: eager, its share again (OK);
+         * cooperative, the copies of the half it kept, from its tier. */
         deadline = kt_now_ms() + 30000;
-        while (atomic_load(&st.ok) < PARTS && kt_now_ms() < deadline) {
+        while (atomic_load(&st.ok) < PARTS / 2 * per &&
+               kt_now_ms() < deadline) {
                 kretry_adapter_poll(a, 20);
                 kretry_adapter_poll(b, 20);
         }
-        KT_ASSERT(atomic_load(&st.ok) >= PARTS);
-        /* Closing drains a's producer: a copy made of a discarded result
-         * would be acknowledged and reported by now. */
+        KT_ASSERT_INT_EQ(atomic_load(&st.ok), PARTS / 2 * per);
+        /* Closing drains a's producer and commits what a decided: a copy
+         * made of a discarded result would be acknowledged and reported by
+         * now, and an offset stored for one committed. */
         kretry_adapter_close(a);
         /* Not one of the revoked calls' RETRY answers made a copy. */
         KT_ASSERT_INT_EQ(atomic_load(&st.routed_retry), kept_routed);
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 0),
                          kept_routed);
-        for (int p = 0; p < PARTS; p++)
-                if (atomic_load(&st.b_has[p]))
-                        KT_ASSERT_INT_EQ(atomic_load(&st.a_after[p]), 0);
+        for (int p = 0; p < PARTS; p++) {
+                if (!moved[p])
+                        continue;
+                KT_ASSERT_INT_EQ(atomic_load(&st.a_after[p]), 0);
+                int64_t got = kt_committed(env->c, env->group, env->source, p);
+                KT_CHECK_MSG(got == RD_KAFKA_OFFSET_INVALID, CU_FALSE,
+                             "partition %d moved to b, which has not "
+                             "answered: nothing committed, got offset %lld",
+                             p, (long long)got);
+        }
+        /* b, now the owner of every partition, handles them to the end. */
+        atomic_store(&st.b_released, 1);
+        for (int p = 0; p < PARTS; p++) {
+                int64_t got = await_committed(env, b, p, per);
+                KT_CHECK_MSG(got == per, CU_FALSE,
+                             "partition %d handled to the end by its owner: "
+                             "expected committed %d, got %lld",
+                             p, per, (long long)got);
+        }
         kretry_adapter_destroy(a);
         kretry_adapter_destroy(b);
         it_env_destroy(env);

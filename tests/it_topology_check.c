@@ -1,10 +1,11 @@
 /*
  * The topology check before an adapter starts (topology.check): on the
- * test cluster, a chain whose tier has fewer partitions than the source, or
- * whose topics are missing, is refused with one error per problem naming
- * the fix — by kretry_adapter_new() and by `kretry run` — and the check
- * itself creates no topic (the mock cluster auto-creates any topic a
- * Metadata request names).
+ * test cluster, a chain whose tier has fewer partitions than the source,
+ * whose tier, DLQ or version changelog is missing, or (real Kafka only)
+ * whose changelog is not compacted, is refused with one error per problem
+ * naming the fix — by kretry_adapter_new() here, by `kretry run` here and
+ * in blackbox_topology_check.py — and the check itself creates no topic
+ * (the mock cluster auto-creates any topic a Metadata request names).
  */
 #include "it_harness.h"
 
@@ -137,15 +138,72 @@ static void test_changelog_name_refused(void) {
         kretry_conf_destroy(conf);
 }
 
-/* The changelog's cleanup.policy: the mock cluster cannot be asked (a
- * warning, at once); a real cluster is, and a topic created without
- * compaction is refused. */
-static void test_changelog_policy(void) {
-        char vt[300], err[4096];
+/* kretry_adapter_new() with @p conf refused, its error naming @p problem
+ * and the fix and nothing about the tiers that fit; @p missing still absent
+ * afterwards: the check asked for no topic by name (the mock cluster
+ * creates any topic a Metadata request names; real Kafka here too, with
+ * auto.create.topics.enable). */
+static void expect_refused(it_env_t *env,
+                           kretry_conf_t *conf,
+                           const char *problem,
+                           const char *missing) {
+        char err[4096];
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
+        if (a)
+                kretry_adapter_destroy(a);
+        else
+                kretry_conf_destroy(conf);
+        KT_CHECK_MSG(!topic_exists(env, missing), CU_FALSE,
+                     "%s exists after the check", missing);
+        KT_CHECK_MSG(a == NULL, CU_TRUE, "started; expected refused with: %s",
+                     problem);
+        KT_CHECK_MSG(strstr(err, problem) != NULL, CU_FALSE,
+                     "expected \"%s\" in: %s", problem, err);
+        KT_CHECK_MSG(strstr(err, "run `kretry topology apply FILE`") != NULL,
+                     CU_FALSE, "expected the fix in: %s", err);
+        KT_CHECK_MSG(strstr(err, "tier 1 ") == NULL, CU_FALSE,
+                     "a tier that fits reported: %s", err);
+}
+
+/* A DLQ that does not exist: refused, and the check did not create it. */
+static void test_missing_dlq_refused(void) {
+        char dlq[200], want[512];
+        it_env_t *env = it_env_new("50ms", 2);
+        snprintf(dlq, sizeof(dlq), "%s.dead", env->source);
+        kretry_conf_t *conf = it_conf(env, "dlq.topic", dlq, NULL);
+        snprintf(want, sizeof(want), "DLQ topic %s does not exist", dlq);
+        expect_refused(env, conf, want, dlq);
+        it_env_destroy(env);
+}
+
+/* Versioning on, its changelog missing: refused, and not created. */
+static void test_missing_changelog_refused(void) {
+        char vt[300], want[512];
         it_env_t *env = it_env_new("50ms", 2);
         snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
-        /* Not kt_cluster_changelog(): on a real cluster this one must
-         * have delete cleanup. */
+        kretry_conf_t *conf =
+                it_conf(env, "versioning.header", "version", NULL);
+        snprintf(want, sizeof(want),
+                 "version changelog topic %s does not exist", vt);
+        expect_refused(env, conf, want, vt);
+        it_env_destroy(env);
+}
+
+/* The mock cluster cannot answer DescribeConfigs: the changelog's
+ * cleanup.policy is unknown, which is a warning, at once, and the adapter
+ * starts. */
+static void test_changelog_policy_unknown(void) {
+        char vt[300], err[4096];
+        it_env_t *env = it_env_new("50ms", 2);
+        if (!kt_cluster_mock(env->c)) {
+                kt_skip("needs the mock cluster (it cannot answer "
+                        "DescribeConfigs; a real one does); on real Kafka: "
+                        "it_topology_check."
+                        "test_changelog_not_compacted_refused");
+                it_env_destroy(env);
+                return;
+        }
+        snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
         KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 2) == 0);
         kretry_conf_t *conf =
                 it_conf(env, "versioning.header", "version", NULL);
@@ -153,17 +211,44 @@ static void test_changelog_policy(void) {
         kretry_conf_set_log_cb(conf, keep_log, NULL);
         int64_t t0          = kt_now_ms();
         kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
-        if (kt_cluster_mock(env->c)) {
-                KT_REQUIRE(a != NULL);
-                KT_ASSERT(strstr(logged, "cannot tell whether version "
-                                         "changelog") != NULL);
-                KT_ASSERT(kt_now_ms() - t0 < 3000);
-                kretry_adapter_destroy(a);
-        } else {
-                KT_REQUIRE(a == NULL);
-                KT_ASSERT(strstr(err, "is not compacted") != NULL);
-                kretry_conf_destroy(conf);
+        KT_CHECK_MSG(a != NULL, CU_TRUE, "refused: %s", err);
+        KT_ASSERT(strstr(logged, "cannot tell whether version "
+                                 "changelog") != NULL);
+        KT_ASSERT(kt_now_ms() - t0 < 3000);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* On real Kafka (the mock cluster cannot answer DescribeConfigs, so only a
+ * real cluster can prove this): a changelog created with delete cleanup
+ * is refused. */
+static void test_changelog_not_compacted_refused(void) {
+        char vt[300], err[4096], want[512];
+        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
+                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP: the "
+                        "mock cluster cannot answer DescribeConfigs, so "
+                        "cleanup.policy is unknown there "
+                        "(test_changelog_policy_unknown)");
+                return;
         }
+        it_env_t *env = it_env_new("50ms", 2);
+        snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
+        /* Not kt_cluster_changelog(): this one must have delete cleanup. */
+        KT_REQUIRE(kt_cluster_topic_named(env->c, vt, 2) == 0);
+        kretry_conf_t *conf =
+                it_conf(env, "versioning.header", "version", NULL);
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
+        if (a)
+                kretry_adapter_destroy(a);
+        else
+                kretry_conf_destroy(conf);
+        KT_CHECK_MSG(a == NULL, CU_TRUE, "started with %s not compacted", vt);
+        snprintf(want, sizeof(want),
+                 "version changelog %s is not compacted: its cleanup.policy "
+                 "must be compact",
+                 vt);
+        KT_CHECK_MSG(strstr(err, want) != NULL, CU_FALSE,
+                     "expected \"%s\" in: %s", want, err);
         it_env_destroy(env);
 }
 
@@ -306,7 +391,10 @@ int main(int argc, char **argv) {
                 KT_TEST(test_warn_starts),
                 KT_TEST(test_no_cluster),
                 KT_TEST(test_changelog_name_refused),
-                KT_TEST(test_changelog_policy),
+                KT_TEST(test_missing_dlq_refused),
+                KT_TEST(test_missing_changelog_refused),
+                KT_TEST(test_changelog_policy_unknown),
+                KT_TEST(test_changelog_not_compacted_refused),
                 KT_TEST(test_kretry_run_refuses),
                 KT_TEST(test_apply_then_start),
                 KT_TEST(test_start_right_after_create),

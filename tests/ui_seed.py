@@ -98,20 +98,34 @@ def seed(k):
 
 
 def source_messages(k, want, timeout=15):
+    """The source's messages, read to its end offsets (the high watermarks
+    the cluster answers, asked again until @want are there or @timeout
+    passed): "nothing" means the cluster said the partitions end where
+    the read stopped, not that a consumer that had not connected yet saw
+    nothing in one poll."""
     from kafka import KafkaConsumer, TopicPartition
     c = KafkaConsumer(bootstrap_servers=k.bootstrap, enable_auto_commit=False,
                       auto_offset_reset="earliest", group_id=None)
     src = k.name("orders")
-    c.assign([TopicPartition(src, 0), TopicPartition(src, 1)])
+    tps = [TopicPartition(src, 0), TopicPartition(src, 1)]
+    c.assign(tps)
     got, deadline = [], time.monotonic() + timeout
-    while len(got) < want and time.monotonic() < deadline:
-        for recs in c.poll(timeout_ms=200).values():
-            got += recs
-    time.sleep(0.3)  # and nothing more
-    for recs in c.poll(timeout_ms=200).values():
-        got += recs
-    c.close()
-    return got
+    try:
+        while True:
+            ends = c.end_offsets(tps)
+            while any(c.position(tp) < ends[tp] for tp in tps):
+                if time.monotonic() > deadline:
+                    raise AssertionError(
+                        "%s: not read to its end offsets %s within %ds"
+                        % (src, {tp.partition: ends[tp] for tp in tps},
+                           timeout))
+                for recs in c.poll(timeout_ms=200).values():
+                    got += recs
+            if len(got) >= want or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)  # more are on their way: ask for the ends again
+    finally:
+        c.close()
 
 
 def topology_file(d, k):
