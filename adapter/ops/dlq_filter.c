@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static kretry_dlq_text_t text(const rd_kafka_headers_t *hdrs,
-                              const char *name) {
+kretry_dlq_text_t kretry_dlq_text(const rd_kafka_headers_t *hdrs,
+                                  const char *name) {
         kretry_dlq_text_t t = {NULL, 0};
         const void *v;
         size_t n;
@@ -37,10 +37,10 @@ void kretry_dlq_info_decode(const rd_kafka_headers_t *hdrs,
         info->last_failure_ts = -1;
         if (!hdrs)
                 return;
-        info->error_class     = text(hdrs, KRETRY_H_ERROR_CLASS);
-        info->error_code      = text(hdrs, KRETRY_H_ERROR_CODE);
-        info->error           = text(hdrs, KRETRY_H_ERROR);
-        info->group           = text(hdrs, KRETRY_H_GROUP);
+        info->error_class     = kretry_dlq_text(hdrs, KRETRY_H_ERROR_CLASS);
+        info->error_code      = kretry_dlq_text(hdrs, KRETRY_H_ERROR_CODE);
+        info->error           = kretry_dlq_text(hdrs, KRETRY_H_ERROR);
+        info->group           = kretry_dlq_text(hdrs, KRETRY_H_GROUP);
         info->last_failure_ts = num(hdrs, KRETRY_H_LAST_FAILURE, -1);
         info->replay_count    = num(hdrs, KRETRY_H_REPLAY_COUNT, 0);
         if (info->error_class.ptr)

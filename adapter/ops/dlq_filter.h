@@ -19,6 +19,10 @@ typedef struct {
         size_t len;
 } kretry_dlq_text_t;
 
+/* The last header @p name of @p hdrs, borrowed; {NULL, 0} when absent. */
+kretry_dlq_text_t kretry_dlq_text(const rd_kafka_headers_t *hdrs,
+                                  const char *name);
+
 typedef struct {
         kretry_chain_t chain; /* attempt, original topic/partition/... */
         kretry_dlq_text_t error_class, error_code, error, group;

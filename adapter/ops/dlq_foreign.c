@@ -8,18 +8,6 @@
 #define SPRING_RETRY "retry_topic-"
 #define CONNECT "__connect.errors."
 
-static kretry_dlq_text_t text(const rd_kafka_headers_t *hdrs,
-                              const char *name) {
-        kretry_dlq_text_t t = {NULL, 0};
-        const void *v;
-        size_t n;
-        if (!rd_kafka_header_get_last(hdrs, name, &v, &n) && v) {
-                t.ptr = v;
-                t.len = n;
-        }
-        return t;
-}
-
 /* A big-endian two's complement integer of 1 to 8 bytes (Java's
  * ByteBuffer.putInt/putLong, or BigInteger.toByteArray's shortest form):
  * 0, or -1 when absent or longer. */
@@ -100,7 +88,7 @@ static const char *spring_name(const rd_kafka_headers_t *h,
 static kretry_dlq_text_t spring_text(const rd_kafka_headers_t *h,
                                      const char *field) {
         char b[64];
-        return text(h, spring_name(h, field, b, sizeof(b)));
+        return kretry_dlq_text(h, spring_name(h, field, b, sizeof(b)));
 }
 
 static int
@@ -148,15 +136,17 @@ static void from_connect(const rd_kafka_headers_t *h, kretry_dlq_info_t *info) {
         kretry_chain_t *c = &info->chain;
         int64_t v         = 0;
         info->origin      = "connect";
-        set_topic(c, text(h, CONNECT "topic"));
+        set_topic(c, kretry_dlq_text(h, CONNECT "topic"));
         int ok = !text_num(h, CONNECT "partition", &v);
         set_partition(c, ok, v);
         ok = !text_num(h, CONNECT "offset", &v);
         set_offset(c, ok, v);
         set_text(&info->error_class, lit("permanent"));
-        set_text(&info->error_code, text(h, CONNECT "exception.class.name"));
-        set_text(&info->error, text(h, CONNECT "exception.message"));
-        set_text(&info->stacktrace, text(h, CONNECT "exception.stacktrace"));
+        set_text(&info->error_code,
+                 kretry_dlq_text(h, CONNECT "exception.class.name"));
+        set_text(&info->error, kretry_dlq_text(h, CONNECT "exception.message"));
+        set_text(&info->stacktrace,
+                 kretry_dlq_text(h, CONNECT "exception.stacktrace"));
 }
 
 void kretry_dlq_foreign_decode(const rd_kafka_headers_t *hdrs,
