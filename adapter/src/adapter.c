@@ -239,6 +239,30 @@ void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part) {
                 part->stored = off;
 }
 
+int kretry_store_begin(kretry_adapter_t *a) {
+        int was        = a->store_defer;
+        a->store_defer = 1;
+        return was;
+}
+
+void kretry_store_flush(kretry_adapter_t *a) {
+        for (kretry_part_t *p; (p = a->store_list);) {
+                a->store_list = p->next_store;
+                p->next_store = NULL;
+                p->store_due  = 0;
+                if (p->assigned) /* a retired assignment stores nothing */
+                        kretry_part_store(a, p);
+                kretry_part_unref(p);
+        }
+}
+
+void kretry_store_end(kretry_adapter_t *a, int was) {
+        if (was)
+                return;
+        a->store_defer = 0;
+        kretry_store_flush(a);
+}
+
 /* The gauges of the messages kept behind held ones (all partitions'
  * buffers together): @p cnt more messages taking @p bytes more. */
 static void count_buffered(kretry_adapter_t *a, int64_t cnt, int64_t bytes) {
@@ -879,7 +903,9 @@ static int consume(kretry_adapter_t *a) {
                     !a->breaker_paused && !a->full && !a->fatal;
              n++) {
                 if (n > 0 && n % KRETRY_SERVE_EVERY == 0) {
+                        int was = kretry_store_begin(a);
                         rd_kafka_poll(a->producer, 0);
+                        kretry_store_end(a, was);
                         kretry_workers_reap(a);
                         if (a->held_list || a->src_wait_at)
                                 dispatch_due(a, kretry_now_ms());
@@ -897,8 +923,10 @@ static int consume(kretry_adapter_t *a) {
 }
 
 static int step(kretry_adapter_t *a) {
-        a->more     = 0;
-        int n       = rd_kafka_poll(a->producer, 0);
+        a->more = 0;
+        int was = kretry_store_begin(a);
+        int n   = rd_kafka_poll(a->producer, 0);
+        kretry_store_end(a, was);
         int64_t now = kretry_now_ms(), mono = kretry_mono_ms();
         if (a->breaker_paused && !kretry_breaker_is_open(&a->breaker, mono))
                 kretry_breaker_apply(a, 0);
@@ -1122,6 +1150,7 @@ void kretry_drain_and_commit(kretry_adapter_t *a,
                              const rd_kafka_topic_partition_list_t *l,
                              int64_t deadline) {
         int n = drain_producer(a, l, deadline);
+        kretry_store_flush(a); /* the commit takes what was stored */
         if (n) {
                 /* In flight in the producer, or failed and waiting for
                  * their next attempt. */

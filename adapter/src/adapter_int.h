@@ -106,6 +106,10 @@ typedef struct kretry_part_s {
                                  since the partition last had none failing */
         int paused;           /* what we last asked librdkafka */
         struct kretry_part_s *next_held; /* list of parts with a held message */
+        /* On the adapter's store_list, with a reference, while its stored
+         * offset waits for the end of a batch (kretry_store_end). */
+        int store_due;
+        struct kretry_part_s *next_store;
         kretry_gate_t gate; /* ordering=partition: its messages in flight
                                (workers.c) */
         /* Source partitions only: per-key state shared with the tier
@@ -248,6 +252,14 @@ struct kretry_adapter_s {
         kretry_part_t ***parts; /* [topic][partition] */
         int *part_cap;          /* per topic */
         kretry_part_t *held_list;
+        /* While a batch of results or delivery reports is decided
+         * (kretry_store_begin/_end), a partition whose committable offset
+         * moved is listed here and its offset stored once at the batch's
+         * end, not once a message: rd_kafka_offset_store takes two locks.
+         * Each listed assignment holds a reference; one retired meanwhile
+         * is not stored. */
+        int store_defer;
+        kretry_part_t *store_list;
         /* When the copies waiting for their source look again
          * (kretry_wait_source; kretry_mono_ms), 0 when none waits. */
         int64_t src_wait_at;
@@ -339,6 +351,13 @@ void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
  * in-flight bound changed what every partition should be. */
 void kretry_update_pause_all(kretry_adapter_t *a);
 void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part);
+/* Defer offset stores until kretry_store_end (returns the state to give
+ * it: deferrals nest, the outermost one stores). */
+int kretry_store_begin(kretry_adapter_t *a);
+void kretry_store_end(kretry_adapter_t *a, int was);
+/* Store every deferred offset now, whatever deferral is open: before a
+ * commit. */
+void kretry_store_flush(kretry_adapter_t *a);
 void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part);
 /* Keep @p rkm, a tier copy of @p part (taken), until its source partition
  * was consumed past it (kretry_keyed_source_behind), looked at again with
