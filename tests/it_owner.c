@@ -959,6 +959,105 @@ static void test_lost_drops_batched_cooperative(void) {
         lost_with_batch("cooperative-sticky");
 }
 
+/* assignments() for adapter @p who. */
+static int assignments_of(int who) {
+        int n = 0;
+        pthread_mutex_lock(&logs.lock);
+        for (int i = 0; i < logs.cnt; i++)
+                n += logs.lines[i].who == who &&
+                     !strcmp(logs.lines[i].fac, "REBALANCE") &&
+                     !strncmp(logs.lines[i].msg, "assigned ", 9);
+        pthread_mutex_unlock(&logs.lock);
+        return n;
+}
+
+/* The same across an eager revocation: a second member joins while the
+ * first holds a batch of both partitions' messages (10 each, "m-0".."m-9"
+ * on partition 0, "m-10".."m-19" on 1); the first keeps one partition. Its
+ * batched messages belong to the revoked assignment: every message from
+ * each partition's committed offset on is handled after the rebalance, by
+ * one member or the other, and none is "out of order". */
+static void test_revoke_drops_batched(void) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = mock_env("50ms", 2, &mock);
+        if (!env)
+                return;
+        for (int i = 0; i < BATCH_N; i++) {
+                char key[16], v[16];
+                snprintf(key, sizeof(key), "key-%d", i);
+                snprintf(v, sizeof(v), "m-%d", i);
+                it_produce(env, i / (BATCH_N / 2), key, v, NULL);
+        }
+        static batch_state_t st;
+        memset(&st, 0, sizeof(st));
+        logs_reset();
+        kretry_conf_t *c1 =
+                it_conf(env, "max.inflight.messages", "1",
+                        "consumer.partition.assignment.strategy", "range",
+                        "consumer.auto.commit.interval.ms", "600000",
+                        "revoke.timeout.ms", "300", FAST_GROUP, NULL);
+        kretry_conf_set_handler(c1, batch_handler, &st);
+        kretry_conf_set_route_cb(c1, NULL);
+        kretry_conf_t *c2 = kretry_conf_dup(c1);
+        captured(c1, 1);
+        captured(c2, 2);
+        kretry_adapter_t *a = it_adapter(c1);
+        int64_t deadline    = kt_now_ms() + 30000;
+        while (atomic_load(&st.calls) < 3 && kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 10);
+        KT_REQUIRE(atomic_load(&st.calls) >= 3);
+        atomic_store(&st.hold, 1);
+        sleep_ms(100);
+        int before          = assignments_of(1);
+        kretry_adapter_t *b = it_adapter(c2);
+        deadline            = kt_now_ms() + 20000;
+        while ((assignments_of(1) == before || !assignments_of(2)) &&
+               kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 10);
+                kretry_adapter_poll(b, 10);
+        }
+        KT_REQUIRE(assignments_of(1) > before && assignments_of(2) > 0);
+        int64_t from[2];
+        for (int p = 0; p < 2; p++) {
+                from[p] = kt_committed(env->c, env->group, env->source, p);
+                if (from[p] < 0)
+                        from[p] = 0;
+        }
+        atomic_store(&st.lost, 1);
+        atomic_store(&st.hold, 0);
+        char missing[256] = "";
+        int left          = 1;
+        deadline          = kt_now_ms() + 20000;
+        while (left && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 50);
+                kretry_adapter_poll(b, 50);
+                left = 0;
+                for (int i = 0; i < BATCH_N; i++)
+                        left += i % (BATCH_N / 2) >= from[i / (BATCH_N / 2)] &&
+                                !atomic_load(&st.after[i]);
+        }
+        size_t len = 0;
+        for (int i = 0; i < BATCH_N && len < sizeof(missing); i++)
+                if (i % (BATCH_N / 2) >= from[i / (BATCH_N / 2)] &&
+                    !atomic_load(&st.after[i]))
+                        len += (size_t)snprintf(missing + len,
+                                                sizeof(missing) - len, " m-%d",
+                                                i);
+        char line[400] = "";
+        int64_t ooo = logged(0, "OFFSET", "out of order", line, sizeof(line));
+        KT_CHECK_MSG(ooo < 0, CU_FALSE,
+                     "a message batched before the revocation was handled "
+                     "under the next assignment: \"%s\"",
+                     line);
+        KT_CHECK_MSG(!left, CU_FALSE,
+                     "not handled after the revocation (committed %lld and "
+                     "%lld):%s",
+                     (long long)from[0], (long long)from[1], missing);
+        kretry_adapter_destroy(b);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_lost_partition_ordering_eager),
@@ -978,6 +1077,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_lost_results_not_routed),
                 KT_TEST(test_lost_drops_batched_eager),
                 KT_TEST(test_lost_drops_batched_cooperative),
+                KT_TEST(test_revoke_drops_batched),
                 KT_END};
         return kt_main("it_owner", tests, argc, argv);
 }
