@@ -36,4 +36,4 @@ add_dependencies(it_topology_check kretry_cli)
 # short there, which is harmless in a message).
 target_compile_options(it_topology_check PRIVATE -Wno-format-truncation)
 kretry_add_suite(it_buffer TIMEOUT 240 LABELS integration SOURCES it_harness.c)
-kretry_add_suite(it_owner TIMEOUT 300 LABELS integration SOURCES it_harness.c)
+kretry_add_suite(it_owner TIMEOUT 480 LABELS integration SOURCES it_harness.c)

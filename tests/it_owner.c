@@ -833,6 +833,231 @@ static void test_lost_results_not_routed(void) {
         it_env_destroy(env);
 }
 
+/*
+ * Source messages taken from librdkafka in a batch wait in the adapter
+ * (adapter.c take_source) while max.inflight.messages is reached. A lost
+ * assignment with messages waiting there: they belong to the assignment
+ * that ended and must be dropped, never handled under the one that comes
+ * back. Handled there, their offsets would go first, the partition's
+ * earlier messages fetched again would be "out of order" and ignored,
+ * never handled again, and the commit would pass them.
+ */
+
+#define BATCH_N 20
+
+typedef struct {
+        atomic_int calls;
+        atomic_int hold; /* a call that starts now waits while it is set */
+        atomic_int lost; /* set once assigned again after the loss */
+        atomic_int after[BATCH_N]; /* calls per message since */
+} batch_state_t;
+
+static kretry_action_t batch_handler(kretry_msg_t *msg, void *opaque) {
+        batch_state_t *st = opaque;
+        int i             = msg_index(msg);
+        int after         = atomic_load(&st->lost);
+        for (int n = 0; atomic_load(&st->hold) && n < 1000; n++)
+                sleep_ms(10);
+        sleep_ms(40);
+        if (after && i >= 0 && i < BATCH_N)
+                atomic_fetch_add(&st->after[i], 1);
+        atomic_fetch_add(&st->calls, 1);
+        return KRETRY_OK;
+}
+
+/* How many times adapter 1 logged an assignment. */
+static int assignments(void) {
+        int n = 0;
+        pthread_mutex_lock(&logs.lock);
+        for (int i = 0; i < logs.cnt; i++)
+                n += logs.lines[i].who == 1 &&
+                     !strcmp(logs.lines[i].fac, "REBALANCE") &&
+                     !strncmp(logs.lines[i].msg, "assigned ", 9);
+        pthread_mutex_unlock(&logs.lock);
+        return n;
+}
+
+static int batch_missing(batch_state_t *st, char *buf, size_t size) {
+        int n      = 0;
+        size_t len = 0;
+        buf[0]     = '\0';
+        for (int i = 0; i < BATCH_N; i++)
+                if (!atomic_load(&st->after[i])) {
+                        n++;
+                        if (len < size)
+                                len += (size_t)snprintf(buf + len, size - len,
+                                                        " m-%d", i);
+                }
+        return n;
+}
+
+static void lost_with_batch(const char *assignor) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = mock_env("50ms", 1, &mock);
+        if (!env)
+                return;
+        produce_keyed(env, BATCH_N);
+        static batch_state_t st;
+        memset(&st, 0, sizeof(st));
+        logs_reset();
+        /* One message in flight at a time: the rest of a batch waits in
+         * the adapter. Nothing committed before the close: every message
+         * must be handled after the loss. */
+        kretry_conf_t *conf =
+                captured(it_conf(env, "max.inflight.messages", "1",
+                                 "consumer.partition.assignment.strategy",
+                                 assignor, "consumer.auto.commit.interval.ms",
+                                 "600000", FAST_GROUP, NULL),
+                         1);
+        kretry_conf_set_handler(conf, batch_handler, &st);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        int64_t deadline    = kt_now_ms() + 30000;
+        while (atomic_load(&st.calls) < 3 && kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 10);
+        KT_REQUIRE(atomic_load(&st.calls) >= 3);
+        /* The next call (a message of the batch) waits until the
+         * partition is assigned again: the batch's rest waits in the
+         * adapter across the loss and the new assignment. */
+        atomic_store(&st.hold, 1);
+        sleep_ms(100);
+        int before = assignments();
+        lose_assignment(mock);
+        deadline = kt_now_ms() + 15000;
+        while ((!atomic_load(&revoke_seen) || assignments() == before) &&
+               kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 10);
+        KT_REQUIRE(atomic_load(&revoke_seen) && assignments() > before);
+        atomic_store(&st.lost, 1);
+        atomic_store(&st.hold, 0);
+        char missing[256];
+        deadline = kt_now_ms() + 20000;
+        while (batch_missing(&st, missing, sizeof(missing)) &&
+               kt_now_ms() < deadline)
+                poll_for(a, 100);
+        char line[400] = "";
+        int64_t ooo = logged(1, "OFFSET", "out of order", line, sizeof(line));
+        KT_CHECK_MSG(ooo < 0, CU_FALSE,
+                     "%s: a message batched before the loss was handled "
+                     "under the next assignment: \"%s\"",
+                     assignor, line);
+        KT_CHECK_MSG(!batch_missing(&st, missing, sizeof(missing)), CU_FALSE,
+                     "%s: not handled after the lost assignment:%s", assignor,
+                     missing);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0),
+                         BATCH_N);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+static void test_lost_drops_batched_eager(void) {
+        lost_with_batch("range,roundrobin");
+}
+
+static void test_lost_drops_batched_cooperative(void) {
+        lost_with_batch("cooperative-sticky");
+}
+
+/* assignments() for adapter @p who. */
+static int assignments_of(int who) {
+        int n = 0;
+        pthread_mutex_lock(&logs.lock);
+        for (int i = 0; i < logs.cnt; i++)
+                n += logs.lines[i].who == who &&
+                     !strcmp(logs.lines[i].fac, "REBALANCE") &&
+                     !strncmp(logs.lines[i].msg, "assigned ", 9);
+        pthread_mutex_unlock(&logs.lock);
+        return n;
+}
+
+/* The same across an eager revocation: a second member joins while the
+ * first holds a batch of both partitions' messages (10 each, "m-0".."m-9"
+ * on partition 0, "m-10".."m-19" on 1); the first keeps one partition. Its
+ * batched messages belong to the revoked assignment: every message from
+ * each partition's committed offset on is handled after the rebalance, by
+ * one member or the other, and none is "out of order". */
+static void test_revoke_drops_batched(void) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = mock_env("50ms", 2, &mock);
+        if (!env)
+                return;
+        for (int i = 0; i < BATCH_N; i++) {
+                char key[16], v[16];
+                snprintf(key, sizeof(key), "key-%d", i);
+                snprintf(v, sizeof(v), "m-%d", i);
+                it_produce(env, i / (BATCH_N / 2), key, v, NULL);
+        }
+        static batch_state_t st;
+        memset(&st, 0, sizeof(st));
+        logs_reset();
+        kretry_conf_t *c1 =
+                it_conf(env, "max.inflight.messages", "1",
+                        "consumer.partition.assignment.strategy", "range",
+                        "consumer.auto.commit.interval.ms", "600000",
+                        "revoke.timeout.ms", "300", FAST_GROUP, NULL);
+        kretry_conf_set_handler(c1, batch_handler, &st);
+        kretry_conf_set_route_cb(c1, NULL);
+        kretry_conf_t *c2 = kretry_conf_dup(c1);
+        captured(c1, 1);
+        captured(c2, 2);
+        kretry_adapter_t *a = it_adapter(c1);
+        int64_t deadline    = kt_now_ms() + 30000;
+        while (atomic_load(&st.calls) < 3 && kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 10);
+        KT_REQUIRE(atomic_load(&st.calls) >= 3);
+        atomic_store(&st.hold, 1);
+        sleep_ms(100);
+        int before          = assignments_of(1);
+        kretry_adapter_t *b = it_adapter(c2);
+        deadline            = kt_now_ms() + 20000;
+        while ((assignments_of(1) == before || !assignments_of(2)) &&
+               kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 10);
+                kretry_adapter_poll(b, 10);
+        }
+        KT_REQUIRE(assignments_of(1) > before && assignments_of(2) > 0);
+        int64_t from[2];
+        for (int p = 0; p < 2; p++) {
+                from[p] = kt_committed(env->c, env->group, env->source, p);
+                if (from[p] < 0)
+                        from[p] = 0;
+        }
+        atomic_store(&st.lost, 1);
+        atomic_store(&st.hold, 0);
+        char missing[256] = "";
+        int left          = 1;
+        deadline          = kt_now_ms() + 20000;
+        while (left && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 50);
+                kretry_adapter_poll(b, 50);
+                left = 0;
+                for (int i = 0; i < BATCH_N; i++)
+                        left += i % (BATCH_N / 2) >= from[i / (BATCH_N / 2)] &&
+                                !atomic_load(&st.after[i]);
+        }
+        size_t len = 0;
+        for (int i = 0; i < BATCH_N && len < sizeof(missing); i++)
+                if (i % (BATCH_N / 2) >= from[i / (BATCH_N / 2)] &&
+                    !atomic_load(&st.after[i]))
+                        len += (size_t)snprintf(missing + len,
+                                                sizeof(missing) - len, " m-%d",
+                                                i);
+        char line[400] = "";
+        int64_t ooo = logged(0, "OFFSET", "out of order", line, sizeof(line));
+        KT_CHECK_MSG(ooo < 0, CU_FALSE,
+                     "a message batched before the revocation was handled "
+                     "under the next assignment: \"%s\"",
+                     line);
+        KT_CHECK_MSG(!left, CU_FALSE,
+                     "not handled after the revocation (committed %lld and "
+                     "%lld):%s",
+                     (long long)from[0], (long long)from[1], missing);
+        kretry_adapter_destroy(b);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_lost_partition_ordering_eager),
@@ -850,6 +1075,9 @@ int main(int argc, char **argv) {
                 KT_TEST(test_close_too_large_prompt),
                 KT_TEST(test_revoke_skips_kept_too_large),
                 KT_TEST(test_lost_results_not_routed),
+                KT_TEST(test_lost_drops_batched_eager),
+                KT_TEST(test_lost_drops_batched_cooperative),
+                KT_TEST(test_revoke_drops_batched),
                 KT_END};
         return kt_main("it_owner", tests, argc, argv);
 }

@@ -157,6 +157,7 @@ void kretry_part_retire(kretry_adapter_t *a, kretry_part_t *part) {
         part->produce_failures = 0;
         part->assigned         = 0;
         kretry_part_update_pause(a, part); /* leave no pause behind */
+        a->src_paused_once -= part->paused_once;
         a->parts[part->tier][part->partition] = NULL;
         kretry_part_unref(part);
 }
@@ -184,6 +185,10 @@ void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
                     a->breaker_paused);
         if (want == part->paused)
                 return;
+        if (want && part->tier == 0 && !part->paused_once) {
+                part->paused_once = 1; /* see src_paused_once */
+                a->src_paused_once++;
+        }
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
@@ -238,6 +243,30 @@ void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part) {
                            (long long)off, rd_kafka_err2str(err));
         else
                 part->stored = off;
+}
+
+int kretry_store_begin(kretry_adapter_t *a) {
+        int was        = a->store_defer;
+        a->store_defer = 1;
+        return was;
+}
+
+void kretry_store_flush(kretry_adapter_t *a) {
+        for (kretry_part_t *p; (p = a->store_list);) {
+                a->store_list = p->next_store;
+                p->next_store = NULL;
+                p->store_due  = 0;
+                if (p->assigned) /* a retired assignment stores nothing */
+                        kretry_part_store(a, p);
+                kretry_part_unref(p);
+        }
+}
+
+void kretry_store_end(kretry_adapter_t *a, int was) {
+        if (was)
+                return;
+        a->store_defer = 0;
+        kretry_store_flush(a);
 }
 
 /* The gauges of the messages kept behind held ones (all partitions'
@@ -709,7 +738,10 @@ static void refetch_later(kretry_adapter_t *a,
                 rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
                                           part->partition)
-                ->offset    = rkm->offset;
+                ->offset = rkm->offset;
+        /* Batched messages of the partition past it are fetched again
+         * too: handled, they would put its offsets out of order. */
+        kretry_sbuf_drop(a, l);
         rd_kafka_error_t *e = rd_kafka_seek_partitions(a->consumer, l, -1);
         if (e)
                 rd_kafka_error_destroy(e);
@@ -756,14 +788,54 @@ static rd_kafka_message_t *take(rd_kafka_queue_t *q) {
         return rd_kafka_queue_length(q) ? rd_kafka_consume_queue(q, 0) : NULL;
 }
 
-/* The next source message: while the source queue gives messages no
- * length is checked first (one lock a message, not two); once it was
- * empty, it is. */
+/* The next source message: from the batch taken last, else while the
+ * source queue gives messages up to KRETRY_SBUF_MAX of them for one lock
+ * (one message a lock once a source assignment was paused: see
+ * src_paused_once); once it was empty, its length is checked first. */
 static rd_kafka_message_t *take_source(kretry_adapter_t *a) {
+        if (a->sbuf_pos < a->sbuf_cnt)
+                return a->sbuf[a->sbuf_pos++];
+        a->sbuf_pos = a->sbuf_cnt = 0;
+        if (a->sq_flowing && !a->src_paused_once) {
+                ssize_t n = rd_kafka_consume_batch_queue(a->sq, 0, a->sbuf,
+                                                         KRETRY_SBUF_MAX);
+                if (n > 0) {
+                        a->sbuf_cnt = (int)n;
+                        a->sbuf_pos = 1;
+                        return a->sbuf[0];
+                }
+                a->sq_flowing = 0;
+                return NULL;
+        }
         rd_kafka_message_t *rkm =
                 a->sq_flowing ? rd_kafka_consume_queue(a->sq, 0) : take(a->sq);
         a->sq_flowing = rkm != NULL;
         return rkm;
+}
+
+/* Whether @p m is of an element of @p l at or past its offset. */
+static int sbuf_in(const rd_kafka_message_t *m,
+                   const rd_kafka_topic_partition_list_t *l) {
+        for (int i = 0; i < l->cnt; i++)
+                if (l->elems[i].partition == m->partition &&
+                    (l->elems[i].offset < 0 ||
+                     m->offset >= l->elems[i].offset) &&
+                    !strcmp(l->elems[i].topic, rd_kafka_topic_name(m->rkt)))
+                        return 1;
+        return 0;
+}
+
+void kretry_sbuf_drop(kretry_adapter_t *a,
+                      const rd_kafka_topic_partition_list_t *l) {
+        int keep = a->sbuf_pos;
+        for (int i = a->sbuf_pos; i < a->sbuf_cnt; i++) {
+                rd_kafka_message_t *m = a->sbuf[i];
+                if (!l || sbuf_in(m, l))
+                        rd_kafka_message_destroy(m);
+                else
+                        a->sbuf[keep++] = m;
+        }
+        a->sbuf_cnt = keep;
 }
 
 /* The group's events first (served by consumer_poll: a message comes that
@@ -818,7 +890,12 @@ static kretry_part_t *assigned_part(kretry_adapter_t *a,
  * caller then sleeps: a group event wakes it through the eventfd. */
 static void serve_paused(kretry_adapter_t *a) {
         for (int n = 0; n < KRETRY_POLL_BATCH && !a->fatal; n++) {
-                rd_kafka_message_t *rkm = take(a->tq);
+                /* Batched before the breaker opened: fetched again after
+                 * its cool-down, like the others (refetch_later drops
+                 * the rest of their partition's). */
+                rd_kafka_message_t *rkm = a->sbuf_pos < a->sbuf_cnt
+                                                  ? a->sbuf[a->sbuf_pos++]
+                                                  : take(a->tq);
                 if (!rkm && !(rkm = take(a->sq)) &&
                     !(rkm = rd_kafka_consumer_poll(a->consumer, 0)))
                         return;
@@ -880,7 +957,9 @@ static int consume(kretry_adapter_t *a) {
                     !a->breaker_paused && !a->full && !a->fatal;
              n++) {
                 if (n > 0 && n % KRETRY_SERVE_EVERY == 0) {
+                        int was = kretry_store_begin(a);
                         rd_kafka_poll(a->producer, 0);
+                        kretry_store_end(a, was);
                         kretry_workers_reap(a);
                         if (a->held_list || a->src_wait_at)
                                 dispatch_due(a, kretry_now_ms());
@@ -898,8 +977,10 @@ static int consume(kretry_adapter_t *a) {
 }
 
 static int step(kretry_adapter_t *a) {
-        a->more     = 0;
-        int n       = rd_kafka_poll(a->producer, 0);
+        a->more = 0;
+        int was = kretry_store_begin(a);
+        int n   = rd_kafka_poll(a->producer, 0);
+        kretry_store_end(a, was);
         int64_t now = kretry_now_ms(), mono = kretry_mono_ms();
         if (a->breaker_paused && !kretry_breaker_is_open(&a->breaker, mono))
                 kretry_breaker_apply(a, 0);
@@ -1198,6 +1279,7 @@ void kretry_drain_and_commit(kretry_adapter_t *a,
                              const rd_kafka_topic_partition_list_t *l,
                              int64_t deadline) {
         int n = drain_producer(a, l, deadline);
+        kretry_store_flush(a); /* the commit takes what was stored */
         if (n) {
                 /* In flight in the producer, or failed and waiting for
                  * their next attempt. */
@@ -1276,6 +1358,7 @@ static void silence_consumer(kretry_adapter_t *a) {
  * the LeaveGroup, which needs no more than that from a cluster that
  * answers. Returns 0 when it finished. */
 static int close_consumer(kretry_adapter_t *a, int64_t t0) {
+        kretry_sbuf_drop(a, NULL); /* not handled: the next owner's */
         int64_t deadline =
                 t0 + a->conf->revoke_timeout_ms + KRETRY_CLOSE_GRACE_MS;
         rd_kafka_queue_t *q = rd_kafka_queue_new(a->consumer);
@@ -1427,6 +1510,7 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
                 return;
         if (a->consumer && !a->closed)
                 kretry_adapter_close(a);
+        kretry_sbuf_drop(a, NULL); /* before the consumer goes */
         /* Joined before anything their jobs point at is released. */
         kretry_workers_stop(a);
         purge_producer(a);

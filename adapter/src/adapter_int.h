@@ -111,7 +111,13 @@ typedef struct kretry_part_s {
         int too_large_logged; /* a copy refused as too large was logged
                                  since the partition last had none failing */
         int paused;           /* what we last asked librdkafka */
+        int paused_once;      /* a source assignment paused at least once
+                                 (adapter.c src_paused_once) */
         struct kretry_part_s *next_held; /* list of parts with a held message */
+        /* On the adapter's store_list, with a reference, while its stored
+         * offset waits for the end of a batch (kretry_store_end). */
+        int store_due;
+        struct kretry_part_s *next_store;
         kretry_gate_t gate; /* ordering=partition: its messages in flight
                                (workers.c) */
         /* Source partitions only: per-key state shared with the tier
@@ -231,6 +237,9 @@ enum {
         KRETRY_CLASS_PARKED
 };
 
+/* Source messages taken from sq per queue lock (adapter.c). */
+#define KRETRY_SBUF_MAX 16
+
 /* Owned by the polling thread (the contract above), except: conf (read by
  * the workers too; nobody writes it after kretry_adapter_new()), stop
  * (atomic, any thread), stats (atomics, any thread) and workers (its own
@@ -257,10 +266,38 @@ struct kretry_adapter_s {
         rd_kafka_queue_t *sq; /* source partitions' messages: cq carries
                                  only the group's events (rebalance.c) */
         int64_t forward_at;   /* next renewal of the partition forwards */
+        /* Source messages taken from sq in one batch (one queue lock for up
+         * to KRETRY_SBUF_MAX), handed out one at a time (adapter.c
+         * take_source): librdkafka counts them consumed already, so they
+         * are ours to handle unless their assignment ends. Dropped: those
+         * of the partitions of a rebalance event (revoked, lost or
+         * assigned again: never handled or committed under another
+         * assignment), those of a partition at and past where it is
+         * sought (refetch_later), all at close and destroy. */
+        rd_kafka_message_t *sbuf[KRETRY_SBUF_MAX];
+        int sbuf_pos, sbuf_cnt;
+        /* Source assignments that were ever paused (paused_once): while
+         * any is, sq is taken one message at a time. librdkafka 2.0.2's
+         * batch consume drops messages it already counted consumed when a
+         * pause's version barrier reaches it within the same call, and
+         * the resume fetches past them (fixed in 2.1.0, librdkafka PR
+         * 4208). A pause is served by librdkafka's thread some time
+         * after it was asked for, even after the resume was asked for:
+         * only an assignment never paused has none to come. A single
+         * take is never recalled. */
+        int src_paused_once;
         int efd;
         kretry_part_t ***parts; /* [topic][partition] */
         int *part_cap;          /* per topic */
         kretry_part_t *held_list;
+        /* While a batch of results or delivery reports is decided
+         * (kretry_store_begin/_end), a partition whose committable offset
+         * moved is listed here and its offset stored once at the batch's
+         * end, not once a message: rd_kafka_offset_store takes two locks.
+         * Each listed assignment holds a reference; one retired meanwhile
+         * is not stored. */
+        int store_defer;
+        kretry_part_t *store_list;
         /* When the copies waiting for their source look again
          * (kretry_wait_source; kretry_mono_ms), 0 when none waits. */
         int64_t src_wait_at;
@@ -352,7 +389,19 @@ void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
  * in-flight bound changed what every partition should be. */
 void kretry_update_pause_all(kretry_adapter_t *a);
 void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part);
+/* Defer offset stores until kretry_store_end (returns the state to give
+ * it: deferrals nest, the outermost one stores). */
+int kretry_store_begin(kretry_adapter_t *a);
+void kretry_store_end(kretry_adapter_t *a, int was);
+/* Store every deferred offset now, whatever deferral is open: before a
+ * commit. */
+void kretry_store_flush(kretry_adapter_t *a);
 void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part);
+/* Destroy the batched source messages (a->sbuf) of the partitions of
+ * @p l (NULL: all) at or past each element's offset (any offset below 0:
+ * all of the partition). */
+void kretry_sbuf_drop(kretry_adapter_t *a,
+                      const rd_kafka_topic_partition_list_t *l);
 /* Keep @p rkm, a tier copy of @p part (taken), until its source partition
  * was consumed past it (kretry_keyed_source_behind), looked at again with
  * the held messages; then it goes to kretry_dispatch. 0, or -1 when there

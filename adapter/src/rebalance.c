@@ -116,6 +116,12 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
         rd_kafka_error_t *error            = NULL;
         rd_kafka_resp_err_t aerr           = RD_KAFKA_RESP_ERR_NO_ERROR;
 
+        /* Source messages batched for this thread (adapter.c take_source)
+         * of these partitions belong to the assignment that ends, or ended
+         * unseen: never handled nor committed under another one (l's
+         * offsets are unset: all of each partition's). */
+        kretry_sbuf_drop(a, l);
+
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
                 a->synced = 1;
                 log_parts(a, "assigned", l);

@@ -32,8 +32,15 @@ void kretry_route_cb(kretry_adapter_t *a,
 void kretry_complete(kretry_adapter_t *a, kretry_part_t *part, int64_t offset) {
         if (!part->assigned)
                 return; /* revoked since: the new owner handles it again */
-        if (kretry_offsets_done(&part->offsets, offset) == 1)
+        if (kretry_offsets_done(&part->offsets, offset) != 1)
+                return;
+        if (!a->store_defer)
                 kretry_part_store(a, part);
+        else if (!part->store_due) { /* stored at kretry_store_end */
+                part->store_due  = 1;
+                part->next_store = a->store_list;
+                a->store_list    = kretry_part_ref(part);
+        }
 }
 
 void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r) {

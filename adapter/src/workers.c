@@ -727,11 +727,13 @@ static int reap(kretry_adapter_t *a) {
         atomic_store_explicit(&w->has_done, 0, memory_order_relaxed);
         w->notify = 0;
         pthread_mutex_unlock(&w->lock);
-        int n = 0;
+        int n   = 0;
+        int was = kretry_store_begin(a);
         for (kretry_job_t *next; j; j = next, n++) {
                 next = j->next;
                 decide(a, j);
         }
+        kretry_store_end(a, was);
         return n;
 }
 
