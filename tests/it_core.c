@@ -78,6 +78,9 @@ static void test_retry_twice(void) {
                 KT_ASSERT_INT_EQ(c[i]->orig_offset, 0);
                 KT_ASSERT(c[i]->first_failure_ts >= c[0]->now_ms);
         }
+        /* Counted as delivery reports are served: awaited (see
+         * test_zero_delay_tier), then exact per tier. */
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_RETRIED, 2, 10000));
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1),
                          1);
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 2),
@@ -108,6 +111,10 @@ static void test_zero_delay_tier(void) {
         KT_ASSERT(c[1]->due_ts >= c[0]->now_ms);
         KT_ASSERT(c[1]->due_ts - c[0]->now_ms < 50);
         KT_ASSERT(c[1]->now_ms >= c[1]->due_ts);
+        /* Counted when the copy's delivery report is served, which on a
+         * real broker may come after the copy was already read back and
+         * handled (seen in a CI run on Kafka 4.1.1): awaited, then exact. */
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_RETRIED, 1, 10000));
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1),
                          1);
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_HELD), 0);

@@ -337,6 +337,7 @@ static void test_oom_copy_record(void) {
         /* Every copy went out in the reserve. */
         KT_ASSERT_INT_EQ(oom_record_failed, 5);
         oom_set(NULL, 0, 0);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_RETRIED, 5, 10000));
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_RETRIED, 1),
                          5);
         KT_ASSERT_INT_EQ(kretry_adapter_counter(a, KRETRY_COUNTER_DLQ, 0), 0);
