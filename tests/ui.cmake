@@ -15,6 +15,17 @@ if(EXISTS /usr/bin/python3)
                        SKIP_RETURN_CODE 77 LABELS blackbox)
 endif()
 
+# Slow and hostile clients at the socket level: 200 stalled connections,
+# one client's share, the idle timeout, and the request rules (one Host,
+# the JSON media type, known filter values, the query's length).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_ui_limits
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_ui_limits.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_ui_limits PROPERTIES TIMEOUT 120
+                       SKIP_RETURN_CODE 77 LABELS blackbox)
+endif()
+
 # The page in headless Chromium: the rendered DOM shows the seeded rows and
 # the overview's figures; the screenshot stays in artefacts/ui_page.png of
 # the build directory. Exits 77 only where Chromium (or kafka-python) is

@@ -554,6 +554,15 @@ static void page_reply(ui_reply_t *out) {
                 ui_reply_error(out, 500, "out of memory");
 }
 
+int ui_api_quick(const ui_req_t *q) {
+        int64_t id;
+        int stop;
+        if (strcmp(q->method, "GET") && strcmp(q->method, "HEAD"))
+                return 0;
+        return !strcmp(q->path, "/") || !strcmp(q->path, "/index.html") ||
+               (!ui_parse_job_path(q->path, &id, &stop) && !stop);
+}
+
 void ui_api_handle(ui_req_t *q, ui_reply_t *out) {
         static const char *const none[] = {NULL};
         int post                        = !strcmp(q->method, "POST");
