@@ -70,6 +70,46 @@ def step_figures(url, k):
           % SEEDED)
 
 
+def step_overview_cached(url):
+    """GET /api/topologies without a window reads the figures the server
+    takes every interval: fast, with their age; /api/history keeps each
+    round's DLQ size and the tiers' figures, oldest first."""
+    t0 = time.monotonic()
+    doc = get_json(q(url, "api/topologies"))
+    took = time.monotonic() - t0
+    interval = doc["interval_ms"]
+    (t,) = doc["topologies"]
+    dlq = [x for x in t["topics"] if x["role"] == "dlq"][0]
+    check(dlq["waiting"] == SEEDED, "cached DLQ waiting %r" % dlq["waiting"])
+    check(0 <= t["age_ms"] <= interval + 15000, "age %r" % t["age_ms"])
+    # the next round's figures: awaited through the history's count
+    first = get_json(q(url, "api/history", topology="orders"))
+    deadline = time.monotonic() + interval / 1000 + 20
+    h = first
+    while h["count"] < first["count"] + 1 and time.monotonic() < deadline:
+        select_wait = min(0.2, max(deadline - time.monotonic(), 0))
+        time.sleep(select_wait)  # polling the server: its rounds are timed
+        h = get_json(q(url, "api/history", topology="orders"))
+    check(h["count"] >= 2, "history count %d" % h["count"])
+    check(h["at_ms"] == sorted(h["at_ms"]), "history not oldest first")
+    check(h["dlq_waiting"][-1] == SEEDED, "history DLQ %r" % h["dlq_waiting"])
+    check([x["tier"] for x in h["tiers"]] == [1, 2], "tiers %r" % h["tiers"])
+    check(len(h["tiers"][0]["waiting"]) == h["count"], "tier column length")
+    since = get_json(q(url, "api/history", topology="orders",
+                       since=str(h["at_ms"][-1])))
+    check(since["count"] == 1, "since: %d" % since["count"])
+    # read from the cache: far faster than a round's 2 s window
+    t0 = time.monotonic()
+    for _ in range(5):
+        get_json(q(url, "api/topologies"))
+    each = (time.monotonic() - t0) / 5
+    check(each < 0.5, "GET /api/topologies took %.2f s each" % each)
+    status, _, _ = http(q(url, "api/history", topology="orders", since="x"))
+    check(status == 400, "since=x: %d" % status)
+    print("ok: overview from the server's last round (%.3f s, then %.3f s "
+          "each), history of %d rounds" % (took, each, h["count"]))
+
+
 def step_dlq_rate(url, k):
     """Messages arriving in the DLQ during the window fire dlq_rate."""
     from kafka import KafkaProducer
@@ -441,6 +481,7 @@ def main():
                       "--listen", "127.0.0.1:0"])
         check(ui.url.startswith("http://127.0.0.1:"), "URL %r" % ui.url)
         step_figures(ui.url, broker)
+        step_overview_cached(ui.url)
         step_browse(ui.url, msgs)
         step_message(ui.url, msgs)
         step_bad_params(ui.url)

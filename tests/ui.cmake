@@ -5,6 +5,10 @@
 kretry_add_suite(test_ui_http LABELS unit
                  SOURCES ${PROJECT_SOURCE_DIR}/adapter/ui/ui_http.c)
 target_include_directories(test_ui_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui)
+kretry_add_suite(test_ui_history LABELS unit
+                 SOURCES ${PROJECT_SOURCE_DIR}/adapter/ui/ui_history.c)
+target_include_directories(test_ui_history PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui)
+target_link_libraries(test_ui_history PRIVATE kretry_ops)
 
 # Exits 77 (skipped) when kafka-python or python3-avro is missing.
 if(EXISTS /usr/bin/python3)
