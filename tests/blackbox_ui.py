@@ -110,6 +110,31 @@ def step_overview_cached(url):
           "each), history of %d rounds" % (took, each, h["count"]))
 
 
+def step_groups(url, k, msgs):
+    """GET /api/groups: the seeded dead letters by class, code and
+    original topic, with count, first and last seen."""
+    doc = get_json(q(url, "api/groups", topology="orders"))
+    want = {}
+    for m in msgs:
+        g = want.setdefault((m["class"], m["code"]), [0, None, None])
+        g[0] += 1
+        g[1] = m["ts"] if g[1] is None else min(g[1], m["ts"])
+        g[2] = m["ts"] if g[2] is None else max(g[2], m["ts"])
+    got = {(g["class"], g["code"]): [g["count"], g["first_seen"],
+                                     g["last_seen"]] for g in doc["groups"]}
+    check(got == want, "groups %r, expected %r" % (got, want))
+    check(all(g["original_topic"] == k.name("orders") for g in doc["groups"]),
+          "original topics %r" % doc["groups"])
+    counts = [g["count"] for g in doc["groups"]]
+    check(counts == sorted(counts, reverse=True), "not largest first")
+    check(doc["complete"] is True and doc["read"] == SEEDED and
+          doc["other"] == 0, "groups doc %r" % doc)
+    status, _, _ = http(q(url, "api/groups", topology="orders", limit="1"))
+    check(status == 400, "groups with an unknown parameter: %d" % status)
+    print("ok: %d failure groups of %d dead letters"
+          % (len(doc["groups"]), doc["read"]))
+
+
 def step_dlq_rate(url, k):
     """Messages arriving in the DLQ during the window fire dlq_rate."""
     from kafka import KafkaProducer
@@ -482,6 +507,7 @@ def main():
         check(ui.url.startswith("http://127.0.0.1:"), "URL %r" % ui.url)
         step_figures(ui.url, broker)
         step_overview_cached(ui.url)
+        step_groups(ui.url, broker, msgs)
         step_browse(ui.url, msgs)
         step_message(ui.url, msgs)
         step_bad_params(ui.url)

@@ -5,6 +5,7 @@
  * this file only after ui_server.c checked Host, token and origin.
  */
 #include "codec.h"
+#include "dlq_groups.h"
 #include "dlq_reader.h"
 #include "parse.h"
 #include "stats_collect.h"
@@ -377,6 +378,49 @@ static void api_dlq(ui_req_t *q, ui_reply_t *out) {
         json_decref(j);
 }
 
+/* ---- GET /api/groups ---- */
+
+/* Messages read at most for the failures view: beyond, the groups say
+ * "complete": false. */
+#define UI_GROUPS_SCAN_MAX 200000
+
+static void api_groups(ui_req_t *q, ui_reply_t *out) {
+        static const char *const allowed[] = {"topology", NULL};
+        char errstr[1024];
+        const kretry_topology_t *t;
+        int64_t read, t0 = dlq_now_ms();
+        if (!params_ok(q, allowed, out) ||
+            !(t = pick(q, param(q, "topology"), out)))
+                return;
+        dlq_groups_t *g = dlq_groups_new(DLQ_GROUPS_MAX);
+        dlq_reader_t *r = g ? open_dlq(q, t, out) : NULL;
+        if (!g && !out->body)
+                ui_reply_error(out, 500, "out of memory");
+        int rc = r ? dlq_groups_read(r, g, UI_GROUPS_SCAN_MAX, &read, errstr,
+                                     sizeof(errstr))
+                   : -2;
+        json_t *groups = rc >= 0 ? dlq_groups_json(g) : NULL;
+        if (rc == -1)
+                ui_reply_error(out, 502, "%s", errstr);
+        else if (rc >= 0 && !groups)
+                ui_reply_error(out, 500, "out of memory");
+        else if (rc >= 0) {
+                json_t *j = json_object();
+                json_object_set_new(j, "topology", json_string(t->name));
+                json_object_set_new(j, "dlq", json_string(t->dlq));
+                json_object_set_new(j, "read", json_integer(read));
+                json_object_set_new(j, "complete", json_boolean(rc == 1));
+                json_object_set_new(j, "other",
+                                    json_integer(dlq_groups_other(g)));
+                json_object_set_new(j, "took_ms",
+                                    json_integer(dlq_now_ms() - t0));
+                json_object_set_new(j, "groups", groups);
+                ui_reply_json(out, 200, j);
+        }
+        dlq_reader_destroy(r);
+        dlq_groups_destroy(g);
+}
+
 /* ---- GET /api/dlq/PARTITION/OFFSET ---- */
 
 static void hex_field(json_t *o, const char *name, const void *p, size_t n) {
@@ -643,6 +687,8 @@ void ui_api_handle(ui_req_t *q, ui_reply_t *out) {
                         page_reply(out);
         } else if (!strcmp(q->path, "/api/topologies"))
                 api_topologies(q, out);
+        else if (!strcmp(q->path, "/api/groups"))
+                api_groups(q, out);
         else if (!strcmp(q->path, "/api/history"))
                 api_history(q, out);
         else if (!strcmp(q->path, "/metrics"))
