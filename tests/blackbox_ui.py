@@ -372,8 +372,8 @@ def step_replay(url, k, msgs):
           job["target"] == k.name("orders"), "dry-run job %r" % job)
     final, _ = wait_job(url, job)
     check(final["state"] == "done" and final["replayed"] == len(code) and
-          final["read"] == SEEDED and final["total"] == SEEDED,
-          "dry run %r" % final)
+          final["read"] == SEEDED and final["total"] == SEEDED and
+          final["before_resume"] == 0, "dry run %r" % final)
     check(source_messages(k, 0, 1) == [], "a dry run wrote")
     # real replay of two chosen rows, at 4 messages a second: progress
     pick = [msgs[1], msgs[-1]]
@@ -400,8 +400,22 @@ def step_replay(url, k, msgs):
     # resumable: the progress group says the DLQ was read, so a second
     # replay without restart finds nothing; stop ends a slow one
     again, _ = wait_job(url, post_replay(url, {"dry_run": True}))
-    check(again["replayed"] == 0 and again["total"] == 0,
+    check(again["replayed"] == 0 and again["total"] == 0 and
+          again["before_resume"] == SEEDED,
           "after the replay, from its progress: %r" % again)
+    # the replay trap: a filter matching nothing after the progress says
+    # how many it matches before it, which a restart includes
+    exhausted = [m for m in msgs if m["class"] == "exhausted"]
+    trap, _ = wait_job(url, post_replay(
+        url, {"dry_run": True, "filter": {"class": "exhausted"}}))
+    check(trap["replayed"] == 0 and
+          trap["before_resume"] == len(exhausted),
+          "exhausted after the progress: %r" % trap)
+    whole, _ = wait_job(url, post_replay(
+        url, {"dry_run": True, "restart": True,
+              "filter": {"class": "exhausted"}}))
+    check(whole["replayed"] == len(exhausted) and
+          whole["before_resume"] is None, "restarted dry run %r" % whole)
     job = post_replay(url, {"restart": True, "rate": 1, "batch": 1,
                             "filter": {"class": "schema"}})
     status, _, body = http(url + "api/replay/%d/stop" % job["id"],
