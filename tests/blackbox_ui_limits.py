@@ -8,6 +8,8 @@ clients that are slow or hostile, at the socket level:
   each (the process stays under MAX_THREADS); one client address opening
   40 such connections keeps at most 16, the rest are closed at once; a
   stalled connection is closed after the idle timeout (10 s).
+- 60 parallel requests that wait on the cluster are answered by a fixed
+  pool, with at most MAX_THREADS threads at their peak.
 - the request rules: two Host headers are 400, a POST's Content-Type must
   be application/json exactly (parameters allowed; application/jsonx is
   415), an unknown error class is 400, a query string over the limit is
@@ -17,11 +19,13 @@ usage: blackbox_ui_limits.py PATH/TO/kretry
 Exit 0 on success, 1 on failure, 77 (skipped) when kafka-python is
 missing.
 """
+from http.client import HTTPConnection
 import os
 import select
 import socket
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -104,6 +108,11 @@ def timed_get(url, headers=None):
 
 
 def step_stalled(ui, headers=None, what="no token"):
+    # the server's first round of figures, which the first request after
+    # start waits for (a cluster's answer, not a connection's)
+    status, _, _ = http(ui.url + "api/topologies", headers=headers,
+                        timeout=60)
+    check(status == 200, "GET /api/topologies before: %d" % status)
     socks = []
     t_open = time.monotonic()
     try:
@@ -120,9 +129,9 @@ def step_stalled(ui, headers=None, what="no token"):
               % (len(socks), status, body[:200]))
         check(took < 1.0, "GET / took %.2f s with %d stalled connections (%s)"
               % (took, len(socks), what))
-        status, took2, _ = timed_get(ui.url + "api/replay/1", headers)
-        check(status == 404 and took2 < 1.0,
-              "GET /api/replay/1: %d in %.2f s" % (status, took2))
+        status, took2, _ = timed_get(ui.url + "api/topologies", headers)
+        check(status == 200 and took2 < 1.0,
+              "GET /api/topologies: %d in %.2f s" % (status, took2))
         n = threads(ui.proc.pid)
         check(n <= MAX_THREADS, "kretry ui runs %d threads with %d "
               "connections open" % (n, len(socks)))
@@ -141,6 +150,51 @@ def step_stalled(ui, headers=None, what="no token"):
         for s in socks:
             s.close()
         raise
+
+
+def step_parallel(ui):
+    """60 parallel requests that wait on the cluster: a fixed pool answers
+    them all (200, or 503 when too many wait), with a bounded number of
+    threads (a thread per connection reached 542)."""
+    results, peak = [], [0]
+    done = threading.Event()
+
+    def one(i):
+        # fifteen from each of four client addresses: under the limit per
+        # client
+        host, port = addr(ui.url)
+        c = HTTPConnection(
+            host, port, timeout=60, source_address=("127.0.0.%d" % (30 + i % 4),
+                                                    0))
+        try:
+            c.request("GET", "/api/dlq?limit=5", headers={"Host": "%s:%d"
+                                                          % (host, port)})
+            r = c.getresponse()
+            r.read()
+            results.append(r.status)
+        except OSError as e:
+            results.append(str(e))
+        finally:
+            c.close()
+
+    def watch():
+        while not done.wait(0.02):  # sampled while they run
+            peak[0] = max(peak[0], threads(ui.proc.pid))
+    w = threading.Thread(target=watch)
+    w.start()
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(60)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    done.set()
+    w.join()
+    check(len(results) == 60 and all(st in (200, 503) for st in results) and
+          results.count(200) >= 4, "60 parallel /api/dlq: %r" % results)
+    check(peak[0] <= MAX_THREADS, "%d threads at the peak of 60 parallel "
+          "requests" % peak[0])
+    print("ok: 60 parallel DLQ reads: %d answered, %d busy (503), at most %d "
+          "threads" % (results.count(200), results.count(503), peak[0]))
 
 
 def step_idle_timeout(socks, t_open):
@@ -226,6 +280,7 @@ def main():
                       "--listen", "127.0.0.1:0"])
         uis.append(ui)
         step_request_rules(ui.url)
+        step_parallel(ui)
         socks, t_open = step_stalled(ui)
         step_idle_timeout(socks, t_open)
         env = dict(os.environ, KRETRY_UI_TOKEN=TOKEN)
