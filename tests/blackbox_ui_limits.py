@@ -7,7 +7,8 @@ clients that are slow or hostile, at the socket level:
   from answering within 1 s, with and without a token, and cost no thread
   each (the process stays under MAX_THREADS); one client address opening
   40 such connections keeps at most 16, the rest are closed at once; a
-  stalled connection is closed after the idle timeout (10 s).
+  stalled connection is closed after the idle timeout (10 s), and one
+  that sends its headers a byte a second after the header deadline (10 s).
 - 60 parallel requests that wait on the cluster are answered by a fixed
   pool, with at most MAX_THREADS threads at their peak.
 - the request rules: two Host headers are 400, a POST's Content-Type must
@@ -39,6 +40,7 @@ GREEDY_CLIENT = "127.0.0.99"
 GREEDY = 40
 PER_CLIENT = 16      # the server's limit per client address
 IDLE_TIMEOUT = 10    # the server's idle timeout, seconds
+HEADER_DEADLINE = 10  # the time the server gives a request's headers
 MAX_THREADS = 60     # a thread per connection would be 200 and more
 
 
@@ -208,6 +210,40 @@ def step_idle_timeout(socks, t_open):
         s.close()
 
 
+def step_trickle(url):
+    """A connection that sends its headers a byte a second is never idle,
+    yet is closed once its headers took HEADER_DEADLINE."""
+    host, port = addr(url)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.50", 0))
+    s.connect((host, port))
+    t0 = time.monotonic()
+    s.sendall(b"GET / HTTP/1.1\r\nHost: %s:%d\r\nX-Slow: "
+              % (host.encode(), port))
+    sent, gone = 0, False
+    try:
+        # the wait for the server to close it paces the bytes
+        while time.monotonic() - t0 < HEADER_DEADLINE + 10:
+            if closed(s, 1.0):
+                gone = True
+                break
+            try:
+                s.sendall(b"x")
+                sent += 1
+            except OSError:
+                gone = True
+                break
+    finally:
+        s.close()
+    took = time.monotonic() - t0
+    check(gone, "a connection sending its headers a byte a second still "
+          "open after %.1f s" % took)
+    check(took >= HEADER_DEADLINE - 1 and sent >= HEADER_DEADLINE - 2,
+          "closed after %.1f s, %d bytes sent" % (took, sent))
+    print("ok: headers sent a byte a second: closed after %.1f s (%d bytes)"
+          % (took, sent))
+
+
 def raw(url, request):
     """The status of a raw @request (bytes), sent on its own socket."""
     s = socket.create_connection(addr(url), timeout=10)
@@ -283,6 +319,7 @@ def main():
         step_parallel(ui)
         socks, t_open = step_stalled(ui)
         step_idle_timeout(socks, t_open)
+        step_trickle(ui.url)
         env = dict(os.environ, KRETRY_UI_TOKEN=TOKEN)
         tok = UI(cli, ["--topology", path, "--bootstrap", broker.bootstrap,
                        "--listen", "127.0.0.1:0"], env=env)

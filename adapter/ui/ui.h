@@ -19,6 +19,7 @@
 #include "dlq_ops.h"
 #include "topology.h"
 #include "ui_body.h"
+#include "ui_deadline.h"
 #include "ui_figures.h"
 #include "ui_http.h"
 #include "ui_pool.h"
@@ -41,8 +42,9 @@ typedef struct {
         ui_listen_t listen;
         int port; /* the bound port */
         struct MHD_Daemon *d;
-        ui_pool_t *pool;       /* the workers of the requests that wait */
-        ui_figures_t *figures; /* the figures and history, taken behind */
+        ui_pool_t *pool;         /* the workers of the requests that wait */
+        ui_deadline_t *deadline; /* the header deadline's reaper */
+        ui_figures_t *figures;   /* the figures and history, taken behind */
         /* the replay job: the running one, or the last */
         pthread_mutex_t lock;
         ui_job_t *job;

@@ -2,11 +2,13 @@
  * kretry ui's HTTP server: libmicrohttpd with a fixed pool of polling
  * threads (epoll or poll, never a thread per connection), bounded in
  * connections per client and in all, in header memory and body size, and
- * closing a connection idle for UI_CONN_TIMEOUT_S — so connections that
- * never finish their headers cost a socket each, not a thread, and one
- * client cannot hold every slot. Requests that wait on the cluster are
- * answered by ui_pool.c's workers (the connection suspended meanwhile);
- * the page, the cached figures and the history are answered at once.
+ * closing a connection idle for UI_CONN_TIMEOUT_S or whose headers take
+ * longer than UI_HEADER_DEADLINE_MS (ui_deadline.c) — so connections that
+ * never finish their headers cost a socket each, not a thread, for
+ * seconds, and one client cannot hold every slot. Requests that wait on the
+ * cluster are answered by ui_pool.c's workers (the connection suspended
+ * meanwhile); the page, the cached figures and the history are answered at
+ * once.
  *
  * Before any route runs, every request is checked here: its method, the
  * length of its whole target (path and query), its Host (one, and without
@@ -224,6 +226,7 @@ static enum MHD_Result on_request(void *cls,
         if (!cn->started) {
                 ui_reply_t rep = {.fd = -1};
                 cn->started    = 1;
+                ui_deadline_reading(ui->deadline, c, 0);
                 if (refused(ui, c, cn, url, method, &rep)) {
                         cn->answered = 1;
                         return send_reply(c, &rep);
@@ -282,9 +285,9 @@ static void on_done(void *cls,
                     void **con_cls,
                     enum MHD_RequestTerminationCode toe) {
         conn_t *cn = *con_cls;
-        (void)cls;
-        (void)c;
+        ui_t *ui   = cls;
         (void)toe;
+        ui_deadline_reading(ui->deadline, c, 1); /* the next request's */
         if (cn) {
                 /* A reply a worker made but that was never sent. */
                 if (cn->queued && !cn->answered && atomic_load(&cn->ready)) {
@@ -323,8 +326,10 @@ int ui_server_start(ui_t *ui, char *errstr, size_t errstr_size) {
         unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD |
                          MHD_ALLOW_SUSPEND_RESUME |
                          (ui->listen.ipv6 ? MHD_USE_IPv6 : 0);
-        if (!(ui->pool = ui_pool_new(UI_WORKERS, UI_MAX_QUEUED))) {
+        if (!(ui->pool = ui_pool_new(UI_WORKERS, UI_MAX_QUEUED)) ||
+            !(ui->deadline = ui_deadline_start(UI_HEADER_DEADLINE_MS))) {
                 snprintf(errstr, errstr_size, "cannot start the workers");
+                ui_server_stop(ui);
                 return -1;
         }
         errno = 0;
@@ -337,13 +342,14 @@ int ui_server_start(ui_t *ui, char *errstr, size_t errstr_size) {
                 MHD_OPTION_CONNECTION_TIMEOUT, UI_CONN_TIMEOUT_S,
                 MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
-                MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
+                MHD_OPTION_NOTIFY_COMPLETED, on_done, ui,
+                MHD_OPTION_NOTIFY_CONNECTION, ui_deadline_notify, ui->deadline,
+                MHD_OPTION_END);
         if (!ui->d) {
                 snprintf(errstr, errstr_size, "cannot listen on %s:%d: %s",
                          ui->listen.host, ui->listen.port,
                          errno ? strerror(errno) : "libmicrohttpd refused");
-                ui_pool_destroy(ui->pool);
-                ui->pool = NULL;
+                ui_server_stop(ui);
                 return -1;
         }
         const union MHD_DaemonInfo *info =
@@ -362,4 +368,6 @@ void ui_server_stop(ui_t *ui) {
         ui->d = NULL;
         ui_pool_destroy(ui->pool);
         ui->pool = NULL;
+        ui_deadline_stop(ui->deadline);
+        ui->deadline = NULL;
 }
