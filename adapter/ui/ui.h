@@ -8,10 +8,13 @@
  *
  * Threads: libmicrohttpd's fixed pool of polling threads reads requests
  * and answers the quick routes (ui_api_quick()); the rest run on
- * ui_pool.c's workers; a request's Kafka clients are its own. What they share
- * is read-only after start-up (ui_t's settings and the loaded topology file),
- * except the replay job, which ui_t.lock guards; a job's counters are
- * atomics its own thread writes.
+ * ui_pool.c's workers; a request's Kafka clients are its own. One more
+ * thread takes the figures and history (ui_figures.c, its own lock), one
+ * reaps connections past the header deadline (ui_deadline.c, its own
+ * lock), and each replay job runs on a thread of its own. What they share
+ * is read-only after start-up (ui_t's settings and the loaded topology
+ * file), except the replay job, which ui_t.lock guards; a job's counters
+ * are atomics its own thread writes.
  */
 #ifndef KRETRY_UI_H
 #define KRETRY_UI_H
