@@ -70,6 +70,71 @@ def step_figures(url, k):
           % SEEDED)
 
 
+def step_overview_cached(url):
+    """GET /api/topologies without a window reads the figures the server
+    takes every interval: fast, with their age; /api/history keeps each
+    round's DLQ size and the tiers' figures, oldest first."""
+    t0 = time.monotonic()
+    doc = get_json(q(url, "api/topologies"))
+    took = time.monotonic() - t0
+    interval = doc["interval_ms"]
+    (t,) = doc["topologies"]
+    dlq = [x for x in t["topics"] if x["role"] == "dlq"][0]
+    check(dlq["waiting"] == SEEDED, "cached DLQ waiting %r" % dlq["waiting"])
+    check(0 <= t["age_ms"] <= interval + 15000, "age %r" % t["age_ms"])
+    # the next round's figures: awaited through the history's count
+    first = get_json(q(url, "api/history", topology="orders"))
+    deadline = time.monotonic() + interval / 1000 + 20
+    h = first
+    while h["count"] < first["count"] + 1 and time.monotonic() < deadline:
+        select_wait = min(0.2, max(deadline - time.monotonic(), 0))
+        time.sleep(select_wait)  # polling the server: its rounds are timed
+        h = get_json(q(url, "api/history", topology="orders"))
+    check(h["count"] >= 2, "history count %d" % h["count"])
+    check(h["at_ms"] == sorted(h["at_ms"]), "history not oldest first")
+    check(h["dlq_waiting"][-1] == SEEDED, "history DLQ %r" % h["dlq_waiting"])
+    check([x["tier"] for x in h["tiers"]] == [1, 2], "tiers %r" % h["tiers"])
+    check(len(h["tiers"][0]["waiting"]) == h["count"], "tier column length")
+    since = get_json(q(url, "api/history", topology="orders",
+                       since=str(h["at_ms"][-1])))
+    check(since["count"] == 1, "since: %d" % since["count"])
+    # read from the cache: far faster than a round's 2 s window
+    t0 = time.monotonic()
+    for _ in range(5):
+        get_json(q(url, "api/topologies"))
+    each = (time.monotonic() - t0) / 5
+    check(each < 0.5, "GET /api/topologies took %.2f s each" % each)
+    status, _, _ = http(q(url, "api/history", topology="orders", since="x"))
+    check(status == 400, "since=x: %d" % status)
+    print("ok: overview from the server's last round (%.3f s, then %.3f s "
+          "each), history of %d rounds" % (took, each, h["count"]))
+
+
+def step_groups(url, k, msgs):
+    """GET /api/groups: the seeded dead letters by class, code and
+    original topic, with count, first and last seen."""
+    doc = get_json(q(url, "api/groups", topology="orders"))
+    want = {}
+    for m in msgs:
+        g = want.setdefault((m["class"], m["code"]), [0, None, None])
+        g[0] += 1
+        g[1] = m["ts"] if g[1] is None else min(g[1], m["ts"])
+        g[2] = m["ts"] if g[2] is None else max(g[2], m["ts"])
+    got = {(g["class"], g["code"]): [g["count"], g["first_seen"],
+                                     g["last_seen"]] for g in doc["groups"]}
+    check(got == want, "groups %r, expected %r" % (got, want))
+    check(all(g["original_topic"] == k.name("orders") for g in doc["groups"]),
+          "original topics %r" % doc["groups"])
+    counts = [g["count"] for g in doc["groups"]]
+    check(counts == sorted(counts, reverse=True), "not largest first")
+    check(doc["complete"] is True and doc["read"] == SEEDED and
+          doc["other"] == 0, "groups doc %r" % doc)
+    status, _, _ = http(q(url, "api/groups", topology="orders", limit="1"))
+    check(status == 400, "groups with an unknown parameter: %d" % status)
+    print("ok: %d failure groups of %d dead letters"
+          % (len(doc["groups"]), doc["read"]))
+
+
 def step_dlq_rate(url, k):
     """Messages arriving in the DLQ during the window fire dlq_rate."""
     from kafka import KafkaProducer
@@ -307,8 +372,8 @@ def step_replay(url, k, msgs):
           job["target"] == k.name("orders"), "dry-run job %r" % job)
     final, _ = wait_job(url, job)
     check(final["state"] == "done" and final["replayed"] == len(code) and
-          final["read"] == SEEDED and final["total"] == SEEDED,
-          "dry run %r" % final)
+          final["read"] == SEEDED and final["total"] == SEEDED and
+          final["before_resume"] == 0, "dry run %r" % final)
     check(source_messages(k, 0) == [], "the dry run wrote nothing: the "
           "source read to its end offsets is empty")
     # real replay of two chosen rows, at 4 messages a second: progress
@@ -336,8 +401,22 @@ def step_replay(url, k, msgs):
     # resumable: the progress group says the DLQ was read, so a second
     # replay without restart finds nothing; stop ends a slow one
     again, _ = wait_job(url, post_replay(url, {"dry_run": True}))
-    check(again["replayed"] == 0 and again["total"] == 0,
+    check(again["replayed"] == 0 and again["total"] == 0 and
+          again["before_resume"] == SEEDED,
           "after the replay, from its progress: %r" % again)
+    # the replay trap: a filter matching nothing after the progress says
+    # how many it matches before it, which a restart includes
+    exhausted = [m for m in msgs if m["class"] == "exhausted"]
+    trap, _ = wait_job(url, post_replay(
+        url, {"dry_run": True, "filter": {"class": "exhausted"}}))
+    check(trap["replayed"] == 0 and
+          trap["before_resume"] == len(exhausted),
+          "exhausted after the progress: %r" % trap)
+    whole, _ = wait_job(url, post_replay(
+        url, {"dry_run": True, "restart": True,
+              "filter": {"class": "exhausted"}}))
+    check(whole["replayed"] == len(exhausted) and
+          whole["before_resume"] is None, "restarted dry run %r" % whole)
     job = post_replay(url, {"restart": True, "rate": 1, "batch": 1,
                             "filter": {"class": "schema"}})
     status, _, body = http(url + "api/replay/%d/stop" % job["id"],
@@ -442,6 +521,8 @@ def main():
                       "--listen", "127.0.0.1:0"])
         check(ui.url.startswith("http://127.0.0.1:"), "URL %r" % ui.url)
         step_figures(ui.url, broker)
+        step_overview_cached(ui.url)
+        step_groups(ui.url, broker, msgs)
         step_browse(ui.url, msgs)
         step_message(ui.url, msgs)
         step_bad_params(ui.url)

@@ -13,6 +13,7 @@ usage: browser_ui.py PATH/TO/kretry ARTEFACT_DIR
 Exit 0 on success, 1 on failure, 77 (skipped, with the reason) when
 Chromium or kafka-python is not installed.
 """
+import base64
 import html.parser
 import os
 import shutil
@@ -22,11 +23,12 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ui_seed import (SEEDED, SKIP, UI, Chrome, check,  # noqa: E402
+from ui_seed import (SEEDED, SKIP, UI, Chrome, chain, check,  # noqa: E402
                      seed, source_messages, start_cluster)
 
 TOKEN = "page-token-0123456789"
 WIDTH, HEIGHT = 1280, 1700
+TRIAGE_HEIGHT = 1900  # the failures, the history and the replay in one
 
 
 def chromium_or_skip():
@@ -212,13 +214,139 @@ def step_replay_in_page(binary, profile, ui, k, msgs):
           "replayed %r" % [(r.key, r.value) for r in got])
 
 
-def check_png(path):
+PAY = """\
+  - name: pay
+    source: %s
+    group: %s
+    retry: { tiers: [1s] }
+    topics: { partitions: 1 }
+"""
+
+
+def two_topologies(path, k):
+    """A topology file with the seeded orders and an empty pay."""
+    with open(path) as f:
+        text = f.read()
+    two = path.replace(".yaml", "-two.yaml")
+    with open(two, "w") as f:
+        f.write(text + PAY % (k.name("pay"), k.group("pay-service")))
+    return two
+
+
+def step_triage(binary, profile, ui, k, msgs, shot):
+    """An operator at 3 a.m., after step_replay_in_page replayed two rows:
+    the failures grouped (a click sets the filters), the server's history
+    drawn with axes and kept across a reload, a dry run that says how
+    many matching messages lie before the resume point and includes them,
+    and another topology starting with its own filters."""
+    c = Chrome(binary, profile)
+    try:
+        c.call("Emulation.setDeviceMetricsOverride", width=WIDTH,
+               height=TRIAGE_HEIGHT, deviceScaleFactor=1, mobile=False)
+        c.call("Page.navigate", url=ui.url)
+        c.wait('document.getElementById("failures").dataset.state === '
+               '"ready"')
+        groups = c.js('[...document.querySelectorAll("#groups tr.group")]'
+                      '.map((r) => [r.dataset.class, r.dataset.code, '
+                      'Number(r.dataset.count)])')
+        want = {}
+        for m in msgs:
+            want[(m["class"], m["code"])] = want.get((m["class"],
+                                                      m["code"]), 0) + 1
+        check({(g[0], g[1]): g[2] for g in groups} == want,
+              "failure groups %r, expected %r" % (groups, want))
+        check([g[2] for g in groups] == sorted(want.values(), reverse=True),
+              "groups not largest first: %r" % groups)
+        # a click on a group sets the filters and shows its rows
+        pick = [m for m in msgs if m["class"] == "exhausted" and
+                m["code"] == "VALIDATION"]
+        c.js('document.querySelector(\'#groups tr[data-class="exhausted"]'
+             '[data-code="VALIDATION"]\').click()')
+        rows = c.wait('document.getElementById("browser").dataset.state === '
+                      '"ready" && document.querySelector("#filters select'
+                      '[name=class]").value === "exhausted" && [...document'
+                      '.querySelectorAll("#rows tr.row")].map((r) => '
+                      'r.dataset.id)')
+        check(sorted(rows) == sorted("%d:%d" % (m["partition"], m["offset"])
+                                     for m in pick),
+              "rows of the group: %r" % rows)
+        check(c.js('document.querySelector("#filters input[name=code]")'
+                   '.value') == "VALIDATION", "the group's code not set")
+        # the replay trap: the earlier replay's progress is past them all
+        c.js('document.getElementById("dry-run").click()')
+        c.wait('document.getElementById("replay-status").dataset.state === '
+               '"done"')
+        before = c.wait('!document.getElementById("replay-before").hidden &&'
+                        ' document.getElementById("replay-before").dataset'
+                        '.count')
+        check(before == str(len(pick)), "before the resume point: %r (%r)"
+              % (before, c.js('document.getElementById("replay-before")'
+                              '.textContent')))
+        check(c.js('document.getElementById("run").disabled'),
+              "a dry run of 0 enabled the replay")
+        # the server's history, with its axes
+        samples = int(c.wait('Number(document.getElementById("chart")'
+                             '.dataset.samples) >= 2 && document'
+                             '.getElementById("chart").dataset.samples',
+                             timeout=30))
+        axes = c.js('["x", "y-left", "y-right"].map((k) => document'
+                    '.querySelectorAll("#chart text." + k).length)')
+        check(axes == [5, 5, 5], "chart axes: %r labels" % axes)
+        c.call("Page.captureScreenshot", format="png")  # settle the layout
+        png = c.call("Page.captureScreenshot", format="png")["data"]
+        with open(shot, "wb") as f:
+            f.write(base64.b64decode(png))
+        check_png(shot, TRIAGE_HEIGHT)
+        # include them: a dry run from the DLQ's start counts them
+        c.js('document.getElementById("include-before").click()')
+        status = c.wait('(() => { const s = document.getElementById('
+                        '"replay-status"); return s.dataset.state === "done"'
+                        ' && document.getElementById("replay-restart")'
+                        '.checked && s.textContent; })()')
+        check(status.startswith("%d messages would be replayed" % len(pick))
+              and c.js('document.getElementById("replay-before").hidden'),
+              "including them: %r" % status)
+        # a reload keeps the history (the server's, not the page's)
+        c.call("Page.reload")
+        again = int(c.wait('document.getElementById("overview").dataset.state'
+                           ' === "ready" && Number(document.getElementById('
+                           '"chart").dataset.samples) > 0 && document'
+                           '.getElementById("chart").dataset.samples'))
+        check(again >= samples, "after a reload the chart has %d samples, "
+              "%d before" % (again, samples))
+        # another topology starts with its own, empty, filters
+        c.wait('document.getElementById("failures").dataset.state === '
+               '"ready"')
+        c.js('document.querySelector(\'#groups tr[data-class="exhausted"]'
+             '[data-code="VALIDATION"]\').click()')
+        c.wait('document.querySelector("#filters select[name=class]").value'
+               ' === "exhausted"')
+        c.js('(() => { const s = document.getElementById("topology");'
+             's.value = "pay"; s.dispatchEvent(new Event("change")); })()')
+        state = c.wait('document.getElementById("browser").dataset.state === '
+                       '"ready" && document.getElementById("failures")'
+                       '.dataset.state === "ready" && (() => { const f = '
+                       'document.getElementById("filters").elements; return '
+                       '[f["class"].value, f["code"].value, document'
+                       '.getElementById("replay-restart").checked, document'
+                       '.getElementById("dlq-name").textContent]; })()')
+        check(state[:3] == ["", "", False] and
+              state[3].startswith(k.name("pay.dlq")),
+              "after switching to pay: filters %r" % state)
+        check(c.js('document.getElementById("groups").textContent')
+              .strip() == "the DLQ is empty", "pay's failures")
+    finally:
+        c.close()
+    return samples, again
+
+
+def check_png(path, height=HEIGHT):
     with open(path, "rb") as f:
         head = f.read(24)
     check(head[:8] == b"\x89PNG\r\n\x1a\n", "screenshot is not a PNG")
     w, h = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24],
                                                               "big")
-    check((w, h) == (WIDTH, HEIGHT) and os.path.getsize(path) > 20000,
+    check((w, h) == (WIDTH, height) and os.path.getsize(path) > 20000,
           "screenshot %dx%d, %d bytes" % (w, h, os.path.getsize(path)))
 
 
@@ -235,7 +363,7 @@ def main():
               "package python3-kafka)")
         return SKIP
     d = tempfile.mkdtemp(prefix="kretry-browser-")
-    broker, path = start_cluster(cli, d)
+    broker, path = start_cluster(cli, d, chain("pay", 1, 1))
     uis = []
     try:
         msgs = seed(broker)
@@ -272,6 +400,17 @@ def main():
                             msgs)
         print("ok: in the page, two ticked rows: a dry run counts 2, the "
               "replay writes them with its progress bar full")
+        uis.append(UI(cli, ["--topology", two_topologies(path, broker),
+                            "--bootstrap", broker.bootstrap,
+                            "--listen", "127.0.0.1:0"]))
+        triage = os.path.join(artefacts, "ui_triage.png")
+        samples, again = step_triage(binary, os.path.join(d, "p5"), uis[-1],
+                                     broker, msgs, triage)
+        print("ok: failures grouped and a click filters; history with axes, "
+              "%d samples, %d after a reload; the dry run after a replay "
+              "says what lies before its resume point and includes it; "
+              "another topology resets the filters; screenshot %s"
+              % (samples, again, triage))
         for ui in uis:
             check(ui.stop() == 0, "kretry ui: exit status on SIGTERM")
         return 0

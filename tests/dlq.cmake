@@ -10,3 +10,7 @@ add_dependencies(it_dlq kretry_cli)
 kretry_add_suite(it_dlq_e2e TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 target_link_libraries(it_dlq_e2e PRIVATE PkgConfig::JANSSON PkgConfig::AVRO)
 add_dependencies(it_dlq_e2e kretry_cli)
+# The DLQ's failures grouped: plain data, then 100,000 dead letters on the
+# mock cluster within 2 s.
+kretry_add_suite(it_dlq_groups TIMEOUT 180 LABELS integration)
+target_link_libraries(it_dlq_groups PRIVATE PkgConfig::JANSSON)

@@ -117,12 +117,29 @@ static void test_cursor_and_paths(void) {
         KT_ASSERT(ui_parse_job_path("/api/replay/x", &id, &stop));
 }
 
+/* POST bodies must be JSON: the media type exactly, parameters allowed. */
+static void test_media_type(void) {
+        const char *json = "application/json";
+        KT_ASSERT(ui_media_type_is("application/json", json));
+        KT_ASSERT(ui_media_type_is("application/json; charset=utf-8", json));
+        KT_ASSERT(ui_media_type_is("Application/JSON;charset=utf-8", json));
+        KT_ASSERT(ui_media_type_is("application/json ; q=1", json));
+        KT_ASSERT(!ui_media_type_is("application/jsonx", json));
+        KT_ASSERT(!ui_media_type_is("application/json-seq", json));
+        KT_ASSERT(!ui_media_type_is("application/json x", json));
+        KT_ASSERT(!ui_media_type_is("application/jso", json));
+        KT_ASSERT(!ui_media_type_is("text/plain", json));
+        KT_ASSERT(!ui_media_type_is("", json));
+        KT_ASSERT(!ui_media_type_is(NULL, json));
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_listen),
                                           KT_TEST(test_token),
                                           KT_TEST(test_host),
                                           KT_TEST(test_origin),
                                           KT_TEST(test_cursor_and_paths),
+                                          KT_TEST(test_media_type),
                                           KT_END};
         return kt_main("ui_http", tests, argc, argv);
 }

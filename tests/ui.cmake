@@ -5,6 +5,10 @@
 kretry_add_suite(test_ui_http LABELS unit
                  SOURCES ${PROJECT_SOURCE_DIR}/adapter/ui/ui_http.c)
 target_include_directories(test_ui_http PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui)
+kretry_add_suite(test_ui_history LABELS unit
+                 SOURCES ${PROJECT_SOURCE_DIR}/adapter/ui/ui_history.c)
+target_include_directories(test_ui_history PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui)
+target_link_libraries(test_ui_history PRIVATE kretry_ops)
 
 # Exits 77 (skipped) when kafka-python or python3-avro is missing.
 if(EXISTS /usr/bin/python3)
@@ -12,6 +16,17 @@ if(EXISTS /usr/bin/python3)
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_ui.py
                    $<TARGET_FILE:kretry_cli>)
   set_tests_properties(blackbox_ui PROPERTIES TIMEOUT 120
+                       SKIP_RETURN_CODE 77 LABELS blackbox)
+endif()
+
+# Slow and hostile clients at the socket level: 200 stalled connections,
+# one client's share, the idle timeout, and the request rules (one Host,
+# the JSON media type, known filter values, the query's length).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_ui_limits
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_ui_limits.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_ui_limits PROPERTIES TIMEOUT 120
                        SKIP_RETURN_CODE 77 LABELS blackbox)
 endif()
 

@@ -115,3 +115,13 @@ int kretry_dlq_parse_time(const char *s,
         *msp = now_ms > v ? now_ms - v : 0;
         return 0;
 }
+
+int kretry_dlq_class_known(const char *cls) {
+        static const char *const known[] = {"transient", "permanent",
+                                            "exhausted", "expired",
+                                            "schema",    "parked"};
+        for (size_t i = 0; cls && i < sizeof(known) / sizeof(known[0]); i++)
+                if (!strcmp(cls, known[i]))
+                        return 1;
+        return 0;
+}

@@ -68,6 +68,11 @@ int kretry_dlq_filter_match(const kretry_dlq_filter_t *f,
                             size_t key_len,
                             int64_t dead_lettered_at);
 
+/* 1 when @p cls is an error class kretry writes (transient, permanent,
+ * exhausted, expired, schema, parked): a filter on any other matches
+ * nothing, so a front-end may refuse it as a typo. */
+int kretry_dlq_class_known(const char *cls);
+
 /* Parse a --since/--until value: a duration ago ("90s", "1h", "2d") or an
  * absolute time in epoch milliseconds (digits only). Returns 0 and sets
  * *@p msp, or -1 with a reason in @p errstr. */

@@ -110,6 +110,16 @@ int dlq_replay_run(const dlq_opts_t *o,
                    const dlq_target_t *tg,
                    dlq_replay_ctl_t *ctl);
 
+/* How many messages the selection of @p o (filter, rows) matches before
+ * the resume point of a replay that does not restart (the progress under
+ * "<group>.kretry-replay"): messages an earlier replay replayed or
+ * skipped, which the next one will not read. Returns the count, or -1
+ * with @p errstr filled. Reads the DLQ up to the resume point. */
+int64_t dlq_replay_before_resume(const dlq_opts_t *o,
+                                 const dlq_target_t *tg,
+                                 char *errstr,
+                                 size_t errstr_size);
+
 /* o->to's tier: 0 for the source (also when NULL), N for tier:N or the
  * tier's topic name, -1 when it is not a topic of @p t's chain. */
 int dlq_replay_tier(const char *to, const kretry_topology_t *t);

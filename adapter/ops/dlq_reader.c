@@ -263,6 +263,14 @@ void dlq_reader_from(dlq_reader_t *r,
         }
 }
 
+void dlq_reader_until(dlq_reader_t *r, int32_t partition, int64_t offset) {
+        if (partition < 0 || partition >= r->part_cnt ||
+            offset >= r->end[partition])
+                return;
+        r->end[partition] =
+                offset > r->start[partition] ? offset : r->start[partition];
+}
+
 int dlq_reader_done(const dlq_reader_t *r) {
         return r->cur >= r->part_cnt;
 }
@@ -272,6 +280,12 @@ int64_t dlq_reader_total(const dlq_reader_t *r) {
         for (int p = 0; p < r->part_cnt; p++)
                 n += r->end[p] - r->start[p];
         return n;
+}
+
+int64_t dlq_reader_start(const dlq_reader_t *r, int32_t partition) {
+        return partition >= 0 && partition < r->part_cnt && r->start
+                       ? r->start[partition]
+                       : -1;
 }
 
 int64_t dlq_reader_skipped_committed(const dlq_reader_t *r) {

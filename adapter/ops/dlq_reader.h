@@ -72,12 +72,19 @@ void dlq_reader_from(dlq_reader_t *r,
                      int64_t offset,
                      int one);
 
+/* After the snapshot, before reading: read @p partition only up to
+ * @p offset (excluded), when that is before its snapshotted end. */
+void dlq_reader_until(dlq_reader_t *r, int32_t partition, int64_t offset);
+
 /* 1 once dlq_reader_next() has returned the snapshot's last message. */
 int dlq_reader_done(const dlq_reader_t *r);
 
 /* Messages between the starts and the ends (an upper bound: offsets may be
  * gaps). */
 int64_t dlq_reader_total(const dlq_reader_t *r);
+
+/* Where the snapshot starts in @p partition (-1 when it has none). */
+int64_t dlq_reader_start(const dlq_reader_t *r, int32_t partition);
 
 /* Messages before the starts that a group had committed (0 without). */
 int64_t dlq_reader_skipped_committed(const dlq_reader_t *r);

@@ -353,3 +353,57 @@ int dlq_replay_run(const dlq_opts_t *o,
         replay_close(&rp);
         return rc;
 }
+
+/* A reader of @p tg's DLQ, snapshotted (from @p group's progress when not
+ * NULL); NULL with @p errstr filled. */
+static dlq_reader_t *reader_at(const dlq_opts_t *o,
+                               const dlq_target_t *tg,
+                               const char *group,
+                               char *errstr,
+                               size_t errstr_size) {
+        rd_kafka_conf_t *conf =
+                dlq_client_conf(tg->f, o->bootstrap, 1, errstr, errstr_size);
+        dlq_reader_t *r =
+                conf ? dlq_reader_new(conf, tg->t->dlq, group, o->timeout_ms,
+                                      errstr, errstr_size)
+                     : NULL;
+        if (r && dlq_reader_snapshot(r, group != NULL, errstr, errstr_size)) {
+                dlq_reader_destroy(r);
+                r = NULL;
+        }
+        return r;
+}
+
+int64_t dlq_replay_before_resume(const dlq_opts_t *o,
+                                 const dlq_target_t *tg,
+                                 char *errstr,
+                                 size_t errstr_size) {
+        char group[512];
+        rd_kafka_message_t *m;
+        int64_t n = 0, *resume = NULL;
+        int got = 0;
+        snprintf(group, sizeof(group), "%s.kretry-replay", tg->t->group);
+        dlq_reader_t *progress = reader_at(o, tg, group, errstr, errstr_size);
+        if (!progress)
+                return -1;
+        int parts = dlq_reader_partition_cnt(progress);
+        if (!dlq_reader_skipped_committed(progress) ||
+            !(resume = calloc((size_t)parts + 1, sizeof(*resume)))) {
+                dlq_reader_destroy(progress);
+                return 0; /* nothing before it (or no memory to tell) */
+        }
+        for (int p = 0; p < parts; p++)
+                resume[p] = dlq_reader_start(progress, p);
+        dlq_reader_destroy(progress);
+        dlq_reader_t *r = reader_at(o, tg, NULL, errstr, errstr_size);
+        for (int p = 0; r && p < parts; p++)
+                dlq_reader_until(r, p, resume[p] >= 0 ? resume[p] : 0);
+        while (r && (got = dlq_reader_next(r, &m, errstr, errstr_size)) == 1) {
+                if (dlq_selected(o, m))
+                        n++;
+                rd_kafka_message_destroy(m);
+        }
+        dlq_reader_destroy(r);
+        free(resume);
+        return !r || got < 0 ? -1 : n;
+}

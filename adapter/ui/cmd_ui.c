@@ -190,8 +190,12 @@ int cmd_ui(int argc, char **argv) {
         pthread_sigmask(SIG_BLOCK, &set, NULL);
         signal(SIGPIPE, SIG_IGN);
         pthread_mutex_init(&ui.lock, NULL);
-        rc = 1;
-        if (ui_server_start(&ui, errstr, sizeof(errstr))) {
+        rc         = 1;
+        ui.figures = ui_figures_start(ui.f, ui.bootstrap, ui.window_ms,
+                                      ui.timeout_ms, UI_FIGURES_INTERVAL_MS);
+        if (!ui.figures) {
+                fprintf(stderr, PROG ": cannot start taking figures\n");
+        } else if (ui_server_start(&ui, errstr, sizeof(errstr))) {
                 fprintf(stderr, PROG ": %s\n", errstr);
         } else {
                 printf("http://%s%s%s:%d/\n", ui.listen.ipv6 ? "[" : "",
@@ -207,6 +211,7 @@ int cmd_ui(int argc, char **argv) {
                 ui_replay_shutdown(&ui);
                 rc = 0;
         }
+        ui_figures_stop(ui.figures);
         pthread_mutex_destroy(&ui.lock);
         kretry_topology_file_destroy(ui.f);
         return rc;

@@ -6,11 +6,15 @@
  * and the DLQ reader (dlq inspect), dlq_replay_run() (dlq replay),
  * dlq_export_file() (dlq export).
  *
- * Threads: libmicrohttpd runs each connection on its own thread (bounded
- * in number); a request's Kafka clients are its own. What they share is
- * read-only after start-up (ui_t's settings and the loaded topology file),
- * except the replay job, which ui_t.lock guards; a job's counters are
- * atomics its own thread writes.
+ * Threads: libmicrohttpd's fixed pool of polling threads reads requests
+ * and answers the quick routes (ui_api_quick()); the rest run on
+ * ui_pool.c's workers; a request's Kafka clients are its own. One more
+ * thread takes the figures and history (ui_figures.c, its own lock), one
+ * reaps connections past the header deadline (ui_deadline.c, its own
+ * lock), and each replay job runs on a thread of its own. What they share
+ * is read-only after start-up (ui_t's settings and the loaded topology
+ * file), except the replay job, which ui_t.lock guards; a job's counters
+ * are atomics its own thread writes.
  */
 #ifndef KRETRY_UI_H
 #define KRETRY_UI_H
@@ -18,7 +22,10 @@
 #include "dlq_ops.h"
 #include "topology.h"
 #include "ui_body.h"
+#include "ui_deadline.h"
+#include "ui_figures.h"
 #include "ui_http.h"
+#include "ui_pool.h"
 
 #include <microhttpd.h>
 #include <pthread.h>
@@ -38,6 +45,9 @@ typedef struct {
         ui_listen_t listen;
         int port; /* the bound port */
         struct MHD_Daemon *d;
+        ui_pool_t *pool;         /* the workers of the requests that wait */
+        ui_deadline_t *deadline; /* the header deadline's reaper */
+        ui_figures_t *figures;   /* the figures and history, taken behind */
         /* the replay job: the running one, or the last */
         pthread_mutex_t lock;
         ui_job_t *job;
@@ -66,6 +76,10 @@ typedef struct {
 /* Answer an authorised request (ui_server.c checked Host, token, origin
  * and sizes). */
 void ui_api_handle(ui_req_t *q, ui_reply_t *out);
+
+/* 1 when @p q is answered without waiting on the cluster (the page, the
+ * cached figures, the history, a job's state): on the polling thread. */
+int ui_api_quick(const ui_req_t *q);
 
 /* dlq_opts_t as the commands' defaults, with the UI's settings. */
 void ui_opts_init(const ui_t *ui, dlq_opts_t *o);

@@ -5,6 +5,7 @@
  * this file only after ui_server.c checked Host, token and origin.
  */
 #include "codec.h"
+#include "dlq_groups.h"
 #include "dlq_reader.h"
 #include "parse.h"
 #include "stats_collect.h"
@@ -44,7 +45,7 @@ void ui_reply_error(ui_reply_t *out, unsigned status, const char *fmt, ...) {
         ui_reply_json(out, status, j);
 }
 
-static const char *param(ui_req_t *q, const char *name) {
+static const char *param(const ui_req_t *q, const char *name) {
         return MHD_lookup_connection_value(q->c, MHD_GET_ARGUMENT_KIND, name);
 }
 
@@ -193,21 +194,62 @@ static void free_reports(stats_report_t **rs, size_t n) {
         free(rs);
 }
 
+/* The first round of figures may take every topology's window and the
+ * cluster's timeouts. */
+#define UI_FIGURES_WAIT_MS 60000
+
 static void api_topologies(ui_req_t *q, ui_reply_t *out) {
         static const char *const allowed[] = {"topology", "window", NULL};
+        const char *name                   = param(q, "topology");
+        char errstr[1024];
         size_t n;
         stats_report_t **rs;
-        if (!params_ok(q, allowed, out) ||
-            !(rs = collect(q, param(q, "topology"), &n, out)))
+        json_t *arr = NULL;
+        int64_t at  = dlq_now_ms();
+        if (!params_ok(q, allowed, out) || (name && !pick(q, name, out)))
                 return;
-        json_t *j = json_object(), *arr = json_array();
-        for (size_t i = 0; i < n; i++)
-                json_array_append_new(arr, stats_report_json(rs[i]));
+        if (param(q, "window")) { /* a window of its own: taken now */
+                if (!(rs = collect(q, name, &n, out)))
+                        return;
+                arr = json_array();
+                for (size_t i = 0; i < n; i++)
+                        json_array_append_new(arr, stats_report_json(rs[i]));
+                free_reports(rs, n);
+        } else if (!(arr = ui_figures_reports(q->ui->figures, name,
+                                              UI_FIGURES_WAIT_MS, &at, errstr,
+                                              sizeof(errstr)))) {
+                ui_reply_error(out, 502, "%s", errstr);
+                return;
+        }
+        json_t *j = json_object();
         json_object_set_new(j, "file", json_string(q->ui->file));
         json_object_set_new(j, "show_values", json_boolean(q->ui->show_values));
+        json_object_set_new(j, "interval_ms",
+                            json_integer(UI_FIGURES_INTERVAL_MS));
+        json_object_set_new(j, "age_ms", json_integer(dlq_now_ms() - at));
         json_object_set_new(j, "topologies", arr);
-        free_reports(rs, n);
         ui_reply_json(out, 200, j);
+}
+
+/* ---- GET /api/history ---- */
+
+static void api_history(ui_req_t *q, ui_reply_t *out) {
+        static const char *const allowed[] = {"topology", "since", NULL};
+        const char *since                  = param(q, "since");
+        const kretry_topology_t *t;
+        int64_t since_ms = 0;
+        if (!params_ok(q, allowed, out) ||
+            !(t = pick(q, param(q, "topology"), out)))
+                return;
+        if (since && ui_parse_int(since, 0, INT64_MAX, &since_ms)) {
+                ui_reply_error(out, 400, "since: expected epoch ms");
+                return;
+        }
+        json_t *j = ui_figures_history(q->ui->figures, t->name, since_ms);
+        if (j)
+                ui_reply_json(out, 200, j);
+        else
+                ui_reply_error(out, 500, "out of memory");
 }
 
 static void api_metrics(ui_req_t *q, ui_reply_t *out) {
@@ -334,6 +376,49 @@ static void api_dlq(ui_req_t *q, ui_reply_t *out) {
         else
                 ui_reply_json(out, 200, json_incref(j));
         json_decref(j);
+}
+
+/* ---- GET /api/groups ---- */
+
+/* Messages read at most for the failures view: beyond, the groups say
+ * "complete": false. */
+#define UI_GROUPS_SCAN_MAX 200000
+
+static void api_groups(ui_req_t *q, ui_reply_t *out) {
+        static const char *const allowed[] = {"topology", NULL};
+        char errstr[1024];
+        const kretry_topology_t *t;
+        int64_t read, t0 = dlq_now_ms();
+        if (!params_ok(q, allowed, out) ||
+            !(t = pick(q, param(q, "topology"), out)))
+                return;
+        dlq_groups_t *g = dlq_groups_new(DLQ_GROUPS_MAX);
+        dlq_reader_t *r = g ? open_dlq(q, t, out) : NULL;
+        if (!g && !out->body)
+                ui_reply_error(out, 500, "out of memory");
+        int rc = r ? dlq_groups_read(r, g, UI_GROUPS_SCAN_MAX, &read, errstr,
+                                     sizeof(errstr))
+                   : -2;
+        json_t *groups = rc >= 0 ? dlq_groups_json(g) : NULL;
+        if (rc == -1)
+                ui_reply_error(out, 502, "%s", errstr);
+        else if (rc >= 0 && !groups)
+                ui_reply_error(out, 500, "out of memory");
+        else if (rc >= 0) {
+                json_t *j = json_object();
+                json_object_set_new(j, "topology", json_string(t->name));
+                json_object_set_new(j, "dlq", json_string(t->dlq));
+                json_object_set_new(j, "read", json_integer(read));
+                json_object_set_new(j, "complete", json_boolean(rc == 1));
+                json_object_set_new(j, "other",
+                                    json_integer(dlq_groups_other(g)));
+                json_object_set_new(j, "took_ms",
+                                    json_integer(dlq_now_ms() - t0));
+                json_object_set_new(j, "groups", groups);
+                ui_reply_json(out, 200, j);
+        }
+        dlq_reader_destroy(r);
+        dlq_groups_destroy(g);
 }
 
 /* ---- GET /api/dlq/PARTITION/OFFSET ---- */
@@ -554,6 +639,18 @@ static void page_reply(ui_reply_t *out) {
                 ui_reply_error(out, 500, "out of memory");
 }
 
+int ui_api_quick(const ui_req_t *q) {
+        int64_t id;
+        int stop;
+        if (strcmp(q->method, "GET") && strcmp(q->method, "HEAD"))
+                return 0;
+        if (!strcmp(q->path, "/api/topologies"))
+                return !param(q, "window") && ui_figures_ready(q->ui->figures);
+        return !strcmp(q->path, "/") || !strcmp(q->path, "/index.html") ||
+               !strcmp(q->path, "/api/history") ||
+               (!ui_parse_job_path(q->path, &id, &stop) && !stop);
+}
+
 void ui_api_handle(ui_req_t *q, ui_reply_t *out) {
         static const char *const none[] = {NULL};
         int post                        = !strcmp(q->method, "POST");
@@ -590,6 +687,10 @@ void ui_api_handle(ui_req_t *q, ui_reply_t *out) {
                         page_reply(out);
         } else if (!strcmp(q->path, "/api/topologies"))
                 api_topologies(q, out);
+        else if (!strcmp(q->path, "/api/groups"))
+                api_groups(q, out);
+        else if (!strcmp(q->path, "/api/history"))
+                api_history(q, out);
         else if (!strcmp(q->path, "/metrics"))
                 api_metrics(q, out);
         else if (!strcmp(q->path, "/api/dlq"))

@@ -28,6 +28,11 @@ int ui_filter_set(dlq_opts_t *o,
                   char *errstr,
                   size_t errstr_size) {
         char reason[256];
+        if (!strcmp(name, "class") && !kretry_dlq_class_known(v))
+                return bad(errstr, errstr_size,
+                           "class: \"%.64s\" is not one of transient, "
+                           "permanent, exhausted, expired, schema, parked",
+                           v);
         int rc = dlq_filter_set(o, name, v, reason, sizeof(reason));
         if (rc == -2)
                 return bad(errstr, errstr_size, "unknown filter \"%.64s\"",

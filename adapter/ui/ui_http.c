@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int ui_parse_int(const char *s, int64_t min, int64_t max, int64_t *out) {
         char *end;
@@ -154,4 +155,14 @@ int ui_parse_job_path(const char *path, int64_t *id, int *stop) {
         buf[n] = '\0';
         *stop  = slash != NULL;
         return ui_parse_int(buf, 1, INT64_MAX, id);
+}
+
+int ui_media_type_is(const char *value, const char *want) {
+        size_t n = strlen(want);
+        if (!value || strncasecmp(value, want, n))
+                return 0;
+        value += n;
+        while (*value == ' ' || *value == '\t')
+                value++;
+        return !*value || *value == ';';
 }

@@ -52,6 +52,11 @@ int ui_cross_origin(const char *origin,
                     const char *sec_fetch_site,
                     const char *host);
 
+/* 1 when the Content-Type @p value (may be NULL) has the media type
+ * @p want ("type/subtype", any case), parameters allowed
+ * ("application/json; charset=utf-8"), and nothing else before them. */
+int ui_media_type_is(const char *value, const char *want);
+
 /* A page cursor "PARTITION:OFFSET" (where the next page starts). Returns
  * 0, or -1 when malformed. */
 int ui_parse_cursor(const char *s, int32_t *partition, int64_t *offset);

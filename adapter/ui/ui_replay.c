@@ -28,6 +28,9 @@ struct ui_job_s {
         int rc;
         int64_t started_ms;
         atomic_llong ended_ms;
+        /* A dry run that resumes: matching messages before its resume
+         * point, which it did not count (-1: not known or not asked). */
+        atomic_llong before_resume;
 };
 
 /* A job whose thread never started. */
@@ -48,6 +51,16 @@ static void *job_main(void *arg) {
         ui_job_t *j = arg;
         prctl(PR_SET_NAME, "kretry:replay", 0, 0, 0); /* for top -H, perf */
         j->rc = dlq_replay_run(&j->o, &j->tg, &j->ctl);
+        if (!j->rc && j->o.dry_run && !j->o.restart &&
+            !atomic_load(&j->ctl.stop)) {
+                /* The replay trap: a filter that matches nothing after the
+                 * progress of an earlier replay may match messages before
+                 * it; the page offers to include them (restart). */
+                char err[512];
+                atomic_store(&j->before_resume,
+                             dlq_replay_before_resume(&j->o, &j->tg, err,
+                                                      sizeof(err)));
+        }
         atomic_store(&j->ended_ms, dlq_now_ms());
         /* The operator's record of what was written, as the command's
          * summary line is. */
@@ -86,6 +99,10 @@ static json_t *job_json(ui_job_t *j) {
         json_object_set_new(o, "read", json_integer(atomic_load(&j->ctl.read)));
         json_object_set_new(o, "replayed",
                             json_integer(atomic_load(&j->ctl.replayed)));
+        long long before = atomic_load(&j->before_resume);
+        json_object_set_new(o, "before_resume",
+                            !running && before >= 0 ? json_integer(before)
+                                                    : json_null());
         json_object_set_new(o, "started_at", json_integer(j->started_ms));
         json_object_set_new(o, "ended_at",
                             ended ? json_integer(ended) : json_null());
@@ -107,6 +124,7 @@ static ui_job_t *job_new(ui_req_t *q,
                 return NULL;
         }
         ui_opts_init(q->ui, &j->o);
+        atomic_store(&j->before_resume, -1);
         j->o.show_value = 0;
         j->tg           = (dlq_target_t){q->ui->f, t};
         j->body         = json_incref(body);

@@ -1,29 +1,57 @@
 /*
- * kretry ui's HTTP server: libmicrohttpd with a thread per connection
- * (a request may wait seconds on the cluster), bounded in connections,
- * header memory and body size. Before any route runs, every request is
- * checked here: its method, its Host (without a token, only loopback
- * names: no DNS rebinding), its token when one is set, and for a POST its
- * origin (Origin, Sec-Fetch-Site) and its JSON content type, which a
- * cross-origin form cannot send without a preflight.
+ * kretry ui's HTTP server: libmicrohttpd with a fixed pool of polling
+ * threads (epoll or poll, never a thread per connection), bounded in
+ * connections per client and in all, in header memory and body size, and
+ * closing a connection idle for UI_CONN_TIMEOUT_S or whose headers take
+ * longer than UI_HEADER_DEADLINE_MS (ui_deadline.c) — so connections that
+ * never finish their headers cost a socket each, not a thread, for
+ * seconds, and one client cannot hold every slot. Requests that wait on the
+ * cluster are answered by ui_pool.c's workers (the connection suspended
+ * meanwhile); the page, the cached figures and the history are answered at
+ * once.
+ *
+ * Before any route runs, every request is checked here: its method, the
+ * length of its whole target (path and query), its Host (one, and without
+ * a token only loopback names: no DNS rebinding), its token when one is
+ * set, and for a POST its origin (Origin, Sec-Fetch-Site) and its JSON
+ * content type, which a cross-origin form cannot send without a preflight.
  */
 #include "ui.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define UI_MAX_URL 1024
-#define UI_MAX_CONNECTIONS 64
+/* Connections in all, and from one client address: 200 stalled sockets of
+ * one client take UI_MAX_PER_CLIENT slots and leave the rest. */
+#define UI_MAX_CONNECTIONS 256
+#define UI_MAX_PER_CLIENT 16
+#define UI_CONN_TIMEOUT_S 10u
+#define UI_POLL_THREADS 2
+#define UI_WORKERS 4
+#define UI_MAX_QUEUED 64
 
-/* One request's state across libmicrohttpd's calls. */
+/* One request's state across libmicrohttpd's calls (made in the
+ * URI-log callback, freed when the request completes). A polling thread
+ * owns it, except between ui_pool_push() and the worker's
+ * MHD_resume_connection(): then the worker writes rep and ready. */
 typedef struct {
+        ui_work_t work; /* first: the pool's item */
+        ui_t *ui;
+        struct MHD_Connection *c;
+        const char *url, *method; /* libmicrohttpd's, valid till done */
         char *body;
         size_t len;
-        int answered;
+        size_t target_len; /* the request target, query included */
+        int started, answered, queued;
+        atomic_int ready; /* rep holds the worker's answer */
+        ui_reply_t rep;
 } conn_t;
 
 static const char *header(struct MHD_Connection *c, const char *name) {
@@ -71,8 +99,24 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, ui_reply_t *rep) {
 
 /* The checks every request passes before a route runs. Returns 1 with an
  * error in @p rep when it is refused. */
+static enum MHD_Result
+count_host(void *cls, enum MHD_ValueKind kind, const char *k, const char *v) {
+        (void)kind;
+        (void)v;
+        if (!strcasecmp(k, "Host"))
+                (*(int *)cls)++;
+        return MHD_YES;
+}
+
+static int host_count(struct MHD_Connection *c) {
+        int n = 0;
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &n);
+        return n;
+}
+
 static int refused(ui_t *ui,
                    struct MHD_Connection *c,
+                   const conn_t *cn,
                    const char *url,
                    const char *method,
                    ui_reply_t *rep) {
@@ -83,9 +127,11 @@ static int refused(ui_t *ui,
         int64_t n;
         if (!post && strcmp(method, "GET") && strcmp(method, "HEAD"))
                 ui_reply_error(rep, 405, "%.16s: only GET and POST", method);
-        else if (strlen(url) > UI_MAX_URL)
+        else if (strlen(url) > UI_MAX_URL || cn->target_len > UI_MAX_URL)
                 ui_reply_error(rep, 414, "the URL is longer than %d bytes",
                                UI_MAX_URL);
+        else if (host_count(c) > 1)
+                ui_reply_error(rep, 400, "more than one Host header");
         else if (!ui->token && !ui_host_is_loopback(host, ui->port))
                 ui_reply_error(rep, 403,
                                "Host \"%.64s\" is not this loopback server "
@@ -107,7 +153,7 @@ static int refused(ui_t *ui,
                 ui_reply_error(rep, 403,
                                "cross-origin requests may not change "
                                "anything");
-        else if (post && (!type || strncmp(type, "application/json", 16)))
+        else if (post && !ui_media_type_is(type, "application/json"))
                 ui_reply_error(rep, 415,
                                "POST bodies are JSON (Content-Type: "
                                "application/json)");
@@ -119,16 +165,49 @@ static int refused(ui_t *ui,
         return 1;
 }
 
+/* A worker's turn: answer, then hand the connection back to its polling
+ * thread, which sends the reply (on_request, cn->ready). */
+static void run_queued(ui_work_t *w, int cancelled) {
+        conn_t *cn = (conn_t *)w;
+        ui_req_t q = {cn->ui, cn->c, cn->method, cn->url, cn->body, cn->len};
+        cn->rep.fd = -1;
+        if (cancelled)
+                ui_reply_error(&cn->rep, 503, "kretry ui is stopping");
+        else
+                ui_api_handle(&q, &cn->rep);
+        atomic_store(&cn->ready, 1);
+        MHD_resume_connection(cn->c);
+}
+
 static enum MHD_Result dispatch(ui_t *ui,
                                 struct MHD_Connection *c,
                                 const char *url,
                                 const char *method,
                                 conn_t *cn) {
-        ui_reply_t rep = {.fd = -1};
-        ui_req_t q     = {ui, c, method, url, cn->body, cn->len};
-        ui_api_handle(&q, &rep);
-        cn->answered = 1;
-        return send_reply(c, &rep);
+        ui_req_t q = {ui, c, method, url, cn->body, cn->len};
+        if (ui_api_quick(&q)) {
+                ui_reply_t rep = {.fd = -1};
+                ui_api_handle(&q, &rep);
+                cn->answered = 1;
+                return send_reply(c, &rep);
+        }
+        /* Suspended before it is queued: a worker may resume it at once. */
+        cn->ui       = ui;
+        cn->c        = c;
+        cn->url      = url;
+        cn->method   = method;
+        cn->queued   = 1;
+        cn->work.run = run_queued;
+        MHD_suspend_connection(c);
+        if (ui_pool_push(ui->pool, &cn->work)) {
+                cn->rep.fd = -1;
+                ui_reply_error(&cn->rep, 503,
+                               "busy: %d requests are waiting on the cluster",
+                               UI_MAX_QUEUED);
+                atomic_store(&cn->ready, 1);
+                MHD_resume_connection(c);
+        }
+        return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls,
@@ -142,12 +221,13 @@ static enum MHD_Result on_request(void *cls,
         ui_t *ui   = cls;
         conn_t *cn = *con_cls;
         (void)version;
-        if (!cn) {
+        if (!cn)
+                return MHD_NO; /* the URI-log callback ran out of memory */
+        if (!cn->started) {
                 ui_reply_t rep = {.fd = -1};
-                if (!(cn = calloc(1, sizeof(*cn))))
-                        return MHD_NO;
-                *con_cls = cn;
-                if (refused(ui, c, url, method, &rep)) {
+                cn->started    = 1;
+                ui_deadline_reading(ui->deadline, c, 0);
+                if (refused(ui, c, cn, url, method, &rep)) {
                         cn->answered = 1;
                         return send_reply(c, &rep);
                 }
@@ -158,6 +238,12 @@ static enum MHD_Result on_request(void *cls,
         if (cn->answered) {
                 *upload_size = 0; /* the rest of a refused body */
                 return MHD_YES;
+        }
+        if (cn->queued) {
+                if (!atomic_load(&cn->ready))
+                        return MHD_YES;
+                cn->answered = 1;
+                return send_reply(c, &cn->rep);
         }
         if (*upload_size) {
                 if (cn->len + *upload_size > UI_MAX_BODY) {
@@ -182,15 +268,33 @@ static enum MHD_Result on_request(void *cls,
         return dispatch(ui, c, url, method, cn);
 }
 
+/* Called with the whole request target before libmicrohttpd splits off
+ * the query: what it returns is the request's state (on_request's
+ * *con_cls). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+        conn_t *cn = calloc(1, sizeof(*cn));
+        (void)cls;
+        (void)c;
+        if (cn)
+                cn->target_len = strlen(uri);
+        return cn;
+}
+
 static void on_done(void *cls,
                     struct MHD_Connection *c,
                     void **con_cls,
                     enum MHD_RequestTerminationCode toe) {
         conn_t *cn = *con_cls;
-        (void)cls;
-        (void)c;
+        ui_t *ui   = cls;
         (void)toe;
+        ui_deadline_reading(ui->deadline, c, 1); /* the next request's */
         if (cn) {
+                /* A reply a worker made but that was never sent. */
+                if (cn->queued && !cn->answered && atomic_load(&cn->ready)) {
+                        free(cn->rep.body);
+                        if (cn->rep.fd >= 0)
+                                close(cn->rep.fd);
+                }
                 free(cn->body);
                 free(cn);
         }
@@ -219,21 +323,33 @@ int ui_server_start(ui_t *ui, char *errstr, size_t errstr_size) {
         struct sockaddr_storage ss;
         listen_addr(&ui->listen, &ss);
         ui->port       = ui->listen.port;
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
-                         MHD_USE_THREAD_PER_CONNECTION |
+        unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD |
+                         MHD_ALLOW_SUSPEND_RESUME |
                          (ui->listen.ipv6 ? MHD_USE_IPv6 : 0);
+        if (!(ui->pool = ui_pool_new(UI_WORKERS, UI_MAX_QUEUED)) ||
+            !(ui->deadline = ui_deadline_start(UI_HEADER_DEADLINE_MS))) {
+                snprintf(errstr, errstr_size, "cannot start the workers");
+                ui_server_stop(ui);
+                return -1;
+        }
         errno = 0;
         ui->d = MHD_start_daemon(
                 flags, (uint16_t)ui->listen.port, NULL, NULL, on_request, ui,
                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                MHD_OPTION_THREAD_POOL_SIZE, (unsigned)UI_POLL_THREADS,
                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)UI_MAX_CONNECTIONS,
-                MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)UI_MAX_PER_CLIENT,
+                MHD_OPTION_CONNECTION_TIMEOUT, UI_CONN_TIMEOUT_S,
+                MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
-                MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
+                MHD_OPTION_NOTIFY_COMPLETED, on_done, ui,
+                MHD_OPTION_NOTIFY_CONNECTION, ui_deadline_notify, ui->deadline,
+                MHD_OPTION_END);
         if (!ui->d) {
                 snprintf(errstr, errstr_size, "cannot listen on %s:%d: %s",
                          ui->listen.host, ui->listen.port,
                          errno ? strerror(errno) : "libmicrohttpd refused");
+                ui_server_stop(ui);
                 return -1;
         }
         const union MHD_DaemonInfo *info =
@@ -243,7 +359,15 @@ int ui_server_start(ui_t *ui, char *errstr, size_t errstr_size) {
 }
 
 void ui_server_stop(ui_t *ui) {
+        /* The workers first: each queued request is answered (503) and its
+         * connection resumed, so the daemon stops with none suspended;
+         * requests arriving meanwhile are refused by the stopped pool. */
+        ui_pool_stop(ui->pool);
         if (ui->d)
                 MHD_stop_daemon(ui->d);
         ui->d = NULL;
+        ui_pool_destroy(ui->pool);
+        ui->pool = NULL;
+        ui_deadline_stop(ui->deadline);
+        ui->deadline = NULL;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char topology_yaml[] = "topologies:\n"
                                     "  - name: orders\n"
@@ -71,6 +72,10 @@ static void line(const char *s) {
         ui_cross_origin(s, s, "127.0.0.1:8642");
         ui_token_equal(s, "0123456789abcdef");
         ui_request_token(s, s);
+        /* a Content-Type it accepts is the media type and parameters */
+        if (ui_media_type_is(s, "application/json") &&
+            strncasecmp(s, "application/json", 16))
+                abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
