@@ -2,6 +2,9 @@
 
 #include "parse.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
 #include <time.h>
 
 int cli_usage_error(const char *prog, const char *fmt, const char *arg) {
@@ -73,4 +76,24 @@ int cli_parse_timeout(const char *prog, const char *arg, int *out) {
                                        arg);
         *out = (int)n;
         return 0;
+}
+
+socklen_t cli_sockaddr(const char *host,
+                       int port,
+                       int ipv6,
+                       struct sockaddr_storage *ss) {
+        memset(ss, 0, sizeof(*ss));
+        if (ipv6) {
+                struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+                a->sin6_family         = AF_INET6;
+                a->sin6_port           = htons((uint16_t)port);
+                inet_pton(AF_INET6, host, &a->sin6_addr);
+                return sizeof(*a);
+        }
+        struct sockaddr_in *a = (struct sockaddr_in *)ss;
+        a->sin_family         = AF_INET;
+        a->sin_port           = htons((uint16_t)port);
+        inet_pton(AF_INET, strcmp(host, "localhost") ? host : "127.0.0.1",
+                  &a->sin_addr);
+        return sizeof(*a);
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 /* "PROG: " @p fmt (formatted with @p arg), then "(see 'PROG --help')", on
  * stderr. Returns KRETRY_EX_USAGE. */
@@ -55,5 +56,11 @@ int cli_parse_window(const char *prog,
 /* --timeout ARG: milliseconds 1..3600000 into *@p out; 0, or a usage
  * error's status. */
 int cli_parse_timeout(const char *prog, const char *arg, int *out);
+
+/* The socket address a server listens on: @p host (an IPv4 or IPv6
+ * address, or "localhost" for 127.0.0.1) and @p port, into @p ss; returns
+ * its length. The host was checked when the address was parsed. */
+socklen_t
+cli_sockaddr(const char *host, int port, int ipv6, struct sockaddr_storage *ss);
 
 #endif

@@ -257,22 +257,6 @@ static enum MHD_Result on_request(void *cls,
         return send_reply(c, &r, 0);
 }
 
-static socklen_t sock_addr(const addr_t *a, struct sockaddr_storage *ss) {
-        memset(ss, 0, sizeof(*ss));
-        if (a->ipv6) {
-                struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-                s6->sin6_family         = AF_INET6;
-                s6->sin6_port           = htons((uint16_t)a->port);
-                inet_pton(AF_INET6, a->host, &s6->sin6_addr);
-                return sizeof(*s6);
-        }
-        struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-        s4->sin_family         = AF_INET;
-        s4->sin_port           = htons((uint16_t)a->port);
-        inet_pton(AF_INET, a->host, &s4->sin_addr);
-        return sizeof(*s4);
-}
-
 static int64_t conf_int(const kretry_conf_t *conf, const char *name) {
         char buf[32];
         if (kretry_conf_get(conf, name, buf, sizeof(buf)) != KRETRY_ERR_OK)
@@ -303,7 +287,7 @@ static struct MHD_Daemon *daemon_start(run_metrics_t *m, const addr_t *a) {
         sigemptyset(&set);
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGTERM);
-        sock_addr(a, &ss);
+        cli_sockaddr(a->host, a->port, a->ipv6, &ss);
         pthread_sigmask(SIG_BLOCK, &set, &old);
         errno                = 0;
         struct MHD_Daemon *d = MHD_start_daemon(

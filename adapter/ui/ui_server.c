@@ -18,6 +18,8 @@
  */
 #include "ui.h"
 
+#include "cli_util.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -301,27 +303,9 @@ static void on_done(void *cls,
         *con_cls = NULL;
 }
 
-static socklen_t listen_addr(const ui_listen_t *l,
-                             struct sockaddr_storage *ss) {
-        memset(ss, 0, sizeof(*ss));
-        if (l->ipv6) {
-                struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-                a->sin6_family         = AF_INET6;
-                a->sin6_port           = htons((uint16_t)l->port);
-                inet_pton(AF_INET6, l->host, &a->sin6_addr);
-                return sizeof(*a);
-        }
-        struct sockaddr_in *a = (struct sockaddr_in *)ss;
-        a->sin_family         = AF_INET;
-        a->sin_port           = htons((uint16_t)l->port);
-        inet_pton(AF_INET, strcmp(l->host, "localhost") ? l->host : "127.0.0.1",
-                  &a->sin_addr);
-        return sizeof(*a);
-}
-
 int ui_server_start(ui_t *ui, char *errstr, size_t errstr_size) {
         struct sockaddr_storage ss;
-        listen_addr(&ui->listen, &ss);
+        cli_sockaddr(ui->listen.host, ui->listen.port, ui->listen.ipv6, &ss);
         ui->port       = ui->listen.port;
         unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD |
                          MHD_ALLOW_SUSPEND_RESUME |
