@@ -23,7 +23,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCENARIOS = ["delay", "retry_hop", "dead_letter", "parallel", "kill"]
+SCENARIOS = ["delay", "retry_hop", "dead_letter", "parallel", "kill", "tier_mem"]
 
 
 def log(*a):
@@ -131,6 +131,41 @@ class Harness:
         out, err = p.communicate(timeout=900)
         return last_json(out)
 
+    def kretry_tier_mem(self, n):
+        m = self.kretry(["--only", "tier_mem", "--runs", "1", "--messages",
+                         str(n)])["tier_memory"]
+        return {k: m[k] for k in ("messages", "partitions", "rss_empty_kb",
+                                  "rss_waiting_kb", "rss_growth_kb",
+                                  "bytes_per_waiting_msg", "load_max")}
+
+    def spring_tier_mem(self, n):
+        """1,000,000 copies waiting in SOURCE-retry (SpringTierFill), one JVM
+        on them and one on empty topics at the same time: RSS of both."""
+        t, e = self.name("mem"), self.name("mem-empty")
+        names = [x + s for x in (t, e) for s in ("", "-retry", "-dlt")]
+        # 256 partitions, as kretry_bench's tier_mem (BENCH_MEM_PARTITIONS)
+        self.topics("create", 256, names)
+        try:
+            java("spring", "kretry.peers.spring.SpringTierFill",
+                 dict(bootstrap=self.boot, topic=t, messages=n))
+            procs = []
+            for topic, paused in ((t, 256), (e, 0)):
+                props = dict(bootstrap=self.boot, topic=topic, group=topic + "-g",
+                             delay_ms=3600000, paused=paused)
+                procs.append(subprocess.Popen(
+                    ["java", "-cp", cp("spring")] +
+                    [f"-Dbench.{k}={v}" for k, v in props.items()] +
+                    ["kretry.peers.spring.SpringTierMem"],
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+            w, em = (last_json(p.communicate(timeout=900)[0]) for p in procs)
+            g = w["rss_kb"] - em["rss_kb"]
+            return {"messages": n, "partitions": 256, "rss_empty_kb": em["rss_kb"],
+                    "rss_waiting_kb": w["rss_kb"], "rss_growth_kb": g,
+                    "bytes_per_waiting_msg": g * 1024 / n, "paused": w["paused"],
+                    "load_max": max(w["load_max"], em["load_max"])}
+        finally:
+            self.topics("delete", 0, names)
+
     def pc_parallel(self, ordering):
         t = self.name("par")
         self.topics("create", 1, [t])
@@ -154,6 +189,24 @@ class Harness:
             return {"secs": j["secs"], "slept_us": j["slept_us"]}
         finally:
             self.topics("delete", 0, [t])
+
+
+def run_side(h, sc, side, sm, stm):
+    if side == "kretry":
+        v = {"delay": h.kretry_delay, "parallel": h.kretry_parallel}.get(
+            sc, lambda: h.kretry_throughput(sc))()
+    elif side == "pc":
+        v = {o.lower(): h.pc_parallel(o)
+             for o in ("UNORDERED", "KEY", "PARTITION")}
+    elif sc == "parallel":
+        v = h.spring_parallel()
+    elif sc == "delay":
+        v = h.spring(sc, sm if side == "spring" else stm // 2,
+                     side == "spring_tuned", rate=10000)
+    else:
+        v = h.spring(sc, sm if side == "spring" else stm,
+                     side == "spring_tuned")
+    return v
 
 
 def med(rows, key):
@@ -190,7 +243,22 @@ def main():
     for sc in only:
         if sc == "kill":
             import kill_peers
-            res["kill"] = kill_peers.run(h, runs)
+            try:
+                res["kill"] = kill_peers.run(h, runs)
+            except Exception as ex:
+                log(f"  kill failed: {ex}")
+            continue
+        if sc == "tier_mem":  # one run a side, as kretry_bench's tier_mem
+            res["tier_mem"] = {}
+            for side in ("kretry", "spring"):
+                log(f"bench peers tier_mem: {side}")
+                try:
+                    v = (h.kretry_tier_mem if side == "kretry" else h.spring_tier_mem)(1000000)
+                except Exception as ex:
+                    log(f"  {side} failed: {ex}")
+                    continue
+                log(f"  {json.dumps(v)}")
+                res["tier_mem"][side] = v
             continue
         rows = {}
         for r in range(runs):
@@ -201,20 +269,11 @@ def main():
                 sides.reverse()
             for side in sides:
                 log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
-                if side == "kretry":
-                    v = {"delay": h.kretry_delay, "parallel": h.kretry_parallel}.get(
-                        sc, lambda: h.kretry_throughput(sc))()
-                elif side == "pc":
-                    v = {o.lower(): h.pc_parallel(o)
-                         for o in ("UNORDERED", "KEY", "PARTITION")}
-                elif sc == "parallel":
-                    v = h.spring_parallel()
-                elif sc == "delay":
-                    v = h.spring(sc, sm if side == "spring" else stm // 2,
-                                 side == "spring_tuned", rate=10000)
-                else:
-                    v = h.spring(sc, sm if side == "spring" else stm,
-                                 side == "spring_tuned")
+                try:
+                    v = run_side(h, sc, side, sm, stm)
+                except Exception as ex:  # the other sides' results stand
+                    log(f"  {side} failed: {ex}")
+                    continue
                 log(f"  {json.dumps(v)}")
                 rows.setdefault(side, []).append(v)
         out = {}
@@ -269,6 +328,13 @@ def print_table(res):
             else:
                 print(f"  {side:13s} " + ", ".join(
                     f"{o} {x['secs']:.3f} s" for o, x in v.items()))
+    m = res.get("tier_mem")
+    if m:
+        print("\ntier_mem: RSS with 1,000,000 messages waiting in a tier (KB)")
+        for side, v in m.items():
+            print(f"  {side:13s} empty {fmt_n(v['rss_empty_kb'])}, waiting "
+                  f"{fmt_n(v['rss_waiting_kb'])}, growth {fmt_n(v['rss_growth_kb'])} "
+                  f"({fmt_n(v['bytes_per_waiting_msg'], 1)} bytes a waiting message)")
     k = res.get("kill")
     if k:
         print("\nrepeats per SIGKILL (handlings beyond one a message, per kill)")

@@ -20,7 +20,9 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.jspecify.annotations.Nullable;
+import org.springframework.context.ApplicationListener;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.kafka.event.ConsumerPartitionPausedEvent;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.kafka.annotation.EnableKafka;
@@ -79,6 +81,7 @@ public final class SpringSide {
     static final AtomicInteger late = new AtomicInteger();
     static final Set<String> assigned = ConcurrentHashMap.newKeySet();
     static volatile boolean ready;
+    static final Set<String> paused = ConcurrentHashMap.newKeySet();
     static boolean tuned;
     static FileOutputStream killOut;
     static final String pid = Long.toString(ProcessHandle.current().pid());
@@ -161,6 +164,12 @@ public final class SpringSide {
             return new Listener();
         }
 
+        /** tier_mem: the retry topic's partitions paused for their back-off. */
+        @Bean
+        public ApplicationListener<ConsumerPartitionPausedEvent> pausedListener() {
+            return e -> paused.add(e.getPartition().toString());
+        }
+
         @Bean
         public TaskScheduler taskScheduler() {
             ThreadPoolTaskScheduler s = new ThreadPoolTaskScheduler();
@@ -194,7 +203,7 @@ public final class SpringSide {
                     for (TopicPartition tp : parts)
                         assigned.add(tp.topic());
                     boolean all = assigned.contains(topic)
-                            && (!scenario.equals("delay") || assigned.contains(topic + "-retry"));
+                            && (!(scenario.equals("delay") || scenario.equals("tier_mem")) || assigned.contains(topic + "-retry"));
                     if (all && !ready) {
                         ready = true;
                         System.err.println("spring: ready");
@@ -252,10 +261,14 @@ public final class SpringSide {
             System.setProperty("bench.concurrency", "1");
         var ctx = new AnnotationConfigApplicationContext(Config.class);
         long timeout = Bench.longProp("timeout_s", 600);
-        if (sc.equals("kill") || sc.equals("tier_mem")) {
-            // kill: runs until killed or SIGTERM; tier_mem: the harness reads RSS
+        if (sc.equals("kill")) { // runs until SIGKILLed or SIGTERMed
             Runtime.getRuntime().addShutdownHook(new Thread(ctx::close));
             Thread.sleep(Long.MAX_VALUE);
+        }
+        if (sc.equals("tier_mem")) {
+            tierMem(Bench.longProp("paused", 0));
+            ctx.close();
+            System.exit(0);
         }
         boolean ok = done.await(timeout, TimeUnit.SECONDS);
         Bench.Json j;
@@ -272,5 +285,41 @@ public final class SpringSide {
         j.print();
         ctx.close();
         System.exit(ok ? 0 : 1);
+    }
+
+    /**
+     * tier_mem: once every retry partition holding copies is paused (or, on
+     * the empty topics, once assigned), RSS sampled every 200 ms until five
+     * samples in a row lie within 16 KB, at least 2 s after the last pause (as
+     * bench_mem.c settles kretry's), 30 s at most.
+     */
+    static void tierMem(long expectPaused) throws Exception {
+        long deadline = System.currentTimeMillis() + 600_000;
+        while ((!ready || paused.size() < expectPaused) && System.currentTimeMillis() < deadline)
+            Thread.sleep(100);
+        boolean held = paused.size() >= expectPaused;
+        long since = System.currentTimeMillis(), end = since + 30_000;
+        long[] last = new long[5];
+        int k = 0;
+        boolean settled = false;
+        while (System.currentTimeMillis() < end) {
+            Thread.sleep(200);
+            last[k++ % 5] = Bench.rssKb()[0];
+            if (k >= 5 && System.currentTimeMillis() - since >= 2000) {
+                long lo = Long.MAX_VALUE, hi = 0;
+                for (long v : last) {
+                    lo = Math.min(lo, v);
+                    hi = Math.max(hi, v);
+                }
+                if (hi - lo <= 16) {
+                    settled = true;
+                    break;
+                }
+            }
+        }
+        long[] rss = Bench.rssKb();
+        new Bench.Json().put("peer", "spring").put("scenario", "tier_mem").put("paused", paused.size())
+                .put("held", held).put("settled", settled).put("rss_kb", rss[0]).put("hwm_kb", rss[1])
+                .put("load_max", Bench.loadavg()).print();
     }
 }
