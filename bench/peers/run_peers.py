@@ -230,6 +230,8 @@ def main():
             sm = int(a[i + 1])
         elif a[i] == "--spring-tuned-messages":
             stm = int(a[i + 1])
+        else:
+            sys.exit(f"bench/run --peers: unknown option {a[i]}")
         i += 2
     boot = os.environ.get("KRETRY_BENCH_BOOTSTRAP")
     if not boot:
