@@ -1,0 +1,126 @@
+"""Repeats per SIGKILL of the consumer process, kretry against Spring Kafka and
+Parallel Consumer: tests/it_kill.c's shape from outside (bench/README.md
+"peers"). N messages "n-i" on 3 partitions; every side runs it_worker's
+handler (2 ms a call; i % 7 fails once; i % 11 fails for good) at one handler
+thread and appends "<pid> <i>" to a log on each OK. A worker is started,
+SIGKILLed once it has logged a random number of lines (somewhere in the first
+half of what is left, then 0-40 ms more), three times; a last worker runs
+until every message that should end OK did. Repeats: OK lines, after kill k,
+of messages already logged before it (work the kill made the group redo).
+
+kretry: build-bench/bench/peers_kill_worker (tests/it_worker.c: kretry's
+defaults, retry.tiers=30ms, session.timeout.ms 3000). Spring: SpringKill, a
+30 ms retry topic and a DLT, the same session settings. Parallel Consumer:
+PcKill, maxConcurrency 1, ordering KEY; it has no dead-letter topic (i % 11
+is skipped) and retries a failed record in place.
+"""
+import os
+import random
+import signal
+import statistics
+import subprocess
+import time
+
+N = 2000
+KILLS = 3
+EXPECTED = {i for i in range(N) if i % 11}
+
+
+def read(out):
+    try:
+        with open(out) as f:
+            return f.read().splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def seen_ids(lines):
+    return {int(l.split()[1]) for l in lines if len(l.split()) == 2}
+
+
+def await_lines(out, pid, target, timeout=90):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        mine = sum(1 for l in read(out) if l.startswith(f"{pid} "))
+        if mine >= target:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def one_run(h, side, seed):
+    from run_peers import cp
+    rng = random.Random(seed)
+    t = h.name("kill-" + side)
+    names = {"kretry": [t, t + ".retry.1", t + ".dlq"],
+             "spring": [t, t + "-retry", t + "-dlt"], "pc": [t]}[side]
+    h.topics("create", 3, names)
+    out = f"/tmp/{t}.out"
+    try:
+        h.produce(t, N, values="kill")
+        worker = os.path.join(os.path.dirname(h.kbin), "peers_kill_worker")
+        props = dict(bootstrap=h.boot, topic=t, group=t + "-g", out=out,
+                     messages=N, delay_ms=30, concurrency=1, ordering="KEY")
+        jprops = [f"-Dbench.{k}={v}" for k, v in props.items()]
+        cmd = {"kretry": [worker, h.boot, t, t + "-g", out],
+               "spring": ["java", "-cp", cp("spring")] + jprops +
+               ["kretry.peers.spring.SpringKill"],
+               "pc": ["java", "-cp", cp("pc")] + jprops +
+               ["kretry.peers.pc.PcKill"]}[side]
+        kill_at = []
+        for k in range(KILLS):
+            missing = len(EXPECTED - seen_ids(read(out)))
+            if not missing:
+                break
+            target = 1 + rng.randrange(missing // 2 + 1)
+            extra = rng.randrange(40) / 1000
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            if await_lines(out, p.pid, target):
+                time.sleep(extra)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            kill_at.append(len(read(out)))
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        deadline = time.time() + 180
+        while EXPECTED - seen_ids(read(out)) and time.time() < deadline:
+            time.sleep(0.05)
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        lines = read(out)
+        lost = len(EXPECTED - seen_ids(lines))
+        before, repeats, k = set(), [0] * len(kill_at), -1
+        for n, line in enumerate(lines):
+            while k + 1 < len(kill_at) and n >= kill_at[k + 1]:
+                k += 1
+            i = int(line.split()[1])
+            if i in before and k >= 0:
+                repeats[k] += 1
+            before.add(i)
+        return {"kills": len(kill_at), "repeats": repeats, "lost": lost,
+                "per_kill": sum(repeats) / max(1, len(kill_at))}
+    finally:
+        h.topics("delete", 0, names)
+        try:
+            os.unlink(out)
+        except FileNotFoundError:
+            pass
+
+
+def run(h, runs):
+    res = {}
+    sides = ["kretry", "spring", "pc"]
+    for r in range(runs):
+        for side in (sides if r % 2 == 0 else sides[::-1]):
+            v = one_run(h, side, 1000 + r)  # the same kill points per run
+            print(f"bench peers kill run {r + 1}/{runs}: {side} {v}",
+                  file=__import__("sys").stderr, flush=True)
+            res.setdefault(side, []).append(v)
+    return {s: {"repeats_per_kill": statistics.median(x["per_kill"] for x in v),
+                "lost": sum(x["lost"] for x in v),
+                "per_run": [x["repeats"] for x in v]} for s, v in res.items()}

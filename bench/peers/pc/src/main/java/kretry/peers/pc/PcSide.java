@@ -1,0 +1,107 @@
+package kretry.peers.pc;
+
+import io.confluent.parallelconsumer.ParallelConsumerOptions;
+import io.confluent.parallelconsumer.ParallelConsumerOptions.CommitMode;
+import io.confluent.parallelconsumer.ParallelConsumerOptions.ProcessingOrder;
+import io.confluent.parallelconsumer.ParallelStreamProcessor;
+import java.io.FileOutputStream;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import kretry.peers.Bench;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * Confluent's Parallel Consumer at its defaults (commit mode
+ * PERIODIC_CONSUMER_ASYNCHRONOUS) on a KafkaConsumer with auto commit off (it
+ * commits itself), auto.offset.reset=earliest and fetch.max.wait.ms=10 as
+ * kretry_bench's sides.
+ *
+ * parallel: its README's shape, one group per ordering (-Dbench.ordering=
+ * KEY, UNORDERED, PARTITION), -Dbench.concurrency threads, each call sleeping
+ * bench_work_us(offset); the window is the first call to the last return.
+ * kill: tests/it_worker.c's handler (2 ms; i % 7 fails once: Parallel
+ * Consumer retries it in place after its retry delay; i % 11 is a permanent
+ * failure, which has no dead-letter topic here, so it is skipped); OK lines
+ * appended to -Dbench.out.
+ */
+public final class PcSide {
+    static final class Transient extends RuntimeException {
+        Transient(String m) {
+            super(m);
+        }
+    }
+
+    public static void run(String sc) throws Exception {
+        String topic = Bench.prop("topic");
+        long n = Bench.longProp("messages", 0);
+        int conc = (int) Bench.longProp("concurrency", 16);
+        Properties p = new Properties();
+        p.put("bootstrap.servers", Bench.prop("bootstrap"));
+        p.put("group.id", Bench.prop("group"));
+        p.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        p.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        p.put("enable.auto.commit", "false");
+        p.put("auto.offset.reset", "earliest");
+        p.put("fetch.max.wait.ms", "10");
+        if (sc.equals("kill")) { // it_worker's session settings
+            p.put("session.timeout.ms", "3000");
+            p.put("heartbeat.interval.ms", "300");
+        }
+        var opts = ParallelConsumerOptions.<byte[], byte[]>builder()
+                .ordering(ProcessingOrder.valueOf(Bench.prop("ordering", "KEY")))
+                .maxConcurrency(conc).commitMode(CommitMode.PERIODIC_CONSUMER_ASYNCHRONOUS)
+                .consumer(new KafkaConsumer<>(p)).build();
+        var pc = ParallelStreamProcessor.createEosStreamProcessor(opts);
+        pc.subscribe(List.of(topic));
+        Bench.Window w = new Bench.Window();
+        CountDownLatch done = new CountDownLatch(1);
+        AtomicInteger completed = new AtomicInteger();
+        AtomicLong slept = new AtomicLong();
+        if (sc.equals("kill")) {
+            FileOutputStream out = new FileOutputStream(Bench.prop("out"), true);
+            String pid = Long.toString(ProcessHandle.current().pid());
+            java.util.Set<Integer> failed = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            pc.poll(ctx -> {
+                int i = Integer.parseInt(new String(ctx.value()).substring(2));
+                LockSupport.parkNanos(2_000_000);
+                if (i % 11 == 0)
+                    return;
+                // fails once in this process: its retries live in memory
+                if (i % 7 == 0 && failed.add(i))
+                    throw new Transient("n-" + i);
+                try {
+                    out.write(Bench.utf8(pid + " " + i + "\n"));
+                } catch (java.io.IOException e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            Runtime.getRuntime().addShutdownHook(new Thread(pc::close));
+            Thread.sleep(Long.MAX_VALUE);
+        }
+        pc.poll(ctx -> {
+            w.open();
+            long t = System.nanoTime();
+            LockSupport.parkNanos(Bench.workUs(ctx.offset()) * 1000);
+            slept.addAndGet((System.nanoTime() - t) / 1000);
+            if (completed.incrementAndGet() == n) {
+                w.close();
+                done.countDown();
+            }
+        });
+        boolean ok = done.await(Bench.longProp("timeout_s", 600), TimeUnit.SECONDS);
+        Bench.Json j = ok ? Bench.throughput("parallel-consumer", sc, n, w)
+                : new Bench.Json().put("peer", "parallel-consumer").put("scenario", sc)
+                        .put("error", completed.get() + " of " + n + " done (timed out)");
+        j.put("ordering", Bench.prop("ordering", "KEY")).put("concurrency", conc)
+                .put("slept_us", (double) slept.get() / Math.max(1, completed.get()));
+        j.print();
+        pc.close();
+        System.exit(ok ? 0 : 1);
+    }
+}

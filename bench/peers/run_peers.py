@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""kretry side by side with Spring Kafka and Parallel Consumer (issue 32).
+
+Run by `bench/run --peers` (see bench/README.md "peers"): builds bench/peers
+(mvn -q -B package: the first Maven fetch happens here, before any timing),
+then, on the broker in KRETRY_BENCH_BOOTSTRAP, runs each scenario's sides
+alternately (which side goes first alternates from run to run) and prints the
+medians: a table, or one JSON object with --output json.
+
+  run_peers.py KRETRY_BENCH_BIN [--runs N] [--only a,b] [--output table|json]
+               [--spring-messages N] [--spring-tuned-messages N]
+
+Each kretry side is `kretry_bench --only S --runs 1` (its own topics, a
+warm-up run, then the measured one); each peer side is one JVM per run on
+fresh topics and a fresh group, after the harness produced the input in a
+separate JVM (so the peer's peak RSS is its own, as in kretry_bench).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCENARIOS = ["delay", "retry_hop", "dead_letter", "parallel", "kill", "tier_mem"]
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def cp(module):
+    return f"{HERE}/{module}/target/classes:{HERE}/{module}/target/lib/*"
+
+
+def java(module, main, props, timeout=900, check=True):
+    cmd = ["java", "-XX:+UseSerialGC" if main.endswith("Produce") else "-Xshare:auto",
+           "-cp", cp(module)]
+    cmd += [f"-Dbench.{k}={v}" for k, v in props.items()] + [main]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=timeout)
+    err = "\n".join(l for l in r.stderr.splitlines()
+                    if not l.startswith("SLF4J") and "ready" not in l)
+    if err.strip():
+        log(err[-2000:])
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{main} exited {r.returncode}")
+    return r.stdout
+
+
+def last_json(out):
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError("no JSON line in: " + out[-500:])
+
+
+class Harness:
+    def __init__(self, kbin, boot):
+        self.kbin, self.boot, self.seq = kbin, boot, 0
+
+    def name(self, what):
+        self.seq += 1
+        return f"peers-{what}-{os.getpid()}-{int(time.time())}-{self.seq}"
+
+    def topics(self, verb, parts, names):
+        args = ["java", "-cp", cp("common") + ":" + cp("pc"), "kretry.peers.Topics",
+                verb, self.boot] + ([str(parts)] if verb == "create" else []) + names
+        subprocess.run(args, check=verb == "create", stderr=subprocess.DEVNULL)
+
+    def produce(self, topic, n, **kw):
+        java("pc", "kretry.peers.Produce",
+             dict(bootstrap=self.boot, topic=topic, messages=n, **kw))
+
+    def kretry(self, args):
+        env = dict(os.environ, KRETRY_BENCH_BOOTSTRAP=self.boot)
+        r = subprocess.run([self.kbin] + args + ["--output", "json"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=1800)
+        if r.returncode != 0:
+            log(r.stderr[-2000:])
+            raise RuntimeError("kretry_bench failed")
+        return json.loads(r.stdout)
+
+    # --- one run of each side --------------------------------------------
+    def kretry_throughput(self, sc):
+        s = self.kretry(["--only", sc, "--runs", "1"])["scenarios"][0]
+        return {"msgs_per_s": s["kretry_msgs_per_s"], "cpu_us_per_msg":
+                s["kretry_cpu_us_per_msg"], "peak_rss_kb": s["peak_rss_kb"],
+                "messages": 60000, "load_max": s["load_max"]}
+
+    def kretry_delay(self):
+        return self.kretry(["--only", "delay", "--runs", "1"])["delay"]
+
+    def kretry_parallel(self):
+        # --quick at 10,000 messages: the three orderings at 16 handlers only
+        p = self.kretry(["--quick", "--only", "parallel", "--messages",
+                         "10000", "--runs", "1"])["parallel"]
+        return {c["ordering"]: {"secs": c["secs"], "slept_us":
+                c["slept_us_per_msg"]} for c in p["combinations"]
+                if c["concurrency"] == 16}
+
+    def spring(self, sc, n, tuned, rate=0):
+        t = self.name(sc)
+        names = [t, t + "-retry", t + "-dlt"]
+        self.topics("create", 8, names)
+        try:
+            props = dict(bootstrap=self.boot, topic=t, group=t + "-g",
+                         messages=n, tuned=int(tuned))
+            main = {"delay": "SpringDelay", "retry_hop": "SpringRetryHop",
+                    "dead_letter": "SpringDeadLetter"}[sc]
+            if sc == "delay":
+                props["delay_ms"] = 1000
+                return self.spring_delay(props, t, n, rate)
+            self.produce(t, n)
+            return last_json(java("spring", "kretry.peers.spring." + main, props))
+        finally:
+            self.topics("delete", 0, names)
+
+    def spring_delay(self, props, t, n, rate):
+        cmd = ["java", "-cp", cp("spring")] + \
+            [f"-Dbench.{k}={v}" for k, v in props.items()] + \
+            ["kretry.peers.spring.SpringDelay"]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        for line in p.stderr:  # the producer starts once both are assigned
+            if "spring: ready" in line:
+                break
+        self.produce(t, n, rate=rate)
+        out, err = p.communicate(timeout=900)
+        return last_json(out)
+
+    def kretry_tier_mem(self, n):
+        m = self.kretry(["--only", "tier_mem", "--runs", "1", "--messages",
+                         str(n)])["tier_memory"]
+        return {k: m[k] for k in ("messages", "partitions", "rss_empty_kb",
+                                  "rss_waiting_kb", "rss_growth_kb",
+                                  "bytes_per_waiting_msg", "load_max")}
+
+    def spring_tier_mem(self, n):
+        """1,000,000 copies waiting in SOURCE-retry (SpringTierFill), one JVM
+        on them and one on empty topics at the same time: RSS of both."""
+        t, e = self.name("mem"), self.name("mem-empty")
+        names = [x + s for x in (t, e) for s in ("", "-retry", "-dlt")]
+        # 256 partitions, as kretry_bench's tier_mem (BENCH_MEM_PARTITIONS)
+        self.topics("create", 256, names)
+        try:
+            java("spring", "kretry.peers.spring.SpringTierFill",
+                 dict(bootstrap=self.boot, topic=t, messages=n))
+            procs = []
+            for topic, paused in ((t, 256), (e, 0)):
+                props = dict(bootstrap=self.boot, topic=topic, group=topic + "-g",
+                             delay_ms=3600000, paused=paused)
+                procs.append(subprocess.Popen(
+                    ["java", "-cp", cp("spring")] +
+                    [f"-Dbench.{k}={v}" for k, v in props.items()] +
+                    ["kretry.peers.spring.SpringTierMem"],
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+            w, em = (last_json(p.communicate(timeout=900)[0]) for p in procs)
+            g = w["rss_kb"] - em["rss_kb"]
+            return {"messages": n, "partitions": 256, "rss_empty_kb": em["rss_kb"],
+                    "rss_waiting_kb": w["rss_kb"], "rss_growth_kb": g,
+                    "bytes_per_waiting_msg": g * 1024 / n, "paused": w["paused"],
+                    "load_max": max(w["load_max"], em["load_max"])}
+        finally:
+            self.topics("delete", 0, names)
+
+    def pc_parallel(self, ordering):
+        t = self.name("par")
+        self.topics("create", 1, [t])
+        try:
+            self.produce(t, 10000, keys=1000, key_digits=3)
+            j = last_json(java("pc", "kretry.peers.pc.PcParallel", dict(
+                bootstrap=self.boot, topic=t, group=t + "-g", messages=10000,
+                ordering=ordering, concurrency=16)))
+            return {"secs": j["secs"], "slept_us": j["slept_us"]}
+        finally:
+            self.topics("delete", 0, [t])
+
+    def spring_parallel(self):
+        t = self.name("spar")
+        self.topics("create", 1, [t])
+        try:
+            self.produce(t, 10000, keys=1000, key_digits=3)
+            j = last_json(java("spring", "kretry.peers.spring.SpringParallel", dict(
+                bootstrap=self.boot, topic=t, group=t + "-g", messages=10000,
+                concurrency=16)))
+            return {"secs": j["secs"], "slept_us": j["slept_us"]}
+        finally:
+            self.topics("delete", 0, [t])
+
+
+def run_side(h, sc, side, sm, stm):
+    if side == "kretry":
+        v = {"delay": h.kretry_delay, "parallel": h.kretry_parallel}.get(
+            sc, lambda: h.kretry_throughput(sc))()
+    elif side == "pc":
+        v = {o.lower(): h.pc_parallel(o)
+             for o in ("UNORDERED", "KEY", "PARTITION")}
+    elif sc == "parallel":
+        v = h.spring_parallel()
+    elif sc == "delay":
+        v = h.spring(sc, sm if side == "spring" else stm // 2,
+                     side == "spring_tuned", rate=10000)
+    else:
+        v = h.spring(sc, sm if side == "spring" else stm,
+                     side == "spring_tuned")
+    return v
+
+
+def med(rows, key):
+    v = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(v) if v else None
+
+
+def main():
+    a = sys.argv[1:]
+    kbin, runs, only, fmt = a[0], 5, SCENARIOS, "table"
+    sm, stm = 2000, 10000
+    i = 1
+    while i < len(a):
+        if a[i] == "--runs":
+            runs = int(a[i + 1])
+        elif a[i] == "--only":
+            only = a[i + 1].split(",")
+        elif a[i] == "--output":
+            fmt = a[i + 1]
+        elif a[i] == "--spring-messages":
+            sm = int(a[i + 1])
+        elif a[i] == "--spring-tuned-messages":
+            stm = int(a[i + 1])
+        else:
+            sys.exit(f"bench/run --peers: unknown option {a[i]}")
+        i += 2
+    boot = os.environ.get("KRETRY_BENCH_BOOTSTRAP")
+    if not boot:
+        sys.exit("bench/run --peers: set KRETRY_BENCH_BOOTSTRAP to a real broker "
+                 "(scripts/kafka.sh start prints it)")
+    log("bench peers: building bench/peers (mvn -q -B package)...")
+    subprocess.run(["mvn", "-q", "-B", "package"], cwd=HERE, check=True,
+                   stdout=sys.stderr)
+    h = Harness(kbin, boot)
+    res = {"bootstrap": boot, "runs": runs, "load_start": os.getloadavg()[0]}
+    for sc in only:
+        if sc == "kill":
+            import kill_peers
+            try:
+                res["kill"] = kill_peers.run(h, runs)
+            except Exception as ex:
+                log(f"  kill failed: {ex}")
+            continue
+        if sc == "tier_mem":  # one run a side, as kretry_bench's tier_mem
+            res["tier_mem"] = {}
+            for side in ("kretry", "spring"):
+                log(f"bench peers tier_mem: {side}")
+                try:
+                    v = (h.kretry_tier_mem if side == "kretry" else h.spring_tier_mem)(1000000)
+                except Exception as ex:
+                    log(f"  {side} failed: {ex}")
+                    continue
+                log(f"  {json.dumps(v)}")
+                res["tier_mem"][side] = v
+            continue
+        rows = {}
+        for r in range(runs):
+            sides = ["kretry", "spring", "spring_tuned"]
+            if sc == "parallel":
+                sides = ["kretry", "pc", "spring"]
+            if r % 2:
+                sides.reverse()
+            for side in sides:
+                log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
+                try:
+                    v = run_side(h, sc, side, sm, stm)
+                except Exception as ex:  # the other sides' results stand
+                    log(f"  {side} failed: {ex}")
+                    continue
+                log(f"  {json.dumps(v)}")
+                rows.setdefault(side, []).append(v)
+        out = {}
+        for side, rs in rows.items():
+            if sc == "parallel" and side in ("kretry", "pc"):
+                out[side] = {o: {"secs": statistics.median(x[o]["secs"] for x in rs),
+                                 "slept_us": statistics.median(x[o]["slept_us"] for x in rs)}
+                             for o in rs[0]}
+                continue
+            keys = [k for k, v in rs[0].items() if isinstance(v, (int, float))
+                    and not isinstance(v, bool)]
+            out[side] = {k: med(rs, k) for k in keys}
+            out[side]["runs"] = len(rs)
+        res[sc] = out
+    res["load_end"] = os.getloadavg()[0]
+    if fmt == "json":
+        print(json.dumps(res))
+    else:
+        print_table(res)
+
+
+def fmt_n(v, d=0):
+    return "-" if v is None else f"{v:,.{d}f}"
+
+
+def print_table(res):
+    print(f"peers on {res['bootstrap']}, medians of {res['runs']} runs "
+          f"(load {res['load_start']:.2f} at start, {res['load_end']:.2f} at end)")
+    d = res.get("delay")
+    if d:
+        print("\ndelay through a 1 s tier (lateness ms: p50 / p99 / max, early)")
+        for side, v in d.items():
+            print(f"  {side:13s} {v.get('messages', 0):>7,.0f} msgs  "
+                  f"{fmt_n(v.get('p50_ms'), 2)} / {fmt_n(v.get('p99_ms'), 2)} / "
+                  f"{fmt_n(v.get('max_ms'), 2)}  early {fmt_n(v.get('early'))}")
+    for sc in ("retry_hop", "dead_letter"):
+        t = res.get(sc)
+        if not t:
+            continue
+        print(f"\n{sc} (msgs/s, CPU us a message, peak RSS KB)")
+        for side, v in t.items():
+            print(f"  {side:13s} {v.get('messages', 0):>7,.0f} msgs  "
+                  f"{fmt_n(v.get('msgs_per_s')):>9} msgs/s  "
+                  f"{fmt_n(v.get('cpu_us_per_msg'), 1):>8} us  "
+                  f"{fmt_n(v.get('peak_rss_kb')):>9} KB")
+    p = res.get("parallel")
+    if p:
+        print("\nparallel shape (10,000 msgs, 1 partition, 1,000 keys, 0-5 ms, 16 threads): seconds")
+        for side, v in p.items():
+            if "secs" in v:
+                print(f"  {side:13s} concurrency 16 on one partition: {v['secs']:.3f} s")
+            else:
+                print(f"  {side:13s} " + ", ".join(
+                    f"{o} {x['secs']:.3f} s" for o, x in v.items()))
+    m = res.get("tier_mem")
+    if m:
+        print("\ntier_mem: RSS with 1,000,000 messages waiting in a tier (KB)")
+        for side, v in m.items():
+            print(f"  {side:13s} empty {fmt_n(v['rss_empty_kb'])}, waiting "
+                  f"{fmt_n(v['rss_waiting_kb'])}, growth {fmt_n(v['rss_growth_kb'])} "
+                  f"({fmt_n(v['bytes_per_waiting_msg'], 1)} bytes a waiting message)")
+    k = res.get("kill")
+    if k:
+        print("\nrepeats per SIGKILL (handlings beyond one a message, per kill)")
+        for side, v in k.items():
+            print(f"  {side:13s} {fmt_n(v.get('repeats_per_kill'), 1)} "
+                  f"(runs: {v.get('per_run')})")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, HERE)
+    main()

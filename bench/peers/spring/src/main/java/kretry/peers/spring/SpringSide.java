@@ -1,0 +1,325 @@
+package kretry.peers.spring;
+
+import java.io.FileOutputStream;
+import java.math.BigInteger;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import kretry.peers.Bench;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.jspecify.annotations.Nullable;
+import org.springframework.context.ApplicationListener;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.kafka.event.ConsumerPartitionPausedEvent;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.kafka.annotation.EnableKafka;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
+import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
+import org.springframework.kafka.core.DefaultKafkaProducerFactory;
+import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.listener.ConsumerAwareRebalanceListener;
+import org.springframework.kafka.retrytopic.RetryTopicConfiguration;
+import org.springframework.kafka.retrytopic.RetryTopicConfigurationBuilder;
+import org.springframework.kafka.retrytopic.RetryTopicConfigurationSupport;
+import org.springframework.kafka.support.ProducerListener;
+import org.springframework.scheduling.TaskScheduler;
+import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
+
+/**
+ * Spring Kafka as its users run it, without Spring Boot: an annotation
+ * context with @EnableKafka and non-blocking retries (a RetryTopicConfiguration
+ * bean: the programmatic form of @RetryableTopic). One retry topic
+ * (SOURCE-retry, fixed back-off, maxAttempts 2: one retry) and a DLT
+ * (SOURCE-dlt), created by the harness (8 partitions, as kretry's). The client
+ * settings are Spring's and the Java client's defaults except what
+ * kretry_bench sets on both its sides: auto.offset.reset=earliest and
+ * fetch.max.wait.ms=10.
+ *
+ * Scenarios (-Dbench.scenario): delay (RETRY, then OK on the retry topic; the
+ * lateness is handling time - retry_topic-backoff-timestamp, which Spring sets
+ * to the failure time + the back-off), retry_hop (the same through a
+ * no-back-off retry topic), dead_letter (a not-retryable exception: straight
+ * to the DLT; done when the DLT copies are acknowledged), parallel (no
+ * retries; bench_work_us(offset) of sleep; -Dbench.concurrency containers),
+ * kill (tests/it_worker.c's handler, OK lines appended to -Dbench.out),
+ * tier_mem (a retry topic already holding copies not due for an hour).
+ */
+public final class SpringSide {
+    static final class Transient extends RuntimeException {
+        Transient(String m) {
+            super(m);
+        }
+    }
+
+    static final class Permanent extends RuntimeException {
+        Permanent(String m) {
+            super(m);
+        }
+    }
+
+    static String scenario, topic;
+    static long n;
+    static final Bench.Window window = new Bench.Window();
+    static final CountDownLatch done = new CountDownLatch(1);
+    static final AtomicInteger completed = new AtomicInteger();
+    static final AtomicLong sleptUs = new AtomicLong();
+    static long[] lateUs;
+    static final AtomicInteger late = new AtomicInteger();
+    static final Set<String> assigned = ConcurrentHashMap.newKeySet();
+    static volatile boolean ready;
+    static final Set<String> paused = ConcurrentHashMap.newKeySet();
+    static boolean tuned;
+    static FileOutputStream killOut;
+    static final String pid = Long.toString(ProcessHandle.current().pid());
+
+    static void complete() {
+        if (completed.incrementAndGet() == n) {
+            window.close();
+            done.countDown();
+        }
+    }
+
+    /** The listener: one method for the source and its retry topic. */
+    public static class Listener {
+        @KafkaListener(id = "bench", topics = "${bench.topic}", groupId = "${bench.group}",
+                concurrency = "${bench.concurrency:1}")
+        public void on(ConsumerRecord<byte[], byte[]> r) throws Exception {
+            window.open();
+            boolean retried = r.topic().endsWith("-retry");
+            switch (scenario) {
+                case "delay" -> {
+                    if (!retried)
+                        throw new Transient("retry me");
+                    long now = Bench.nowUs();
+                    Header h = r.headers().lastHeader("retry_topic-backoff-timestamp");
+                    long due = new BigInteger(h.value()).longValue();
+                    int i = late.getAndIncrement();
+                    if (i < lateUs.length)
+                        lateUs[i] = now - due * 1000;
+                    complete();
+                }
+                case "retry_hop" -> {
+                    if (!retried)
+                        throw new Transient("retry me");
+                    complete();
+                }
+                case "dead_letter" -> throw new Permanent("fail me");
+                case "parallel" -> {
+                    long t = System.nanoTime();
+                    LockSupport.parkNanos(Bench.workUs(r.offset()) * 1000);
+                    sleptUs.addAndGet((System.nanoTime() - t) / 1000);
+                    complete();
+                }
+                case "kill" -> {
+                    String v = new String(r.value());
+                    int i = Integer.parseInt(v.substring(2));
+                    LockSupport.parkNanos(2_000_000);
+                    if (i % 11 == 0)
+                        throw new Permanent("n-" + i);
+                    if (i % 7 == 0 && !retried)
+                        throw new Transient("n-" + i);
+                    killOut.write(Bench.utf8(pid + " " + i + "\n"));
+                }
+                case "tier_mem" -> throw new IllegalStateException("nothing may be due");
+                default -> throw new IllegalArgumentException(scenario);
+            }
+        }
+
+        public void dlt(ConsumerRecord<byte[], byte[]> r) {
+            // the DLT's own listener: counted by the producer listener instead
+        }
+    }
+
+    @Configuration
+    @EnableKafka
+    public static class Config extends RetryTopicConfigurationSupport {
+        /** -Dbench.tuned=1: the error handler keeps the records after a failed
+         * one instead of seeking back and fetching them again, and commits a
+         * recovered record's offset with the next batch, not synchronously. */
+        @Override
+        protected void configureCustomizers(CustomizersConfigurer c) {
+            if (tuned)
+                c.customizeErrorHandler(eh -> {
+                    eh.setSeekAfterError(false);
+                    eh.setCommitRecovered(false);
+                });
+        }
+
+        @Bean
+        public Listener listener() {
+            return new Listener();
+        }
+
+        /** tier_mem: the retry topic's partitions paused for their back-off. */
+        @Bean
+        public ApplicationListener<ConsumerPartitionPausedEvent> pausedListener() {
+            return e -> paused.add(e.getPartition().toString());
+        }
+
+        @Bean
+        public TaskScheduler taskScheduler() {
+            ThreadPoolTaskScheduler s = new ThreadPoolTaskScheduler();
+            s.setPoolSize(2);
+            return s;
+        }
+
+        @Bean
+        public DefaultKafkaConsumerFactory<byte[], byte[]> consumerFactory() {
+            Map<String, Object> p = new HashMap<>();
+            p.put("bootstrap.servers", Bench.prop("bootstrap"));
+            p.put("key.deserializer", ByteArrayDeserializer.class);
+            p.put("value.deserializer", ByteArrayDeserializer.class);
+            p.put("auto.offset.reset", "earliest");
+            p.put("fetch.max.wait.ms", 10);
+            if (scenario.equals("kill")) { // it_worker's session settings
+                p.put("session.timeout.ms", 3000);
+                p.put("heartbeat.interval.ms", 300);
+            }
+            return new DefaultKafkaConsumerFactory<>(p);
+        }
+
+        @Bean
+        public ConcurrentKafkaListenerContainerFactory<byte[], byte[]> kafkaListenerContainerFactory(
+                DefaultKafkaConsumerFactory<byte[], byte[]> cf) {
+            var f = new ConcurrentKafkaListenerContainerFactory<byte[], byte[]>();
+            f.setConsumerFactory(cf);
+            f.getContainerProperties().setConsumerRebalanceListener(new ConsumerAwareRebalanceListener() {
+                @Override
+                public void onPartitionsAssigned(Consumer<?, ?> c, Collection<TopicPartition> parts) {
+                    for (TopicPartition tp : parts)
+                        assigned.add(tp.topic());
+                    boolean all = assigned.contains(topic)
+                            && (!(scenario.equals("delay") || scenario.equals("tier_mem")) || assigned.contains(topic + "-retry"));
+                    if (all && !ready) {
+                        ready = true;
+                        System.err.println("spring: ready");
+                    }
+                }
+            });
+            return f;
+        }
+
+        @Bean
+        public KafkaTemplate<byte[], byte[]> kafkaTemplate() {
+            Map<String, Object> p = new HashMap<>();
+            p.put("bootstrap.servers", Bench.prop("bootstrap"));
+            p.put("key.serializer", ByteArraySerializer.class);
+            p.put("value.serializer", ByteArraySerializer.class);
+            if (tuned) // the recoverer waits for each copy's acknowledgement
+                p.put("linger.ms", 0);
+            KafkaTemplate<byte[], byte[]> t = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(p));
+            t.setProducerListener(new ProducerListener<>() {
+                @Override
+                public void onSuccess(org.apache.kafka.clients.producer.ProducerRecord<byte[], byte[]> r,
+                        org.apache.kafka.clients.producer.RecordMetadata md) {
+                    if (scenario.equals("dead_letter") && r.topic().endsWith("-dlt"))
+                        complete();
+                }
+            });
+            return t;
+        }
+
+        @Bean
+        public @Nullable RetryTopicConfiguration retryTopics(KafkaTemplate<byte[], byte[]> t) {
+            if (scenario.equals("parallel"))
+                return null;
+            var b = RetryTopicConfigurationBuilder.newInstance().maxAttempts(2).doNotAutoCreateRetryTopics()
+                    .notRetryOn(Permanent.class).dltHandlerMethod("listener", "dlt").includeTopic(topic);
+            long delay = Long.parseLong(Bench.prop("delay_ms", "0"));
+            if (delay > 0)
+                b.fixedBackOff(delay).useSingleTopicForSameIntervals();
+            else
+                b.noBackoff();
+            return b.create(t);
+        }
+    }
+
+    public static void run(String sc) throws Exception {
+        scenario = sc;
+        topic = Bench.prop("topic");
+        n = Bench.longProp("messages", 0);
+        tuned = Bench.prop("tuned", "0").equals("1");
+        if (sc.equals("delay"))
+            lateUs = new long[(int) n];
+        if (sc.equals("kill"))
+            killOut = new FileOutputStream(Bench.prop("out"), true);
+        if (sc.equals("parallel") && System.getProperty("bench.concurrency") == null)
+            System.setProperty("bench.concurrency", "1");
+        var ctx = new AnnotationConfigApplicationContext(Config.class);
+        long timeout = Bench.longProp("timeout_s", 600);
+        if (sc.equals("kill")) { // runs until SIGKILLed or SIGTERMed
+            Runtime.getRuntime().addShutdownHook(new Thread(ctx::close));
+            Thread.sleep(Long.MAX_VALUE);
+        }
+        if (sc.equals("tier_mem")) {
+            tierMem(Bench.longProp("paused", 0));
+            ctx.close();
+            System.exit(0);
+        }
+        boolean ok = done.await(timeout, TimeUnit.SECONDS);
+        Bench.Json j;
+        if (!ok)
+            j = new Bench.Json().put("peer", "spring").put("scenario", sc)
+                    .put("error", completed.get() + " of " + n + " done (timed out)");
+        else if (sc.equals("delay"))
+            j = Bench.lateness("spring", lateUs, Math.min(late.get(), lateUs.length)).put("tuned", tuned);
+        else {
+            j = Bench.throughput("spring", sc, n, window).put("tuned", tuned);
+            if (sc.equals("parallel"))
+                j.put("concurrency", Bench.prop("concurrency")).put("slept_us", (double) sleptUs.get() / n);
+        }
+        j.print();
+        ctx.close();
+        System.exit(ok ? 0 : 1);
+    }
+
+    /**
+     * tier_mem: once every retry partition holding copies is paused (or, on
+     * the empty topics, once assigned), RSS sampled every 200 ms until five
+     * samples in a row lie within 16 KB, at least 2 s after the last pause (as
+     * bench_mem.c settles kretry's), 30 s at most.
+     */
+    static void tierMem(long expectPaused) throws Exception {
+        long deadline = System.currentTimeMillis() + 600_000;
+        while ((!ready || paused.size() < expectPaused) && System.currentTimeMillis() < deadline)
+            Thread.sleep(100);
+        boolean held = paused.size() >= expectPaused;
+        long since = System.currentTimeMillis(), end = since + 30_000;
+        long[] last = new long[5];
+        int k = 0;
+        boolean settled = false;
+        while (System.currentTimeMillis() < end) {
+            Thread.sleep(200);
+            last[k++ % 5] = Bench.rssKb()[0];
+            if (k >= 5 && System.currentTimeMillis() - since >= 2000) {
+                long lo = Long.MAX_VALUE, hi = 0;
+                for (long v : last) {
+                    lo = Math.min(lo, v);
+                    hi = Math.max(hi, v);
+                }
+                if (hi - lo <= 16) {
+                    settled = true;
+                    break;
+                }
+            }
+        }
+        long[] rss = Bench.rssKb();
+        new Bench.Json().put("peer", "spring").put("scenario", "tier_mem").put("paused", paused.size())
+                .put("held", held).put("settled", settled).put("rss_kb", rss[0]).put("hwm_kb", rss[1])
+                .put("load_max", Bench.loadavg()).print();
+    }
+}
