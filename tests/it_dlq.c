@@ -296,21 +296,15 @@ static void test_inspect_binary_error(void) {
         env_destroy(e);
 }
 
-/* Big-endian bytes of @p v, @p n of them (Java's putInt/putLong). */
-static void be(unsigned char *out, int64_t v, int n) {
-        for (int i = n - 1; i >= 0; i--, v >>= 8)
-                out[i] = (unsigned char)(v & 0xff);
-}
-
 /* A dead letter as Spring Kafka's DeadLetterPublishingRecoverer writes it
  * (non-blocking retries: @p attempts), on DLQ partition 1, first consumed
  * from partition 1 of the source at offset 42. */
 static void spring_put(env_t *e, const char *key, int attempts) {
         unsigned char part[4], off[8], ts[8], att[4];
-        be(part, 1, 4);
-        be(off, 42, 8);
-        be(ts, 1700000000123, 8);
-        be(att, attempts, 4);
+        kt_put_be(part, 1, 4);
+        kt_put_be(off, 42, 8);
+        kt_put_be(ts, 1700000000123, 8);
+        kt_put_be(att, attempts, 4);
         rd_kafka_headers_t *h = rd_kafka_headers_new(16);
         rd_kafka_header_add(h, "traceparent", -1, "00-abc-01", -1);
         rd_kafka_header_add(h, "kafka_dlt-exception-fqcn", -1,

@@ -44,19 +44,14 @@ static void test_decode(void) {
         KT_ASSERT_INT_EQ(kretry_dlq_dead_lettered_at(&i, -1), -1);
 }
 
-static void be(unsigned char *out, int64_t v, int n) {
-        for (int i = n - 1; i >= 0; i--, v >>= 8)
-                out[i] = (unsigned char)(v & 0xff);
-}
-
 /* Spring Kafka's DLT headers (binary numbers), and an older Spring's
  * shortest attempts; kretry's own win where both are there. */
 static void test_spring(void) {
         unsigned char part[4], off[8], ts[8], att[4];
-        be(part, 3, 4);
-        be(off, 5000000000, 8);
-        be(ts, 1700000000123, 8);
-        be(att, 4, 4);
+        kt_put_be(part, 3, 4);
+        kt_put_be(off, 5000000000, 8);
+        kt_put_be(ts, 1700000000123, 8);
+        kt_put_be(att, 4, 4);
         rd_kafka_headers_t *h = rd_kafka_headers_new(16);
         rd_kafka_header_add(h, "kafka_dlt-exception-fqcn", -1, "a.Outer", -1);
         rd_kafka_header_add(h, "kafka_dlt-exception-cause-fqcn", -1, "a.Cause",

@@ -695,3 +695,8 @@ void kt_nap_ms(int ms) {
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000L * 1000};
         nanosleep(&ts, NULL);
 }
+
+void kt_put_be(unsigned char *out, int64_t v, int n) {
+        for (int i = n - 1; i >= 0; i--, v >>= 8)
+                out[i] = (unsigned char)(v & 0xff);
+}

@@ -240,6 +240,10 @@ unsigned kt_rand_below(uint64_t *state, unsigned n);
  * worker, a command), where there is no event to await. */
 void kt_nap_ms(int ms);
 
+/* @p v as @p n big-endian bytes into @p out (Java's putInt/putLong: the
+ * binary numbers of Spring Kafka's headers). */
+void kt_put_be(unsigned char *out, int64_t v, int n);
+
 /* SIGTERM to child @p pid, then wait for it at most @p timeout_ms, SIGKILL
  * after that; its wait status goes to @p status. Returns 1 when it ended
  * within the time, 0 when it had to be killed. */
