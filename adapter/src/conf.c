@@ -581,26 +581,14 @@ kretry_err_t kretry_conf_get(const kretry_conf_t *conf,
         return KRETRY_ERR_OK;
 }
 
-size_t kretry_conf_properties_dump(char *dest, size_t dest_size) {
-        size_t len = 0;
-        for (size_t i = 0; i < PROP_CNT; i++) {
-                int n = snprintf(dest && len < dest_size ? dest + len : NULL,
-                                 dest && len < dest_size ? dest_size - len : 0,
-                                 "%-26s %-20s %s\n", props[i].name,
-                                 props[i].defval ? props[i].defval : "-",
-                                 props[i].desc);
-                len += (size_t)n;
-        }
-        return len;
-}
-
-/* Appends printf-style text to a growing buffer (kretry_conf_properties_md). */
+/* Appends printf-style text to a growing buffer (the properties dump and its
+ * Markdown). */
 typedef struct {
         char *dest;
         size_t size, len;
-} md_out_t;
+} text_out_t;
 
-static void md_put(md_out_t *o, const char *fmt, ...) {
+static void text_put(text_out_t *o, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         int n = vsnprintf(o->dest && o->len < o->size ? o->dest + o->len : NULL,
@@ -611,66 +599,76 @@ static void md_put(md_out_t *o, const char *fmt, ...) {
                 o->len += (size_t)n;
 }
 
+size_t kretry_conf_properties_dump(char *dest, size_t dest_size) {
+        text_out_t o = {dest, dest_size, 0};
+        for (size_t i = 0; i < PROP_CNT; i++)
+                text_put(&o, "%-26s %-20s %s\n", props[i].name,
+                         props[i].defval ? props[i].defval : "-",
+                         props[i].desc);
+        return o.len;
+}
+
 /* @p s in a Markdown table cell: '|' escaped. */
-static void md_cell(md_out_t *o, const char *s) {
+static void md_cell(text_out_t *o, const char *s) {
         for (const char *p = s; *p; p++)
-                md_put(o, *p == '|' ? "\\|" : "%c", *p);
+                text_put(o, *p == '|' ? "\\|" : "%c", *p);
 }
 
 size_t kretry_conf_properties_md(char *dest, size_t dest_size) {
-        md_out_t o = {dest, dest_size, 0};
+        text_out_t o = {dest, dest_size, 0};
         if (dest && dest_size)
                 dest[0] = '\0';
-        md_put(&o,
-               "# kretry's properties\n\n"
-               "<!-- Generated from the property table in adapter/src/conf.c "
-               "by scripts/gen-properties.sh; test_conf fails when the two "
-               "differ. Edit the table, not this file. -->\n\n"
-               "`kretry_conf_set()` and `kretry run -X` take kretry's own "
-               "properties below and pass every other name to librdkafka "
-               "unchanged, to both the consumer and the producer; prefix "
-               "`consumer.` or `producer.` to target one. `group.id` is "
-               "required. A topology file sets them through its own fields, "
-               "and librdkafka's under `kafka:` (topology/README.md).\n\n"
-               "## kretry's own\n\n"
-               "| property | meaning | default |\n|---|---|---|\n");
+        text_put(&o,
+                 "# kretry's properties\n\n"
+                 "<!-- Generated from the property table in adapter/src/conf.c "
+                 "by scripts/gen-properties.sh; test_conf fails when the two "
+                 "differ. Edit the table, not this file. -->\n\n"
+                 "`kretry_conf_set()` and `kretry run -X` take kretry's own "
+                 "properties below and pass every other name to librdkafka "
+                 "unchanged, to both the consumer and the producer; prefix "
+                 "`consumer.` or `producer.` to target one. `group.id` is "
+                 "required. A topology file sets them through its own fields, "
+                 "and librdkafka's under `kafka:` (topology/README.md).\n\n"
+                 "## kretry's own\n\n"
+                 "| property | meaning | default |\n|---|---|---|\n");
         for (size_t i = 0; i < PROP_CNT; i++) {
-                md_put(&o, "| `%s` | ", props[i].name);
+                text_put(&o, "| `%s` | ", props[i].name);
                 md_cell(&o, props[i].desc);
                 if (props[i].choices) {
-                        md_put(&o, " (one of: ");
+                        text_put(&o, " (one of: ");
                         for (const char *c = props[i].choices; *c;) {
                                 size_t n = strcspn(c, "|");
-                                md_put(&o, "%s`%.*s`",
-                                       c == props[i].choices ? "" : ", ",
-                                       (int)n, c);
+                                text_put(&o, "%s`%.*s`",
+                                         c == props[i].choices ? "" : ", ",
+                                         (int)n, c);
                                 c += n + (c[n] == '|');
                         }
-                        md_put(&o, ")");
+                        text_put(&o, ")");
                 }
                 if (props[i].defval && *props[i].defval)
-                        md_put(&o, " | `%s` |\n", props[i].defval);
+                        text_put(&o, " | `%s` |\n", props[i].defval);
                 else
-                        md_put(&o, " | |\n");
+                        text_put(&o, " | |\n");
         }
-        md_put(&o, "\n## librdkafka properties kretry fixes\n\n"
-                   "The guarantees rest on these; `kretry_conf_set()` refuses "
-                   "another value.\n\n"
-                   "| property | client | value |\n|---|---|---|\n");
+        text_put(&o,
+                 "\n## librdkafka properties kretry fixes\n\n"
+                 "The guarantees rest on these; `kretry_conf_set()` refuses "
+                 "another value.\n\n"
+                 "| property | client | value |\n|---|---|---|\n");
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-                md_put(&o, "| `%s` | %s | `%s` |\n", fixed[i].name,
-                       fixed[i].consumer ? "consumer" : "producer",
-                       fixed[i].value);
-        md_put(&o, "\n## librdkafka defaults kretry changes\n\n"
-                   "Set one to have librdkafka's own.\n\n"
-                   "| property | client | kretry's default | why |\n"
-                   "|---|---|---|---|\n");
+                text_put(&o, "| `%s` | %s | `%s` |\n", fixed[i].name,
+                         fixed[i].consumer ? "consumer" : "producer",
+                         fixed[i].value);
+        text_put(&o, "\n## librdkafka defaults kretry changes\n\n"
+                     "Set one to have librdkafka's own.\n\n"
+                     "| property | client | kretry's default | why |\n"
+                     "|---|---|---|---|\n");
         for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++) {
-                md_put(&o, "| `%s` | %s | `%s` | ", changed[i].name,
-                       changed[i].consumer ? "consumer" : "producer",
-                       changed[i].value);
+                text_put(&o, "| `%s` | %s | `%s` | ", changed[i].name,
+                         changed[i].consumer ? "consumer" : "producer",
+                         changed[i].value);
                 md_cell(&o, changed[i].why);
-                md_put(&o, " |\n");
+                text_put(&o, " |\n");
         }
         return o.len;
 }
