@@ -138,6 +138,7 @@ kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p) {
         part->assigned  = 1;
         part->refs      = 1; /* the table's */
         part->stored    = -1;
+        part->first     = -1;
         part->src_next  = -1;
         part->emit_hi   = -1;
         kretry_offsets_init(&part->offsets);
@@ -501,7 +502,11 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
                                          errstr_size))
                 err = KRETRY_ERR_INVALID_VALUE;
         if (!err)
+                err = kretry_txn_conf(a, errstr, errstr_size);
+        if (!err)
                 err = setup_clients(a, errstr, errstr_size);
+        if (!err)
+                err = kretry_txn_init(a, errstr, errstr_size);
         if (!err)
                 err = subscribe(a, errstr, errstr_size);
         if (!err && kretry_workers_start(a)) {
@@ -918,6 +923,8 @@ static void consumed(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
                 return;
         }
         kretry_part_t *part = assigned_part(a, rkm);
+        if (part && part->first < 0)
+                part->first = rkm->offset;
         if (!part)
                 rd_kafka_message_destroy(rkm);
         else if (part->held || part->behind.cnt)
@@ -982,6 +989,7 @@ static int step(kretry_adapter_t *a) {
         int n   = rd_kafka_poll(a->producer, 0);
         kretry_store_end(a, was);
         int64_t now = kretry_now_ms(), mono = kretry_mono_ms();
+        kretry_txn_step(a, mono);
         if (a->breaker_paused && !kretry_breaker_is_open(&a->breaker, mono))
                 kretry_breaker_apply(a, 0);
         n += kretry_workers_reap(a); /* results, then what may run now */
@@ -1028,6 +1036,9 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
                 next = sooner(next, r->retry_at - mono);
         if (a->emit_next > 0)
                 next = sooner(next, a->emit_next - now);
+        if (a->txn.since)
+                next = sooner(next,
+                              a->txn.since + a->conf->txn_interval_ms - mono);
         if (a->breaker_paused)
                 next = sooner(next, a->breaker.open_until - mono);
         int64_t later = kretry_workers_later_at(a);
@@ -1278,6 +1289,14 @@ static void commit_decided(kretry_adapter_t *a,
 void kretry_drain_and_commit(kretry_adapter_t *a,
                              const rd_kafka_topic_partition_list_t *l,
                              int64_t deadline) {
+        if (a->txn.on) {
+                /* Every copy, of every partition, and the offsets they
+                 * decide: one transaction (txn.c); aborted, the others
+                 * than l's are rewound, l's consumed again by the next
+                 * owner. */
+                kretry_txn_commit_now(a, l, deadline + KRETRY_COMMIT_GRACE_MS);
+                return;
+        }
         int n = drain_producer(a, l, deadline);
         kretry_store_flush(a); /* the commit takes what was stored */
         if (n) {
@@ -1447,6 +1466,8 @@ kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         /* Leaving the group revokes every partition: the rebalance callback
          * drains the producer and commits synchronously. */
         int cut = close_consumer(a, t0);
+        /* Cut short: nothing of it is committed. */
+        kretry_txn_abort(a, NULL);
         int timed_out =
                 cut || a->join_unfinished || a->inflight > 0 || a->failed;
         purge_producer(a);

@@ -118,6 +118,12 @@ typedef struct kretry_part_s {
          * offset waits for the end of a batch (kretry_store_end). */
         int store_due;
         struct kretry_part_s *next_store;
+        /* routing=transactional (txn.c): the first offset taken from
+         * librdkafka in this assignment (-1 none), where a rewind goes back
+         * to when the group has no committed offset; txn_dirty: an outcome
+         * was decided since the last transaction committed its offsets. */
+        int64_t first;
+        int txn_dirty;
         kretry_gate_t gate; /* ordering=partition: its messages in flight
                                (workers.c) */
         /* Source partitions only: per-key state shared with the tier
@@ -218,6 +224,7 @@ typedef struct {
         atomic_llong duplicates, breaker_trips, breaker_open, keepalives;
         atomic_llong buffered, buffered_bytes; /* behind held messages */
         atomic_llong too_large;                /* copies refused as too large */
+        atomic_llong txn_commits, txn_aborts;  /* txn.c */
         atomic_llong foreign;        /* tier copies of another group, skipped */
         atomic_llong inflight;       /* workers.c: jobs waiting or running */
         atomic_llong inflight_bytes; /* workers.c: their keys and values */
@@ -335,6 +342,19 @@ struct kretry_adapter_s {
         int64_t *topic_consumed; /* per topic */
         int64_t *emit_consumed;  /* at the last emission */
         int64_t emit_at, emit_next;
+        /* txn.c: routing=transactional. One transaction at a time on the
+         * producer, begun before the first copy, committed with the
+         * offsets of every outcome decided in it. */
+        struct {
+                int on;
+                int open;      /* begun, not yet committed or aborted */
+                int sent;      /* its offsets sent: only the commit is left */
+                int abort;     /* a copy failed: abort, then rewind */
+                int aborting;  /* inside the abort: purged copies dropped */
+                int64_t since; /* first outcome or copy of the open one
+                                  (kretry_mono_ms), 0 none */
+                int decided;   /* outcomes decided since */
+        } txn;
 };
 
 /* The wall clock, ms since the epoch: what compares with Kafka timestamps
@@ -540,6 +560,43 @@ void kretry_msg_bind(kretry_msg_t *msg,
                      rd_kafka_message_t *rkm,
                      const char *topic,
                      int tier);
+
+/* txn.c: routing=transactional. */
+/* Before the clients exist: the consumer commits nothing itself and reads
+ * committed records only; the producer gets its transactional.id. */
+kretry_err_t
+kretry_txn_conf(kretry_adapter_t *a, char *errstr, size_t errstr_size);
+/* Once the producer exists: fence an earlier instance of the same id. */
+kretry_err_t
+kretry_txn_init(kretry_adapter_t *a, char *errstr, size_t errstr_size);
+/* Before a copy is produced: a transaction is open (begun now if none);
+ * -1 while none can be (committing, aborting, fatal): produce later. */
+int kretry_txn_begin(kretry_adapter_t *a);
+/* An outcome of @p part was decided (its offset done). */
+void kretry_txn_note(kretry_adapter_t *a, kretry_part_t *part);
+/* A copy in the open transaction failed: it is given up and the
+ * transaction aborted at the next step (its messages decided again). */
+void kretry_txn_copy_failed(kretry_adapter_t *a,
+                            kretry_inflight_t *r,
+                            rd_kafka_resp_err_t err);
+/* From the poll loop: abort what must be, commit what is due; returns ms
+ * until the next commit is due, or -1. */
+int64_t kretry_txn_step(kretry_adapter_t *a, int64_t mono);
+/* Commit the open transaction now, waiting for its copies until
+ * @p deadline (revoke, close); on failure it is aborted and every assigned
+ * partition but those of @p except (NULL: none) rewound. 0 when
+ * committed (or nothing was open). */
+int kretry_txn_commit_now(kretry_adapter_t *a,
+                          const rd_kafka_topic_partition_list_t *except,
+                          int64_t deadline);
+/* Test only, never set in production: when set and it returns nonzero, the
+ * transaction being committed fails as a broker's refusal would (it is
+ * aborted and its partitions rewound). Polling thread. */
+extern int (*kretry_test_txn_fails)(void);
+/* Abort the open transaction (a lost assignment, a close cut short) and
+ * rewind every assigned partition but those of @p except. */
+void kretry_txn_abort(kretry_adapter_t *a,
+                      const rd_kafka_topic_partition_list_t *except);
 
 /* stats.c */
 const char *kretry_class_name(int cls);

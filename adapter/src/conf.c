@@ -172,6 +172,23 @@ static const struct prop {
          offsetof(kretry_conf_t, produce_backoff_ms), 1, 10000, "100",
          "first wait before a failed copy is produced again (doubles up to 10 "
          "s; 1..10000)"},
+        {"routing", PROP_CHOICE, offsetof(kretry_conf_t, routing_txn), 0, 0,
+         "at_least_once",
+         "at_least_once: a copy is acknowledged, then its source offset "
+         "committed (a crash between writes a second copy); transactional: "
+         "the copies to tiers, DLQ and changelog and the offsets of what "
+         "they decide are committed in one Kafka transaction (real Kafka; "
+         "the handler's own side effects stay at least once)",
+         "at_least_once|transactional"},
+        {"transaction.interval.ms", PROP_INT,
+         offsetof(kretry_conf_t, txn_interval_ms), 1, 60000, "100",
+         "routing transactional: a transaction is committed this long after "
+         "it began (or at transaction.max.messages), so that each carries "
+         "many copies and offsets"},
+        {"transaction.max.messages", PROP_INT,
+         offsetof(kretry_conf_t, txn_max_msgs), 1, 1000000, "10000",
+         "routing transactional: outcomes (copies and OKs) decided in one "
+         "transaction before it is committed early"},
         {"headers.profile", PROP_CHOICE,
          offsetof(kretry_conf_t, headers_spring), 0, 0, "kretry",
          "kretry: DLQ copies carry the kretry-* headers; spring: also Spring "
@@ -242,6 +259,13 @@ static const struct {
          "others keep their held messages, buffers and handlers running. The "
          "members of a group must agree: librdkafka cannot list an eager and "
          "a cooperative assignor together"},
+        {"transaction.timeout.ms", "10000", 0,
+         "routing transactional: an instance killed with a transaction open "
+         "holds back read_committed readers of its tiers and DLQ until the "
+         "broker aborts that transaction, this long after its last "
+         "request (plus the broker's "
+         "transaction.abort.timed.out.transaction.cleanup.interval.ms), not "
+         "librdkafka's 60 s"},
         {"message.max.bytes", "16777216", 0,
          "a copy is its source message plus a few hundred bytes of kretry "
          "headers: the topic's limit on the broker decides what fits, not "

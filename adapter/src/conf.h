@@ -68,6 +68,9 @@ struct kretry_conf_s {
         int value_confluent;    /* value.wire: 0 raw, 1 confluent */
         char *value_schema_ids; /* "ID=PATH,..."; "" = any id */
         int headers_spring;     /* headers.profile: 0 kretry, 1 spring */
+        int routing_txn;        /* routing: 0 at_least_once, 1 transactional */
+        int txn_interval_ms;    /* transaction.interval.ms */
+        int txn_max_msgs;       /* transaction.max.messages */
 
         rd_kafka_conf_t *consumer; /* pass-through properties */
         rd_kafka_conf_t *producer;

@@ -130,7 +130,8 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 atomic_fetch_add(&a->stats.assignments, 1);
                 /* Per-key state first: no message of these partitions may
                  * be handled before it is rebuilt. */
-                if (a->conf->ordering == KRETRY_ORDER_KEY || a->versions_topic)
+                if (a->conf->ordering == KRETRY_ORDER_KEY ||
+                    a->versions_topic || a->txn.on)
                         kretry_restore(a, parts);
                 if (cooperative)
                         error = rd_kafka_incremental_assign(rk, l);
@@ -158,6 +159,9 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                          * the calls running are not waited for. */
                         revoke_parts(a, l);
                         kretry_workers_revoke(a, l, 0);
+                        /* Its copies must not become visible; the other
+                         * partitions' are decided again. */
+                        kretry_txn_abort(a, l);
                 } else {
                         /* Handlers of these partitions finish first: their
                          * outcomes are copies the drain waits for. One

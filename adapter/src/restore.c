@@ -53,6 +53,9 @@ static rd_kafka_t *restorer(kretry_adapter_t *a) {
         rd_kafka_conf_t *rc = rd_kafka_conf_dup(a->conf->consumer);
         /* Same group id, to read its committed offsets; never commits. */
         rd_kafka_conf_set(rc, "enable.auto.commit", "false", NULL, 0);
+        /* The end of a partition whose last offsets are transaction
+         * markers (never delivered) is known by this event only. */
+        rd_kafka_conf_set(rc, "enable.partition.eof", "true", NULL, 0);
         rd_kafka_conf_set_opaque(rc, a);
         rd_kafka_conf_set_log_cb(rc, restorer_log);
         a->restorer =
@@ -371,10 +374,12 @@ static int read_all(kretry_adapter_t *a,
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
                 if (!m)
                         continue;
-                restore_part_t *rp = m->err ? NULL : find(l, m);
+                int eof = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
+                restore_part_t *rp = m->err && !eof ? NULL : find(l, m);
                 if (rp && !rp->done) {
-                        apply(a, rp, m);
-                        if (m->offset >= rp->end - 1) {
+                        if (!eof)
+                                apply(a, rp, m);
+                        if (eof || m->offset >= rp->end - 1) {
                                 rp->done = 1;
                                 remaining--;
                         }
@@ -433,8 +438,13 @@ static void source_resume(kretry_adapter_t *a,
                 rd_kafka_topic_partition_list_new(parts->cnt);
         for (int i = 0; i < parts->cnt; i++)
                 if (!strcmp(parts->elems[i].topic, a->topics[0]))
-                        rd_kafka_topic_partition_list_add(
-                                l, a->topics[0], parts->elems[i].partition);
+                        /* routing=transactional: every commit carries the
+                         * offsets decided above it, on tiers too. */
+                        for (int t = 0; t < (a->txn.on ? a->topic_cnt : 1);
+                             t++)
+                                rd_kafka_topic_partition_list_add(
+                                        l, a->topics[t],
+                                        parts->elems[i].partition);
         rd_kafka_resp_err_t err =
                 l->cnt ? rd_kafka_committed(rk, l, kretry_left_ms(deadline, -1))
                        : 0;
@@ -449,10 +459,11 @@ static void source_resume(kretry_adapter_t *a,
                                    : "");
         for (int i = 0; !err && i < l->cnt; i++) {
                 rd_kafka_topic_partition_t *tp = &l->elems[i];
+                int tier           = kretry_topic_index(a, tp->topic);
                 kretry_part_t *src = kretry_part_find(a, 0, tp->partition);
                 int64_t lo, hi;
-                load_decided(a, tp, 0);
-                if (a->conf->ordering != KRETRY_ORDER_KEY)
+                load_decided(a, tp, tier);
+                if (tier || a->conf->ordering != KRETRY_ORDER_KEY)
                         continue;
                 if (!src || tp->err ||
                     (tp->offset < 0 && !resets_to_start(a)) ||

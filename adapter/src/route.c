@@ -32,7 +32,13 @@ void kretry_route_cb(kretry_adapter_t *a,
 void kretry_complete(kretry_adapter_t *a, kretry_part_t *part, int64_t offset) {
         if (!part->assigned)
                 return; /* revoked since: the new owner handles it again */
-        if (kretry_offsets_done(&part->offsets, offset) != 1)
+        int rc = kretry_offsets_done(&part->offsets, offset);
+        if (a->txn.on) { /* committed with the transaction (txn.c) */
+                if (rc >= 0)
+                        kretry_txn_note(a, part);
+                return;
+        }
+        if (rc != 1)
                 return;
         if (!a->store_defer)
                 kretry_part_store(a, part);
@@ -110,7 +116,9 @@ int kretry_producer_fatal(kretry_adapter_t *a) {
 static void
 mark_too_large(kretry_adapter_t *a, kretry_part_t *part, const char *dest) {
         int64_t at = kretry_offsets_resume_at(&part->offsets);
-        if (at < 0 || !part->assigned || rd_kafka_assignment_lost(a->consumer))
+        /* Under routing=transactional every commit is the transaction's. */
+        if (at < 0 || !part->assigned || a->txn.on ||
+            rd_kafka_assignment_lost(a->consumer))
                 return;
         size_t len = strlen(KRETRY_TOO_LARGE_METADATA) + strlen(dest) + 1;
         char *md   = malloc(len);
@@ -191,6 +199,16 @@ static void fail_record(kretry_adapter_t *a,
         a->failed      = r;
 }
 
+/* routing=transactional: no transaction can take a copy now (one is being
+ * committed or aborted): produced again shortly, not counted as a failure
+ * (an abort rewinds its partition, which frees it). */
+static void produce_later(kretry_adapter_t *a, kretry_inflight_t *r) {
+        r->backoff_ms  = a->conf->produce_backoff_ms;
+        r->retry_at    = kretry_mono_ms() + r->backoff_ms;
+        r->next_failed = a->failed;
+        a->failed      = r;
+}
+
 /* The version changelog record that raised a key's version. */
 static void send_version(kretry_adapter_t *a, kretry_inflight_t *r) {
         rd_kafka_resp_err_t err = rd_kafka_producev(
@@ -206,6 +224,10 @@ static void send_version(kretry_adapter_t *a, kretry_inflight_t *r) {
 }
 
 static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
+        if (a->txn.on && kretry_txn_begin(a)) {
+                produce_later(a, r);
+                return;
+        }
         if (r->dest == KRETRY_DEST_VERSIONS) {
                 send_version(a, r);
                 return;
@@ -719,6 +741,14 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         kretry_adapter_t *a  = opaque;
         kretry_inflight_t *r = m->_private;
         a->inflight--;
+        if (a->txn.on && (m->err || a->txn.aborting)) {
+                /* A copy of an aborted transaction: decided again. */
+                if (m->err)
+                        kretry_txn_copy_failed(a, r, m->err);
+                else
+                        kretry_inflight_free(a, r);
+                return;
+        }
         if (m->err) {
                 fail_record(a, r, m->err);
                 return;

@@ -85,6 +85,10 @@ int64_t kretry_adapter_counter(const kretry_adapter_t *a,
                 return get(&s->assigned);
         case KRETRY_COUNTER_ASSIGNMENTS:
                 return get(&s->assignments);
+        case KRETRY_COUNTER_TXN_COMMITS:
+                return get(&s->txn_commits);
+        case KRETRY_COUNTER_TXN_ABORTS:
+                return get(&s->txn_aborts);
         }
         return -1;
 }
@@ -101,7 +105,7 @@ json_t *kretry_stats_counters(const kretry_adapter_t *a) {
                                     json_integer(get(&s->dlq_by_class[c])));
         json_t *o = json_pack(
                 "{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,"
-                "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+                "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
                 "consumed", (json_int_t)get(&s->consumed), "ok",
                 (json_int_t)get(&s->ok), "handler_calls",
                 (json_int_t)get(&s->handler_calls), "retried", retried,
@@ -122,7 +126,9 @@ json_t *kretry_stats_counters(const kretry_adapter_t *a) {
                 (json_int_t)get(&s->buffered), "buffered_bytes",
                 (json_int_t)get(&s->buffered_bytes), "assigned",
                 (json_int_t)get(&s->assigned), "assignments",
-                (json_int_t)get(&s->assignments));
+                (json_int_t)get(&s->assignments), "txn_commits",
+                (json_int_t)get(&s->txn_commits), "txn_aborts",
+                (json_int_t)get(&s->txn_aborts));
         return o;
 }
 

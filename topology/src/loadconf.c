@@ -119,6 +119,8 @@ static kretry_err_t apply_keyed(kretry_conf_t *conf,
         snprintf(conc, sizeof(conc), "%d", t->concurrency);
         const char *const pairs[][2] = {
                 {"ordering", orderings[t->ordering]},
+                {"routing",
+                 t->transactional ? "transactional" : "at_least_once"},
                 {"handler.concurrency", conc},
                 {"ordering.on.dead.letter",
                  t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY ? "park_key"

@@ -21,6 +21,10 @@ static const cyaml_strval_t ordering_values[] = {
         {"key", KRETRY_RAW_ORDERING_KEY},
         {"partition", KRETRY_RAW_ORDERING_PARTITION},
 };
+static const cyaml_strval_t routing_values[] = {
+        {"at_least_once", KRETRY_RAW_ROUTING_AT_LEAST_ONCE},
+        {"transactional", KRETRY_RAW_ROUTING_TRANSACTIONAL},
+};
 static const cyaml_strval_t dead_letter_values[] = {
         {"continue", KRETRY_RAW_DLQ_CONTINUE},
         {"park_key", KRETRY_RAW_DLQ_PARK_KEY},
@@ -130,6 +134,7 @@ static const cyaml_schema_field_t topology_fields[] = {
         STR("dlq", kretry_raw_topology_t, dlq),
         MAP("topics", kretry_raw_topology_t, topics, topics_fields),
         ENUM("ordering", kretry_raw_topology_t, ordering, ordering_values),
+        ENUM("routing", kretry_raw_topology_t, routing, routing_values),
         ENUM("on_dead_letter",
              kretry_raw_topology_t,
              on_dead_letter,

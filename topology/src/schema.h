@@ -21,6 +21,10 @@ enum {
         KRETRY_RAW_ORDERING_PARTITION
 };
 enum { KRETRY_RAW_DLQ_CONTINUE = 1, KRETRY_RAW_DLQ_PARK_KEY };
+enum {
+        KRETRY_RAW_ROUTING_AT_LEAST_ONCE = 1,
+        KRETRY_RAW_ROUTING_TRANSACTIONAL
+};
 enum { KRETRY_RAW_DISCARD_OLDER = 1, KRETRY_RAW_DISCARD_OLDER_OR_EQUAL };
 enum { KRETRY_RAW_FORMAT_BYTES = 1, KRETRY_RAW_FORMAT_AVRO };
 enum { KRETRY_RAW_WIRE_RAW = 1, KRETRY_RAW_WIRE_CONFLUENT };
@@ -94,6 +98,7 @@ typedef struct {
         char *dlq;
         kretry_raw_topics_t *topics;
         int ordering;
+        int routing;
         int on_dead_letter;
         kretry_raw_versioning_t *versioning;
         kretry_raw_value_t *value;

@@ -62,6 +62,7 @@ typedef struct {
         int64_t retention_ms;                     /* 0: not declared */
         int min_insync; /* topics.min_insync_replicas; 0: min(2, replication) */
         kretry_ordering_t ordering;
+        int transactional; /* routing: transactional */
         kretry_on_dlq_t on_dead_letter;
         kretry_versioning_t versioning;
         const char *version_name; /* header or field name */

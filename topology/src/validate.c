@@ -281,6 +281,7 @@ check_modes(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
                                     ? KRETRY_ORDERING_PARTITION
                                     : KRETRY_ORDERING_NONE;
         t->ordering_pos   = vpos(c, r->ordering ? "ordering" : "");
+        t->transactional  = r->routing == KRETRY_RAW_ROUTING_TRANSACTIONAL;
         t->on_dead_letter = r->on_dead_letter == KRETRY_RAW_DLQ_PARK_KEY
                                     ? KRETRY_ON_DLQ_PARK_KEY
                                     : KRETRY_ON_DLQ_CONTINUE;

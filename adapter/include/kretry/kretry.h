@@ -763,9 +763,14 @@ typedef enum {
                                                 tier.buffer.total.bytes) */
         KRETRY_COUNTER_ASSIGNED = 27,       /**< source partitions assigned to
                                                  this member now */
-        KRETRY_COUNTER_ASSIGNMENTS = 28     /**< assignments received, an empty
+        KRETRY_COUNTER_ASSIGNMENTS = 28,    /**< assignments received, an empty
                                                  one included: 0 until the
                                                  member first joined the group */
+        KRETRY_COUNTER_TXN_COMMITS = 29,    /**< routing transactional:
+                                                 transactions committed */
+        KRETRY_COUNTER_TXN_ABORTS = 30      /**< routing transactional:
+                                                 transactions aborted, their
+                                                 messages decided again */
 } kretry_counter_t;
 
 /**
@@ -782,7 +787,8 @@ KRETRY_EXPORT int64_t kretry_adapter_counter(const kretry_adapter_t *adapter,
  *         "dead_lettered":{"permanent":N,"exhausted":N,"expired":N,
  *         "schema":N},"produce_errors":N,"held":N,...,
  *         "inflight":N,"inflight_bytes":N,"too_large":N,"foreign":N,
- *         "buffered":N,"buffered_bytes":N,"assigned":N,"assignments":N}
+ *         "buffered":N,"buffered_bytes":N,"assigned":N,"assignments":N,
+ *         "txn_commits":N,"txn_aborts":N}
  *        ("inflight" and "inflight_bytes": KRETRY_COUNTER_INFLIGHT and
  *        KRETRY_COUNTER_INFLIGHT_BYTES, gauges of the moment)
  * @returns the length the full text needs (without NUL); @p dest gets it

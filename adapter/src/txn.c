@@ -1,0 +1,529 @@
+/*
+ * routing=transactional: every copy kretry writes (to a tier, the DLQ, the
+ * version changelog) and the consumed offsets of what they decide are
+ * committed in one Kafka transaction (KIP-98), the offsets sent with the
+ * consumer's group metadata (KIP-447), so that a copy is visible to
+ * read_committed readers exactly when its source offset is committed.
+ *
+ * One transaction at a time on the adapter's producer: begun before its
+ * first copy, committed transaction.interval.ms later (or after
+ * transaction.max.messages outcomes), on revocation and on close. A commit
+ * first waits for every copy's delivery report, so that each copy's offset
+ * is done, then sends the committable offset of every partition that
+ * decided something, with the offsets decided above it as metadata
+ * (offsets.h: out-of-order outcomes), then commits.
+ *
+ * A transaction that fails (a copy refused, the group's generation moved on
+ * because this instance was fenced as a zombie, the broker aborted it) is
+ * aborted and the partitions rewound: each assignment is retired and made
+ * again from the group's committed offsets, as a new owner would start, so
+ * every message decided in the aborted transaction is decided again. The
+ * handler's own side effects stay at least once.
+ *
+ * Polling thread only (adapter_int.h).
+ */
+#include "adapter_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* How long one blocking transaction call may wait in the poll loop before
+ * the loop moves on (the call is resumed at the next step). */
+#define KRETRY_TXN_CALL_MS 5000
+
+int (*kretry_test_txn_fails)(void);
+
+kretry_err_t
+kretry_txn_conf(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
+        kretry_conf_t *c = a->conf;
+        a->txn.on        = c->routing_txn;
+        if (!a->txn.on)
+                return KRETRY_ERR_OK;
+        /* Offsets travel in the transaction: librdkafka must commit
+         * nothing on its own, and the consumer (with the restorer made from
+         * its configuration) must never read a copy of an aborted or open
+         * transaction. */
+        static const char *consumer[][2] = {
+                {"enable.auto.commit", "false"},
+                {"isolation.level", "read_committed"},
+        };
+        for (size_t i = 0; i < sizeof(consumer) / sizeof(consumer[0]); i++)
+                if (rd_kafka_conf_set(c->consumer, consumer[i][0],
+                                      consumer[i][1], errstr,
+                                      errstr_size) != RD_KAFKA_CONF_OK)
+                        return KRETRY_ERR_INVALID_VALUE;
+        char id[1024];
+        size_t size = sizeof(id);
+        if (rd_kafka_conf_get(c->producer, "transactional.id", id, &size) ==
+                    RD_KAFKA_CONF_OK &&
+            id[0])
+                return KRETRY_ERR_OK; /* the operator's: one per instance */
+        /* KIP-447: one id per instance is enough, fencing of a zombie
+         * rests on the group's generation. A static member keeps its id
+         * across restarts, so a restarted instance aborts its predecessor's
+         * open transaction at once instead of after
+         * transaction.timeout.ms. */
+        char inst[256], host[128];
+        size = sizeof(inst);
+        if (rd_kafka_conf_get(c->consumer, "group.instance.id", inst,
+                              &size) != RD_KAFKA_CONF_OK ||
+            !inst[0]) {
+                if (gethostname(host, sizeof(host)))
+                        snprintf(host, sizeof(host), "host");
+                host[sizeof(host) - 1] = '\0';
+                snprintf(inst, sizeof(inst), "%s-%d-%08x", host, (int)getpid(),
+                         (unsigned)(kretry_rng_unit(&a->rng) * 4294967295.0));
+        }
+        snprintf(id, sizeof(id), "kretry.%s.%s", a->group, inst);
+        if (rd_kafka_conf_set(c->producer, "transactional.id", id, errstr,
+                              errstr_size) != RD_KAFKA_CONF_OK)
+                return KRETRY_ERR_INVALID_VALUE;
+        return KRETRY_ERR_OK;
+}
+
+kretry_err_t
+kretry_txn_init(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
+        if (!a->txn.on)
+                return KRETRY_ERR_OK;
+        rd_kafka_error_t *e = rd_kafka_init_transactions(
+                a->producer, a->conf->topology_check_timeout_ms);
+        if (!e)
+                return KRETRY_ERR_OK;
+        snprintf(errstr, errstr_size,
+                 "routing transactional: init_transactions: %s",
+                 rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        return KRETRY_ERR_KAFKA;
+}
+
+/* An error of a transaction call: logged; a fatal one stops the adapter.
+ * Returns 1 when the transaction must be aborted, 0 when the call may be
+ * made again (retriable), -1 when fatal. Takes @p e. */
+static int txn_error(kretry_adapter_t *a, const char *call, rd_kafka_error_t *e) {
+        int rc = rd_kafka_error_is_fatal(e)            ? -1
+                 : rd_kafka_error_txn_requires_abort(e) ? 1
+                 : rd_kafka_error_is_retriable(e)       ? 0
+                                                        : 1;
+        kretry_log(a, rc < 0 ? KRETRY_LOG_ERR : KRETRY_LOG_WARNING, "TXN",
+                   "%s: %s%s", call, rd_kafka_error_string(e),
+                   rc < 0   ? "; stopping: no copy can be committed any more"
+                   : rc > 0 ? "; aborting the transaction: its messages are "
+                              "decided again"
+                            : "; trying again");
+        rd_kafka_error_destroy(e);
+        if (rc < 0) {
+                a->producer_fatal = 1;
+                a->fatal          = 1;
+        }
+        return rc;
+}
+
+int kretry_txn_begin(kretry_adapter_t *a) {
+        if (!a->txn.on || a->txn.open)
+                return 0;
+        if (a->txn.abort || a->txn.aborting || a->producer_fatal)
+                return -1;
+        rd_kafka_error_t *e = rd_kafka_begin_transaction(a->producer);
+        if (e) {
+                if (txn_error(a, "begin_transaction", e) > 0)
+                        a->txn.abort = 1;
+                return -1;
+        }
+        a->txn.open = 1;
+        if (!a->txn.since)
+                a->txn.since = kretry_mono_ms();
+        return 0;
+}
+
+void kretry_txn_note(kretry_adapter_t *a, kretry_part_t *part) {
+        part->txn_dirty = 1;
+        a->txn.decided++;
+        if (!a->txn.since)
+                a->txn.since = kretry_mono_ms();
+}
+
+void kretry_txn_copy_failed(kretry_adapter_t *a,
+                            kretry_inflight_t *r,
+                            rd_kafka_resp_err_t err) {
+        if (!a->txn.aborting) {
+                atomic_fetch_add_explicit(&a->stats.produce_errors, 1,
+                                          memory_order_relaxed);
+                if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+                    err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE)
+                        atomic_fetch_add_explicit(&a->stats.too_large, 1,
+                                                  memory_order_relaxed);
+                kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                           "copy of %s [%d] offset %lld failed: %s; the "
+                           "transaction is aborted and its messages decided "
+                           "again",
+                           a->topics[r->part->tier], (int)r->part->partition,
+                           (long long)r->rkm->offset, rd_kafka_err2str(err));
+                if (err == RD_KAFKA_RESP_ERR__FATAL)
+                        kretry_producer_fatal(a);
+                a->txn.abort = 1;
+        }
+        kretry_inflight_free(a, r);
+}
+
+/* Every assigned partition (source and tiers) but those of @p except. */
+static rd_kafka_topic_partition_list_t *
+assigned(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *except) {
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(8);
+        for (int t = 0; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++)
+                        if (a->parts[t][p] && a->parts[t][p]->assigned &&
+                            !(except && rd_kafka_topic_partition_list_find(
+                                                except, a->topics[t], p)))
+                                rd_kafka_topic_partition_list_add(
+                                        l, a->topics[t], p);
+        return l;
+}
+
+/* Where each partition of @p l starts again: the group's committed offset,
+ * or without one the first offset this assignment took (a batched source
+ * message's, if it took none yet); RD_KAFKA_OFFSET_INVALID: nothing was
+ * taken, nothing to go back to. */
+static void rewind_to(kretry_adapter_t *a, rd_kafka_topic_partition_list_t *l) {
+        rd_kafka_topic_partition_list_t *c = rd_kafka_topic_partition_list_copy(l);
+        rd_kafka_resp_err_t err =
+                rd_kafka_committed(a->consumer, c, KRETRY_TXN_CALL_MS);
+        for (int i = 0; i < l->cnt; i++) {
+                rd_kafka_topic_partition_t *tp = &l->elems[i];
+                kretry_part_t *part            = kretry_part_of(a, tp);
+                int64_t first = part ? part->first : -1;
+                for (int j = a->sbuf_pos; first < 0 && j < a->sbuf_cnt; j++)
+                        if (a->sbuf[j]->partition == tp->partition &&
+                            !strcmp(rd_kafka_topic_name(a->sbuf[j]->rkt),
+                                    tp->topic))
+                                first = a->sbuf[j]->offset;
+                tp->offset = RD_KAFKA_OFFSET_INVALID;
+                if (!err && !c->elems[i].err && c->elems[i].offset >= 0)
+                        tp->offset = c->elems[i].offset;
+                else if (first >= 0)
+                        tp->offset = first;
+                if (err || c->elems[i].err)
+                        kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                                   "%s [%d]: committed offset unknown (%s); "
+                                   "rewinding to %lld",
+                                   tp->topic, (int)tp->partition,
+                                   rd_kafka_err2str(err ? err
+                                                        : c->elems[i].err),
+                                   (long long)tp->offset);
+        }
+        rd_kafka_topic_partition_list_destroy(c);
+}
+
+/* After an abort: the assignments of @p l start again from the group's
+ * committed state, as a new owner's would (rebalance.c), without leaving
+ * the group: retired (held messages, gates and buffered source messages
+ * dropped, handler calls awaited and their results discarded), made again,
+ * their key state rebuilt, the consumer sought back. */
+static void rewind_parts(kretry_adapter_t *a,
+                         rd_kafka_topic_partition_list_t *l) {
+        if (!l->cnt)
+                return;
+        int64_t deadline = kretry_mono_ms() + a->conf->revoke_timeout_ms;
+        rewind_to(a, l);
+        kretry_sbuf_drop(a, l); /* l's offsets: at and past them */
+        rd_kafka_topic_partition_list_t *all =
+                rd_kafka_topic_partition_list_copy(l);
+        for (int i = 0; i < all->cnt; i++)
+                all->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+        kretry_sbuf_drop(a, all); /* and every other of those partitions */
+        for (int i = 0; i < l->cnt; i++) {
+                kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
+                if (part)
+                        kretry_part_retire(a, part);
+        }
+        kretry_workers_revoke(a, all, deadline);
+        rd_kafka_topic_partition_list_t *src =
+                rd_kafka_topic_partition_list_new(l->cnt);
+        for (int i = 0; i < l->cnt; i++) {
+                rd_kafka_topic_partition_t *tp = &l->elems[i];
+                int tier = kretry_topic_index(a, tp->topic);
+                if (!kretry_part_assign(a, tier, tp->partition))
+                        kretry_log(a, KRETRY_LOG_ERR, "TXN",
+                                   "%s [%d]: out of memory: its messages are "
+                                   "not handled until the next assignment",
+                                   tp->topic, (int)tp->partition);
+                else if (tier == 0)
+                        rd_kafka_topic_partition_list_add(src, tp->topic,
+                                                          tp->partition);
+        }
+        kretry_restore(a, src);
+        rd_kafka_topic_partition_list_destroy(src);
+        rd_kafka_topic_partition_list_t *seek =
+                rd_kafka_topic_partition_list_new(l->cnt);
+        for (int i = 0; i < l->cnt; i++)
+                if (l->elems[i].offset >= 0)
+                        rd_kafka_topic_partition_list_add(
+                                seek, l->elems[i].topic, l->elems[i].partition)
+                                ->offset = l->elems[i].offset;
+        rd_kafka_error_t *e =
+                seek->cnt ? rd_kafka_seek_partitions(a->consumer, seek,
+                                                     KRETRY_TXN_CALL_MS)
+                          : NULL;
+        if (e) {
+                kretry_log(a, KRETRY_LOG_ERR, "TXN",
+                           "seeking back after the abort: %s; stopping: "
+                           "messages of the aborted transaction would not be "
+                           "decided again",
+                           rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+                a->fatal = 1;
+        }
+        for (int i = 0; !e && i < seek->cnt; i++)
+                if (seek->elems[i].err) {
+                        kretry_log(a, KRETRY_LOG_ERR, "TXN",
+                                   "%s [%d]: seeking back to %lld: %s; "
+                                   "stopping",
+                                   seek->elems[i].topic,
+                                   (int)seek->elems[i].partition,
+                                   (long long)seek->elems[i].offset,
+                                   rd_kafka_err2str(seek->elems[i].err));
+                        a->fatal = 1;
+                }
+        rd_kafka_topic_partition_list_destroy(seek);
+        rd_kafka_topic_partition_list_destroy(all);
+        /* An open breaker holds them back as before. */
+        if (a->breaker_paused)
+                kretry_update_pause_all(a);
+}
+
+void kretry_txn_abort(kretry_adapter_t *a,
+                      const rd_kafka_topic_partition_list_t *except) {
+        if (!a->txn.on)
+                return;
+        int was_open = a->txn.open || a->txn.abort;
+        if (a->txn.open && !a->producer_fatal) {
+                a->txn.aborting = 1;
+                rd_kafka_error_t *e;
+                int64_t deadline = kretry_mono_ms() + KRETRY_TXN_CALL_MS;
+                while ((e = rd_kafka_abort_transaction(
+                                a->producer, kretry_left_ms(deadline, -1)))) {
+                        int rc = txn_error(a, "abort_transaction", e);
+                        if (rc || !kretry_left_ms(deadline, -1)) {
+                                /* The broker aborts it after
+                                 * transaction.timeout.ms. */
+                                if (!rc)
+                                        a->fatal = 1;
+                                break;
+                        }
+                }
+                a->txn.aborting = 0;
+        }
+        a->txn.open = a->txn.sent = a->txn.abort = 0;
+        a->txn.since                             = 0;
+        a->txn.decided                           = 0;
+        if (!was_open)
+                return;
+        atomic_fetch_add_explicit(&a->stats.txn_aborts, 1,
+                                  memory_order_relaxed);
+        rd_kafka_topic_partition_list_t *l = assigned(a, except);
+        rewind_parts(a, l);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* The offsets of every assigned partition that decided something since
+ * the last commit: the committable offset (or where a new owner resumes),
+ * with the offsets decided above it as metadata; NULL when none. */
+static rd_kafka_topic_partition_list_t *txn_offsets(kretry_adapter_t *a) {
+        rd_kafka_topic_partition_list_t *l = NULL;
+        char md[KRETRY_DECIDED_MAX];
+        for (int t = 0; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++) {
+                        kretry_part_t *part = a->parts[t][p];
+                        int64_t base;
+                        if (!part || !part->assigned || !part->txn_dirty)
+                                continue;
+                        part->txn_dirty = 0;
+                        size_t len      = kretry_offsets_decided(
+                                &part->offsets, &base, md, sizeof(md));
+                        if (base < 0 ||
+                            (!l && !(l = rd_kafka_topic_partition_list_new(8))))
+                                continue;
+                        rd_kafka_topic_partition_t *tp =
+                                rd_kafka_topic_partition_list_add(
+                                        l, a->topics[t], p);
+                        tp->offset = base;
+                        if (len && (tp->metadata = malloc(len))) {
+                                memcpy(tp->metadata, md, len);
+                                tp->metadata_size = len;
+                        }
+                }
+        return l;
+}
+
+/* The group metadata the offsets are sent with, or NULL when this
+ * instance is not a member now (it was fenced: its session expired, it
+ * exceeded max.poll.interval.ms). A transactional offset commit without a
+ * member id and generation is accepted by the broker whoever owns the
+ * partitions (older producers send none), so a zombie's must never go out
+ * that way: the member id is read before and after the metadata is taken,
+ * and only the same, non-empty id on both sides lets it go. */
+static rd_kafka_consumer_group_metadata_t *
+member_metadata(kretry_adapter_t *a) {
+        char *before = rd_kafka_memberid(a->consumer);
+        rd_kafka_consumer_group_metadata_t *md =
+                rd_kafka_consumer_group_metadata(a->consumer);
+        char *after = rd_kafka_memberid(a->consumer);
+        int member  = before && after && *before && !strcmp(before, after) &&
+                     !rd_kafka_assignment_lost(a->consumer);
+        if (before)
+                rd_kafka_mem_free(a->consumer, before);
+        if (after)
+                rd_kafka_mem_free(a->consumer, after);
+        if (!member && md) {
+                rd_kafka_consumer_group_metadata_destroy(md);
+                md = NULL;
+        }
+        return md;
+}
+
+/* Wait for every copy's delivery report until @p deadline; 0 when none is
+ * left. */
+static int txn_flush(kretry_adapter_t *a, int64_t deadline) {
+        while (a->inflight > 0 && !a->txn.abort) {
+                int left = kretry_left_ms(deadline, 100);
+                if (!left)
+                        return -1;
+                int was = kretry_store_begin(a);
+                rd_kafka_poll(a->producer, left);
+                kretry_store_end(a, was);
+        }
+        return 0;
+}
+
+/* Commit the open transaction (or offsets decided without a copy, in one
+ * begun for them). 0: committed or nothing to commit; 1: not yet (copies
+ * unacknowledged, or a retriable error at @p deadline: resumed later); -1:
+ * aborted (and rewound but @p except) or fatal. */
+static int txn_commit(kretry_adapter_t *a,
+                      const rd_kafka_topic_partition_list_t *except,
+                      int64_t deadline) {
+        if (a->producer_fatal)
+                return -1;
+        if (!a->txn.abort && txn_flush(a, deadline))
+                return 1;
+        if (a->txn.abort) {
+                kretry_txn_abort(a, except);
+                return -1;
+        }
+        if (!a->txn.sent) {
+                rd_kafka_topic_partition_list_t *l = txn_offsets(a);
+                if (!l && !a->txn.open) {
+                        a->txn.since = 0;
+                        a->txn.decided = 0;
+                        return 0;
+                }
+                if (l && kretry_txn_begin(a)) {
+                        /* Decided again once the abort rewinds them. */
+                        rd_kafka_topic_partition_list_destroy(l);
+                        if (a->txn.abort)
+                                kretry_txn_abort(a, except);
+                        return -1;
+                }
+                rd_kafka_consumer_group_metadata_t *cgmd =
+                        l ? member_metadata(a) : NULL;
+                int failed = 0;
+                if (cgmd && kretry_test_txn_fails && kretry_test_txn_fails()) {
+                        kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                                   "test: the transaction fails");
+                        rd_kafka_consumer_group_metadata_destroy(cgmd);
+                        cgmd         = NULL;
+                        a->txn.abort = failed = 1;
+                } else if (l && !cgmd) {
+                        kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                                   "this instance is no longer a member of "
+                                   "the group (fenced: its partitions may "
+                                   "be another's now); aborting the "
+                                   "transaction");
+                        a->txn.abort = failed = 1;
+                }
+                rd_kafka_error_t *e;
+                while (cgmd && (e = rd_kafka_send_offsets_to_transaction(
+                                        a->producer, l, cgmd,
+                                        kretry_left_ms(deadline, -1)))) {
+                        int rc = txn_error(a, "send_offsets_to_transaction", e);
+                        if (rc || !kretry_left_ms(deadline, -1)) {
+                                a->txn.abort = rc >= 0;
+                                failed       = 1;
+                                break;
+                        }
+                }
+                if (cgmd)
+                        rd_kafka_consumer_group_metadata_destroy(cgmd);
+                if (!failed && l)
+                        for (int i = 0; i < l->cnt; i++) {
+                                kretry_part_t *part =
+                                        kretry_part_of(a, &l->elems[i]);
+                                if (part)
+                                        part->stored = l->elems[i].offset;
+                        }
+                if (l)
+                        rd_kafka_topic_partition_list_destroy(l);
+                if (failed) {
+                        if (a->txn.abort)
+                                kretry_txn_abort(a, except);
+                        return -1;
+                }
+                a->txn.sent = 1;
+        }
+        rd_kafka_error_t *e;
+        while ((e = rd_kafka_commit_transaction(
+                        a->producer, kretry_left_ms(deadline, -1)))) {
+                int rc = txn_error(a, "commit_transaction", e);
+                if (rc > 0) {
+                        a->txn.abort = 1;
+                        kretry_txn_abort(a, except);
+                        return -1;
+                }
+                if (rc < 0)
+                        return -1;
+                if (!kretry_left_ms(deadline, -1))
+                        return 1; /* resumed at the next step */
+        }
+        a->txn.open = a->txn.sent = 0;
+        a->txn.since               = 0;
+        a->txn.decided             = 0;
+        atomic_fetch_add_explicit(&a->stats.txn_commits, 1,
+                                  memory_order_relaxed);
+        return 0;
+}
+
+int64_t kretry_txn_step(kretry_adapter_t *a, int64_t mono) {
+        if (!a->txn.on || a->producer_fatal)
+                return -1;
+        if (a->txn.abort) {
+                kretry_txn_abort(a, NULL);
+                return -1;
+        }
+        if (!a->txn.since)
+                return -1;
+        int64_t due = a->txn.since + a->conf->txn_interval_ms;
+        if (mono < due && a->txn.decided < a->conf->txn_max_msgs)
+                return due - mono;
+        if (txn_commit(a, NULL, mono + KRETRY_TXN_CALL_MS) == 1)
+                return 1; /* copies still unacknowledged: soon again */
+        return -1;
+}
+
+int kretry_txn_commit_now(kretry_adapter_t *a,
+                          const rd_kafka_topic_partition_list_t *except,
+                          int64_t deadline) {
+        if (!a->txn.on)
+                return 0;
+        int rc = txn_commit(a, except, deadline);
+        if (rc == 1) {
+                kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                           "the transaction could not be committed in time "
+                           "(%d copies unacknowledged); aborting it: its "
+                           "messages are consumed again",
+                           a->inflight);
+                a->txn.abort = 1;
+                kretry_txn_abort(a, except);
+        }
+        return rc ? -1 : 0;
+}
