@@ -7,6 +7,7 @@
  * aborted records): every test here skips there.
  */
 #include "adapter_int.h" /* kretry_test_txn_fails */
+#include "versions.h"    /* kretry_version_decode */
 #include "it_harness.h"
 
 #include <stdlib.h>
@@ -197,9 +198,190 @@ static void test_abort_decides_again(void) {
         it_env_destroy(env);
 }
 
+/* ordering=key, versioning and four handlers, with every third commit
+ * failing: */
+#define KEYS 12
+#define PER_KEY 8
+
+typedef struct {
+        int resolved[KEYS][PER_KEY];
+        int violations, calls;
+} key_state_t;
+
+/* About a third of first attempts fail transiently, seq 5 of every key
+ * permanently. */
+static kretry_action_t key_handler(kretry_msg_t *msg, void *opaque) {
+        key_state_t *st = opaque;
+        int key, seq;
+        it_key_seq(msg, &key, &seq);
+        __atomic_add_fetch(&st->calls, 1, __ATOMIC_RELAXED);
+        for (int s = 0; s < seq; s++)
+                if (!__atomic_load_n(&st->resolved[key][s], __ATOMIC_ACQUIRE))
+                        __atomic_add_fetch(&st->violations, 1,
+                                           __ATOMIC_RELAXED);
+        if (seq == 5) {
+                kretry_msg_set_error(msg, "VALIDATION", "bad");
+                __atomic_store_n(&st->resolved[key][seq], 1, __ATOMIC_RELEASE);
+                return KRETRY_FAIL;
+        }
+        if (kretry_msg_attempt(msg) == 1 && (key + seq) % 3 == 0)
+                return KRETRY_RETRY;
+        __atomic_store_n(&st->resolved[key][seq], 1, __ATOMIC_RELEASE);
+        return KRETRY_OK;
+}
+
+static int every_third;
+static int fail_every_third(void) {
+        return ++every_third % 3 == 0 && every_third < 30;
+}
+
+typedef struct {
+        char key[16];
+        int64_t version;
+} change_t;
+
+static void grab_change(const rd_kafka_message_t *m, void *opaque) {
+        struct {
+                change_t *c;
+                int n, max;
+        } *cs = opaque;
+        int64_t v = -1;
+        if (cs->n >= cs->max || !m->key ||
+            kretry_version_decode(m->payload, m->len, &v))
+                return;
+        change_t *c = &cs->c[cs->n++];
+        snprintf(c->key, sizeof(c->key), "%.*s", (int)m->key_len,
+                 (const char *)m->key);
+        c->version = v;
+}
+
+/* Per-key order holds through aborted transactions; each dead letter and
+ * each changelog record (key, version) is visible once read_committed: an
+ * aborted transaction's changelog writes never are. */
+static void test_key_order_versions_through_aborts(void) {
+        if (!real_kafka())
+                return;
+        it_env_t *env = it_env_new("20ms", 2);
+        char vt[300];
+        snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
+        KT_REQUIRE(kt_cluster_changelog(env->c, vt, 2) == 0);
+        for (int s = 0; s < PER_KEY; s++)
+                for (int k = 0; k < KEYS; k++) {
+                        char key[16], v[32], ver[16];
+                        snprintf(key, sizeof(key), "key-%d", k);
+                        snprintf(v, sizeof(v), "%d:%d", k, s);
+                        snprintf(ver, sizeof(ver), "%d", s + 1);
+                        rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+                        rd_kafka_header_add(h, "version", -1, ver, -1);
+                        it_produce(env, k % 2, key, v, h);
+                }
+        static key_state_t st;
+        memset(&st, 0, sizeof(st));
+        kretry_conf_t *conf = it_conf(
+                env, "routing", "transactional", "transaction.interval.ms",
+                "30", "ordering", "key", "handler.concurrency", "4",
+                "versioning.header", "version", NULL);
+        kretry_conf_set_handler(conf, key_handler, &st);
+        kretry_conf_set_route_cb(conf, NULL);
+        every_third           = 0;
+        kretry_test_txn_fails = fail_every_third;
+        kretry_adapter_t *a   = it_adapter(conf);
+        KT_REQUIRE(a != NULL);
+        int64_t deadline = kt_now_ms() + 60000;
+        int done         = 0;
+        while (!done && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 50);
+                done = 1;
+                for (int k = 0; k < KEYS && done; k++)
+                        for (int s = 0; s < PER_KEY && done; s++)
+                                done = __atomic_load_n(&st.resolved[k][s],
+                                                       __ATOMIC_ACQUIRE);
+                if (done) /* and committed */
+                        for (int p = 0; p < 2 && done; p++)
+                                done = kt_committed(env->c, env->group,
+                                                    env->source, p) ==
+                                       KEYS / 2 * PER_KEY;
+        }
+        KT_ASSERT(done);
+        KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_TXN_ABORTS, 0) >= 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        kretry_test_txn_fails = NULL;
+        KT_ASSERT_INT_EQ(st.violations, 0);
+        /* Dead letters: seq 5 of every key, once each. */
+        kt_copies_t dlq = {.max = 64};
+        dlq.m           = calloc((size_t)dlq.max, sizeof(kt_copy_t));
+        KT_ASSERT_INT_EQ(committed_copies(env, env->dlq, &dlq, KEYS + 1, 3000),
+                         KEYS);
+        for (int k = 0; k < KEYS; k++) {
+                char v[32];
+                snprintf(v, sizeof(v), "%d:5", k);
+                KT_CHECK_MSG(copies_of(&dlq, v) == 1, CU_FALSE,
+                             "%s: %d DLQ copies", v, copies_of(&dlq, v));
+        }
+        free(dlq.m);
+        /* Changelog: one record per version raised (every OK one: versions
+         * rise with seq), none twice. */
+        struct {
+                change_t *c;
+                int n, max;
+        } ch = {calloc(256, sizeof(change_t)), 0, 256};
+        int expect = KEYS * (PER_KEY - 1);
+        KT_ASSERT_INT_EQ(kt_consume(env->c, vt, expect + 1, 3000, grab_change,
+                                    &ch),
+                         expect);
+        int twice = 0;
+        for (int i = 0; i < ch.n; i++)
+                for (int j = i + 1; j < ch.n; j++)
+                        twice += !strcmp(ch.c[i].key, ch.c[j].key) &&
+                                 ch.c[i].version == ch.c[j].version;
+        KT_ASSERT_INT_EQ(twice, 0);
+        free(ch.c);
+        fprintf(stderr, "  %d handler calls for %d messages\n", st.calls,
+                KEYS * PER_KEY);
+        it_env_destroy(env);
+}
+
+/* A long interval: the close commits the open transaction (until then the
+ * tier copies are not visible: the retries wait for it); the next instance
+ * finishes them. */
+static void test_close_commits(void) {
+        if (!real_kafka())
+                return;
+        it_env_t *env = it_env_new("30ms", 1);
+        mix_t m       = {4, 4, 4};
+        produce_mix(env, &m);
+        kretry_adapter_t *a = it_adapter(
+                it_conf(env, "routing", "transactional",
+                        "transaction.interval.ms", "60000", NULL));
+        KT_REQUIRE(a != NULL);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 4, 30000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 4, 30000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_RETRIED, 4, 30000));
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_TXN_COMMITS), 0);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0),
+                         -1001);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_TXN_COMMITS), 1);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 12);
+        a = it_adapter(txn_conf(env));
+        KT_REQUIRE(a != NULL);
+        KT_ASSERT(it_run_until(a, all_at_end, env, 30000));
+        kretry_adapter_destroy(a);
+        check_exactly_once(env, &m);
+        /* The source was handled once: only the tier copies again. */
+        const it_call_t *c[4];
+        KT_ASSERT_INT_EQ(it_calls_for(env, "ok-0-0", c, 4), 1);
+        KT_ASSERT_INT_EQ(it_calls_for(env, "retry1-0-0", c, 4), 2);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_routes_in_transactions),
-                KT_TEST(test_abort_decides_again), KT_END};
+                KT_TEST(test_abort_decides_again),
+                KT_TEST(test_key_order_versions_through_aborts),
+                KT_TEST(test_close_commits), KT_END};
         return kt_main("it_txn", tests, argc, argv);
 }

@@ -61,7 +61,10 @@ err:
 }
 
 /* What the reader needs whatever the file says: explicit positions, no
- * automatic commits, an end-of-partition event, and short fetch waits: the
+ * automatic commits, an end-of-partition event, committed records only
+ * (a copy of an aborted transaction under routing=transactional never
+ * happened; a partition's end is where its committed records end), and
+ * short fetch waits: the
  * next partition's fetch queues behind the finished one's, which a broker
  * holds for fetch.wait.max.ms when it has nothing more (500 ms by default,
  * per partition read). A reader stops at the end, so it seldom idles. */
@@ -73,6 +76,7 @@ static int reader_conf(rd_kafka_conf_t *conf,
                 {"enable.auto.commit", "false"},
                 {"enable.auto.offset.store", "false"},
                 {"enable.partition.eof", "true"},
+                {"isolation.level", "read_committed"},
                 {"auto.offset.reset", "earliest"},
                 {"fetch.wait.max.ms", "10"},
                 {"group.id", group ? group : "kretry-dlq-reader"},
