@@ -7,8 +7,8 @@
  * aborted records): every test here skips there.
  */
 #include "adapter_int.h" /* kretry_test_txn_fails */
-#include "versions.h"    /* kretry_version_decode */
 #include "it_harness.h"
+#include "versions.h" /* kretry_version_decode */
 
 #include <stdlib.h>
 #include <string.h>
@@ -103,10 +103,10 @@ static int all_at_end(kretry_adapter_t *a, it_env_t *env) {
  * the end offsets of the source and the tier. */
 static void check_exactly_once(it_env_t *env, const mix_t *m) {
         kt_copies_t tier = {.max = 256}, dlq = {.max = 256};
-        tier.m           = calloc((size_t)tier.max, sizeof(kt_copy_t));
-        dlq.m            = calloc((size_t)dlq.max, sizeof(kt_copy_t));
-        int nt           = m->retry * env->parts;
-        int nd           = m->fail * env->parts;
+        tier.m = calloc((size_t)tier.max, sizeof(kt_copy_t));
+        dlq.m  = calloc((size_t)dlq.max, sizeof(kt_copy_t));
+        int nt = m->retry * env->parts;
+        int nd = m->fail * env->parts;
         /* One more than expected is asked for: a duplicate would be
          * read. */
         KT_ASSERT_INT_EQ(
@@ -178,8 +178,8 @@ static void test_abort_decides_again(void) {
         it_env_t *env = it_env_new("30ms", 1);
         mix_t m       = {4, 4, 4};
         produce_mix(env, &m);
-        kretry_conf_t *conf = it_conf(env, "routing", "transactional",
-                                      "transaction.interval.ms", "200", NULL);
+        kretry_conf_t *conf   = it_conf(env, "routing", "transactional",
+                                        "transaction.interval.ms", "200", NULL);
         fail_first_commits    = 2;
         kretry_test_txn_fails = fail_commit;
         kretry_adapter_t *a   = it_adapter(conf);
@@ -244,7 +244,7 @@ static void grab_change(const rd_kafka_message_t *m, void *opaque) {
         struct {
                 change_t *c;
                 int n, max;
-        } *cs = opaque;
+        } *cs     = opaque;
         int64_t v = -1;
         if (cs->n >= cs->max || !m->key ||
             kretry_version_decode(m->payload, m->len, &v))
@@ -299,8 +299,8 @@ static void test_key_order_versions_through_aborts(void) {
                 if (done) /* and committed */
                         for (int p = 0; p < 2 && done; p++)
                                 done = kt_committed(env->c, env->group,
-                                                    env->source, p) ==
-                                       KEYS / 2 * PER_KEY;
+                                                    env->source,
+                                                    p) == KEYS / 2 * PER_KEY;
         }
         KT_ASSERT(done);
         KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_TXN_ABORTS, 0) >= 1);
@@ -325,11 +325,11 @@ static void test_key_order_versions_through_aborts(void) {
         struct {
                 change_t *c;
                 int n, max;
-        } ch = {calloc(256, sizeof(change_t)), 0, 256};
+        } ch       = {calloc(256, sizeof(change_t)), 0, 256};
         int expect = KEYS * (PER_KEY - 1);
-        KT_ASSERT_INT_EQ(kt_consume(env->c, vt, expect + 1, 3000, grab_change,
-                                    &ch),
-                         expect);
+        KT_ASSERT_INT_EQ(
+                kt_consume(env->c, vt, expect + 1, 3000, grab_change, &ch),
+                expect);
         int twice = 0;
         for (int i = 0; i < ch.n; i++)
                 for (int j = i + 1; j < ch.n; j++)
@@ -351,9 +351,9 @@ static void test_close_commits(void) {
         it_env_t *env = it_env_new("30ms", 1);
         mix_t m       = {4, 4, 4};
         produce_mix(env, &m);
-        kretry_adapter_t *a = it_adapter(
-                it_conf(env, "routing", "transactional",
-                        "transaction.interval.ms", "60000", NULL));
+        kretry_adapter_t *a =
+                it_adapter(it_conf(env, "routing", "transactional",
+                                   "transaction.interval.ms", "60000", NULL));
         KT_REQUIRE(a != NULL);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 4, 30000));
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 4, 30000));
