@@ -377,11 +377,73 @@ static void test_close_commits(void) {
         it_env_destroy(env);
 }
 
+/* The big message handled from its tier copy, everything committed. */
+static int big_done(kretry_adapter_t *a, it_env_t *env) {
+        (void)a;
+        return kt_committed(env->c, env->group, env->source, 0) == 1 &&
+               tier_at_end(env, 0);
+}
+
+/* A copy the broker refuses as too large fails its transaction: it is
+ * aborted, and the partition waits (100 ms, doubling) before it tries
+ * again, instead of failing every transaction at once; the other partition
+ * goes on. Once the limit is raised, everything is copied once. */
+static void test_too_large_waits(void) {
+        enum { BIG = 2000 };
+        if (!real_kafka())
+                return;
+        it_env_t *env = it_env_new("30ms", 2);
+        kt_topic_config(env->c, env->tiers[0], "max.message.bytes", "1000");
+        char *v = malloc(BIG);
+        memset(v, 'G', BIG);
+        memcpy(v, "retry1-g", 8);
+        KT_REQUIRE(kt_produce(env->c, env->source, 0, "k", 1, v, BIG, NULL) ==
+                   0);
+        free(v);
+        for (int i = 0; i < 5; i++) {
+                char ok[16];
+                snprintf(ok, sizeof(ok), "ok-1-%d", i);
+                it_produce(env, 1, "k", ok, NULL);
+        }
+        kretry_adapter_t *a =
+                it_adapter(it_conf(env, "routing", "transactional",
+                                   "transaction.interval.ms", "30", NULL));
+        KT_REQUIRE(a != NULL);
+        /* Partition 1 is committed while partition 0 keeps failing. */
+        int64_t deadline = kt_now_ms() + 30000;
+        while (kt_committed(env->c, env->group, env->source, 1) != 5 &&
+               kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 50);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 1), 5);
+        /* Two seconds of refusals: with backoff (0.1, 0.2, 0.4, 0.8 s ...)
+         * a handful of aborts, not one per transaction interval. */
+        deadline = kt_now_ms() + 2000;
+        while (kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 50);
+        int64_t aborts = counter(a, KRETRY_COUNTER_TXN_ABORTS);
+        KT_CHECK_MSG(aborts >= 2 && aborts <= 8, CU_FALSE,
+                     "%lld aborts in about 2 s", (long long)aborts);
+        KT_ASSERT(kt_committed(env->c, env->group, env->source, 0) <= 0);
+        kt_topic_config(env->c, env->tiers[0], "max.message.bytes", "8519680");
+        KT_ASSERT(it_run_until(a, big_done, env, 30000));
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
+        kt_copies_t tier = {.max = 8};
+        tier.m           = calloc((size_t)tier.max, sizeof(kt_copy_t));
+        KT_ASSERT_INT_EQ(committed_copies(env, env->tiers[0], &tier, 2, 3000),
+                         1);
+        free(tier.m);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_routes_in_transactions),
                 KT_TEST(test_abort_decides_again),
                 KT_TEST(test_key_order_versions_through_aborts),
-                KT_TEST(test_close_commits), KT_END};
+                KT_TEST(test_close_commits),
+                KT_TEST(test_too_large_waits),
+                KT_END};
         return kt_main("it_txn", tests, argc, argv);
 }

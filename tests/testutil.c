@@ -548,6 +548,36 @@ rd_kafka_t *kt_group_client(const kt_cluster_t *c, const char *group) {
         return rk;
 }
 
+void kt_topic_config(const kt_cluster_t *c,
+                     const char *topic,
+                     const char *name,
+                     const char *value) {
+        char errstr[256];
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kt_rdkafka_conf(c),
+                                      errstr, sizeof(errstr));
+        KT_REQUIRE(rk != NULL);
+        rd_kafka_ConfigResource_t *res =
+                rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+        rd_kafka_ConfigResource_set_config(res, name, value);
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_AlterConfigs(rk, &res, 1, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
+        KT_REQUIRE(ev != NULL);
+        const rd_kafka_AlterConfigs_result_t *r =
+                rd_kafka_event_AlterConfigs_result(ev);
+        size_t n = 0;
+        const rd_kafka_ConfigResource_t **rs =
+                r ? rd_kafka_AlterConfigs_result_resources(r, &n) : NULL;
+        KT_CHECK_MSG(n == 1 && !rd_kafka_ConfigResource_error(rs[0]), CU_TRUE,
+                     "AlterConfigs %s: %s", topic,
+                     n == 1 ? rd_kafka_ConfigResource_error_string(rs[0])
+                            : rd_kafka_event_error_string(ev));
+        rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_ConfigResource_destroy(res);
+        rd_kafka_destroy(rk);
+}
+
 rd_kafka_resp_err_t kt_commit(const kt_cluster_t *c,
                               const char *group,
                               const char *topic,

@@ -136,6 +136,13 @@ rd_kafka_t *kt_group_client(const kt_cluster_t *c, const char *group);
 /* Commit @p offset of @p topic [@p partition] as @p group, from a client
  * that never joins (a group without members accepts it). Returns the
  * commit's error. */
+/* Set topic configuration @p name to @p value (AlterConfigs; the mock
+ * cluster answers without enforcing it); a refusal fails the test. */
+void kt_topic_config(const kt_cluster_t *c,
+                     const char *topic,
+                     const char *name,
+                     const char *value);
+
 rd_kafka_resp_err_t kt_commit(const kt_cluster_t *c,
                               const char *group,
                               const char *topic,

@@ -183,7 +183,9 @@ void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
         int want = part->assigned &&
                    ((part->held && !behind_cap(a, part)) || part->behind_full ||
                     part->src_wait.cnt > 0 || part->produce_failures > 0 ||
-                    a->breaker_paused);
+                    a->breaker_paused ||
+                    (part->blocked_until &&
+                     part->blocked_until > kretry_mono_ms()));
         if (want == part->paused)
                 return;
         if (want && part->tier == 0 && !part->paused_once) {
@@ -990,6 +992,8 @@ static int step(kretry_adapter_t *a) {
         kretry_store_end(a, was);
         int64_t now = kretry_now_ms(), mono = kretry_mono_ms();
         kretry_txn_step(a, mono);
+        if (a->txn.blocked_at && mono >= a->txn.blocked_at)
+                kretry_txn_unblock(a, mono);
         if (a->breaker_paused && !kretry_breaker_is_open(&a->breaker, mono))
                 kretry_breaker_apply(a, 0);
         n += kretry_workers_reap(a); /* results, then what may run now */
@@ -1039,6 +1043,8 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
         if (a->txn.since)
                 next = sooner(next,
                               a->txn.since + a->conf->txn_interval_ms - mono);
+        if (a->txn.blocked_at)
+                next = sooner(next, a->txn.blocked_at - mono);
         if (a->breaker_paused)
                 next = sooner(next, a->breaker.open_until - mono);
         int64_t later = kretry_workers_later_at(a);

@@ -124,6 +124,10 @@ typedef struct kretry_part_s {
          * was decided since the last transaction committed its offsets. */
         int64_t first;
         int txn_dirty;
+        /* routing=transactional: a copy of it was refused as too large, so
+         * its transaction was aborted; paused until then (kretry_mono_ms)
+         * instead of failing the next one at once. */
+        int64_t blocked_until;
         kretry_gate_t gate; /* ordering=partition: its messages in flight
                                (workers.c) */
         /* Source partitions only: per-key state shared with the tier
@@ -354,6 +358,14 @@ struct kretry_adapter_s {
                 int64_t since; /* first outcome or copy of the open one
                                   (kretry_mono_ms), 0 none */
                 int decided;   /* outcomes decided since */
+                /* The partition (tier index, number) whose copy was
+                 * refused as too large, -1: none; how long it waits after
+                 * the rewind (doubles while it stays too large, up to
+                 * 10 s); the soonest blocked_until of any partition, 0:
+                 * none. */
+                int stuck_tier, stuck_p;
+                int stuck_backoff_ms;
+                int64_t blocked_at;
         } txn;
 };
 
@@ -589,6 +601,9 @@ int64_t kretry_txn_step(kretry_adapter_t *a, int64_t mono);
 int kretry_txn_commit_now(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *except,
                           int64_t deadline);
+/* Resume the partitions whose blocked_until passed at @p mono; the next
+ * one's time to blocked_at. */
+void kretry_txn_unblock(kretry_adapter_t *a, int64_t mono);
 /* Test only, never set in production: when set and it returns nonzero, the
  * transaction being committed fails as a broker's refusal would (it is
  * aborted and its partitions rewound). Polling thread. */

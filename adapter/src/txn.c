@@ -44,9 +44,10 @@ kretry_txn_conf(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
          * nothing on its own, and the consumer (with the restorer made from
          * its configuration) must never read a copy of an aborted or open
          * transaction. */
-        static const char *consumer[][2] = {
-                {"enable.auto.commit", "false"},
-                {"isolation.level", "read_committed"},
+        a->txn.stuck_tier = a->txn.stuck_p = -1;
+        static const char *consumer[][2]   = {
+                  {"enable.auto.commit", "false"},
+                  {"isolation.level", "read_committed"},
         };
         for (size_t i = 0; i < sizeof(consumer) / sizeof(consumer[0]); i++)
                 if (rd_kafka_conf_set(c->consumer, consumer[i][0],
@@ -150,16 +151,31 @@ void kretry_txn_copy_failed(kretry_adapter_t *a,
         if (!a->txn.aborting) {
                 atomic_fetch_add_explicit(&a->stats.produce_errors, 1,
                                           memory_order_relaxed);
-                if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
-                    err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE)
+                int big = err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+                          err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
+                if (big) {
                         atomic_fetch_add_explicit(&a->stats.too_large, 1,
                                                   memory_order_relaxed);
-                kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                        a->txn.stuck_tier = r->part->tier;
+                        a->txn.stuck_p    = r->part->partition;
+                }
+                kretry_log(a, big ? KRETRY_LOG_ERR : KRETRY_LOG_WARNING, "TXN",
                            "copy of %s [%d] offset %lld failed: %s; the "
                            "transaction is aborted and its messages decided "
-                           "again",
+                           "again%s%s%s",
                            a->topics[r->part->tier], (int)r->part->partition,
-                           (long long)r->rkm->offset, rd_kafka_err2str(err));
+                           (long long)r->rkm->offset, rd_kafka_err2str(err),
+                           big ? "; the partition waits meanwhile: raise "
+                                 "max.message.bytes of "
+                               : "",
+                           big ? (r->dest == KRETRY_DEST_VERSIONS
+                                          ? a->versions_topic
+                                  : r->dest ? a->topics[r->dest]
+                                            : a->dlq)
+                               : "",
+                           big ? " (and producer.message.max.bytes, if set "
+                                 "lower)"
+                               : "");
                 if (err == RD_KAFKA_RESP_ERR__FATAL)
                         kretry_producer_fatal(a);
                 a->txn.abort = 1;
@@ -289,9 +305,44 @@ static void rewind_parts(kretry_adapter_t *a,
                 }
         rd_kafka_topic_partition_list_destroy(seek);
         rd_kafka_topic_partition_list_destroy(all);
+        /* A partition whose copy was refused as too large waits before it
+         * fails a transaction again (doubling, up to 10 s). */
+        kretry_part_t *stuck =
+                a->txn.stuck_tier >= 0
+                        ? kretry_part_find(a, a->txn.stuck_tier, a->txn.stuck_p)
+                        : NULL;
+        if (stuck) {
+                int b = a->txn.stuck_backoff_ms;
+                b     = b ? b * 2 : a->conf->produce_backoff_ms;
+                a->txn.stuck_backoff_ms = b > 10000 ? 10000 : b;
+                stuck->blocked_until =
+                        kretry_mono_ms() + a->txn.stuck_backoff_ms;
+                if (!a->txn.blocked_at ||
+                    stuck->blocked_until < a->txn.blocked_at)
+                        a->txn.blocked_at = stuck->blocked_until;
+                kretry_part_update_pause(a, stuck);
+        }
+        a->txn.stuck_tier = a->txn.stuck_p = -1;
         /* An open breaker holds them back as before. */
         if (a->breaker_paused)
                 kretry_update_pause_all(a);
+}
+
+void kretry_txn_unblock(kretry_adapter_t *a, int64_t mono) {
+        a->txn.blocked_at = 0;
+        for (int t = 0; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++) {
+                        kretry_part_t *part = a->parts[t][p];
+                        if (!part || !part->blocked_until)
+                                continue;
+                        if (part->blocked_until <= mono) {
+                                part->blocked_until = 0;
+                                kretry_part_update_pause(a, part);
+                        } else if (!a->txn.blocked_at ||
+                                   part->blocked_until < a->txn.blocked_at) {
+                                a->txn.blocked_at = part->blocked_until;
+                        }
+                }
 }
 
 void kretry_txn_abort(kretry_adapter_t *a,
@@ -490,6 +541,7 @@ static int txn_commit(kretry_adapter_t *a,
         a->txn.open = a->txn.sent = 0;
         a->txn.since              = 0;
         a->txn.decided            = 0;
+        a->txn.stuck_backoff_ms   = 0;
         atomic_fetch_add_explicit(&a->stats.txn_commits, 1,
                                   memory_order_relaxed);
         return 0;
