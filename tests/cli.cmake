@@ -188,3 +188,15 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(blackbox_topology_check_compact PROPERTIES
                        LABELS "blackbox;real")
 endif()
+
+# kretry run -X routing=transactional SIGKILLed twice mid-flow, on real
+# Kafka only (77 on the mock, label real): read read_committed, no tier or
+# DLQ copy twice, every message at its end. Needs kcat (77 when missing).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_txn_kill
+           COMMAND /usr/bin/python3
+                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_txn_kill.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_txn_kill PROPERTIES TIMEOUT 240
+                       SKIP_RETURN_CODE 77 LABELS "blackbox;real")
+endif()

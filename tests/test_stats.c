@@ -39,6 +39,7 @@ static void test_prometheus(void) {
                 "\"produce_errors\":0,\"stale\":3,\"forwarded\":4,"
                 "\"inflight\":6,\"inflight_bytes\":12288,"
                 "\"breaker_open\":true,\"breaker_trips\":2,\"assigned\":3,"
+                "\"txn_commits\":4,\"txn_aborts\":1,"
                 "\"handler_latency_ms\":{\"count\":9,\"p50\":1.5,\"p99\":20,"
                 "\"max\":25},\"topics\":[{\"topic\":\"or\\\"ders\",\"waiting\":"
                 "5,"
@@ -65,6 +66,8 @@ static void test_prometheus(void) {
                 "kretry_topic_waiting_messages{topic=\"or\\\"ders\"} 5\n",
                 "# TYPE kretry_breaker_open gauge\nkretry_breaker_open 1\n",
                 "kretry_breaker_trips_total 2\n",
+                "kretry_txn_commits_total 4\n",
+                "kretry_txn_aborts_total 1\n",
                 "kretry_assigned_partitions 3\n",
                 "kretry_partition_waiting_messages{topic=\"orders.retry.1\","
                 "partition=\"4\"} 7\n",

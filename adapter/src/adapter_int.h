@@ -609,7 +609,8 @@ void kretry_txn_unblock(kretry_adapter_t *a, int64_t mono);
  * aborted and its partitions rewound). Polling thread. */
 extern int (*kretry_test_txn_fails)(void);
 /* Abort the open transaction (a lost assignment, a close cut short) and
- * rewind every assigned partition but those of @p except. */
+ * rewind every assigned partition but those of @p except (none while
+ * closing: the next owner starts from the committed state). */
 void kretry_txn_abort(kretry_adapter_t *a,
                       const rd_kafka_topic_partition_list_t *except);
 

@@ -168,6 +168,11 @@ size_t kretry_stats_prometheus(const char *json, char *dest, size_t size) {
                  "copies refused as too large for their topic (each once)"},
                 {"foreign", "tier copies of another consumer group, skipped"},
                 {"breaker_trips", "times the circuit breaker opened"},
+                {"txn_commits",
+                 "routing transactional: transactions committed"},
+                {"txn_aborts",
+                 "routing transactional: transactions aborted (their "
+                 "messages decided again)"},
         };
         for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
                 OUT("# HELP kretry_%s_total %s\n# TYPE kretry_%s_total "

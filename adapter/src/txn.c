@@ -374,6 +374,8 @@ void kretry_txn_abort(kretry_adapter_t *a,
                 return;
         atomic_fetch_add_explicit(&a->stats.txn_aborts, 1,
                                   memory_order_relaxed);
+        if (a->closed)
+                return; /* the next owner starts from the committed state */
         rd_kafka_topic_partition_list_t *l = assigned(a, except);
         rewind_parts(a, l);
         rd_kafka_topic_partition_list_destroy(l);
