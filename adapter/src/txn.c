@@ -322,6 +322,13 @@ void kretry_txn_abort(kretry_adapter_t *a,
         atomic_fetch_add_explicit(&a->stats.txn_aborts, 1,
                                   memory_order_relaxed);
         rd_kafka_topic_partition_list_t *l = assigned(a, except);
+        /* Said once per abort, whatever caused it (a failed call, a lost
+         * assignment, a cut-short close): the reason an operator looks for
+         * when handler calls repeat. */
+        kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                   "transaction aborted: none of its copies becomes visible; "
+                   "%d partitions start again from their committed offsets",
+                   l->cnt);
         rewind_parts(a, l);
         rd_kafka_topic_partition_list_destroy(l);
 }
