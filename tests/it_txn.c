@@ -102,10 +102,10 @@ static int all_at_end(kretry_adapter_t *a, it_env_t *env) {
  * the end offsets of the source and the tier. */
 static void check_exactly_once(it_env_t *env, const mix_t *m) {
         kt_copies_t tier = {.max = 256}, dlq = {.max = 256};
-        tier.m           = calloc((size_t)tier.max, sizeof(kt_copy_t));
-        dlq.m            = calloc((size_t)dlq.max, sizeof(kt_copy_t));
-        int nt           = m->retry * env->parts;
-        int nd           = m->fail * env->parts;
+        tier.m = calloc((size_t)tier.max, sizeof(kt_copy_t));
+        dlq.m  = calloc((size_t)dlq.max, sizeof(kt_copy_t));
+        int nt = m->retry * env->parts;
+        int nd = m->fail * env->parts;
         /* One more than expected is asked for: a duplicate would be
          * read. */
         KT_ASSERT_INT_EQ(
@@ -177,8 +177,8 @@ static void test_abort_decides_again(void) {
         it_env_t *env = it_env_new("30ms", 1);
         mix_t m       = {4, 4, 4};
         produce_mix(env, &m);
-        kretry_conf_t *conf = it_conf(env, "routing", "transactional",
-                                      "transaction.interval.ms", "200", NULL);
+        kretry_conf_t *conf   = it_conf(env, "routing", "transactional",
+                                        "transaction.interval.ms", "200", NULL);
         fail_first_commits    = 2;
         kretry_test_txn_fails = fail_commit;
         kretry_adapter_t *a   = it_adapter(conf);
@@ -198,8 +198,8 @@ static void test_abort_decides_again(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-                KT_TEST(test_routes_in_transactions),
-                KT_TEST(test_abort_decides_again), KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_routes_in_transactions),
+                                          KT_TEST(test_abort_decides_again),
+                                          KT_END};
         return kt_main("it_txn", tests, argc, argv);
 }

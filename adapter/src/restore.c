@@ -374,7 +374,7 @@ static int read_all(kretry_adapter_t *a,
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
                 if (!m)
                         continue;
-                int eof = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
+                int eof            = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
                 restore_part_t *rp = m->err && !eof ? NULL : find(l, m);
                 if (rp && !rp->done) {
                         if (!eof)
@@ -440,8 +440,7 @@ static void source_resume(kretry_adapter_t *a,
                 if (!strcmp(parts->elems[i].topic, a->topics[0]))
                         /* routing=transactional: every commit carries the
                          * offsets decided above it, on tiers too. */
-                        for (int t = 0; t < (a->txn.on ? a->topic_cnt : 1);
-                             t++)
+                        for (int t = 0; t < (a->txn.on ? a->topic_cnt : 1); t++)
                                 rd_kafka_topic_partition_list_add(
                                         l, a->topics[t],
                                         parts->elems[i].partition);

@@ -66,8 +66,8 @@ kretry_txn_conf(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
          * transaction.timeout.ms. */
         char inst[256], host[128];
         size = sizeof(inst);
-        if (rd_kafka_conf_get(c->consumer, "group.instance.id", inst,
-                              &size) != RD_KAFKA_CONF_OK ||
+        if (rd_kafka_conf_get(c->consumer, "group.instance.id", inst, &size) !=
+                    RD_KAFKA_CONF_OK ||
             !inst[0]) {
                 if (gethostname(host, sizeof(host)))
                         snprintf(host, sizeof(host), "host");
@@ -100,8 +100,9 @@ kretry_txn_init(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
 /* An error of a transaction call: logged; a fatal one stops the adapter.
  * Returns 1 when the transaction must be aborted, 0 when the call may be
  * made again (retriable), -1 when fatal. Takes @p e. */
-static int txn_error(kretry_adapter_t *a, const char *call, rd_kafka_error_t *e) {
-        int rc = rd_kafka_error_is_fatal(e)            ? -1
+static int
+txn_error(kretry_adapter_t *a, const char *call, rd_kafka_error_t *e) {
+        int rc = rd_kafka_error_is_fatal(e)             ? -1
                  : rd_kafka_error_txn_requires_abort(e) ? 1
                  : rd_kafka_error_is_retriable(e)       ? 0
                                                         : 1;
@@ -186,13 +187,14 @@ assigned(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *except) {
  * message's, if it took none yet); RD_KAFKA_OFFSET_INVALID: nothing was
  * taken, nothing to go back to. */
 static void rewind_to(kretry_adapter_t *a, rd_kafka_topic_partition_list_t *l) {
-        rd_kafka_topic_partition_list_t *c = rd_kafka_topic_partition_list_copy(l);
+        rd_kafka_topic_partition_list_t *c =
+                rd_kafka_topic_partition_list_copy(l);
         rd_kafka_resp_err_t err =
                 rd_kafka_committed(a->consumer, c, KRETRY_TXN_CALL_MS);
         for (int i = 0; i < l->cnt; i++) {
                 rd_kafka_topic_partition_t *tp = &l->elems[i];
                 kretry_part_t *part            = kretry_part_of(a, tp);
-                int64_t first = part ? part->first : -1;
+                int64_t first                  = part ? part->first : -1;
                 for (int j = a->sbuf_pos; first < 0 && j < a->sbuf_cnt; j++)
                         if (a->sbuf[j]->partition == tp->partition &&
                             !strcmp(rd_kafka_topic_name(a->sbuf[j]->rkt),
@@ -204,13 +206,13 @@ static void rewind_to(kretry_adapter_t *a, rd_kafka_topic_partition_list_t *l) {
                 else if (first >= 0)
                         tp->offset = first;
                 if (err || c->elems[i].err)
-                        kretry_log(a, KRETRY_LOG_WARNING, "TXN",
-                                   "%s [%d]: committed offset unknown (%s); "
-                                   "rewinding to %lld",
-                                   tp->topic, (int)tp->partition,
-                                   rd_kafka_err2str(err ? err
-                                                        : c->elems[i].err),
-                                   (long long)tp->offset);
+                        kretry_log(
+                                a, KRETRY_LOG_WARNING, "TXN",
+                                "%s [%d]: committed offset unknown (%s); "
+                                "rewinding to %lld",
+                                tp->topic, (int)tp->partition,
+                                rd_kafka_err2str(err ? err : c->elems[i].err),
+                                (long long)tp->offset);
         }
         rd_kafka_topic_partition_list_destroy(c);
 }
@@ -347,7 +349,7 @@ static rd_kafka_topic_partition_list_t *txn_offsets(kretry_adapter_t *a) {
                                 continue;
                         part->txn_dirty = 0;
                         size_t len      = kretry_offsets_decided(
-                                &part->offsets, &base, md, sizeof(md));
+                                     &part->offsets, &base, md, sizeof(md));
                         if (base < 0 ||
                             (!l && !(l = rd_kafka_topic_partition_list_new(8))))
                                 continue;
@@ -421,7 +423,7 @@ static int txn_commit(kretry_adapter_t *a,
         if (!a->txn.sent) {
                 rd_kafka_topic_partition_list_t *l = txn_offsets(a);
                 if (!l && !a->txn.open) {
-                        a->txn.since = 0;
+                        a->txn.since   = 0;
                         a->txn.decided = 0;
                         return 0;
                 }
@@ -493,8 +495,8 @@ static int txn_commit(kretry_adapter_t *a,
                         return 1; /* resumed at the next step */
         }
         a->txn.open = a->txn.sent = 0;
-        a->txn.since               = 0;
-        a->txn.decided             = 0;
+        a->txn.since              = 0;
+        a->txn.decided            = 0;
         atomic_fetch_add_explicit(&a->stats.txn_commits, 1,
                                   memory_order_relaxed);
         return 0;
