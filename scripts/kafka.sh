@@ -108,7 +108,11 @@ bootstrap() {
 # broker refuses below 6 s: the kill tests use 3 s to find a dead member
 # sooner), short broker session timeouts so a killed node is fenced within
 # seconds, messages up to 8 MiB (the suites send a 1 MiB value), little
-# memory for the log cleaner.
+# memory for the log cleaner. A transaction left open by a SIGKILLed
+# producer is aborted within a second of its transaction.timeout.ms (the
+# broker looks for timed-out transactions every 10 s by default): until
+# then it holds back every read_committed reader of its partitions, which
+# the transactional kill tests wait on after each kill.
 write_config() {
         i=$1 n=$2
         voters=""
@@ -138,6 +142,7 @@ offsets.topic.num.partitions=8
 transaction.state.log.replication.factor=$rf
 transaction.state.log.min.isr=$isr
 transaction.state.log.num.partitions=8
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 share.coordinator.state.topic.replication.factor=$rf
 share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0

@@ -4,8 +4,12 @@
  * Every OK appends "<pid> <i>\n" to OUTFILE with one write(2), so a SIGKILL
  * never leaves half a line and the test sees how far each process got. Runs
  * until SIGTERM, then exits 0 after a clean stop. "concurrent": 16 handler
- * threads, each call 0-32 ms, so calls finish out of order.
- *   it_worker BOOTSTRAP SOURCE GROUP OUTFILE [ordered|concurrent]
+ * threads, each call 0-32 ms, so calls finish out of order. Each NAME=VALUE
+ * after the mode is one more kretry property (routing=transactional, ...),
+ * set after the worker's own. On a clean stop it prints how many
+ * transactions it committed and aborted.
+ *   it_worker BOOTSTRAP SOURCE GROUP OUTFILE [plain|ordered|concurrent]
+ *             [NAME=VALUE ...]
  */
 #include "kretry/kretry.h"
 
@@ -114,13 +118,14 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
 
 int main(int argc, char **argv) {
         char err[512];
-        if (argc != 5 && argc != 6) {
+        if (argc < 5) {
                 fprintf(stderr, "usage: it_worker BOOTSTRAP SOURCE GROUP OUT "
-                                "[ordered|concurrent]\n");
+                                "[plain|ordered|concurrent] "
+                                "[NAME=VALUE ...]\n");
                 return 64;
         }
-        int ordered = argc == 6 && !strcmp(argv[5], "ordered");
-        concurrent  = argc == 6 && !strcmp(argv[5], "concurrent");
+        int ordered = argc >= 6 && !strcmp(argv[5], "ordered");
+        concurrent  = argc >= 6 && !strcmp(argv[5], "concurrent");
         out_fd      = open(argv[4], O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (getenv("KRETRY_IT_TRACE"))
                 trace_fd = open(getenv("KRETRY_IT_TRACE"),
@@ -156,6 +161,21 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "%s\n", err);
                 return 1;
         }
+        for (int i = 6; i < argc; i++) {
+                char name[128];
+                const char *eq = strchr(argv[i], '=');
+                if (!eq || eq - argv[i] >= (int)sizeof(name)) {
+                        fprintf(stderr, "it_worker: not NAME=VALUE: %s\n",
+                                argv[i]);
+                        return 64;
+                }
+                snprintf(name, sizeof(name), "%.*s", (int)(eq - argv[i]),
+                         argv[i]);
+                if (kretry_conf_set(conf, name, eq + 1, err, sizeof(err))) {
+                        fprintf(stderr, "%s\n", err);
+                        return 1;
+                }
+        }
         kretry_conf_set_handler(conf, ordered ? ordered_handler : handler,
                                 NULL);
         kretry_conf_set_log_cb(conf, log_cb, NULL);
@@ -165,7 +185,16 @@ int main(int argc, char **argv) {
                 return 1;
         }
         signal(SIGTERM, on_term);
-        kretry_err_t e = kretry_adapter_run(adapter);
+        kretry_err_t e    = kretry_adapter_run(adapter);
+        long long commits = (long long)kretry_adapter_counter(
+                adapter, KRETRY_COUNTER_TXN_COMMITS, 0);
+        long long aborts = (long long)kretry_adapter_counter(
+                adapter, KRETRY_COUNTER_TXN_ABORTS, 0);
+        if (commits || aborts)
+                fprintf(stderr,
+                        "  [it_worker %d] transactions: %lld committed, %lld "
+                        "aborted\n",
+                        (int)getpid(), commits, aborts);
         kretry_adapter_destroy(adapter);
         close(out_fd);
         return e == KRETRY_ERR_OK ? 0 : 1;

@@ -374,9 +374,17 @@ void kretry_txn_abort(kretry_adapter_t *a,
                 return;
         atomic_fetch_add_explicit(&a->stats.txn_aborts, 1,
                                   memory_order_relaxed);
-        if (a->closed)
-                return; /* the next owner starts from the committed state */
-        rd_kafka_topic_partition_list_t *l = assigned(a, except);
+        /* Said once per abort, whatever caused it (a failed call, a lost
+         * assignment, a cut-short close): the reason an operator looks for
+         * when handler calls repeat. Closing, nothing is rewound: the next
+         * owner starts from the committed state. */
+        rd_kafka_topic_partition_list_t *l =
+                a->closed ? rd_kafka_topic_partition_list_new(0)
+                          : assigned(a, except);
+        kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                   "transaction aborted: none of its copies becomes visible; "
+                   "%d partitions start again from their committed offsets",
+                   l->cnt);
         rewind_parts(a, l);
         rd_kafka_topic_partition_list_destroy(l);
 }
