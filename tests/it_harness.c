@@ -334,6 +334,19 @@ void it_produce(it_env_t *env,
         KT_REQUIRE(err == 0);
 }
 
+void it_produce_big(it_env_t *env,
+                    int32_t partition,
+                    const char *prefix,
+                    size_t size) {
+        char *v = malloc(size);
+        KT_REQUIRE(v != NULL && strlen(prefix) <= size);
+        memset(v, 'G', size);
+        memcpy(v, prefix, strlen(prefix));
+        KT_REQUIRE(kt_produce(env->c, env->source, partition, "k", 1, v, size,
+                              NULL) == 0);
+        free(v);
+}
+
 void it_produce_keys(it_env_t *env, int keys, int per_key) {
         for (int s = 0; s < per_key; s++)
                 for (int k = 0; k < keys; k++) {

@@ -89,6 +89,13 @@ void it_produce(it_env_t *env,
  * @p path (the caller unlinks it). */
 void it_schema_r(char *path, size_t size);
 
+/* A value of @p size bytes, @p prefix then 'G's (the handler reads the
+ * prefix), key "k", produced to partition @p partition of the source. */
+void it_produce_big(it_env_t *env,
+                    int32_t partition,
+                    const char *prefix,
+                    size_t size);
+
 /* Calls recorded for @p value. */
 /* @p keys keys ("key-K") of @p per_key messages each, valued "K:S", key K
  * on partition K mod parts, in rounds: every key's S-th message, then the

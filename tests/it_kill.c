@@ -755,12 +755,16 @@ static void test_churn(void) {
  * back every read_committed reader of its partitions (the next worker's
  * among them) until the broker aborts it, this long after it began plus
  * the broker's cleanup interval (1 s in scripts/kafka.sh), not kretry's
- * 10 s: three kills a test stay well inside its timeout. */
+ * 10 s: three kills a test stay well inside its timeout. Transactions of
+ * 500 ms (not 100): a kill mid-stream then almost always finds one open
+ * with copies in it, which the tests assert happened at least once (with
+ * 100 ms, three kills found none in one run). */
 static const char *const txn_props[]         = {"routing=transactional",
-                                                "transaction.timeout.ms=5000", NULL};
+                                                "transaction.timeout.ms=5000",
+                                                "transaction.interval.ms=500", NULL};
 static const char *const txn_ordered_props[] = {
         "routing=transactional", "transaction.timeout.ms=5000",
-        "versioning.header=version", NULL};
+        "transaction.interval.ms=500", "versioning.header=version", NULL};
 
 static int real_only(void) {
         if (getenv("KRETRY_TEST_BOOTSTRAP") && *getenv("KRETRY_TEST_BOOTSTRAP"))

@@ -341,12 +341,7 @@ static void test_refused_copy_too_large_real(void) {
         }
         it_env_t *env = it_env_new("50ms", 1);
         set_max_bytes(env, env->tiers[0], "1000");
-        char *v = malloc(BIG);
-        memset(v, 'G', BIG);
-        memcpy(v, "retry1-g", 8);
-        KT_REQUIRE(kt_produce(env->c, env->source, 0, "k", 1, v, BIG, NULL) ==
-                   0);
-        free(v);
+        it_produce_big(env, 0, "retry1-g", BIG);
         it_produce(env, 0, "k1", "ok-1", NULL);
         kretry_adapter_t *a = it_adapter(capture(it_conf(env, NULL)));
         int unpaused        = 0;

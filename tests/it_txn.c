@@ -394,12 +394,7 @@ static void test_too_large_waits(void) {
                 return;
         it_env_t *env = it_env_new("30ms", 2);
         kt_topic_config(env->c, env->tiers[0], "max.message.bytes", "1000");
-        char *v = malloc(BIG);
-        memset(v, 'G', BIG);
-        memcpy(v, "retry1-g", 8);
-        KT_REQUIRE(kt_produce(env->c, env->source, 0, "k", 1, v, BIG, NULL) ==
-                   0);
-        free(v);
+        it_produce_big(env, 0, "retry1-g", BIG);
         for (int i = 0; i < 5; i++) {
                 char ok[16];
                 snprintf(ok, sizeof(ok), "ok-1-%d", i);

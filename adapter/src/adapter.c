@@ -1472,7 +1472,10 @@ kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         /* Leaving the group revokes every partition: the rebalance callback
          * drains the producer and commits synchronously. */
         int cut = close_consumer(a, t0);
-        /* Cut short: nothing of it is committed. */
+        /* Cut short: nothing of it is committed; aborted within what is
+         * left of the close's bound. */
+        a->txn.abort_by = close_deadline(a, t0 + a->conf->revoke_timeout_ms +
+                                                    KRETRY_CLOSE_GRACE_MS);
         kretry_txn_abort(a, NULL);
         int timed_out =
                 cut || a->join_unfinished || a->inflight > 0 || a->failed;

@@ -366,6 +366,7 @@ struct kretry_adapter_s {
                 int stuck_tier, stuck_p;
                 int stuck_backoff_ms;
                 int64_t blocked_at;
+                int64_t abort_by; /* the close's bound on an abort, 0 */
         } txn;
 };
 

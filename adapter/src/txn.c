@@ -353,14 +353,20 @@ void kretry_txn_abort(kretry_adapter_t *a,
         if (a->txn.open && !a->producer_fatal) {
                 a->txn.aborting = 1;
                 rd_kafka_error_t *e;
-                int64_t deadline = kretry_mono_ms() + KRETRY_TXN_CALL_MS;
+                /* A close cut short has its own bound (abort_by): the
+                 * cluster may be gone, and the broker aborts the
+                 * transaction after transaction.timeout.ms anyway. */
+                int64_t deadline =
+                        a->txn.abort_by ? a->txn.abort_by
+                                        : kretry_mono_ms() + KRETRY_TXN_CALL_MS;
                 while ((e = rd_kafka_abort_transaction(
                                 a->producer, kretry_left_ms(deadline, -1)))) {
                         int rc = txn_error(a, "abort_transaction", e);
                         if (rc || !kretry_left_ms(deadline, -1)) {
                                 /* The broker aborts it after
-                                 * transaction.timeout.ms. */
-                                if (!rc)
+                                 * transaction.timeout.ms; this producer
+                                 * cannot go on meanwhile. */
+                                if (!rc && !a->closed)
                                         a->fatal = 1;
                                 break;
                         }
