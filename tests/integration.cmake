@@ -4,17 +4,15 @@ kretry_add_suite(it_faults TIMEOUT 480 LABELS integration SOURCES it_harness.c
 set_tests_properties(it_faults.test_session_timeout_refused PROPERTIES LABELS real)
 add_executable(it_worker it_worker.c)
 target_link_libraries(it_worker PRIVATE kretry_static)
+kretry_add_suite(it_kill TIMEOUT 480 LABELS integration SOURCES kill_harness.c)
 # The routing=transactional kills need a real cluster (the mock's
 # transactions write no markers); label real lets the mock pass skip them.
-kretry_add_suite(it_kill TIMEOUT 480 LABELS integration
-                 SEPARATE test_kill_transactional
-                          test_kill_transactional_ordered test_zombie_fenced)
-set_tests_properties(it_kill.test_kill_transactional
-                     it_kill.test_kill_transactional_ordered
-                     it_kill.test_zombie_fenced
-                     PROPERTIES LABELS "integration;real")
-add_dependencies(it_kill it_worker)
-target_compile_definitions(it_kill PRIVATE IT_WORKER_PATH="$<TARGET_FILE:it_worker>")
+kretry_add_suite(it_kill_txn TIMEOUT 900 LABELS "integration;real"
+                 SOURCES kill_harness.c)
+foreach(suite it_kill it_kill_txn)
+  add_dependencies(${suite} it_worker)
+  target_compile_definitions(${suite} PRIVATE IT_WORKER_PATH="$<TARGET_FILE:it_worker>")
+endforeach()
 kretry_add_suite(it_rebalance TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_ordering TIMEOUT 300 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_concurrency TIMEOUT 300 LABELS integration SOURCES it_harness.c)
