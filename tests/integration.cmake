@@ -7,7 +7,7 @@ target_link_libraries(it_worker PRIVATE kretry_static)
 kretry_add_suite(it_kill TIMEOUT 480 LABELS integration SOURCES kill_harness.c)
 # The routing=transactional kills need a real cluster (the mock's
 # transactions write no markers); label real lets the mock pass skip them.
-kretry_add_suite(it_kill_txn TIMEOUT 900 LABELS "integration;real"
+kretry_add_suite(it_kill_txn TIMEOUT 480 LABELS "integration;real"
                  SOURCES kill_harness.c)
 foreach(suite it_kill it_kill_txn)
   add_dependencies(${suite} it_worker)
