@@ -96,7 +96,7 @@ static long input_keys = BENCH_KEYS; /* --keys */
 static const char *txn_skipped(void) {
         const char *real = getenv("KRETRY_BENCH_BOOTSTRAP");
         return real && *real ? NULL
-                             : "skipped: needs a real Kafka cluster "
+                             : "needs a real Kafka cluster "
                                "(KRETRY_BENCH_BOOTSTRAP=host:port); the mock "
                                "cluster's transactions are not real";
 }
@@ -466,7 +466,8 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         s->txn    = sc->txn;
         s->txn_ms = o->txn_ms;
         if (sc->txn && (s->skipped = txn_skipped())) {
-                fprintf(stderr, "bench %s: %s\n", sc->name, s->skipped);
+                fprintf(stderr, "bench %s: skipped: %s\n", sc->name,
+                        s->skipped);
                 return;
         }
         for (int i = -o->warmup; i < o->runs; i++) {
@@ -714,7 +715,7 @@ static void run_tdelay_scenario(const opts_t *o, tdelay_summary_t *d) {
         d->n      = o->delay_n;
         d->txn_ms = o->txn_ms;
         if ((d->skipped = txn_skipped())) {
-                fprintf(stderr, "bench %s: %s\n", d->name, d->skipped);
+                fprintf(stderr, "bench %s: skipped: %s\n", d->name, d->skipped);
                 return;
         }
         for (int i = 0; i < o->runs; i++) {
@@ -1130,7 +1131,7 @@ print_txn_table(const summary_t *s, int cnt, const tdelay_summary_t *td) {
                         continue;
                 if (d->skipped || !d->ok) {
                         printf("\n%s: %s%s\n", d->name,
-                               d->skipped ? "" : "FAILED: ",
+                               d->skipped ? "skipped: " : "FAILED: ",
                                d->skipped ? d->skipped : d->err);
                         continue;
                 }
@@ -1310,7 +1311,7 @@ static void print_table(const opts_t *o,
                "raw us", "kretry RSS", "raw RSS", "load");
         for (int i = 0; i < cnt; i++) {
                 if (s[i].skipped) {
-                        printf("%-12s %s\n", s[i].name, s[i].skipped);
+                        printf("%-12s skipped: %s\n", s[i].name, s[i].skipped);
                         continue;
                 }
                 if (!s[i].ok) {
