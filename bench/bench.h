@@ -77,7 +77,15 @@ typedef struct {
         char plain_tier[128];
         char plain_dlq[128];
         char versions[208];
-        int plain; /* this kretry side runs with ordering and versions off */
+        int plain; /* this kretry side runs with ordering and versions off
+                      (BENCH_ORDERED_VERSIONED), or at least once (txn_ms) */
+        /* > 0: the "-k" kretry side routes with routing=transactional and
+         * this transaction.interval.ms; its baseline (plain) is kretry at
+         * least once, with its own tier and DLQ (plain_tier, plain_dlq).
+         * Real Kafka only: the mock cluster's transactions are not real. */
+        int txn_ms;
+        int hop;   /* BENCH_DELAY: retry.tiers=0ms instead of 1s (lateness is
+                      then the whole retry hop, decision to handler call) */
         long n;    /* input messages */
         long keys; /* distinct keys: message i has key i mod keys */
         int rate;  /* BENCH_DELAY: arrivals per second */
@@ -119,6 +127,7 @@ typedef struct {
                           (each overshoots what it asked for) */
         /* kretry's counters at the end (BENCH_ORDERED_VERSIONED) */
         long forwarded, stale, retried, dlq, version_keys, version_bytes;
+        long txn_commits, txn_aborts; /* routing transactional */
         long rss_kb; /* filled by the orchestrator (ru_maxrss) */
         /* BENCH_TIER_MEM: the waiting adapter (or baseline) once settled */
         long vm_rss_kb, vm_hwm_kb; /* /proc/self/status */

@@ -74,6 +74,10 @@ static const char *const *job_topics(const bench_job_t *job, int *cnt) {
                 t[5] = job->empty_dlq;
                 *cnt = 6;
         }
+        if (job->txn_ms > 0) { /* the at-least-once side's own */
+                t[(*cnt)++] = job->plain_tier;
+                t[(*cnt)++] = job->plain_dlq;
+        }
         if (job->kind == BENCH_ORDERED_VERSIONED) {
                 t[(*cnt)++] = job->plain_tier;
                 t[(*cnt)++] = job->plain_dlq;

@@ -67,13 +67,36 @@ typedef struct {
         long late_n, early;
         atomic_int assigned;
         atomic_int ended; /* t_last and c_last are written */
+        /* routing transactional, BENCH_DEAD_LETTER: the last DLQ copy is
+         * acknowledged but visible (read_committed) only once its
+         * transaction commits, the next commit after this count */
+        kretry_adapter_t *a;
+        long long commits_at;
+        int await_commit;
 } kside_t;
 
 static void k_complete(kside_t *k) {
-        if (++k->done == k->job->n) {
+        if (++k->done == k->job->n && k->job->txn_ms && !k->job->plain &&
+            k->job->kind == BENCH_DEAD_LETTER) {
+                k->commits_at = kretry_adapter_counter(
+                        k->a, KRETRY_COUNTER_TXN_COMMITS, 0);
+                k->await_commit = 1;
+        } else if (k->done == k->job->n) {
                 k->t_last = bench_mono();
                 k->c_last = bench_cpu();
                 atomic_store(&k->ended, 1); /* after them, for the loop */
+        }
+}
+
+/* The transaction holding the last copy has committed: the window ends. */
+static void k_committed(kside_t *k) {
+        if (k->await_commit &&
+            kretry_adapter_counter(k->a, KRETRY_COUNTER_TXN_COMMITS, 0) >
+                    k->commits_at) {
+                k->await_commit = 0;
+                k->t_last       = bench_mono();
+                k->c_last       = bench_cpu();
+                atomic_store(&k->ended, 1);
         }
 }
 
@@ -208,14 +231,15 @@ static kretry_adapter_t *
 k_adapter(const bench_job_t *job, kside_t *k, char *err, size_t err_size) {
         char group[128];
         snprintf(group, sizeof(group), "%s-%s", job->group,
-                 job->plain ? "r" : "k");
+                 job->plain ? "n" : "k");
         kretry_conf_t *conf    = kretry_conf_new();
         const char *props[][2] = {
                 {"bootstrap.servers", job->bootstrap},
                 {"group.id", group},
                 {"source.topic", job->source},
                 /* The "tier delay 0": an immediate retry. */
-                {"retry.tiers", job->kind == BENCH_DELAY ? "1s" : "0ms"},
+                {"retry.tiers",
+                 job->kind == BENCH_DELAY && !job->hop ? "1s" : "0ms"},
                 {"retry.jitter", "0%"},
         };
         for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++)
@@ -249,6 +273,20 @@ k_adapter(const bench_job_t *job, kside_t *k, char *err, size_t err_size) {
                                             err_size))
                                 goto fail;
         }
+        if (job->txn_ms > 0 && !job->plain) {
+                char ms[16];
+                snprintf(ms, sizeof(ms), "%d", job->txn_ms);
+                if (kretry_conf_set(conf, "routing", "transactional", err,
+                                    err_size) ||
+                    kretry_conf_set(conf, "transaction.interval.ms", ms, err,
+                                    err_size))
+                        goto fail;
+        } else if (job->txn_ms > 0 &&
+                   (kretry_conf_set(conf, "retry.topic.pattern",
+                                    "{source}.n.retry.{n}", err, err_size) ||
+                    kretry_conf_set(conf, "dlq.topic", job->plain_dlq, err,
+                                    err_size)))
+                goto fail; /* at least once, beside it: its own topics */
         for (size_t i = 0; i < COMMON_PROPS; i++)
                 if (!(job->fetch_default &&
                       !strcmp(common_props[i][0],
@@ -291,6 +329,7 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
             !(k.late = calloc((size_t)job->n, sizeof(double))))
                 return 1;
         kretry_adapter_t *a = k_adapter(job, &k, res.err, sizeof(res.err));
+        k.a                 = a;
         if (!a) {
                 free(k.late);
                 return setup_failed(out_fd, &res);
@@ -310,6 +349,7 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
          * with workers, the count comes first. */
         while (!atomic_load(&k.ended) && !err && bench_mono() < deadline) {
                 err = kretry_adapter_poll(a, 100);
+                k_committed(&k);
                 if (trace && bench_mono() - t_trace >= 0.05) {
                         /* the key chains over time (ordering=key) */
                         t_trace = bench_mono();
@@ -357,6 +397,10 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
                 (long)kretry_adapter_counter(a, KRETRY_COUNTER_VERSION_KEYS, 0);
         res.version_bytes = (long)kretry_adapter_counter(
                 a, KRETRY_COUNTER_VERSION_BYTES, 0);
+        res.txn_commits =
+                (long)kretry_adapter_counter(a, KRETRY_COUNTER_TXN_COMMITS, 0);
+        res.txn_aborts =
+                (long)kretry_adapter_counter(a, KRETRY_COUNTER_TXN_ABORTS, 0);
         if (job->kind == BENCH_DELAY && !told) {
                 char c = 'E'; /* instead of the 'A' the orchestrator awaits */
                 bench_write_all(out_fd, &c, 1);

@@ -17,6 +17,13 @@
  * happy_c16: happy with handler.concurrency=16. parallel: N messages in one
  * partition, a handler sleeping 0-5 ms by offset, for ordering none, key
  * and partition at 1, 4, 16 and 64 handlers, beside the ideal (issue 13).
+ * retry_hop_txn, dead_letter_txn (--only txn: both, delay_txn and
+ * hop_txn): kretry with routing=transactional against kretry at least once
+ * (its ratio, target 0.5) and raw librdkafka, three sides of one run;
+ * delay_txn and hop_txn: the lateness of a retry through a 1 s and a 0 ms
+ * tier in both modes. Real Kafka only (KRETRY_BENCH_BOOTSTRAP): on the mock
+ * they are reported as skipped. --txn-interval MS: their
+ * transaction.interval.ms (default 100).
  *
  * This process stays single-threaded and never calls librdkafka: the broker,
  * the producer and each measured side are forked children.
@@ -40,6 +47,10 @@ typedef struct {
         long n, n_quick;
         double target;   /* kretry/raw at least this */
         int concurrency; /* kretry's handler.concurrency (0: default 1) */
+        /* kretry with routing=transactional against kretry at least once
+         * (the ratio, target) and raw librdkafka: three sides. Real Kafka
+         * only. */
+        int txn;
 } scenario_t;
 
 static const scenario_t scenarios[] = {
@@ -55,6 +66,10 @@ static const scenario_t scenarios[] = {
          * is ~2.4 MiB a partition, plus the versions changelog and the
          * tier's 5 %. No target: the baseline is kretry itself. */
         {"ordered_versioned", BENCH_ORDERED_VERSIONED, 100000, 30000, 0},
+        /* Issue 33: the target is transactional >= 0.5 x at least once at
+         * the default transaction.interval.ms. */
+        {"retry_hop_txn", BENCH_RETRY_HOP, 60000, 30000, 0.5, 0, 1},
+        {"dead_letter_txn", BENCH_DEAD_LETTER, 60000, 30000, 0.5, 0, 1},
 };
 #define SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -66,6 +81,7 @@ typedef struct {
         long delay_n;
         int delay_rate;
         long mem_n; /* tier_mem: messages waiting in the tier */
+        int txn_ms; /* the *_txn scenarios' transaction.interval.ms */
 } opts_t;
 
 typedef struct {
@@ -75,6 +91,15 @@ typedef struct {
 
 static int run_seq;
 static long input_keys = BENCH_KEYS; /* --keys */
+
+/* Why the *_txn scenarios do not run here, or NULL. */
+static const char *txn_skipped(void) {
+        const char *real = getenv("KRETRY_BENCH_BOOTSTRAP");
+        return real && *real ? NULL
+                             : "needs a real Kafka cluster "
+                               "(KRETRY_BENCH_BOOTSTRAP=host:port); the mock "
+                               "cluster's transactions are not real";
+}
 
 static int read_all(int fd, void *buf, size_t len) {
         char *p = buf;
@@ -215,22 +240,36 @@ static void job_init(bench_job_t *job, bench_kind_t kind, long n) {
                  job->empty_source);
 }
 
-/* One run of a throughput scenario: produce the input, start both sides
+/* One run of a throughput scenario: produce the input, start the sides
  * (they join their groups concurrently), then let one side work, then the
- * other. */
+ * next. Sides: kretry and its baseline (raw librdkafka; kretry with
+ * ordering and versions off for ordered_versioned; kretry at least once
+ * for a *_txn scenario, whose kretry side is transactional), and for a
+ * *_txn scenario raw librdkafka third. @p kretry_first: in that order,
+ * else in the reverse one. */
 static int run_pair(const scenario_t *sc,
                     long n,
                     int kretry_first,
+                    int txn_ms,
                     bench_result_t *kres,
-                    bench_result_t *rres) {
+                    bench_result_t *rres,
+                    bench_result_t *wres) {
         bench_job_t job;
-        child_t b, p, k, r;
-        int rc = -1;
+        child_t b, p, c[3];
+        bench_result_t *res[3] = {kres, rres, wres};
+        int (*body[3])(const bench_job_t *, int,
+                       int)    = {bench_kretry_side,
+                               sc->kind == BENCH_ORDERED_VERSIONED || sc->txn
+                                          ? bench_kretry_plain_side
+                                          : bench_raw_side,
+                                  bench_raw_side};
+        int cnt = sc->txn ? 3 : 2, started, bad = 0, rc = -1;
         job_init(&job, sc->kind, n);
         job.concurrency = sc->concurrency;
+        job.txn_ms      = sc->txn ? txn_ms : 0;
         snprintf(job.ordering, sizeof(job.ordering), "none");
-        memset(kres, 0, sizeof(*kres));
-        memset(rres, 0, sizeof(*rres));
+        for (int i = 0; i < 3; i++)
+                memset(res[i], 0, sizeof(*res[i]));
         if (broker_start(&b, &job))
                 goto out;
         if (child_start(&p, body_produce, &job) ||
@@ -238,35 +277,29 @@ static int run_pair(const scenario_t *sc,
                 fprintf(stderr, "bench: producing the input failed\n");
                 goto out;
         }
-        if (child_start(&k, bench_kretry_side, &job))
-                goto out;
-        if (child_start(&r,
-                        sc->kind == BENCH_ORDERED_VERSIONED
-                                ? bench_kretry_plain_side
-                                : bench_raw_side,
-                        &job)) {
-                child_finish(&k, kres);
+        for (started = 0; started < cnt; started++)
+                if (child_start(&c[started], body[started], &job))
+                        break;
+        bad          = started < cnt;
+        int ready[3] = {0};
+        for (int i = 0; i < started; i++) {
+                ready[i] = !child_expect(&c[i], 'R');
+                bad |= !ready[i];
+        }
+        if (bad) {
+                for (int i = 0; i < started; i++) {
+                        child_finish(&c[i], res[i]);
+                        if (ready[i]) /* it was only told to give up */
+                                res[i]->err[0] = '\0';
+                }
                 goto out;
         }
-        child_t *first       = kretry_first ? &k : &r,
-                *second      = kretry_first ? &r : &k;
-        bench_result_t *fres = kretry_first ? kres : rres;
-        bench_result_t *sres = kretry_first ? rres : kres;
-        int ek = child_expect(&k, 'R'), er = child_expect(&r, 'R');
-        if (ek || er) {
-                child_finish(&k, kres);
-                child_finish(&r, rres);
-                if (!ek) /* it was only told to give up */
-                        kres->err[0] = '\0';
-                if (!er)
-                        rres->err[0] = '\0';
-                goto out;
+        for (int j = 0; j < cnt; j++) {
+                int i = kretry_first ? j : cnt - 1 - j;
+                bad |= child_go(&c[i]);
+                bad |= child_finish(&c[i], res[i]);
         }
-        int e1 = child_go(first);
-        e1 |= child_finish(first, fres);
-        int e2 = child_go(second);
-        e2 |= child_finish(second, sres);
-        rc = e1 || e2 ? -1 : 0;
+        rc = bad ? -1 : 0;
 out:
         broker_stop(&b, &job);
         return rc;
@@ -276,6 +309,8 @@ static int run_delay(const opts_t *o,
                      long n,
                      int fetch_default,
                      int backlog_ms,
+                     int txn_ms,
+                     int hop,
                      bench_result_t *kres) {
         bench_job_t job;
         child_t b, p, k;
@@ -284,6 +319,8 @@ static int run_delay(const opts_t *o,
         job.rate          = o->delay_rate;
         job.fetch_default = fetch_default;
         job.backlog_ms    = backlog_ms;
+        job.txn_ms        = txn_ms;
+        job.hop           = hop;
         memset(kres, 0, sizeof(*kres));
         if (broker_start(&b, &job) || child_start(&k, bench_kretry_side, &job))
                 goto out;
@@ -391,6 +428,14 @@ typedef struct {
          * above are then kretry with ordering and versions off) */
         double forwarded, stale, retried, dlq, plain_retried;
         double version_keys, version_bytes;
+        /* *_txn: "kretry" above is transactional, "raw" kretry at least
+         * once; the third side, raw librdkafka, and the ratios of both
+         * kretry sides to it; transactions committed (median) and aborted
+         * (all runs) */
+        int txn, txn_ms;
+        double w, w_cpu_us, w_rss, ratio_w, alo_w, commits;
+        long aborts;
+        const char *skipped; /* not run, and why */
         char err[200];
 } summary_t;
 
@@ -411,21 +456,31 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         double kc[MAX_RUNS], rc[MAX_RUNS], ratio[MAX_RUNS];
         double fw[MAX_RUNS], st[MAX_RUNS], rt[MAX_RUNS], dl[MAX_RUNS];
         double prt[MAX_RUNS], vk[MAX_RUNS], vb[MAX_RUNS];
+        double wr[MAX_RUNS], wc[MAX_RUNS], ws[MAX_RUNS], rw[MAX_RUNS];
+        double aw[MAX_RUNS], cm[MAX_RUNS];
         int ov = sc->kind == BENCH_ORDERED_VERSIONED;
         long n = o->messages > 0 ? o->messages : o->quick ? sc->n_quick : sc->n;
         memset(s, 0, sizeof(*s));
         s->name   = sc->name;
         s->target = sc->target;
+        s->txn    = sc->txn;
+        s->txn_ms = o->txn_ms;
+        if (sc->txn && (s->skipped = txn_skipped())) {
+                fprintf(stderr, "bench %s: skipped: %s\n", sc->name,
+                        s->skipped);
+                return;
+        }
         for (int i = -o->warmup; i < o->runs; i++) {
-                bench_result_t k, r;
+                bench_result_t k, r, w;
                 int kfirst  = (i & 1) == 0;
                 double load = loadavg();
                 if (load > s->load_max)
                         s->load_max = load;
-                if (run_pair(sc, n, kfirst, &k, &r)) {
+                if (run_pair(sc, n, kfirst, o->txn_ms, &k, &r, &w)) {
                         snprintf(s->err, sizeof(s->err), "%s",
                                  k.err[0]   ? k.err
                                  : r.err[0] ? r.err
+                                 : w.err[0] ? w.err
                                             : "run failed");
                         fprintf(stderr, "bench %s: %s\n", sc->name, s->err);
                         return;
@@ -438,6 +493,16 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
                         kfirst ? "kretry" : "raw", load, (double)n / k.secs,
                         k.cpu_s * 1e6 / (double)n, (double)n / r.secs,
                         r.cpu_s * 1e6 / (double)n, k.rss_kb, r.rss_kb);
+                if (sc->txn)
+                        fprintf(stderr,
+                                "bench %-12s   (kretry routes "
+                                "transactionally, \"raw\" is kretry at least "
+                                "once) raw librdkafka %8.0f/s %5.2f us "
+                                "cpu/msg, rss %ld KB; transactions %ld "
+                                "committed, %ld aborted\n",
+                                sc->name, (double)n / w.secs,
+                                w.cpu_s * 1e6 / (double)n, w.rss_kb,
+                                k.txn_commits, k.txn_aborts);
                 if (ov)
                         fprintf(stderr,
                                 "bench %-12s   (\"raw\" is kretry with "
@@ -463,6 +528,15 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
                 prt[s->runs]   = (double)r.retried;
                 vk[s->runs]    = (double)k.version_keys;
                 vb[s->runs]    = (double)k.version_bytes;
+                if (sc->txn) {
+                        wr[s->runs] = (double)n / w.secs;
+                        wc[s->runs] = w.cpu_s * 1e6 / (double)n;
+                        ws[s->runs] = (double)w.rss_kb;
+                        rw[s->runs] = w.secs / k.secs;
+                        aw[s->runs] = w.secs / r.secs;
+                        cm[s->runs] = (double)k.txn_commits;
+                        s->aborts += k.txn_aborts;
+                }
                 s->runs++;
         }
         s->kretry        = median(kr, s->runs);
@@ -479,7 +553,15 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         s->plain_retried = median(prt, s->runs);
         s->version_keys  = median(vk, s->runs);
         s->version_bytes = median(vb, s->runs);
-        s->ok            = 1;
+        if (sc->txn) {
+                s->w        = median(wr, s->runs);
+                s->w_cpu_us = median(wc, s->runs);
+                s->w_rss    = median(ws, s->runs);
+                s->ratio_w  = median(rw, s->runs);
+                s->alo_w    = median(aw, s->runs);
+                s->commits  = median(cm, s->runs);
+        }
+        s->ok = 1;
 }
 
 /* delay, delay_default: the same at librdkafka's default
@@ -582,7 +664,8 @@ static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
                 double load = loadavg();
                 if (load > d->load_max)
                         d->load_max = load;
-                if (run_delay(o, d->n, d->fetch_default, d->backlog_ms, &k)) {
+                if (run_delay(o, d->n, d->fetch_default, d->backlog_ms, 0, 0,
+                              &k)) {
                         snprintf(d->err, sizeof(d->err), "%s",
                                  k.err[0] ? k.err : "run failed");
                         fprintf(stderr, "bench %s: %s\n", d->name, d->err);
@@ -606,6 +689,81 @@ static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
         d->max = median(mx, d->runs);
         d->rss = median(rss, d->runs);
         d->ok  = 1;
+}
+
+/* delay_txn (1 s tier) and hop_txn (0 ms tier: lateness is the whole
+ * hop, from the RETRY decision to the second handler call): the delay
+ * scenario at least once and with routing=transactional, alternating
+ * which goes first. [0]: at least once, [1]: transactional. */
+typedef struct {
+        const char *name;
+        int hop, ran, ok, runs, txn_ms;
+        long n;
+        double p50[2], p99[2], max[2], load_max;
+        double add_p50, add_p99; /* medians of each run's txn - alo */
+        long early[2], aborts;
+        double commits;
+        const char *skipped;
+        char err[200];
+} tdelay_summary_t;
+#define TDELAYS 2
+
+static void run_tdelay_scenario(const opts_t *o, tdelay_summary_t *d) {
+        double p50[2][MAX_RUNS], p99[2][MAX_RUNS], mx[2][MAX_RUNS];
+        double a50[MAX_RUNS], a99[MAX_RUNS], cm[MAX_RUNS];
+        d->ran    = 1;
+        d->n      = o->delay_n;
+        d->txn_ms = o->txn_ms;
+        if ((d->skipped = txn_skipped())) {
+                fprintf(stderr, "bench %s: skipped: %s\n", d->name, d->skipped);
+                return;
+        }
+        for (int i = 0; i < o->runs; i++) {
+                bench_result_t k[2];
+                double load = loadavg();
+                if (load > d->load_max)
+                        d->load_max = load;
+                for (int j = 0; j < 2; j++) {
+                        int m = (i & 1) ? 1 - j : j; /* alo first in run 1 */
+                        if (run_delay(o, d->n, 0, 0, m ? o->txn_ms : 0, d->hop,
+                                      &k[m])) {
+                                snprintf(d->err, sizeof(d->err), "%s",
+                                         k[m].err[0] ? k[m].err : "run failed");
+                                fprintf(stderr, "bench %s: %s\n", d->name,
+                                        d->err);
+                                return;
+                        }
+                }
+                fprintf(stderr,
+                        "bench %-13s run %d (%s first, load %.2f): lateness "
+                        "at least once p50 %.2f ms, p99 %.2f ms, max %.2f "
+                        "ms; transactional p50 %.2f ms, p99 %.2f ms, max "
+                        "%.2f ms (%ld commits, %ld aborts); early %ld/%ld\n",
+                        d->name, i + 1, (i & 1) ? "transactional" : "alo", load,
+                        k[0].p50_ms, k[0].p99_ms, k[0].max_ms, k[1].p50_ms,
+                        k[1].p99_ms, k[1].max_ms, k[1].txn_commits,
+                        k[1].txn_aborts, k[0].early, k[1].early);
+                for (int m = 0; m < 2; m++) {
+                        p50[m][i] = k[m].p50_ms;
+                        p99[m][i] = k[m].p99_ms;
+                        mx[m][i]  = k[m].max_ms;
+                        d->early[m] += k[m].early;
+                }
+                a50[i] = k[1].p50_ms - k[0].p50_ms;
+                a99[i] = k[1].p99_ms - k[0].p99_ms;
+                cm[i]  = (double)k[1].txn_commits;
+                d->aborts += k[1].txn_aborts;
+                d->runs++;
+        }
+        for (int m = 0; m < 2; m++) {
+                d->p50[m] = median(p50[m], d->runs);
+                d->p99[m] = median(p99[m], d->runs);
+                d->max[m] = median(mx[m], d->runs);
+        }
+        d->add_p50 = median(a50, d->runs);
+        d->add_p99 = median(a99, d->runs);
+        d->commits = median(cm, d->runs);
+        d->ok      = 1;
 }
 
 static void json_string(const char *s);
@@ -901,10 +1059,100 @@ static void json_string(const char *s) {
         putchar('"');
 }
 
+/* A *_txn scenario: transactional against at least once, and both
+ * against raw librdkafka. */
+static void print_txn_json(const summary_t *s) {
+        printf("{\"name\": \"%s\", \"transaction_interval_ms\": %d, "
+               "\"kretry_msgs_per_s\": %.0f, "
+               "\"baseline\": \"kretry, routing at_least_once\", "
+               "\"baseline_msgs_per_s\": %.0f, \"ratio\": %.3f, "
+               "\"target\": %.2f, \"raw_msgs_per_s\": %.0f, "
+               "\"ratio_raw\": %.3f, \"baseline_ratio_raw\": %.3f, "
+               "\"peak_rss_kb\": %.0f, \"baseline_peak_rss_kb\": %.0f, "
+               "\"raw_peak_rss_kb\": %.0f, "
+               "\"kretry_cpu_us_per_msg\": %.3f, "
+               "\"baseline_cpu_us_per_msg\": %.3f, "
+               "\"raw_cpu_us_per_msg\": %.3f, "
+               "\"transactions_committed\": %.0f, "
+               "\"transactions_aborted\": %ld, \"load_max\": %.2f}",
+               s->name, s->txn_ms, s->kretry, s->raw, s->ratio, s->target, s->w,
+               s->ratio_w, s->alo_w, s->k_rss, s->r_rss, s->w_rss, s->k_cpu_us,
+               s->r_cpu_us, s->w_cpu_us, s->commits, s->aborts, s->load_max);
+}
+
+static void print_tdelay_json(const tdelay_summary_t *d, const opts_t *o) {
+        printf(", \"%s\": ", d->name);
+        if (d->skipped || !d->ok) {
+                printf("{\"%s\": ", d->skipped ? "skipped" : "error");
+                json_string(d->skipped ? d->skipped : d->err);
+                printf("}");
+                return;
+        }
+        printf("{\"messages\": %ld, \"rate_per_s\": %d, \"tier\": \"%s\", "
+               "\"transaction_interval_ms\": %d, "
+               "\"at_least_once\": {\"p50_ms\": %.2f, \"p99_ms\": %.2f, "
+               "\"max_ms\": %.2f, \"early\": %ld}, "
+               "\"transactional\": {\"p50_ms\": %.2f, \"p99_ms\": %.2f, "
+               "\"max_ms\": %.2f, \"early\": %ld, "
+               "\"transactions_committed\": %.0f, "
+               "\"transactions_aborted\": %ld}, "
+               "\"added_p50_ms\": %.2f, \"added_p99_ms\": %.2f, "
+               "\"load_max\": %.2f}",
+               d->n, o->delay_rate, d->hop ? "0ms" : "1s", d->txn_ms, d->p50[0],
+               d->p99[0], d->max[0], d->early[0], d->p50[1], d->p99[1],
+               d->max[1], d->early[1], d->commits, d->aborts, d->add_p50,
+               d->add_p99, d->load_max);
+}
+
+static void
+print_txn_table(const summary_t *s, int cnt, const tdelay_summary_t *td) {
+        for (int i = 0; i < cnt; i++) {
+                if (!s[i].ok || !s[i].txn)
+                        continue;
+                printf("\n%s (kretry routing=transactional, "
+                       "transaction.interval.ms %d, against kretry "
+                       "at_least_once and raw librdkafka, same input):\n"
+                       "  transactional %.0f msg/s, %.2f us/msg, RSS %.0f "
+                       "KB; at least once %.0f msg/s, %.2f us/msg, RSS %.0f "
+                       "KB; raw %.0f msg/s, %.2f us/msg, RSS %.0f KB\n"
+                       "  ratio transactional/at least once %.3f (target "
+                       ">= %.2f%s); against raw: transactional %.3f, at "
+                       "least once %.3f; transactions %.0f a run, %ld "
+                       "aborted; load %.2f\n",
+                       s[i].name, s[i].txn_ms, s[i].kretry, s[i].k_cpu_us,
+                       s[i].k_rss, s[i].raw, s[i].r_cpu_us, s[i].r_rss, s[i].w,
+                       s[i].w_cpu_us, s[i].w_rss, s[i].ratio, s[i].target,
+                       s[i].ratio >= s[i].target ? "" : ": MISS", s[i].ratio_w,
+                       s[i].alo_w, s[i].commits, s[i].aborts, s[i].load_max);
+        }
+        for (int i = 0; i < TDELAYS; i++) {
+                const tdelay_summary_t *d = &td[i];
+                if (!d->ran)
+                        continue;
+                if (d->skipped || !d->ok) {
+                        printf("\n%s: %s%s\n", d->name,
+                               d->skipped ? "skipped: " : "FAILED: ",
+                               d->skipped ? d->skipped : d->err);
+                        continue;
+                }
+                printf("\n%s (%ld msgs at 10000/s through a %s tier, "
+                       "transaction.interval.ms %d): lateness at least once "
+                       "p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
+                       "transactional p50 %.2f ms, p99 %.2f ms, max %.2f ms "
+                       "(%.0f transactions a run, %ld aborted); added p50 "
+                       "%.2f ms, p99 %.2f ms; early %ld/%ld, load %.2f\n",
+                       d->name, d->n, d->hop ? "0ms" : "1s", d->txn_ms,
+                       d->p50[0], d->p99[0], d->max[0], d->p50[1], d->p99[1],
+                       d->max[1], d->commits, d->aborts, d->add_p50, d->add_p99,
+                       d->early[0], d->early[1], d->load_max);
+        }
+}
+
 static void print_json(const opts_t *o,
                        const summary_t *s,
                        int cnt,
                        const delay_summary_t *d,
+                       const tdelay_summary_t *td,
                        const mem_summary_t *m,
                        int mem_ran,
                        const par_summary_t *ps,
@@ -915,6 +1163,15 @@ static void print_json(const opts_t *o,
         for (int i = 0; i < cnt; i++) {
                 if (i > 0)
                         printf(", ");
+                if (s[i].skipped) {
+                        printf("{\"name\": \"%s\", \"kretry_msgs_per_s\": "
+                               "null, \"raw_msgs_per_s\": null, \"ratio\": "
+                               "null, \"peak_rss_kb\": null, \"skipped\": ",
+                               s[i].name);
+                        json_string(s[i].skipped);
+                        printf("}");
+                        continue;
+                }
                 if (!s[i].ok) {
                         printf("{\"name\": \"%s\", \"kretry_msgs_per_s\": "
                                "null, \"raw_msgs_per_s\": null, \"ratio\": "
@@ -948,6 +1205,10 @@ static void print_json(const opts_t *o,
                                s[i].retried, s[i].plain_retried, s[i].dlq,
                                s[i].version_keys, s[i].version_bytes,
                                s[i].load_max);
+                        continue;
+                }
+                if (s[i].txn) {
+                        print_txn_json(&s[i]);
                         continue;
                 }
                 printf("{\"name\": \"%s\", \"kretry_msgs_per_s\": %.0f, "
@@ -985,6 +1246,9 @@ static void print_json(const opts_t *o,
                 }
                 printf("}");
         }
+        for (int i = 0; i < TDELAYS; i++)
+                if (td[i].ran)
+                        print_tdelay_json(&td[i], o);
         printf(", \"tier_memory\": ");
         if (mem_ran && m->ok)
                 printf("{\"messages\": %ld, \"partitions\": %d, "
@@ -1034,6 +1298,7 @@ static void print_table(const opts_t *o,
                         const summary_t *s,
                         int cnt,
                         const delay_summary_t *d,
+                        const tdelay_summary_t *td,
                         const mem_summary_t *m,
                         int mem_ran,
                         const par_summary_t *ps,
@@ -1045,11 +1310,15 @@ static void print_table(const opts_t *o,
                "kretry msg/s", "raw msg/s", "ratio", "target", "kretry us",
                "raw us", "kretry RSS", "raw RSS", "load");
         for (int i = 0; i < cnt; i++) {
+                if (s[i].skipped) {
+                        printf("%-12s skipped: %s\n", s[i].name, s[i].skipped);
+                        continue;
+                }
                 if (!s[i].ok) {
                         printf("%-12s FAILED: %s\n", s[i].name, s[i].err);
                         continue;
                 }
-                if (!strcmp(s[i].name, "ordered_versioned"))
+                if (!strcmp(s[i].name, "ordered_versioned") || s[i].txn)
                         continue; /* below: its baseline is not raw */
                 printf("%-12s %12.0f %12.0f %6.3f %3s%.2f %9.2f %9.2f %7.0f KB "
                        "%7.0f KB %5.2f%s\n",
@@ -1080,6 +1349,7 @@ static void print_table(const opts_t *o,
                        s[i].retried, s[i].plain_retried, s[i].dlq,
                        s[i].version_keys, s[i].version_bytes);
         }
+        print_txn_table(s, cnt, td);
         for (int i = 0; i < DELAYS; i++, d++) {
                 if (!d->ran)
                         continue;
@@ -1115,7 +1385,10 @@ static void usage(FILE *f) {
                    "                    [--only happy|happy_c16|retry_hop|"
                    "dead_letter|ordered_versioned|delay|delay_default|"
                    "delay_backlog|tier_mem|"
-                   "parallel]\n");
+                   "parallel|\n"
+                   "                     retry_hop_txn|dead_letter_txn|"
+                   "delay_txn|hop_txn|txn]\n"
+                   "                    [--txn-interval MS]\n");
 }
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
@@ -1135,6 +1408,8 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                         o->keys = atol(argv[++i]);
                 else if (!strcmp(a, "--only") && i + 1 < argc)
                         o->only = argv[++i];
+                else if (!strcmp(a, "--txn-interval") && i + 1 < argc)
+                        o->txn_ms = atoi(argv[++i]);
                 else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
                         usage(stdout);
                         exit(0);
@@ -1150,6 +1425,8 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
         o->mem_n = o->messages > 0 ? o->messages : o->quick ? 100000 : 1000000;
         if (o->keys <= 0)
                 o->keys = BENCH_KEYS;
+        if (o->txn_ms <= 0)
+                o->txn_ms = 100; /* transaction.interval.ms's default */
         if (o->runs > MAX_RUNS)
                 o->runs = MAX_RUNS;
         return 0;
@@ -1162,6 +1439,8 @@ int main(int argc, char **argv) {
                 {.name = "delay"},
                 {.name = "delay_default", .fetch_default = 1},
                 {.name = "delay_backlog", .fetch_default = 1, .backlog_ms = 2}};
+        tdelay_summary_t td[TDELAYS] = {{.name = "delay_txn"},
+                                        {.name = "hop_txn", .hop = 1}};
         mem_summary_t m;
         static par_summary_t ps;
         int cnt = 0, mem_ran = 0, par_ran = 0, failed = 0;
@@ -1180,16 +1459,23 @@ int main(int argc, char **argv) {
                 /* --only parallel: happy_c16 too */
                 if (o.only && strcmp(o.only, scenarios[i].name) &&
                     !(!strcmp(o.only, "parallel") &&
-                      scenarios[i].concurrency > 1))
+                      scenarios[i].concurrency > 1) &&
+                    !(!strcmp(o.only, "txn") && scenarios[i].txn))
                         continue;
                 run_scenario(&o, &scenarios[i], &s[cnt]);
-                failed |= !s[cnt].ok;
+                failed |= !s[cnt].ok && !s[cnt].skipped;
                 cnt++;
         }
         for (int i = 0; i < DELAYS; i++)
                 if (!o.only || !strcmp(o.only, d[i].name)) {
                         run_delay_scenario(&o, &d[i]);
                         failed |= !d[i].ok;
+                }
+        for (int i = 0; i < TDELAYS; i++)
+                if (!o.only || !strcmp(o.only, td[i].name) ||
+                    !strcmp(o.only, "txn")) {
+                        run_tdelay_scenario(&o, &td[i]);
+                        failed |= !td[i].ok && !td[i].skipped;
                 }
         memset(&m, 0, sizeof(m));
         if (!o.only || !strcmp(o.only, "tier_mem")) {
@@ -1203,8 +1489,8 @@ int main(int argc, char **argv) {
                 failed |= !ps.ok;
         }
         if (o.json)
-                print_json(&o, s, cnt, d, &m, mem_ran, &ps, par_ran);
+                print_json(&o, s, cnt, d, td, &m, mem_ran, &ps, par_ran);
         else
-                print_table(&o, s, cnt, d, &m, mem_ran, &ps, par_ran);
+                print_table(&o, s, cnt, d, td, &m, mem_ran, &ps, par_ran);
         return failed ? 1 : 0;
 }
