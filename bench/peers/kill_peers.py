@@ -12,8 +12,9 @@ it (work the kill made the group redo).
 What the last worker left unhandled is accounted for: each such message's
 partition and offset (from the producer's acknowledgements), the group's
 committed offsets (with Parallel Consumer's offset metadata decoded: the
-incomplete offsets it resumes from), and what the last worker's handler saw
-of it (Parallel Consumer's calls log). Then the worker is stopped and one
+incomplete offsets it resumes from; for Parallel Consumer also after each
+kill), and which calls each worker's handler had of it (Parallel Consumer's
+calls log). Then the worker is stopped and one
 more is started on the same group: "stalled" counts the messages that
 restart handled (the consumer had them but did not hand them out), "lost"
 the ones that are still unhandled after it (committed past, never handled).
@@ -24,6 +25,7 @@ defaults, retry.tiers=30ms, session.timeout.ms 3000). Spring: SpringKill, a
 PcKill, maxConcurrency 1, ordering KEY; it has no dead-letter topic (i % 11
 is skipped) and retries a failed record in place.
 """
+import json
 import os
 import random
 import signal
@@ -87,10 +89,20 @@ def stop(p):
         p.wait()
 
 
-def unhandled(h, missing, coords, group, calls, last_pid):
-    """Where the messages the last worker left unhandled sit, what the group
-    committed, and what the last worker's handler saw of them."""
+def committed(h, group):
+    """The group's committed offsets (PcOffsets: Parallel Consumer's
+    incomplete offsets decoded from the metadata)."""
     from run_peers import cp
+    r = subprocess.run(["java", "-cp", cp("pc"), "kretry.peers.pc.PcOffsets",
+                        h.boot, group], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True)
+    return [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+
+
+def unhandled(h, missing, coords, group, calls, pids):
+    """Where the messages the last worker left unhandled sit, what the group
+    committed, and which calls each worker's handler had of them (workers
+    numbered from 0 in start order; Parallel Consumer's calls log)."""
     by_part = {}
     for i in sorted(missing):
         part, off = coords.get(i, (-1, -1))
@@ -98,16 +110,12 @@ def unhandled(h, missing, coords, group, calls, last_pid):
     seen = {}
     for line in read(calls):
         f = line.split()
-        if len(f) == 5 and f[0] == str(last_pid) and int(f[1]) in missing:
-            seen[f[4]] = seen.get(f[4], 0) + 1
-    r = subprocess.run(["java", "-cp", cp("pc"), "kretry.peers.pc.PcOffsets",
-                        h.boot, group], stdout=subprocess.PIPE,
-                       stderr=subprocess.DEVNULL, text=True)
-    committed = [__import__("json").loads(l) for l in r.stdout.splitlines()
-                 if l.startswith("{")]
+        if len(f) == 5 and int(f[1]) in missing and int(f[0]) in pids:
+            w = f"worker {pids.index(int(f[0]))} {f[4]}"
+            seen[w] = seen.get(w, 0) + 1
     return {"messages": sorted(missing)[:60],
             "offsets": {str(p): [min(o), max(o), len(o)] for p, o in by_part.items()},
-            "committed": committed, "last_worker_calls": seen}
+            "committed": committed(h, group), "calls": seen}
 
 
 def one_run(h, side, seed):
@@ -131,7 +139,7 @@ def one_run(h, side, seed):
                ["kretry.peers.spring.SpringKill"],
                "pc": ["java", "-cp", cp("pc")] + jprops +
                ["kretry.peers.pc.PcKill"]}[side]
-        kill_at = []
+        kill_at, pids, after_kill = [], [], []
         for k in range(KILLS):
             missing = len(EXPECTED - seen_ids(read(out)))
             if not missing:
@@ -140,20 +148,25 @@ def one_run(h, side, seed):
             extra = rng.randrange(40) / 1000
             p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
+            pids.append(p.pid)
             if await_lines(out, p.pid, target):
                 time.sleep(extra)
             p.send_signal(signal.SIGKILL)
             p.wait()
             kill_at.append(len(read(out)))
+            if side == "pc":  # what the next worker resumes from
+                after_kill.append(committed(h, t + "-g"))
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
+        pids.append(p.pid)
         missing = await_all(out)
         stop(p)
         lines = read(out)  # the repeats are counted up to here
         res = {}
         if missing:
             res["unhandled"] = unhandled(h, missing, coords, t + "-g",
-                                         out + ".calls", p.pid)
+                                         out + ".calls", pids)
+            res["unhandled"]["committed_after_kills"] = after_kill
             p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
             still = await_all(out)

@@ -398,7 +398,7 @@ def print_table(res):
             for u in v.get("unhandled", []):
                 print(f"    run {u['run']}: partition [first, last, count] of "
                       f"offsets {u['offsets']}; committed {u['committed']}; "
-                      f"last worker's calls {u['last_worker_calls']}")
+                      f"handler calls {u['calls']}")
 
 
 if __name__ == "__main__":
