@@ -13,9 +13,10 @@ medians: a table, or one JSON object with --output json.
 
 --runs: runs a side of every scenario (5); medians, and in the JSON every
 run. --only: some of delay,retry_hop,dead_letter,parallel,kill,tier_mem.
---spring-messages: Spring at its defaults (2,000); --spring-tuned-messages:
-Spring tuned (10,000; half of it for delay). kretry's sizes are
-kretry_bench's (60,000; delay 100,000; tier_mem 1,000,000).
+--spring-messages: Spring at its defaults (2,000: it hops about 50 a
+second); --spring-tuned-messages: Spring tuned (60,000, kretry's size;
+half of it for delay). kretry's sizes are kretry_bench's (60,000; delay
+100,000; tier_mem 1,000,000).
 
 Each kretry side is `kretry_bench --only S --runs 1` (its own topics, a
 warm-up run, then the measured one); each peer side is one JVM per run on
@@ -266,7 +267,7 @@ def main():
         print(__doc__.split("\n\n", 1)[1].strip())
         return
     kbin, runs, only, fmt = a[0], 5, SCENARIOS, "table"
-    sm, stm = 2000, 10000
+    sm, stm = 2000, 60000
     i = 1
     while i < len(a):
         if a[i] == "--runs":
