@@ -7,8 +7,16 @@ then, on the broker in KRETRY_BENCH_BOOTSTRAP, runs each scenario's sides
 alternately (which side goes first alternates from run to run) and prints the
 medians: a table, or one JSON object with --output json.
 
-  run_peers.py KRETRY_BENCH_BIN [--runs N] [--only a,b] [--output table|json]
-               [--spring-messages N] [--spring-tuned-messages N]
+  bench/run --peers [--runs N] [--only a,b] [--output table|json]
+                    [--spring-messages N] [--spring-tuned-messages N]
+  (run_peers.py KRETRY_BENCH_BIN [the same options])
+
+--runs: runs a side of every scenario (5); medians, and in the JSON every
+run. --only: some of delay,retry_hop,dead_letter,parallel,kill,tier_mem.
+--spring-messages: Spring at its defaults (2,000: it hops about 50 a
+second); --spring-tuned-messages: Spring tuned (60,000, kretry's size;
+half of it for delay). kretry's sizes are kretry_bench's (60,000; delay
+100,000; tier_mem 1,000,000).
 
 Each kretry side is `kretry_bench --only S --runs 1` (its own topics, a
 warm-up run, then the measured one); each peer side is one JVM per run on
@@ -138,33 +146,44 @@ class Harness:
                                   "rss_waiting_kb", "rss_growth_kb",
                                   "bytes_per_waiting_msg", "load_max")}
 
-    def spring_tier_mem(self, n):
-        """1,000,000 copies waiting in SOURCE-retry (SpringTierFill), one JVM
-        on them and one on empty topics at the same time: RSS of both."""
-        t, e = self.name("mem"), self.name("mem-empty")
-        names = [x + s for x in (t, e) for s in ("", "-retry", "-dlt")]
-        # 256 partitions, as kretry_bench's tier_mem (BENCH_MEM_PARTITIONS)
-        self.topics("create", 256, names)
-        try:
+    def spring_tier_fill(self, n):
+        """1,000,000 copies written into SOURCE-retry (SpringTierFill) and an
+        empty set of topics beside them, once for all the runs: each run
+        reads them in a fresh group, so what waits is the same every run."""
+        if getattr(self, "mem_topics", None) is None:
+            t, e = self.name("mem"), self.name("mem-empty")
+            names = [x + s for x in (t, e) for s in ("", "-retry", "-dlt")]
+            # 256 partitions, as kretry_bench's tier_mem (BENCH_MEM_PARTITIONS)
+            self.topics("create", 256, names)
+            self.mem_topics = (t, e, names)
             java("spring", "kretry.peers.spring.SpringTierFill",
                  dict(bootstrap=self.boot, topic=t, messages=n))
-            procs = []
-            for topic, paused in ((t, 256), (e, 0)):
-                props = dict(bootstrap=self.boot, topic=topic, group=topic + "-g",
-                             delay_ms=3600000, paused=paused)
-                procs.append(subprocess.Popen(
-                    ["java", "-cp", cp("spring")] +
-                    [f"-Dbench.{k}={v}" for k, v in props.items()] +
-                    ["kretry.peers.spring.SpringTierMem"],
-                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
-            w, em = (last_json(p.communicate(timeout=900)[0]) for p in procs)
-            g = w["rss_kb"] - em["rss_kb"]
-            return {"messages": n, "partitions": 256, "rss_empty_kb": em["rss_kb"],
-                    "rss_waiting_kb": w["rss_kb"], "rss_growth_kb": g,
-                    "bytes_per_waiting_msg": g * 1024 / n, "paused": w["paused"],
-                    "load_max": max(w["load_max"], em["load_max"])}
-        finally:
-            self.topics("delete", 0, names)
+        return self.mem_topics
+
+    def drop_tier_fill(self):
+        if getattr(self, "mem_topics", None) is not None:
+            self.topics("delete", 0, self.mem_topics[2])
+            self.mem_topics = None
+
+    def spring_tier_mem(self, n):
+        """One JVM on the waiting copies and one on the empty topics, at the
+        same time, each in a fresh group: RSS of both."""
+        t, e, _ = self.spring_tier_fill(n)
+        procs = []
+        for topic, paused in ((t, 256), (e, 0)):
+            props = dict(bootstrap=self.boot, topic=topic, group=self.name("mem-g"),
+                         delay_ms=3600000, paused=paused)
+            procs.append(subprocess.Popen(
+                ["java", "-cp", cp("spring")] +
+                [f"-Dbench.{k}={v}" for k, v in props.items()] +
+                ["kretry.peers.spring.SpringTierMem"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+        w, em = (last_json(p.communicate(timeout=900)[0]) for p in procs)
+        g = w["rss_kb"] - em["rss_kb"]
+        return {"messages": n, "partitions": 256, "rss_empty_kb": em["rss_kb"],
+                "rss_waiting_kb": w["rss_kb"], "rss_growth_kb": g,
+                "bytes_per_waiting_msg": g * 1024 / n, "paused": w["paused"],
+                "load_max": max(w["load_max"], em["load_max"])}
 
     def pc_parallel(self, ordering):
         t = self.name("par")
@@ -209,6 +228,34 @@ def run_side(h, sc, side, sm, stm):
     return v
 
 
+def tier_mem(h, runs):
+    """RSS with 1,000,000 waiting, runs times a side, the sides alternating:
+    the medians, and each figure's range over the runs."""
+    rows = {}
+    for r in range(runs):
+        for side in ("kretry", "spring")[::1 if r % 2 == 0 else -1]:
+            log(f"bench peers tier_mem run {r + 1}/{runs}: {side}")
+            load0 = os.getloadavg()[0]
+            try:
+                v = (h.kretry_tier_mem if side == "kretry" else h.spring_tier_mem)(1000000)
+            except Exception as ex:
+                log(f"  {side} failed: {ex}")
+                continue
+            v["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+            log(f"  {json.dumps(v)}")
+            rows.setdefault(side, []).append(v)
+    out = {}
+    for side, rs in rows.items():
+        keys = [k for k, v in rs[0].items() if isinstance(v, (int, float))]
+        out[side] = {k: med(rs, k) for k in keys}
+        out[side]["runs"] = len(rs)
+        out[side]["range"] = {k: [min(x[k] for x in rs), max(x[k] for x in rs)]
+                              for k in ("rss_empty_kb", "rss_waiting_kb",
+                                        "rss_growth_kb", "bytes_per_waiting_msg")}
+        out[side]["per_run"] = rs
+    return out
+
+
 def med(rows, key):
     v = [r[key] for r in rows if r.get(key) is not None]
     return statistics.median(v) if v else None
@@ -216,8 +263,11 @@ def med(rows, key):
 
 def main():
     a = sys.argv[1:]
+    if "--help" in a or "-h" in a:
+        print(__doc__.split("\n\n", 1)[1].strip())
+        return
     kbin, runs, only, fmt = a[0], 5, SCENARIOS, "table"
-    sm, stm = 2000, 10000
+    sm, stm = 2000, 60000
     i = 1
     while i < len(a):
         if a[i] == "--runs":
@@ -250,17 +300,11 @@ def main():
             except Exception as ex:
                 log(f"  kill failed: {ex}")
             continue
-        if sc == "tier_mem":  # one run a side, as kretry_bench's tier_mem
-            res["tier_mem"] = {}
-            for side in ("kretry", "spring"):
-                log(f"bench peers tier_mem: {side}")
-                try:
-                    v = (h.kretry_tier_mem if side == "kretry" else h.spring_tier_mem)(1000000)
-                except Exception as ex:
-                    log(f"  {side} failed: {ex}")
-                    continue
-                log(f"  {json.dumps(v)}")
-                res["tier_mem"][side] = v
+        if sc == "tier_mem":
+            try:
+                res["tier_mem"] = tier_mem(h, runs)
+            finally:
+                h.drop_tier_fill()
             continue
         rows = {}
         for r in range(runs):
@@ -271,11 +315,14 @@ def main():
                 sides.reverse()
             for side in sides:
                 log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
+                load0 = os.getloadavg()[0]
                 try:
                     v = run_side(h, sc, side, sm, stm)
                 except Exception as ex:  # the other sides' results stand
                     log(f"  {side} failed: {ex}")
                     continue
+                # the 1-minute load before and after this side's run
+                v["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
                 log(f"  {json.dumps(v)}")
                 rows.setdefault(side, []).append(v)
         out = {}
@@ -283,13 +330,14 @@ def main():
             if sc == "parallel" and side in ("kretry", "pc"):
                 out[side] = {o: {"secs": statistics.median(x[o]["secs"] for x in rs),
                                  "slept_us": statistics.median(x[o]["slept_us"] for x in rs)}
-                             for o in rs[0]}
+                             for o in rs[0] if o != "load"}
                 continue
             keys = [k for k, v in rs[0].items() if isinstance(v, (int, float))
                     and not isinstance(v, bool)]
             out[side] = {k: med(rs, k) for k in keys}
             out[side]["runs"] = len(rs)
         res[sc] = out
+        res.setdefault("per_run", {})[sc] = rows  # every run, for the ranges
     res["load_end"] = os.getloadavg()[0]
     if fmt == "json":
         print(json.dumps(res))
@@ -332,17 +380,26 @@ def print_table(res):
                     f"{o} {x['secs']:.3f} s" for o, x in v.items()))
     m = res.get("tier_mem")
     if m:
-        print("\ntier_mem: RSS with 1,000,000 messages waiting in a tier (KB)")
+        print("\ntier_mem: RSS with 1,000,000 messages waiting in a tier (KB; "
+              "bytes a waiting message: median, range)")
         for side, v in m.items():
+            lo, hi = v["range"]["bytes_per_waiting_msg"]
             print(f"  {side:13s} empty {fmt_n(v['rss_empty_kb'])}, waiting "
                   f"{fmt_n(v['rss_waiting_kb'])}, growth {fmt_n(v['rss_growth_kb'])} "
-                  f"({fmt_n(v['bytes_per_waiting_msg'], 1)} bytes a waiting message)")
+                  f"({fmt_n(v['bytes_per_waiting_msg'], 1)}, {lo:,.1f}-{hi:,.1f}; "
+                  f"{v['runs']} runs)")
     k = res.get("kill")
     if k:
         print("\nrepeats per SIGKILL (handlings beyond one a message, per kill)")
         for side, v in k.items():
             print(f"  {side:13s} {fmt_n(v.get('repeats_per_kill'), 1)} "
-                  f"(runs: {v.get('per_run')})")
+                  f"(runs: {v.get('per_run')}); unhandled by the last worker, "
+                  f"handled after a restart: {v.get('stalled', 0)}, lost: "
+                  f"{v.get('lost', 0)}")
+            for u in v.get("unhandled", []):
+                print(f"    run {u['run']}: partition [first, last, count] of "
+                      f"offsets {u['offsets']}; committed {u['committed']}; "
+                      f"handler calls {u['calls']}")
 
 
 if __name__ == "__main__":

@@ -16,9 +16,11 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * key i mod keys, headers trace-id and content-type; or, with
  * -Dbench.values=kill, tests/it_kill.c's values "n-i" (keyed the same).
  * -Dbench.rate=R paces it (a batch every 10 ms on an absolute clock). Exits
- * once every message is acknowledged (acks=all, idempotent).
+ * once every message is acknowledged (acks=all, idempotent). -Dbench.map=PATH
+ * also writes "i partition offset" a line for each message, as acknowledged
+ * (the kill scenario names what a side left unhandled by its coordinates).
  *   java kretry.peers.Produce  (-Dbench.bootstrap, topic, messages, keys,
- *                               key_digits, rate, values)
+ *                               key_digits, rate, values, map)
  */
 public final class Produce {
     public static void main(String[] a) throws Exception {
@@ -36,8 +38,11 @@ public final class Produce {
         p.put("enable.idempotence", "true");
         p.put("linger.ms", "5");
         p.put("batch.size", "262144");
+        String map = Bench.prop("map", "");
+        StringBuilder mapped = new StringBuilder();
         try (var prod = new KafkaProducer<byte[], byte[]>(p)) {
             List<Future<RecordMetadata>> pending = new ArrayList<>();
+            long first = 0; // the message number of pending's first entry
             long t0 = System.nanoTime(), perTick = Math.max(1, rate / 100);
             for (long i = 0; i < n; i++) {
                 if (rate > 0 && i % perTick == 0) {
@@ -62,14 +67,29 @@ public final class Produce {
                 }
                 pending.add(prod.send(r));
                 if (pending.size() >= 50000) {
-                    for (var f : pending)
-                        f.get();
-                    pending.clear();
+                    settle(pending, first, map.isEmpty() ? null : mapped);
+                    first = i + 1;
                 }
             }
             prod.flush();
-            for (var f : pending)
-                f.get();
+            settle(pending, first, map.isEmpty() ? null : mapped);
         }
+        if (!map.isEmpty())
+            java.nio.file.Files.writeString(java.nio.file.Path.of(map), mapped);
+    }
+
+    /** Waits for every acknowledgement in pending (message numbers from
+     * first on), noting each one's coordinates in mapped unless null. */
+    static void settle(List<Future<RecordMetadata>> pending, long first, StringBuilder mapped)
+            throws Exception {
+        long i = first;
+        for (var f : pending) {
+            RecordMetadata m = f.get();
+            if (mapped != null)
+                mapped.append(i).append(' ').append(m.partition()).append(' ')
+                        .append(m.offset()).append('\n');
+            i++;
+        }
+        pending.clear();
     }
 }

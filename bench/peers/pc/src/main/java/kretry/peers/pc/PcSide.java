@@ -28,7 +28,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * kill: tests/it_worker.c's handler (2 ms; i % 7 fails once: Parallel
  * Consumer retries it in place after its retry delay; i % 11 is a permanent
  * failure, which has no dead-letter topic here, so it is skipped); OK lines
- * appended to -Dbench.out.
+ * appended to -Dbench.out, and every call ("pid i partition offset
+ * ok|retry|skip") to -Dbench.out + ".calls", for the harness's account of
+ * what a run left unhandled.
  */
 public final class PcSide {
     static final class Transient extends RuntimeException {
@@ -65,18 +67,21 @@ public final class PcSide {
         AtomicLong slept = new AtomicLong();
         if (sc.equals("kill")) {
             FileOutputStream out = new FileOutputStream(Bench.prop("out"), true);
+            FileOutputStream calls = new FileOutputStream(Bench.prop("out") + ".calls", true);
             String pid = Long.toString(ProcessHandle.current().pid());
             java.util.Set<Integer> failed = java.util.concurrent.ConcurrentHashMap.newKeySet();
             pc.poll(ctx -> {
                 int i = Integer.parseInt(new String(ctx.value()).substring(2));
                 LockSupport.parkNanos(2_000_000);
-                if (i % 11 == 0)
-                    return;
                 // fails once in this process: its retries live in memory
-                if (i % 7 == 0 && failed.add(i))
-                    throw new Transient("n-" + i);
+                String what = i % 11 == 0 ? "skip" : i % 7 == 0 && failed.add(i) ? "retry" : "ok";
                 try {
-                    out.write(Bench.utf8(pid + " " + i + "\n"));
+                    calls.write(Bench.utf8(pid + " " + i + " " + ctx.getSingleConsumerRecord().partition() + " "
+                            + ctx.offset() + " " + what + "\n"));
+                    if (what.equals("retry"))
+                        throw new Transient("n-" + i);
+                    if (what.equals("ok"))
+                        out.write(Bench.utf8(pid + " " + i + "\n"));
                 } catch (java.io.IOException e) {
                     throw new RuntimeException(e);
                 }
