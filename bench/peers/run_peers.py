@@ -38,6 +38,22 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
+
+
+def measure_side(side, fn, rows):
+    """Run one side (@fn), its result with the 1-minute load before and
+    after it appended to @rows[@side]; a failure is logged and the other
+    sides' results stand."""
+    load0 = os.getloadavg()[0]
+    try:
+        v = fn()
+    except Exception as ex:
+        log(f"  {side} failed: {ex}")
+        return
+    v["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+    log(f"  {json.dumps(v)}")
+    rows.setdefault(side, []).append(v)
+
 def cp(module):
     return f"{HERE}/{module}/target/classes:{HERE}/{module}/target/lib/*"
 
@@ -235,15 +251,8 @@ def tier_mem(h, runs):
     for r in range(runs):
         for side in ("kretry", "spring")[::1 if r % 2 == 0 else -1]:
             log(f"bench peers tier_mem run {r + 1}/{runs}: {side}")
-            load0 = os.getloadavg()[0]
-            try:
-                v = (h.kretry_tier_mem if side == "kretry" else h.spring_tier_mem)(1000000)
-            except Exception as ex:
-                log(f"  {side} failed: {ex}")
-                continue
-            v["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
-            log(f"  {json.dumps(v)}")
-            rows.setdefault(side, []).append(v)
+            fn = h.kretry_tier_mem if side == "kretry" else h.spring_tier_mem
+            measure_side(side, lambda: fn(1000000), rows)
     out = {}
     for side, rs in rows.items():
         keys = [k for k, v in rs[0].items() if isinstance(v, (int, float))]
@@ -315,16 +324,8 @@ def main():
                 sides.reverse()
             for side in sides:
                 log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
-                load0 = os.getloadavg()[0]
-                try:
-                    v = run_side(h, sc, side, sm, stm)
-                except Exception as ex:  # the other sides' results stand
-                    log(f"  {side} failed: {ex}")
-                    continue
-                # the 1-minute load before and after this side's run
-                v["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
-                log(f"  {json.dumps(v)}")
-                rows.setdefault(side, []).append(v)
+                measure_side(side, lambda: run_side(h, sc, side, sm, stm),
+                             rows)
         out = {}
         for side, rs in rows.items():
             if sc == "parallel" and side in ("kretry", "pc"):
