@@ -73,6 +73,22 @@ def await_exit(pid, timeout):
         os.close(fd)
 
 
+def await_sleep(pid, timeout):
+    """Wait until process @pid has become the handler's sleep: it writes its
+    pid, then execs, so its command line may still be the shell's for a
+    moment (seen in a CI run). True once it is."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if b"sleep" in f.read():
+                    return True
+        except FileNotFoundError:
+            return False
+        time.sleep(0.01)
+    return False
+
+
 def kill_left(pids):
     for pid in pids:
         try:
@@ -106,8 +122,7 @@ def mode_orphan(s):
     try:
         pid = int(await_file(s.log + ".pid", 30))
         pids.append(pid)
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            check(b"sleep" in f.read(), "the handler (pid %d) runs" % pid)
+        check(await_sleep(pid, 10), "the handler (pid %d) runs" % pid)
         run.kill()  # SIGKILL: nothing of kretry runs after it
         run.wait(timeout=10)
         t0 = time.monotonic()
