@@ -456,6 +456,11 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
 void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l);
 void kretry_forward_parts_all(kretry_adapter_t *a);
+/* Every assigned partition (source and tiers) but those of @p except
+ * (NULL: none); the caller destroys it. */
+rd_kafka_topic_partition_list_t *
+kretry_assigned_list(kretry_adapter_t *a,
+                     const rd_kafka_topic_partition_list_t *except);
 /* Finish the in-flight copies of the partitions of @p l (those refused as
  * too large aside) until @p deadline, commit synchronously (for a close: at
  * most KRETRY_COMMIT_GRACE_MS once the copies are done, however early that
@@ -550,6 +555,12 @@ void kretry_retry_later(kretry_adapter_t *a,
                         rd_kafka_message_t *rkm,
                         const char *what);
 void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
+/* A produce error that means too large for the topic (or the producer's
+ * own message.max.bytes). */
+int kretry_too_large(rd_kafka_resp_err_t err);
+/* The topic a copy record goes to: a tier, the DLQ or the changelog. */
+const char *kretry_dest_topic(const kretry_adapter_t *a,
+                              const kretry_inflight_t *r);
 /* Produce again the copies whose delivery failed and whose backoff passed;
  * returns ms until the next one is due, or -1. */
 int64_t kretry_retry_failed(kretry_adapter_t *a, int64_t now);

@@ -76,14 +76,14 @@ void kretry_reserve_put(kretry_adapter_t *a, kretry_inflight_t *r) {
 
 /* Too large for its topic (or for the producer's own message.max.bytes,
  * which librdkafka reports with the same code). */
-static int too_large(rd_kafka_resp_err_t err) {
+int kretry_too_large(rd_kafka_resp_err_t err) {
         return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
                err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
 }
 
 /* The topic a copy record is produced to: a tier, the DLQ (0) or the version
  * changelog (KRETRY_DEST_VERSIONS). */
-static const char *dest_topic(const kretry_adapter_t *a,
+const char *kretry_dest_topic(const kretry_adapter_t *a,
                               const kretry_inflight_t *r) {
         if (r->dest == KRETRY_DEST_VERSIONS)
                 return a->versions_topic;
@@ -161,11 +161,11 @@ static void fail_record(kretry_adapter_t *a,
         if (r->backoff_ms > KRETRY_BACKOFF_MAX_MS)
                 r->backoff_ms = KRETRY_BACKOFF_MAX_MS;
         r->retry_at      = kretry_mono_ms() + r->backoff_ms;
-        const char *dest = dest_topic(a, r);
+        const char *dest = kretry_dest_topic(a, r);
         /* Too large never heals by itself: an operator must act. Said once
          * per stuck partition (the copy is produced again every 10 s at
          * most), counted once per copy. */
-        int big   = too_large(err);
+        int big   = kretry_too_large(err);
         int level = !big                        ? KRETRY_LOG_WARNING
                     : r->part->too_large_logged ? KRETRY_LOG_DEBUG
                                                 : KRETRY_LOG_ERR;
@@ -252,7 +252,7 @@ static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
         } else {
                 hdrs = kretry_headers_build(src, &r->info);
         }
-        const char *topic       = dest_topic(a, r);
+        const char *topic       = kretry_dest_topic(a, r);
         rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
         if (hdrs)
                 err = rd_kafka_producev(

@@ -121,6 +121,13 @@ txn_error(kretry_adapter_t *a, const char *call, rd_kafka_error_t *e) {
         return rc;
 }
 
+/* No transaction is open any more (committed, aborted, or none was). */
+static void txn_ended(kretry_adapter_t *a) {
+        a->txn.open = a->txn.sent = 0;
+        a->txn.since              = 0;
+        a->txn.decided            = 0;
+}
+
 int kretry_txn_begin(kretry_adapter_t *a) {
         if (!a->txn.on || a->txn.open)
                 return 0;
@@ -151,8 +158,7 @@ void kretry_txn_copy_failed(kretry_adapter_t *a,
         if (!a->txn.aborting) {
                 atomic_fetch_add_explicit(&a->stats.produce_errors, 1,
                                           memory_order_relaxed);
-                int big = err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
-                          err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
+                int big = kretry_too_large(err);
                 if (big) {
                         atomic_fetch_add_explicit(&a->stats.too_large, 1,
                                                   memory_order_relaxed);
@@ -168,11 +174,7 @@ void kretry_txn_copy_failed(kretry_adapter_t *a,
                            big ? "; the partition waits meanwhile: raise "
                                  "max.message.bytes of "
                                : "",
-                           big ? (r->dest == KRETRY_DEST_VERSIONS
-                                          ? a->versions_topic
-                                  : r->dest ? a->topics[r->dest]
-                                            : a->dlq)
-                               : "",
+                           big ? kretry_dest_topic(a, r) : "",
                            big ? " (and producer.message.max.bytes, if set "
                                  "lower)"
                                : "");
@@ -181,21 +183,6 @@ void kretry_txn_copy_failed(kretry_adapter_t *a,
                 a->txn.abort = 1;
         }
         kretry_inflight_free(a, r);
-}
-
-/* Every assigned partition (source and tiers) but those of @p except. */
-static rd_kafka_topic_partition_list_t *
-assigned(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *except) {
-        rd_kafka_topic_partition_list_t *l =
-                rd_kafka_topic_partition_list_new(8);
-        for (int t = 0; t < a->topic_cnt; t++)
-                for (int p = 0; p < a->part_cap[t]; p++)
-                        if (a->parts[t][p] && a->parts[t][p]->assigned &&
-                            !(except && rd_kafka_topic_partition_list_find(
-                                                except, a->topics[t], p)))
-                                rd_kafka_topic_partition_list_add(
-                                        l, a->topics[t], p);
-        return l;
 }
 
 /* Where each partition of @p l starts again: the group's committed offset,
@@ -244,12 +231,11 @@ static void rewind_parts(kretry_adapter_t *a,
                 return;
         int64_t deadline = kretry_mono_ms() + a->conf->revoke_timeout_ms;
         rewind_to(a, l);
-        kretry_sbuf_drop(a, l); /* l's offsets: at and past them */
         rd_kafka_topic_partition_list_t *all =
                 rd_kafka_topic_partition_list_copy(l);
         for (int i = 0; i < all->cnt; i++)
                 all->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
-        kretry_sbuf_drop(a, all); /* and every other of those partitions */
+        kretry_sbuf_drop(a, all); /* every batched message of them */
         for (int i = 0; i < l->cnt; i++) {
                 kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
                 if (part)
@@ -373,9 +359,8 @@ void kretry_txn_abort(kretry_adapter_t *a,
                 }
                 a->txn.aborting = 0;
         }
-        a->txn.open = a->txn.sent = a->txn.abort = 0;
-        a->txn.since                             = 0;
-        a->txn.decided                           = 0;
+        a->txn.abort = 0;
+        txn_ended(a);
         if (!was_open)
                 return;
         atomic_fetch_add_explicit(&a->stats.txn_aborts, 1,
@@ -386,7 +371,7 @@ void kretry_txn_abort(kretry_adapter_t *a,
          * owner starts from the committed state. */
         rd_kafka_topic_partition_list_t *l =
                 a->closed ? rd_kafka_topic_partition_list_new(0)
-                          : assigned(a, except);
+                          : kretry_assigned_list(a, except);
         kretry_log(a, KRETRY_LOG_WARNING, "TXN",
                    "transaction aborted: none of its copies becomes visible; "
                    "%d partitions start again from their committed offsets",
@@ -483,8 +468,7 @@ static int txn_commit(kretry_adapter_t *a,
         if (!a->txn.sent) {
                 rd_kafka_topic_partition_list_t *l = txn_offsets(a);
                 if (!l && !a->txn.open) {
-                        a->txn.since   = 0;
-                        a->txn.decided = 0;
+                        txn_ended(a);
                         return 0;
                 }
                 if (l && kretry_txn_begin(a)) {
@@ -554,10 +538,8 @@ static int txn_commit(kretry_adapter_t *a,
                 if (!kretry_left_ms(deadline, -1))
                         return 1; /* resumed at the next step */
         }
-        a->txn.open = a->txn.sent = 0;
-        a->txn.since              = 0;
-        a->txn.decided            = 0;
-        a->txn.stuck_backoff_ms   = 0;
+        txn_ended(a);
+        a->txn.stuck_backoff_ms = 0;
         atomic_fetch_add_explicit(&a->stats.txn_commits, 1,
                                   memory_order_relaxed);
         return 0;
