@@ -70,6 +70,15 @@ def kcat(bootstrap, args, stdin=None):
     return r.stdout.decode()
 
 
+def file_text(f):
+    """All of the file @f a child process writes its output to, read with
+    pread: a seek and read would move the offset the child shares (it
+    inherited the same open file) and make its next write overwrite the
+    start."""
+    fd = f.fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+
+
 class Broker:
     """`kretry dev-broker` (or another long-running kretry @command whose
     first stdout line says where it is) as a child process; stderr kept in
@@ -105,8 +114,7 @@ class Broker:
         return self.proc.wait(timeout=timeout)
 
     def stderr_text(self):
-        self.err.seek(0)
-        return self.err.read().decode(errors="replace")
+        return file_text(self.err)
 
     def kill(self):
         if self.proc.poll() is None:

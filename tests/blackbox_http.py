@@ -49,7 +49,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import SKIP, Cluster, chain, check, kcat  # noqa: E402
+from bbkafka import (SKIP, Cluster, chain, check, file_text,  # noqa: E402
+                     kcat)
 from blackbox_run import MOCK_X  # noqa: E402
 
 BINARY = bytes(range(256)) + b"\r\n\x00end"
@@ -153,8 +154,7 @@ class Run:
             self.proc.wait(timeout=10)
 
     def stderr_text(self):
-        self.err.seek(0)
-        return self.err.read().decode(errors="replace")
+        return file_text(self.err)
 
 
 def wait_until(cond, timeout, step=0.05):

@@ -17,7 +17,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import SKIP, Cluster, chain, check, kcat  # noqa: E402
+from bbkafka import (SKIP, Cluster, chain, check, file_text,  # noqa: E402
+                     kcat)
 
 # Decides by key: ok, a retry that succeeds on attempt 3, a permanent
 # failure, one that always retries (exhausted), a crash, and a null key.
@@ -164,8 +165,7 @@ class Setup:
         self.broker.kill()
 
     def run_stderr(self):
-        self.run_err.seek(0)
-        return self.run_err.read().decode(errors="replace")
+        return file_text(self.run_err)
 
 
 def main():
