@@ -1220,6 +1220,29 @@ static void stored_offsets(kretry_adapter_t *a, char *buf, size_t size) {
                 }
 }
 
+int kretry_commit_add(kretry_adapter_t *a,
+                      rd_kafka_topic_partition_list_t **l,
+                      const kretry_part_t *part,
+                      int decided_only) {
+        char md[KRETRY_DECIDED_MAX];
+        int64_t base;
+        size_t len =
+                kretry_offsets_decided(&part->offsets, &base, md, sizeof(md));
+        if (base < 0 || (decided_only && !len))
+                return 0;
+        if (!*l && !(*l = rd_kafka_topic_partition_list_new(8)))
+                return 0;
+        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(
+                *l, a->topics[part->tier], part->partition);
+        tp->offset = base;
+        /* Freed with the list; without it, the offset alone is committed. */
+        if (len && (tp->metadata = malloc(len))) {
+                memcpy(tp->metadata, md, len);
+                tp->metadata_size = len;
+        }
+        return 1;
+}
+
 /* The partitions of @p l with offsets decided above the one they commit
  * at (ordering=key: other keys overtook a message waiting behind its own),
  * with those offsets as metadata (offsets.h); NULL when none has any. Not
@@ -1228,26 +1251,10 @@ static void stored_offsets(kretry_adapter_t *a, char *buf, size_t size) {
 static rd_kafka_topic_partition_list_t *
 decided_offsets(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *l) {
         rd_kafka_topic_partition_list_t *out = NULL;
-        char md[KRETRY_DECIDED_MAX];
         for (int i = 0; i < l->cnt; i++) {
-                kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
-                int64_t base;
-                size_t len =
-                        part && !part->copies_stuck
-                                ? kretry_offsets_decided(&part->offsets, &base,
-                                                         md, sizeof(md))
-                                : 0;
-                if (!len || (!out && !(out = rd_kafka_topic_partition_list_new(
-                                               l->cnt))))
-                        continue;
-                rd_kafka_topic_partition_t *tp =
-                        rd_kafka_topic_partition_list_add(
-                                out, a->topics[part->tier], part->partition);
-                tp->offset = base;
-                /* Freed with the list. */
-                if ((tp->metadata = malloc(len)))
-                        memcpy(tp->metadata, md, len);
-                tp->metadata_size = tp->metadata ? len : 0;
+                const kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
+                if (part && !part->copies_stuck)
+                        kretry_commit_add(a, &out, part, 1);
         }
         return out;
 }

@@ -461,6 +461,14 @@ void kretry_forward_parts_all(kretry_adapter_t *a);
 rd_kafka_topic_partition_list_t *
 kretry_assigned_list(kretry_adapter_t *a,
                      const rd_kafka_topic_partition_list_t *except);
+/* Add @p part to *@p l (made when NULL) at the offset its commit takes,
+ * with the offsets decided above that one as the commit's metadata
+ * (offsets.h). Not when it has no such offset, nor, with @p decided_only,
+ * when nothing above it was decided. 1 when added. */
+int kretry_commit_add(kretry_adapter_t *a,
+                      rd_kafka_topic_partition_list_t **l,
+                      const kretry_part_t *part,
+                      int decided_only);
 /* Finish the in-flight copies of the partitions of @p l (those refused as
  * too large aside) until @p deadline, commit synchronously (for a close: at
  * most KRETRY_COMMIT_GRACE_MS once the copies are done, however early that

@@ -385,27 +385,13 @@ void kretry_txn_abort(kretry_adapter_t *a,
  * with the offsets decided above it as metadata; NULL when none. */
 static rd_kafka_topic_partition_list_t *txn_offsets(kretry_adapter_t *a) {
         rd_kafka_topic_partition_list_t *l = NULL;
-        char md[KRETRY_DECIDED_MAX];
         for (int t = 0; t < a->topic_cnt; t++)
                 for (int p = 0; p < a->part_cap[t]; p++) {
                         kretry_part_t *part = a->parts[t][p];
-                        int64_t base;
                         if (!part || !part->assigned || !part->txn_dirty)
                                 continue;
                         part->txn_dirty = 0;
-                        size_t len      = kretry_offsets_decided(
-                                     &part->offsets, &base, md, sizeof(md));
-                        if (base < 0 ||
-                            (!l && !(l = rd_kafka_topic_partition_list_new(8))))
-                                continue;
-                        rd_kafka_topic_partition_t *tp =
-                                rd_kafka_topic_partition_list_add(
-                                        l, a->topics[t], p);
-                        tp->offset = base;
-                        if (len && (tp->metadata = malloc(len))) {
-                                memcpy(tp->metadata, md, len);
-                                tp->metadata_size = len;
-                        }
+                        kretry_commit_add(a, &l, part, 0);
                 }
         return l;
 }
