@@ -16,7 +16,10 @@ endforeach()
 kretry_add_suite(it_rebalance TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_ordering TIMEOUT 300 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_concurrency TIMEOUT 300 LABELS integration SOURCES it_harness.c)
-kretry_add_suite(it_async TIMEOUT 300 LABELS integration SOURCES it_harness.c)
+# test_txn_through_aborts: routing=transactional, real Kafka only.
+kretry_add_suite(it_async TIMEOUT 300 LABELS integration SOURCES it_harness.c
+                 SEPARATE test_txn_through_aborts)
+set_tests_properties(it_async.test_txn_through_aborts PROPERTIES LABELS real)
 kretry_add_suite(it_avro TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_contract TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 target_link_libraries(it_contract PRIVATE PkgConfig::JANSSON)

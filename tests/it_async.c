@@ -4,8 +4,10 @@
  * thread under per-key order, completion before the handler returned,
  * held messages counting against handler.concurrency, handler.thread poll
  * (calls on the polling thread, completed from the application's loop),
- * completion after a revocation and after destroy began.
+ * completion after a revocation and after destroy began, and through the
+ * aborted transactions of routing=transactional (real Kafka only).
  */
+#include "adapter_int.h" /* kretry_test_txn_fails */
 #include "it_harness.h"
 
 #include <pthread.h>
@@ -519,6 +521,126 @@ static void test_complete_after_destroy_partition(void) {
         complete_after_destroy("partition", 1);
 }
 
+/* A call for a message of a key whose earlier messages were never answered
+ * OK. (hold_handler's own check counts the messages an abort hands out
+ * again, behind later ones, as out of order.) */
+static atomic_int txn_early;
+static kretry_action_t txn_hold_handler(kretry_msg_t *msg, void *opaque) {
+        async_state_t *st = opaque;
+        int key, seq;
+        it_key_seq(msg, &key, &seq);
+        for (int s = 0; s < seq; s++)
+                if (!atomic_load(&st->ok[key][s]))
+                        atomic_fetch_add(&txn_early, 1);
+        return hold_handler(msg, opaque);
+}
+
+static int by_id(const void *x, const void *y) {
+        return strcmp(x, y);
+}
+
+static int txn_commits_tried;
+static int fail_every_third(void) {
+        return ++txn_commits_tried % 3 == 0 && txn_commits_tried < 30;
+}
+
+/* Every source partition committed to its end, every tier partition past
+ * its last copy. */
+static int txn_all_committed(kretry_adapter_t *a, it_env_t *env) {
+        (void)a;
+        for (int p = 0; p < PARTS; p++)
+                if (kt_committed(env->c, env->group, env->source, p) !=
+                            KEYS / PARTS * PER_KEY ||
+                    !it_tier_at_end(env, p))
+                        return 0;
+        return 1;
+}
+
+/* routing=transactional: held messages answered from the application's
+ * thread, out of order, while every third transaction fails. An abort
+ * rewinds the partitions: what was held then is discarded (the late
+ * answers are ignored) and handed out again. Everything ends committed,
+ * each retry's tier copy is visible once (read_committed), and no message
+ * starts before the earlier ones of its key were answered OK. */
+static void test_txn_through_aborts(void) {
+        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
+                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP: the "
+                        "mock cluster's transactions write no markers");
+                return;
+        }
+        it_env_t *env = it_env_new("20ms", PARTS);
+        it_produce_keys(env, KEYS, PER_KEY);
+        async_state_t *st   = state_new();
+        kretry_conf_t *conf = it_conf(
+                env, "routing", "transactional", "transaction.interval.ms",
+                "30", "ordering", "key", "handler.concurrency", "8", NULL);
+        kretry_conf_set_handler(conf, txn_hold_handler, st);
+        kretry_conf_set_route_cb(conf, NULL);
+        atomic_store(&txn_early, 0);
+        txn_commits_tried     = 0;
+        kretry_test_txn_fails = fail_every_third;
+        kretry_adapter_t *a   = it_adapter(conf);
+        pthread_t t;
+        KT_REQUIRE(pthread_create(&t, NULL, completer, st) == 0);
+        KT_ASSERT(it_run_until(a, txn_all_committed, env, 90000));
+        long long aborts =
+                kretry_adapter_counter(a, KRETRY_COUNTER_TXN_ABORTS, 0);
+        KT_ASSERT(aborts >= 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        atomic_store(&st->stop, 1);
+        pthread_join(t, NULL);
+        while (st->n)
+                kretry_msg_complete(st->q[--st->n], KRETRY_OK);
+        kretry_adapter_destroy(a);
+        kretry_test_txn_fails = NULL;
+        KT_ASSERT_INT_EQ(atomic_load(&txn_early), 0);
+        /* The tier holds each retried message (answer() retries a first
+         * attempt when (key * 31 + seq * 7) % 10 == 0) and, under
+         * ordering=key, the messages forwarded behind one of their key's
+         * (class parked), again each time they come back while it waits:
+         * none twice. A copy is told by its value, attempt and class, and
+         * a forward by its due time, later each time. */
+        int all          = KEYS * PER_KEY;
+        kt_copies_t tier = {.max = 4 * all};
+        tier.m           = calloc((size_t)tier.max, sizeof(kt_copy_t));
+        KT_REQUIRE(tier.m != NULL);
+        kt_consume(env->c, env->tiers[0], tier.max, 3000, kt_copy_grab, &tier);
+        KT_ASSERT(tier.n < tier.max);
+        char(*ids)[160] = calloc((size_t)tier.n + 1, sizeof(*ids));
+        KT_REQUIRE(ids != NULL);
+        for (int i = 0; i < tier.n; i++) {
+                const kt_copy_t *c = &tier.m[i];
+                const char *att    = kt_copy_hdr(c, "kretry-attempt"),
+                           *cls    = kt_copy_hdr(c, "kretry-error-class"),
+                           *due    = kt_copy_hdr(c, "kretry-due-ts");
+                int parked         = cls && !strcmp(cls, "parked");
+                snprintf(ids[i], sizeof(ids[i]), "%s attempt %s %s%s%s",
+                         c->value, att ? att : "-", cls ? cls : "-",
+                         parked ? " due " : "", parked && due ? due : "");
+        }
+        qsort(ids, (size_t)tier.n, sizeof(*ids), by_id);
+        int twice = 0;
+        for (int i = 1; i < tier.n; i++)
+                if (!strcmp(ids[i], ids[i - 1]) && twice++ < 5)
+                        fprintf(stderr, "  a tier copy made twice: %s\n",
+                                ids[i]);
+        KT_ASSERT_INT_EQ(twice, 0);
+        free(ids);
+        for (int k = 0; k < KEYS; k++)
+                for (int s = 0; s < PER_KEY; s++) {
+                        char v[32];
+                        snprintf(v, sizeof(v), "%d:%d", k, s);
+                        KT_CHECK_MSG(
+                                (k * 31 + s * 7) % 10 || kt_copy_find(&tier, v),
+                                CU_FALSE, "%s: retried, not in the tier", v);
+                }
+        free(tier.m);
+        fprintf(stderr, "  %d handler calls for %d messages, %lld aborts\n",
+                atomic_load(&st->calls), KEYS * PER_KEY, aborts);
+        state_free(st);
+        it_env_destroy(env);
+}
+
 /* Not a held message: refused. */
 static void test_complete_refused(void) {
         KT_ASSERT_INT_EQ(kretry_msg_complete(NULL, KRETRY_OK), -1);
@@ -536,6 +658,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_complete_after_destroy),
                 KT_TEST(test_complete_after_destroy_partition),
                 KT_TEST(test_complete_refused),
+                KT_TEST(test_txn_through_aborts),
                 KT_END};
         return kt_main("it_async", tests, argc, argv);
 }

@@ -425,3 +425,18 @@ void it_schema_r(char *path, size_t size) {
                    write(fd, json, strlen(json)) == (ssize_t)strlen(json));
         close(fd);
 }
+
+int64_t it_end_offset(it_env_t *env, const char *topic, int32_t p) {
+        int64_t lo = -1, hi = -1;
+        rd_kafka_t *rk = kt_group_client(env->c, "kt-watermarks");
+        if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, 5000))
+                hi = -1;
+        rd_kafka_destroy(rk);
+        return hi;
+}
+
+int it_tier_at_end(it_env_t *env, int32_t p) {
+        int64_t c   = kt_committed(env->c, env->group, env->tiers[0], p);
+        int64_t end = it_end_offset(env, env->tiers[0], p);
+        return c > 0 && (c == end || c == end - 1);
+}

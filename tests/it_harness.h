@@ -66,6 +66,14 @@ void it_log(kretry_log_level_t level,
             const char *msg,
             void *opaque);
 
+/* The end offset of @p topic [@p p] (its high watermark), -1 when the
+ * cluster does not say. */
+int64_t it_end_offset(it_env_t *env, const char *topic, int32_t p);
+/* The first tier's partition @p p committed past its last copy: at its end,
+ * or (routing=transactional) before the commit marker that ends it (a
+ * marker is never consumed). */
+int it_tier_at_end(it_env_t *env, int32_t p);
+
 /* Poll until @p cond returns true or @p timeout_ms passes; returns cond. */
 int it_run_until(kretry_adapter_t *a,
                  int (*cond)(kretry_adapter_t *a, it_env_t *env),

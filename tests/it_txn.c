@@ -70,31 +70,13 @@ static void produce_mix(it_env_t *env, const mix_t *m) {
         }
 }
 
-/* The end offset of @p topic [@p p] (its high watermark). */
-static int64_t end_offset(it_env_t *env, const char *topic, int32_t p) {
-        int64_t lo = -1, hi = -1;
-        rd_kafka_t *rk = kt_group_client(env->c, "kt-watermarks");
-        if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, 5000))
-                hi = -1;
-        rd_kafka_destroy(rk);
-        return hi;
-}
-
-/* A tier partition committed past its last copy: at its end, or before the
- * commit marker that ends it (a marker is never consumed). */
-static int tier_at_end(it_env_t *env, int32_t p) {
-        int64_t c   = kt_committed(env->c, env->group, env->tiers[0], p);
-        int64_t end = end_offset(env, env->tiers[0], p);
-        return c > 0 && (c == end || c == end - 1);
-}
-
 /* produce_mix's {4, 4, 4} committed to the end: 12 source messages a
  * partition, and their tier copies. */
 static int all_at_end(kretry_adapter_t *a, it_env_t *env) {
         (void)a;
         for (int p = 0; p < env->parts; p++)
                 if (kt_committed(env->c, env->group, env->source, p) != 12 ||
-                    !tier_at_end(env, p))
+                    !it_tier_at_end(env, p))
                         return 0;
         return 1;
 }
@@ -131,7 +113,7 @@ static void check_exactly_once(it_env_t *env, const mix_t *m) {
                         kt_committed(env->c, env->group, env->source, p),
                         m->ok + m->retry + m->fail);
                 /* Aborted copies and markers take tier offsets too. */
-                KT_ASSERT(tier_at_end(env, p));
+                KT_ASSERT(it_tier_at_end(env, p));
         }
         free(tier.m);
         free(dlq.m);
@@ -381,7 +363,7 @@ static void test_close_commits(void) {
 static int big_done(kretry_adapter_t *a, it_env_t *env) {
         (void)a;
         return kt_committed(env->c, env->group, env->source, 0) == 1 &&
-               tier_at_end(env, 0);
+               it_tier_at_end(env, 0);
 }
 
 /* A copy the broker refuses as too large fails its transaction: it is
