@@ -16,10 +16,12 @@ endforeach()
 kretry_add_suite(it_rebalance TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_ordering TIMEOUT 300 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_concurrency TIMEOUT 300 LABELS integration SOURCES it_harness.c)
-# test_txn_through_aborts: routing=transactional, real Kafka only.
+# test_txn_through_aborts, test_txn_aborts_blind: routing=transactional,
+# real Kafka only.
 kretry_add_suite(it_async TIMEOUT 300 LABELS integration SOURCES it_harness.c
-                 SEPARATE test_txn_through_aborts)
-set_tests_properties(it_async.test_txn_through_aborts PROPERTIES LABELS real)
+                 SEPARATE test_txn_through_aborts test_txn_aborts_blind)
+set_tests_properties(it_async.test_txn_through_aborts
+                     it_async.test_txn_aborts_blind PROPERTIES LABELS real)
 kretry_add_suite(it_avro TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_contract TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 target_link_libraries(it_contract PRIVATE PkgConfig::JANSSON)

@@ -133,14 +133,16 @@ kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p) {
         if (tier < 0 || p < 0 || part_room(a, tier, p) ||
             !(part = calloc(1, sizeof(*part))))
                 return NULL;
-        part->tier      = tier;
-        part->partition = p;
-        part->assigned  = 1;
-        part->refs      = 1; /* the table's */
-        part->stored    = -1;
-        part->first     = -1;
-        part->src_next  = -1;
-        part->emit_hi   = -1;
+        part->tier          = tier;
+        part->partition     = p;
+        part->assigned      = 1;
+        part->refs          = 1; /* the table's */
+        part->stored        = -1;
+        part->first         = -1;
+        part->txn_sent      = -1;
+        part->txn_committed = -1;
+        part->src_next      = -1;
+        part->emit_hi       = -1;
         kretry_offsets_init(&part->offsets);
         kretry_chains_init(&part->chains);
         kretry_versions_init(&part->versions);
@@ -168,6 +170,8 @@ void kretry_part_unref(kretry_part_t *part) {
                 return;
         kretry_offsets_free(&part->offsets);
         kretry_decided_free(&part->decided);
+        free(part->txn_sent_md);
+        free(part->txn_md);
         kretry_chains_free(&part->chains);
         kretry_versions_free(&part->versions);
         free(part);

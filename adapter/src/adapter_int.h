@@ -124,6 +124,15 @@ typedef struct kretry_part_s {
          * was decided since the last transaction committed its offsets. */
         int64_t first;
         int txn_dirty;
+        /* routing=transactional: the offset sent with the open transaction
+         * and the last one a committed transaction carried (-1 none yet in
+         * this assignment), each with its decided-above metadata (malloc'd,
+         * NULL when none): where a rewind goes when the group's committed
+         * offset cannot be read (the cluster does not answer; txn.c
+         * rewind_to). */
+        int64_t txn_sent, txn_committed;
+        void *txn_sent_md, *txn_md;
+        size_t txn_sent_md_len, txn_md_len;
         /* routing=transactional: a copy of it was refused as too large, so
          * its transaction was aborted; paused until then (kretry_mono_ms)
          * instead of failing the next one at once. */
@@ -628,6 +637,10 @@ void kretry_txn_unblock(kretry_adapter_t *a, int64_t mono);
  * transaction being committed fails as a broker's refusal would (it is
  * aborted and its partitions rewound). Polling thread. */
 extern int (*kretry_test_txn_fails)(void);
+/* Test only: when set and it returns nonzero, the group's committed
+ * offsets read after an abort (the rewind's and the restore's) are
+ * unknown, as while the cluster does not answer. Polling thread. */
+extern int (*kretry_test_txn_blind)(void);
 /* Abort the open transaction (a lost assignment, a close cut short) and
  * rewind every assigned partition but those of @p except (none while
  * closing: the next owner starts from the committed state). */

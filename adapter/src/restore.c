@@ -445,8 +445,11 @@ static void source_resume(kretry_adapter_t *a,
                                         l, a->topics[t],
                                         parts->elems[i].partition);
         rd_kafka_resp_err_t err =
-                l->cnt ? rd_kafka_committed(rk, l, kretry_left_ms(deadline, -1))
-                       : 0;
+                !l->cnt ? 0
+                : kretry_test_txn_blind && kretry_test_txn_blind()
+                        ? RD_KAFKA_RESP_ERR__TIMED_OUT
+                        : rd_kafka_committed(rk, l,
+                                             kretry_left_ms(deadline, -1));
         if (err)
                 kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
                            "committed source offsets: %s; what was decided "

@@ -33,6 +33,7 @@
 #define KRETRY_TXN_CALL_MS 5000
 
 int (*kretry_test_txn_fails)(void);
+int (*kretry_test_txn_blind)(void);
 
 kretry_err_t
 kretry_txn_conf(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
@@ -185,19 +186,61 @@ void kretry_txn_copy_failed(kretry_adapter_t *a,
         kretry_inflight_free(a, r);
 }
 
-/* Where each partition of @p l starts again: the group's committed offset,
- * or without one the first offset this assignment took (a batched source
- * message's, if it took none yet); RD_KAFKA_OFFSET_INVALID: nothing was
- * taken, nothing to go back to. */
-static void rewind_to(kretry_adapter_t *a, rd_kafka_topic_partition_list_t *l) {
+/* The offset of @p tp sent with the open transaction, and its metadata
+ * (taken from @p tp): committed with it, they are where a rewind goes when
+ * the cluster cannot tell (rewind_to). */
+static void offsets_sent(kretry_adapter_t *a, rd_kafka_topic_partition_t *tp) {
+        kretry_part_t *part = kretry_part_of(a, tp);
+        if (!part)
+                return;
+        part->stored = part->txn_sent = tp->offset;
+        free(part->txn_sent_md);
+        part->txn_sent_md     = tp->metadata;
+        part->txn_sent_md_len = tp->metadata_size;
+        tp->metadata          = NULL;
+        tp->metadata_size     = 0;
+}
+
+/* The transaction committed: what it sent is the assigned partitions'
+ * committed state. */
+static void offsets_committed(kretry_adapter_t *a) {
+        for (int t = 0; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++) {
+                        kretry_part_t *part = a->parts[t][p];
+                        if (!part || part->txn_sent < 0)
+                                continue;
+                        free(part->txn_md);
+                        part->txn_committed   = part->txn_sent;
+                        part->txn_md          = part->txn_sent_md;
+                        part->txn_md_len      = part->txn_sent_md_len;
+                        part->txn_sent        = -1;
+                        part->txn_sent_md     = NULL;
+                        part->txn_sent_md_len = 0;
+                }
+}
+
+/* Where each partition of @p l starts again: the group's committed offset;
+ * when the cluster does not tell it (it is down), the offset the last
+ * transaction of this assignment committed (@p mine[i] set: its decided
+ * metadata is the assignment's own too), or without one the first offset
+ * this assignment took (a batched source message's, if it took none yet),
+ * which the group's committed offset was when it began;
+ * RD_KAFKA_OFFSET_INVALID: nothing was taken, nothing to go back to.
+ * @p mine may be NULL (out of memory). */
+static void
+rewind_to(kretry_adapter_t *a, rd_kafka_topic_partition_list_t *l, char *mine) {
         rd_kafka_topic_partition_list_t *c =
                 rd_kafka_topic_partition_list_copy(l);
         rd_kafka_resp_err_t err =
-                rd_kafka_committed(a->consumer, c, KRETRY_TXN_CALL_MS);
+                kretry_test_txn_blind && kretry_test_txn_blind()
+                        ? RD_KAFKA_RESP_ERR__TIMED_OUT
+                        : rd_kafka_committed(a->consumer, c,
+                                             KRETRY_TXN_CALL_MS);
         for (int i = 0; i < l->cnt; i++) {
                 rd_kafka_topic_partition_t *tp = &l->elems[i];
                 kretry_part_t *part            = kretry_part_of(a, tp);
                 int64_t first                  = part ? part->first : -1;
+                int own                        = 0;
                 for (int j = a->sbuf_pos; first < 0 && j < a->sbuf_cnt; j++)
                         if (a->sbuf[j]->partition == tp->partition &&
                             !strcmp(rd_kafka_topic_name(a->sbuf[j]->rkt),
@@ -206,18 +249,65 @@ static void rewind_to(kretry_adapter_t *a, rd_kafka_topic_partition_list_t *l) {
                 tp->offset = RD_KAFKA_OFFSET_INVALID;
                 if (!err && !c->elems[i].err && c->elems[i].offset >= 0)
                         tp->offset = c->elems[i].offset;
-                else if (first >= 0)
+                else if ((err || c->elems[i].err) && part &&
+                         part->txn_committed >= 0) {
+                        tp->offset = part->txn_committed;
+                        own        = 1;
+                } else if (first >= 0)
                         tp->offset = first;
                 if (err || c->elems[i].err)
                         kretry_log(
                                 a, KRETRY_LOG_WARNING, "TXN",
                                 "%s [%d]: committed offset unknown (%s); "
-                                "rewinding to %lld",
+                                "rewinding to %lld (%s)",
                                 tp->topic, (int)tp->partition,
                                 rd_kafka_err2str(err ? err : c->elems[i].err),
-                                (long long)tp->offset);
+                                (long long)tp->offset,
+                                own ? "what this instance committed last"
+                                : first >= 0 ? "where this assignment began"
+                                             : "nothing taken yet");
+                if (mine)
+                        mine[i] = (char)own;
         }
         rd_kafka_topic_partition_list_destroy(c);
+}
+
+/* What a partition's last committed transaction committed, carried from
+ * the retired assignment to the one made again. */
+typedef struct {
+        int64_t off;
+        void *md;
+        size_t len;
+} kept_t;
+
+static void kept_take(kept_t *k, kretry_part_t *part) {
+        k->off           = part->txn_committed;
+        k->md            = part->txn_md;
+        k->len           = part->txn_md_len;
+        part->txn_md     = NULL;
+        part->txn_md_len = 0;
+}
+
+/* @p mine: the rewind went to @p k's offset because the cluster did not
+ * tell the committed one: the offsets decided above it are taken from
+ * its metadata (what the restore reads from the commit when it can), and
+ * under ordering=key the source resumes there. */
+static void
+kept_give(kretry_adapter_t *a, kept_t *k, kretry_part_t *part, int mine) {
+        if (mine && k->md &&
+            kretry_decided_parse(&part->decided, k->off, k->md, k->len))
+                kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                           "%s [%d]: the offsets decided above %lld could "
+                           "not be read from the last commit's metadata; "
+                           "they are handled again",
+                           a->topics[part->tier], (int)part->partition,
+                           (long long)k->off);
+        if (mine && !part->tier && a->conf->ordering == KRETRY_ORDER_KEY)
+                part->src_next = k->off;
+        part->txn_committed = k->off;
+        part->txn_md        = k->md;
+        part->txn_md_len    = k->len;
+        k->md               = NULL;
 }
 
 /* After an abort: the assignments of @p l start again from the group's
@@ -230,7 +320,14 @@ static void rewind_parts(kretry_adapter_t *a,
         if (!l->cnt)
                 return;
         int64_t deadline = kretry_mono_ms() + a->conf->revoke_timeout_ms;
-        rewind_to(a, l);
+        /* Out of memory: the offsets decided above are handled again. */
+        kept_t *kept = calloc((size_t)l->cnt, sizeof(*kept));
+        char *mine   = kept ? calloc((size_t)l->cnt, 1) : NULL;
+        if (!mine) {
+                free(kept);
+                kept = NULL;
+        }
+        rewind_to(a, l, mine);
         rd_kafka_topic_partition_list_t *all =
                 rd_kafka_topic_partition_list_copy(l);
         for (int i = 0; i < all->cnt; i++)
@@ -238,6 +335,8 @@ static void rewind_parts(kretry_adapter_t *a,
         kretry_sbuf_drop(a, all); /* every batched message of them */
         for (int i = 0; i < l->cnt; i++) {
                 kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
+                if (part && kept)
+                        kept_take(&kept[i], part);
                 if (part)
                         kretry_part_retire(a, part);
         }
@@ -247,15 +346,24 @@ static void rewind_parts(kretry_adapter_t *a,
         for (int i = 0; i < l->cnt; i++) {
                 rd_kafka_topic_partition_t *tp = &l->elems[i];
                 int tier = kretry_topic_index(a, tp->topic);
-                if (!kretry_part_assign(a, tier, tp->partition))
+                kretry_part_t *part =
+                        kretry_part_assign(a, tier, tp->partition);
+                if (!part)
                         kretry_log(a, KRETRY_LOG_ERR, "TXN",
                                    "%s [%d]: out of memory: its messages are "
                                    "not handled until the next assignment",
                                    tp->topic, (int)tp->partition);
-                else if (tier == 0)
+                else if (kept)
+                        kept_give(a, &kept[i], part, mine[i]);
+                if (part && tier == 0)
                         rd_kafka_topic_partition_list_add(src, tp->topic,
                                                           tp->partition);
         }
+        if (kept)
+                for (int i = 0; i < l->cnt; i++)
+                        free(kept[i].md);
+        free(kept);
+        free(mine);
         kretry_restore(a, src);
         rd_kafka_topic_partition_list_destroy(src);
         rd_kafka_topic_partition_list_t *seek =
@@ -495,12 +603,8 @@ static int txn_commit(kretry_adapter_t *a,
                 if (cgmd)
                         rd_kafka_consumer_group_metadata_destroy(cgmd);
                 if (!failed && l)
-                        for (int i = 0; i < l->cnt; i++) {
-                                kretry_part_t *part =
-                                        kretry_part_of(a, &l->elems[i]);
-                                if (part)
-                                        part->stored = l->elems[i].offset;
-                        }
+                        for (int i = 0; i < l->cnt; i++)
+                                offsets_sent(a, &l->elems[i]);
                 if (l)
                         rd_kafka_topic_partition_list_destroy(l);
                 if (failed) {
@@ -524,6 +628,7 @@ static int txn_commit(kretry_adapter_t *a,
                 if (!kretry_left_ms(deadline, -1))
                         return 1; /* resumed at the next step */
         }
+        offsets_committed(a);
         txn_ended(a);
         a->txn.stuck_backoff_ms = 0;
         atomic_fetch_add_explicit(&a->stats.txn_commits, 1,
