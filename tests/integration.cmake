@@ -29,16 +29,18 @@ kretry_add_suite(it_lifecycle TIMEOUT 300 LABELS integration SOURCES it_harness.
                  SEPARATE test_refused_copy_too_large_real)
 set_tests_properties(it_lifecycle.test_refused_copy_too_large_real PROPERTIES LABELS real)
 kretry_add_suite(it_chaos TIMEOUT 480 LABELS integration SOURCES it_harness.c)
-# test_apply_then_start, test_start_right_after_create and
+# test_apply_then_start, test_apply_new_source, test_start_right_after_create and
 # test_changelog_not_compacted_refused need a real cluster
 # (KRETRY_TEST_BOOTSTRAP); label real keeps them out of the mock pass's list
 # of what may skip. test_changelog_policy_unknown needs the mock (a real
 # cluster answers DescribeConfigs) and skips on its own on real Kafka.
 kretry_add_suite(it_topology_check TIMEOUT 120 LABELS integration SOURCES it_harness.c
-                 SEPARATE test_apply_then_start test_start_right_after_create
+                 SEPARATE test_apply_then_start test_apply_new_source
+                          test_start_right_after_create
                           test_changelog_not_compacted_refused
                           test_changelog_policy_unknown)
 set_tests_properties(it_topology_check.test_apply_then_start
+                     it_topology_check.test_apply_new_source
                      it_topology_check.test_start_right_after_create
                      it_topology_check.test_changelog_not_compacted_refused
                      PROPERTIES LABELS real)

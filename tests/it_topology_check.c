@@ -309,6 +309,36 @@ static void test_apply_then_start(void) {
         it_env_destroy(env);
 }
 
+/* A topology whose source does not exist yet: the source takes the
+ * cluster's default max.message.bytes, unknown to the first plan, so
+ * apply raises the new tiers' and DLQ's by the copies' headroom once the
+ * cluster shows it (before, a second apply was needed and kretry run
+ * warned at every start): a plan right after finds nothing to do. */
+static void test_apply_new_source(void) {
+        char src[220], path[64], out[8192];
+        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
+                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP");
+                return;
+        }
+        it_env_t *env = it_env_new("50ms", 1);
+        snprintf(src, sizeof(src), "%s-new", env->source);
+        snprintf(path, sizeof(path), "/tmp/it_topology_check-%d.yaml",
+                 (int)getpid());
+        kt_write_topology(env->c, path, src, env->group, "[50ms]",
+                          "    topics: { partitions: 2 }\n");
+        const char *apply[] = {"kretry", "topology", "apply",
+                               "--yes",  path,       NULL};
+        int rc = kt_run(KRETRY_CLI_PATH, apply, 1, out, sizeof(out));
+        KT_CHECK_MSG(rc == 0 && strstr(out, "raising its tiers' and DLQ's"),
+                     CU_FALSE, "apply exited %d: %s", rc, out);
+        const char *plan[] = {"kretry", "topology", "plan", path, NULL};
+        rc                 = kt_run(KRETRY_CLI_PATH, plan, 1, out, sizeof(out));
+        unlink(path);
+        KT_CHECK_MSG(rc == 0 && strstr(out, "nothing to do") != NULL, CU_FALSE,
+                     "plan right after apply (exit %d): %s", rc, out);
+        it_env_destroy(env);
+}
+
 /* A chain (source, one tier, DLQ; 4 partitions) created or (@p del)
  * deleted in one admin request, returning as soon as the broker answers:
  * no wait until the brokers list it. */
@@ -397,6 +427,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_changelog_not_compacted_refused),
                 KT_TEST(test_kretry_run_refuses),
                 KT_TEST(test_apply_then_start),
+                KT_TEST(test_apply_new_source),
                 KT_TEST(test_start_right_after_create),
                 KT_END};
         return kt_main("it_topology_check", tests, argc, argv);

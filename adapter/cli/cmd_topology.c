@@ -227,20 +227,63 @@ static int run_apply(const opts_t *o, rd_kafka_t *rk, kretry_plan_t *plan) {
         return failed ? 1 : 0;
 }
 
+/* 1 when @p applied created @p topic. */
+static int created(const kretry_plan_t *applied, const char *topic) {
+        for (size_t i = 0; i < applied->cnt; i++)
+                if (applied->actions[i].op == KRETRY_PLAN_CREATE &&
+                    applied->actions[i].done == 1 &&
+                    !strcmp(applied->actions[i].topic, topic))
+                        return 1;
+        return 0;
+}
+
+/* A source created by @p applied takes the cluster's default
+ * max.message.bytes, which the first plan could not know: once the
+ * cluster shows it, its tiers and DLQ (created by @p applied too) need it
+ * plus the copies' headroom. 1 when @p plan holds nothing but those
+ * raises: part of what was confirmed, applied without asking again. */
+static int only_new_headroom(const kretry_plan_t *plan,
+                             const kretry_plan_t *applied) {
+        for (size_t i = 0; i < plan->cnt; i++) {
+                const kretry_plan_action_t *a = &plan->actions[i];
+                if (a->op != KRETRY_PLAN_ALTER_CONFIG ||
+                    !a->max_message_bytes || a->retention_ms || a->min_insync ||
+                    a->compact || !created(applied, a->topic))
+                        return 0;
+        }
+        return plan->changes > 0;
+}
+
 /* Kafka answers CreateTopics, CreatePartitions and AlterConfigs before
  * every broker's metadata and configuration show the change (KRaft applies
  * them from its log a moment later). Plan again until nothing is left, at
  * most --timeout, so that a `kretry run` started next finds what was
- * applied; 1 when something is still missing then. */
-static int settle(const opts_t *o, kretry_topology_file_t *f) {
+ * applied (with the headroom of a new source's chain, only_new_headroom);
+ * 1 when something is still missing then. */
+static int settle(const opts_t *o,
+                  kretry_topology_file_t *f,
+                  const kretry_plan_t *applied) {
         int64_t deadline = ops_mono_ms() + o->timeout_ms;
+        int raised       = 0;
         for (;;) {
                 kretry_plan_t plan = {0};
                 rd_kafka_t *rk     = make_plan(o, f, &plan);
                 int left           = rk ? plan.changes : -1;
+                int failed         = 0;
+                if (rk && !raised && only_new_headroom(&plan, applied)) {
+                        raised = 1;
+                        printf("the new source takes the cluster's default "
+                               "max.message.bytes: raising its tiers' and "
+                               "DLQ's by the copies' headroom\n");
+                        opts_t yes = *o;
+                        yes.yes    = 1;
+                        failed     = run_apply(&yes, rk, &plan);
+                }
                 if (rk)
                         rd_kafka_destroy(rk);
                 kretry_plan_clear(&plan);
+                if (failed)
+                        return 1;
                 if (left == 0)
                         return 0;
                 if (ops_mono_ms() >= deadline) {
@@ -264,9 +307,9 @@ static int do_apply(const opts_t *o) {
         int changed               = rk && plan.changes > 0;
         if (rk)
                 rd_kafka_destroy(rk);
-        kretry_plan_clear(&plan);
         if (rc == 0 && changed)
-                rc = settle(o, f);
+                rc = settle(o, f, &plan);
+        kretry_plan_clear(&plan);
         kretry_topology_file_destroy(f);
         return rc;
 }
