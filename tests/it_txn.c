@@ -48,6 +48,7 @@ static int copies_of(const kt_copies_t *cs, const char *value) {
 
 typedef struct {
         int ok, retry, fail;
+        int before; /* produced before the mix by the test, ending OK */
 } mix_t;
 
 /* ok-P-I, retry1-P-I (RETRY once, then OK) and fail-P-I on each of
@@ -71,11 +72,13 @@ static void produce_mix(it_env_t *env, const mix_t *m) {
 }
 
 /* produce_mix's {4, 4, 4} committed to the end: 12 source messages a
- * partition, and their tier copies. */
+ * partition (and before_mix more), and their tier copies. */
+static int before_mix;
 static int all_at_end(kretry_adapter_t *a, it_env_t *env) {
         (void)a;
         for (int p = 0; p < env->parts; p++)
-                if (kt_committed(env->c, env->group, env->source, p) != 12 ||
+                if (kt_committed(env->c, env->group, env->source, p) !=
+                            12 + before_mix ||
                     !it_tier_at_end(env, p))
                         return 0;
         return 1;
@@ -111,7 +114,7 @@ static void check_exactly_once(it_env_t *env, const mix_t *m) {
                 }
                 KT_ASSERT_INT_EQ(
                         kt_committed(env->c, env->group, env->source, p),
-                        m->ok + m->retry + m->fail);
+                        m->before + m->ok + m->retry + m->fail);
                 /* Aborted copies and markers take tier offsets too. */
                 KT_ASSERT(it_tier_at_end(env, p));
         }
@@ -177,6 +180,77 @@ static void test_abort_decides_again(void) {
         const it_call_t *c[8];
         KT_ASSERT(it_calls_for(env, "ok-0-0", c, 8) >= 2);
         KT_ASSERT(it_calls_for(env, "fail-0-0", c, 8) >= 2);
+        it_env_destroy(env);
+}
+
+/* test_stop_during_abort: the adapter told to stop from inside its first
+ * commit, which then fails; what the log said after. */
+static kretry_adapter_t *stopping;
+static int stop_logged, rewound_logged;
+
+static int stop_and_fail(void) {
+        kretry_adapter_stop(stopping);
+        return 1;
+}
+
+static void stop_log(kretry_log_level_t level,
+                     const char *fac,
+                     const char *msg,
+                     void *opaque) {
+        if (strstr(msg, "stopping: nothing more is committed"))
+                stop_logged++;
+        if (strstr(msg, "start again from their committed") ||
+            (stop_logged && strstr(msg, "rebuilt in")))
+                rewound_logged++;
+        it_log(level, fac, msg, opaque);
+}
+
+/* A transaction aborted once the adapter was asked to stop is not
+ * rewound (the rewind would wait for the cluster to no purpose when it is
+ * gone, up to restore.timeout.ms; seen: a SIGTERM with the broker down
+ * took 77 s), and nothing is committed after it: a handler call that ends
+ * during the close (slow1, at offset 0, holding the commit back) must not
+ * commit the offsets of the messages decided in the aborted transaction,
+ * whose copies were aborted. The next instance decides them again: each
+ * copy once, nothing lost. */
+static void test_stop_during_abort(void) {
+        if (!real_kafka())
+                return;
+        it_env_t *env = it_env_new("30ms", 1);
+        it_produce(env, 0, "k", "slow1", NULL);
+        mix_t m = {4, 4, 4, 1};
+        produce_mix(env, &m);
+        kretry_conf_t *conf = it_conf(env, "routing", "transactional",
+                                      "transaction.interval.ms", "50",
+                                      "handler.concurrency", "4", NULL);
+        kretry_conf_set_log_cb(conf, stop_log, NULL);
+        stop_logged = rewound_logged = 0;
+        kretry_test_txn_fails        = stop_and_fail;
+        kretry_adapter_t *a = stopping = it_adapter(conf);
+        KT_REQUIRE(a != NULL);
+        /* The first commit comes once the 12 others are decided. */
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 4, 20000));
+        int64_t deadline = kt_now_ms() + 30000;
+        kretry_err_t err = KRETRY_ERR_OK;
+        while (err == KRETRY_ERR_OK && kt_now_ms() < deadline)
+                err = kretry_adapter_poll(a, 50);
+        KT_ASSERT_INT_EQ(err, KRETRY_ERR_STOPPED);
+        kretry_adapter_close(a);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_TXN_COMMITS), 0);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_TXN_ABORTS), 1);
+        kretry_adapter_destroy(a);
+        kretry_test_txn_fails = NULL;
+        KT_ASSERT_INT_EQ(stop_logged, 1);
+        KT_ASSERT_INT_EQ(rewound_logged, 0);
+        KT_ASSERT(kt_committed(env->c, env->group, env->source, 0) <= 0);
+        a = it_adapter(txn_conf(env));
+        KT_REQUIRE(a != NULL);
+        before_mix = 1;
+        KT_ASSERT(it_run_until(a, all_at_end, env, 30000));
+        before_mix = 0;
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        check_exactly_once(env, &m);
         it_env_destroy(env);
 }
 
@@ -420,6 +494,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_abort_decides_again),
                 KT_TEST(test_key_order_versions_through_aborts),
                 KT_TEST(test_close_commits),
+                KT_TEST(test_stop_during_abort),
                 KT_TEST(test_too_large_waits),
                 KT_END};
         return kt_main("it_txn", tests, argc, argv);

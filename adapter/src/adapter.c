@@ -1481,7 +1481,10 @@ kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         int64_t t0 = kretry_mono_ms();
         finish_join(a, t0 + a->conf->revoke_timeout_ms);
         /* Leaving the group revokes every partition: the rebalance callback
-         * drains the producer and commits synchronously. */
+         * drains the producer and commits synchronously; a transaction it
+         * cannot commit is aborted within the close's bound too. */
+        a->txn.abort_by =
+                t0 + a->conf->revoke_timeout_ms + KRETRY_CLOSE_GRACE_MS;
         int cut = close_consumer(a, t0);
         /* Cut short: nothing of it is committed; aborted within what is
          * left of the close's bound. */

@@ -376,6 +376,9 @@ struct kretry_adapter_s {
                 int stuck_backoff_ms;
                 int64_t blocked_at;
                 int64_t abort_by; /* the close's bound on an abort, 0 */
+                /* Aborted while closing, stopping or fatal, not rewound:
+                 * no transaction begins or commits again (kretry_txn_abort) */
+                int spent;
         } txn;
 };
 

@@ -31,6 +31,8 @@
 /* How long one blocking transaction call may wait in the poll loop before
  * the loop moves on (the call is resumed at the next step). */
 #define KRETRY_TXN_CALL_MS 5000
+/* ... taken in slices of this, so that a stop is seen between them. */
+#define KRETRY_TXN_SLICE_MS 500
 
 int (*kretry_test_txn_fails)(void);
 int (*kretry_test_txn_blind)(void);
@@ -108,8 +110,14 @@ txn_error(kretry_adapter_t *a, const char *call, rd_kafka_error_t *e) {
                  : rd_kafka_error_txn_requires_abort(e) ? 1
                  : rd_kafka_error_is_retriable(e)       ? 0
                                                         : 1;
-        kretry_log(a, rc < 0 ? KRETRY_LOG_ERR : KRETRY_LOG_WARNING, "TXN",
-                   "%s: %s%s", call, rd_kafka_error_string(e),
+        /* A slice's end (call_ms) is no news: the call is made again. */
+        int slice =
+                !rc && rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__TIMED_OUT;
+        kretry_log(a,
+                   rc < 0  ? KRETRY_LOG_ERR
+                   : slice ? KRETRY_LOG_DEBUG
+                           : KRETRY_LOG_WARNING,
+                   "TXN", "%s: %s%s", call, rd_kafka_error_string(e),
                    rc < 0   ? "; stopping: no copy can be committed any more"
                    : rc > 0 ? "; aborting the transaction: its messages are "
                               "decided again"
@@ -122,6 +130,20 @@ txn_error(kretry_adapter_t *a, const char *call, rd_kafka_error_t *e) {
         return rc;
 }
 
+/* A transaction call's timeout: what is left of @p deadline, at most a
+ * slice. */
+static int call_ms(int64_t deadline) {
+        return kretry_left_ms(deadline, KRETRY_TXN_SLICE_MS);
+}
+
+/* 1 when a call that failed retriably is not tried again: @p deadline
+ * passed, or the adapter was asked to stop outside its close (the close
+ * tries again within its own bound, or aborts). */
+static int txn_gives_up(kretry_adapter_t *a, int64_t deadline) {
+        return !kretry_left_ms(deadline, -1) ||
+               (atomic_load(&a->stop) && !a->closed);
+}
+
 /* No transaction is open any more (committed, aborted, or none was). */
 static void txn_ended(kretry_adapter_t *a) {
         a->txn.open = a->txn.sent = 0;
@@ -132,7 +154,8 @@ static void txn_ended(kretry_adapter_t *a) {
 int kretry_txn_begin(kretry_adapter_t *a) {
         if (!a->txn.on || a->txn.open)
                 return 0;
-        if (a->txn.abort || a->txn.aborting || a->producer_fatal)
+        if (a->txn.abort || a->txn.aborting || a->producer_fatal ||
+            a->txn.spent)
                 return -1;
         rd_kafka_error_t *e = rd_kafka_begin_transaction(a->producer);
         if (e) {
@@ -453,10 +476,10 @@ void kretry_txn_abort(kretry_adapter_t *a,
                 int64_t deadline =
                         a->txn.abort_by ? a->txn.abort_by
                                         : kretry_mono_ms() + KRETRY_TXN_CALL_MS;
-                while ((e = rd_kafka_abort_transaction(
-                                a->producer, kretry_left_ms(deadline, -1)))) {
+                while ((e = rd_kafka_abort_transaction(a->producer,
+                                                       call_ms(deadline)))) {
                         int rc = txn_error(a, "abort_transaction", e);
-                        if (rc || !kretry_left_ms(deadline, -1)) {
+                        if (rc || txn_gives_up(a, deadline)) {
                                 /* The broker aborts it after
                                  * transaction.timeout.ms; this producer
                                  * cannot go on meanwhile. */
@@ -475,15 +498,31 @@ void kretry_txn_abort(kretry_adapter_t *a,
                                   memory_order_relaxed);
         /* Said once per abort, whatever caused it (a failed call, a lost
          * assignment, a cut-short close): the reason an operator looks for
-         * when handler calls repeat. Closing, nothing is rewound: the next
-         * owner starts from the committed state. */
+         * when handler calls repeat. Closing, stopping (a close follows),
+         * or unable to go on (a->fatal): nothing is rewound, which would
+         * wait for the cluster (restore.timeout.ms) to no purpose, and
+         * nothing more is committed (txn.spent): the next owner starts
+         * from the committed state. */
+        int ending = a->closed || a->fatal || atomic_load(&a->stop);
+        if (ending)
+                a->txn.spent = 1;
         rd_kafka_topic_partition_list_t *l =
-                a->closed ? rd_kafka_topic_partition_list_new(0)
-                          : kretry_assigned_list(a, except);
-        kretry_log(a, KRETRY_LOG_WARNING, "TXN",
-                   "transaction aborted: none of its copies becomes visible; "
-                   "%d partitions start again from their committed offsets",
-                   l->cnt);
+                ending ? rd_kafka_topic_partition_list_new(0)
+                       : kretry_assigned_list(a, except);
+        if (ending)
+                kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                           "transaction aborted: none of its copies becomes "
+                           "visible; %s: nothing more is committed, the next "
+                           "owner starts from the committed offsets",
+                           a->closed || atomic_load(&a->stop)
+                                   ? "stopping"
+                                   : "this instance cannot go on");
+        else
+                kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                           "transaction aborted: none of its copies becomes "
+                           "visible; %d partitions start again from their "
+                           "committed offsets",
+                           l->cnt);
         rewind_parts(a, l);
         rd_kafka_topic_partition_list_destroy(l);
 }
@@ -535,7 +574,7 @@ member_metadata(kretry_adapter_t *a) {
 static int txn_flush(kretry_adapter_t *a, int64_t deadline) {
         while (a->inflight > 0 && !a->txn.abort) {
                 int left = kretry_left_ms(deadline, 100);
-                if (!left)
+                if (!left || txn_gives_up(a, deadline))
                         return -1;
                 int was = kretry_store_begin(a);
                 rd_kafka_poll(a->producer, left);
@@ -551,7 +590,7 @@ static int txn_flush(kretry_adapter_t *a, int64_t deadline) {
 static int txn_commit(kretry_adapter_t *a,
                       const rd_kafka_topic_partition_list_t *except,
                       int64_t deadline) {
-        if (a->producer_fatal)
+        if (a->producer_fatal || a->txn.spent)
                 return -1;
         if (!a->txn.abort && txn_flush(a, deadline))
                 return 1;
@@ -590,11 +629,11 @@ static int txn_commit(kretry_adapter_t *a,
                         a->txn.abort = failed = 1;
                 }
                 rd_kafka_error_t *e;
-                while (cgmd && (e = rd_kafka_send_offsets_to_transaction(
-                                        a->producer, l, cgmd,
-                                        kretry_left_ms(deadline, -1)))) {
+                while (cgmd &&
+                       (e = rd_kafka_send_offsets_to_transaction(
+                                a->producer, l, cgmd, call_ms(deadline)))) {
                         int rc = txn_error(a, "send_offsets_to_transaction", e);
-                        if (rc || !kretry_left_ms(deadline, -1)) {
+                        if (rc || txn_gives_up(a, deadline)) {
                                 a->txn.abort = rc >= 0;
                                 failed       = 1;
                                 break;
@@ -615,8 +654,8 @@ static int txn_commit(kretry_adapter_t *a,
                 a->txn.sent = 1;
         }
         rd_kafka_error_t *e;
-        while ((e = rd_kafka_commit_transaction(
-                        a->producer, kretry_left_ms(deadline, -1)))) {
+        while ((e = rd_kafka_commit_transaction(a->producer,
+                                                call_ms(deadline)))) {
                 int rc = txn_error(a, "commit_transaction", e);
                 if (rc > 0) {
                         a->txn.abort = 1;
@@ -625,8 +664,8 @@ static int txn_commit(kretry_adapter_t *a,
                 }
                 if (rc < 0)
                         return -1;
-                if (!kretry_left_ms(deadline, -1))
-                        return 1; /* resumed at the next step */
+                if (txn_gives_up(a, deadline))
+                        return 1; /* resumed at the next step, or closing */
         }
         offsets_committed(a);
         txn_ended(a);
