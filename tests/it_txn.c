@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static int real_kafka(void) {
         if (getenv("KRETRY_TEST_BOOTSTRAP"))
@@ -251,6 +252,72 @@ static void test_stop_during_abort(void) {
         KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
         kretry_adapter_destroy(a);
         check_exactly_once(env, &m);
+        it_env_destroy(env);
+}
+
+/* The process's CPU time (every thread), ms. */
+static int64_t cpu_ms(void) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        return (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+               (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+
+/* An open breaker under routing=transactional: what was decided before it
+ * opened is committed while it is open (the open transaction is not left
+ * waiting for the cool-down, holding read_committed readers back), and the
+ * adapter sleeps meanwhile instead of spinning. */
+static void test_breaker_open_commits(void) {
+        if (!real_kafka())
+                return;
+        it_env_t *env = it_env_new("20ms", 2);
+        for (int i = 0; i < 30; i++) {
+                char key[16];
+                snprintf(key, sizeof(key), "key-%d", i);
+                it_produce(env, i % 2, key, "always-b", NULL);
+        }
+        kretry_adapter_t *a = it_adapter(it_conf(
+                env, "routing", "transactional", "transaction.interval.ms",
+                "50", "breaker.failures", "5", "breaker.distinct.keys", "3",
+                "breaker.cooldown", "30s", "retry.max.attempts", "50", NULL));
+        KT_REQUIRE(a != NULL);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_BREAKER_TRIPS, 1, 20000));
+        /* Five calls, five copies to the tier (counted once delivered). */
+        KT_ASSERT_INT_EQ(env->call_cnt, 5);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_RETRIED, 5, 10000));
+        int64_t decided  = counter(a, KRETRY_COUNTER_RETRIED);
+        int64_t deadline = kt_now_ms() + 10000, committed = 0;
+        while (kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 100);
+                committed = 0;
+                for (int p = 0; p < 2; p++) {
+                        int64_t c = kt_committed(env->c, env->group,
+                                                 env->source, p);
+                        committed += c > 0 ? c : 0;
+                }
+                if (committed == decided)
+                        break;
+        }
+        KT_ASSERT_INT_EQ(committed, decided);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_BREAKER_OPEN), 1);
+        kt_copies_t tier = {.max = 64};
+        tier.m           = calloc((size_t)tier.max, sizeof(kt_copy_t));
+        KT_ASSERT_INT_EQ(committed_copies(env, env->tiers[0], &tier,
+                                          (int)decided + 1, 3000),
+                         (int)decided);
+        free(tier.m);
+        /* Two seconds of the open breaker: a poll loop that spun would
+         * take about as much CPU time. */
+        int64_t cpu0 = cpu_ms(), until = kt_now_ms() + 2000;
+        while (kt_now_ms() < until)
+                kretry_adapter_poll(a, 100);
+        int64_t cpu = cpu_ms() - cpu0;
+        KT_CHECK_MSG(cpu < 400, CU_FALSE,
+                     "%lld ms of CPU in 2 s with the breaker open",
+                     (long long)cpu);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_BREAKER_OPEN), 1);
+        KT_ASSERT_INT_EQ(env->call_cnt, 5);
+        kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
 
@@ -495,6 +562,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_key_order_versions_through_aborts),
                 KT_TEST(test_close_commits),
                 KT_TEST(test_stop_during_abort),
+                KT_TEST(test_breaker_open_commits),
                 KT_TEST(test_too_large_waits),
                 KT_END};
         return kt_main("it_txn", tests, argc, argv);
