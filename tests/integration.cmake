@@ -14,7 +14,10 @@ foreach(suite it_kill it_kill_txn)
   target_compile_definitions(${suite} PRIVATE IT_WORKER_PATH="$<TARGET_FILE:it_worker>")
 endforeach()
 kretry_add_suite(it_rebalance TIMEOUT 240 LABELS integration SOURCES it_harness.c)
-kretry_add_suite(it_ordering TIMEOUT 300 LABELS integration SOURCES it_harness.c)
+# test_park_rebuilt_txn: routing=transactional, real Kafka only.
+kretry_add_suite(it_ordering TIMEOUT 300 LABELS integration SOURCES it_harness.c
+                 SEPARATE test_park_rebuilt_txn)
+set_tests_properties(it_ordering.test_park_rebuilt_txn PROPERTIES LABELS real)
 kretry_add_suite(it_concurrency TIMEOUT 300 LABELS integration SOURCES it_harness.c)
 # test_txn_through_aborts, test_txn_aborts_blind: routing=transactional,
 # real Kafka only.

@@ -3,6 +3,7 @@
  * retries under random failures, the two on_dead_letter policies, stale
  * versions, and both states rebuilt by a new instance.
  */
+#include "adapter_int.h" /* kretry_test_txn_fails */
 #include "it_harness.h"
 #include "replay_headers.h"
 
@@ -190,10 +191,13 @@ static void see_dlq(const rd_kafka_message_t *m, void *opaque) {
                 d->followers_hdr = atoi(b);
 }
 
+/* routing of park_key_adapter's instances (test_park_rebuilt_txn). */
+static const char *park_routing = "at_least_once";
+
 static kretry_adapter_t *park_key_adapter(it_env_t *env, const char *attempts) {
-        return it_adapter(it_conf(env, "ordering", "key",
-                                  "ordering.on.dead.letter", "park_key",
-                                  "retry.max.attempts", attempts, NULL));
+        return it_adapter(it_conf(
+                env, "ordering", "key", "ordering.on.dead.letter", "park_key",
+                "retry.max.attempts", attempts, "routing", park_routing, NULL));
 }
 
 /* park_key: the followers of a dead-lettered head go to the DLQ without a
@@ -653,6 +657,30 @@ static void test_park_rebuilt(void) {
         it_env_destroy(env);
 }
 
+static int txn_commits_sent;
+static int count_txn_commit(void) {
+        txn_commits_sent++;
+        return 0; /* none fails */
+}
+
+/* The same under routing=transactional: the park's evidence is read from
+ * the DLQ read_committed, and each instance's copies commit with their
+ * offsets. */
+static void test_park_rebuilt_txn(void) {
+        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
+                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP: the "
+                        "mock cluster's transactions write no markers");
+                return;
+        }
+        park_routing          = "transactional";
+        txn_commits_sent      = 0;
+        kretry_test_txn_fails = count_txn_commit;
+        test_park_rebuilt();
+        kretry_test_txn_fails = NULL;
+        park_routing          = "at_least_once";
+        KT_ASSERT(txn_commits_sent > 0); /* it ran in transactions */
+}
+
 /* A second instance joins mid-run, with @p assignor: per-key order still
  * holds across the handover (chains rebuilt by the new owner), nothing is
  * lost. The tiers' delays @p tiers keep chains open until the handover
@@ -719,6 +747,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_source_wait_behind_held_concurrent),
                 KT_TEST(test_malformed_superseded_copy),
                 KT_TEST(test_park_rebuilt),
+                KT_TEST(test_park_rebuilt_txn),
                 KT_TEST(test_restore_below_log_start),
                 KT_TEST(test_foreign_copy_not_chained),
                 KT_TEST(test_key_order_rebalance_eager),
