@@ -255,6 +255,53 @@ static void test_stop_during_abort(void) {
         it_env_destroy(env);
 }
 
+/* test_oom_commit_metadata: the first commit's decided-above metadata
+ * cannot be allocated; the second commit attempt fails. */
+static int metadata_fails, commits_tried;
+static int fail_metadata(const char *site) {
+        if (strcmp(site, "metadata") || metadata_fails <= 0)
+                return 0;
+        metadata_fails--;
+        return 1;
+}
+static int fail_second_commit(void) {
+        return ++commits_tried == 2;
+}
+
+/* A transaction whose offsets cannot carry the offsets decided above them
+ * (out of memory) is aborted, not committed with the offset alone: slow1
+ * at offset 0 holds the commit back while the 12 behind it are decided,
+ * so they travel as metadata; committed without it, the rewind of a later
+ * failed transaction (or the next owner) would decide them again and copy
+ * the retried and failed ones twice. */
+static void test_oom_commit_metadata(void) {
+        if (!real_kafka())
+                return;
+        it_env_t *env = it_env_new("30ms", 1);
+        it_produce(env, 0, "k", "slow1", NULL);
+        mix_t m = {4, 4, 4, 1};
+        produce_mix(env, &m);
+        metadata_fails          = 1;
+        commits_tried           = 0;
+        kretry_test_alloc_fails = fail_metadata;
+        kretry_test_txn_fails   = fail_second_commit;
+        kretry_adapter_t *a     = it_adapter(it_conf(
+                    env, "routing", "transactional", "transaction.interval.ms",
+                    "50", "handler.concurrency", "4", NULL));
+        KT_REQUIRE(a != NULL);
+        before_mix = 1;
+        KT_ASSERT(it_run_until(a, all_at_end, env, 30000));
+        before_mix = 0;
+        KT_ASSERT_INT_EQ(metadata_fails, 0);
+        KT_ASSERT(counter(a, KRETRY_COUNTER_TXN_ABORTS) >= 2);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        kretry_test_alloc_fails = NULL;
+        kretry_test_txn_fails   = NULL;
+        check_exactly_once(env, &m);
+        it_env_destroy(env);
+}
+
 /* The process's CPU time (every thread), ms. */
 static int64_t cpu_ms(void) {
         struct rusage ru;
@@ -563,6 +610,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_close_commits),
                 KT_TEST(test_stop_during_abort),
                 KT_TEST(test_breaker_open_commits),
+                KT_TEST(test_oom_commit_metadata),
                 KT_TEST(test_too_large_waits),
                 KT_END};
         return kt_main("it_txn", tests, argc, argv);

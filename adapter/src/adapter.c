@@ -1235,15 +1235,18 @@ int kretry_commit_add(kretry_adapter_t *a,
         if (base < 0 || (decided_only && !len))
                 return 0;
         if (!*l && !(*l = rd_kafka_topic_partition_list_new(8)))
-                return 0;
+                return -1;
         rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(
                 *l, a->topics[part->tier], part->partition);
         tp->offset = base;
-        /* Freed with the list; without it, the offset alone is committed. */
-        if (len && (tp->metadata = malloc(len))) {
-                memcpy(tp->metadata, md, len);
-                tp->metadata_size = len;
-        }
+        if (!len)
+                return 1;
+        /* Freed with the list; without it, the offset alone. */
+        if ((kretry_test_alloc_fails && kretry_test_alloc_fails("metadata")) ||
+            !(tp->metadata = malloc(len)))
+                return -1;
+        memcpy(tp->metadata, md, len);
+        tp->metadata_size = len;
         return 1;
 }
 

@@ -476,7 +476,8 @@ kretry_assigned_list(kretry_adapter_t *a,
 /* Add @p part to *@p l (made when NULL) at the offset its commit takes,
  * with the offsets decided above that one as the commit's metadata
  * (offsets.h). Not when it has no such offset, nor, with @p decided_only,
- * when nothing above it was decided. 1 when added. */
+ * when nothing above it was decided. 1 when added, 0 when not, -1 out of
+ * memory: not added, or added without its metadata (the offset alone). */
 int kretry_commit_add(kretry_adapter_t *a,
                       rd_kafka_topic_partition_list_t **l,
                       const kretry_part_t *part,

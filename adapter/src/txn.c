@@ -532,14 +532,24 @@ void kretry_txn_abort(kretry_adapter_t *a,
  * with the offsets decided above it as metadata; NULL when none. */
 static rd_kafka_topic_partition_list_t *txn_offsets(kretry_adapter_t *a) {
         rd_kafka_topic_partition_list_t *l = NULL;
+        int oom                            = 0;
         for (int t = 0; t < a->topic_cnt; t++)
                 for (int p = 0; p < a->part_cap[t]; p++) {
                         kretry_part_t *part = a->parts[t][p];
                         if (!part || !part->assigned || !part->txn_dirty)
                                 continue;
                         part->txn_dirty = 0;
-                        kretry_commit_add(a, &l, part, 0);
+                        oom |= kretry_commit_add(a, &l, part, 0) < 0;
                 }
+        /* An offset without the offsets decided above it would have the
+         * next owner (or a rewind) decide those again and copy them twice:
+         * the transaction is aborted instead, its messages decided again. */
+        if (oom) {
+                kretry_log(a, KRETRY_LOG_ERR, "TXN",
+                           "out of memory for the offsets a transaction "
+                           "commits; aborting it");
+                a->txn.abort = 1;
+        }
         return l;
 }
 
@@ -600,6 +610,12 @@ static int txn_commit(kretry_adapter_t *a,
         }
         if (!a->txn.sent) {
                 rd_kafka_topic_partition_list_t *l = txn_offsets(a);
+                if (a->txn.abort) {
+                        if (l)
+                                rd_kafka_topic_partition_list_destroy(l);
+                        kretry_txn_abort(a, except);
+                        return -1;
+                }
                 if (!l && !a->txn.open) {
                         txn_ended(a);
                         return 0;
