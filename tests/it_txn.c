@@ -184,6 +184,23 @@ static void test_abort_decides_again(void) {
         it_env_destroy(env);
 }
 
+/* One partition: slow1 (a 1 s handler call) at offset 0, then @p m's mix
+ * behind it; with four handlers (slow_head_conf) the mix is decided while
+ * slow1 holds the partition's commit back at 0, so the mix's offsets
+ * travel as decided-above metadata. */
+static it_env_t *slow_head_env(const mix_t *m) {
+        it_env_t *env = it_env_new("30ms", 1);
+        it_produce(env, 0, "k", "slow1", NULL);
+        produce_mix(env, m);
+        return env;
+}
+
+static kretry_conf_t *slow_head_conf(it_env_t *env) {
+        return it_conf(env, "routing", "transactional",
+                       "transaction.interval.ms", "50", "handler.concurrency",
+                       "4", NULL);
+}
+
 /* test_stop_during_abort: the adapter told to stop from inside its first
  * commit, which then fails; what the log said after. */
 static kretry_adapter_t *stopping;
@@ -217,13 +234,9 @@ static void stop_log(kretry_log_level_t level,
 static void test_stop_during_abort(void) {
         if (!real_kafka())
                 return;
-        it_env_t *env = it_env_new("30ms", 1);
-        it_produce(env, 0, "k", "slow1", NULL);
-        mix_t m = {4, 4, 4, 1};
-        produce_mix(env, &m);
-        kretry_conf_t *conf = it_conf(env, "routing", "transactional",
-                                      "transaction.interval.ms", "50",
-                                      "handler.concurrency", "4", NULL);
+        mix_t m             = {4, 4, 4, 1};
+        it_env_t *env       = slow_head_env(&m);
+        kretry_conf_t *conf = slow_head_conf(env);
         kretry_conf_set_log_cb(conf, stop_log, NULL);
         stop_logged = rewound_logged = 0;
         kretry_test_txn_fails        = stop_and_fail;
@@ -277,17 +290,13 @@ static int fail_second_commit(void) {
 static void test_oom_commit_metadata(void) {
         if (!real_kafka())
                 return;
-        it_env_t *env = it_env_new("30ms", 1);
-        it_produce(env, 0, "k", "slow1", NULL);
-        mix_t m = {4, 4, 4, 1};
-        produce_mix(env, &m);
+        mix_t m                 = {4, 4, 4, 1};
+        it_env_t *env           = slow_head_env(&m);
         metadata_fails          = 1;
         commits_tried           = 0;
         kretry_test_alloc_fails = fail_metadata;
         kretry_test_txn_fails   = fail_second_commit;
-        kretry_adapter_t *a     = it_adapter(it_conf(
-                    env, "routing", "transactional", "transaction.interval.ms",
-                    "50", "handler.concurrency", "4", NULL));
+        kretry_adapter_t *a     = it_adapter(slow_head_conf(env));
         KT_REQUIRE(a != NULL);
         before_mix = 1;
         KT_ASSERT(it_run_until(a, all_at_end, env, 30000));
