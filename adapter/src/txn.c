@@ -242,16 +242,27 @@ static void offsets_committed(kretry_adapter_t *a) {
                 }
 }
 
+/* What a partition's last committed transaction committed, carried from
+ * the retired assignment to the one made again; mine: the rewind went
+ * there because the cluster did not tell the committed offset. */
+typedef struct {
+        int64_t off;
+        void *md;
+        size_t len;
+        int mine;
+} kept_t;
+
 /* Where each partition of @p l starts again: the group's committed offset;
  * when the cluster does not tell it (it is down), the offset the last
- * transaction of this assignment committed (@p mine[i] set: its decided
- * metadata is the assignment's own too), or without one the first offset
- * this assignment took (a batched source message's, if it took none yet),
- * which the group's committed offset was when it began;
+ * transaction of this assignment committed (@p kept[i].mine set: its
+ * decided metadata is the assignment's own too), or without one the first
+ * offset this assignment took (a batched source message's, if it took none
+ * yet), which the group's committed offset was when it began;
  * RD_KAFKA_OFFSET_INVALID: nothing was taken, nothing to go back to.
- * @p mine may be NULL (out of memory). */
-static void
-rewind_to(kretry_adapter_t *a, rd_kafka_topic_partition_list_t *l, char *mine) {
+ * @p kept may be NULL (out of memory). */
+static void rewind_to(kretry_adapter_t *a,
+                      rd_kafka_topic_partition_list_t *l,
+                      kept_t *kept) {
         rd_kafka_topic_partition_list_t *c =
                 rd_kafka_topic_partition_list_copy(l);
         rd_kafka_resp_err_t err =
@@ -289,19 +300,11 @@ rewind_to(kretry_adapter_t *a, rd_kafka_topic_partition_list_t *l, char *mine) {
                                 own ? "what this instance committed last"
                                 : first >= 0 ? "where this assignment began"
                                              : "nothing taken yet");
-                if (mine)
-                        mine[i] = (char)own;
+                if (kept)
+                        kept[i].mine = own;
         }
         rd_kafka_topic_partition_list_destroy(c);
 }
-
-/* What a partition's last committed transaction committed, carried from
- * the retired assignment to the one made again. */
-typedef struct {
-        int64_t off;
-        void *md;
-        size_t len;
-} kept_t;
 
 static void kept_take(kept_t *k, kretry_part_t *part) {
         k->off           = part->txn_committed;
@@ -311,13 +314,11 @@ static void kept_take(kept_t *k, kretry_part_t *part) {
         part->txn_md_len = 0;
 }
 
-/* @p mine: the rewind went to @p k's offset because the cluster did not
- * tell the committed one: the offsets decided above it are taken from
- * its metadata (what the restore reads from the commit when it can), and
- * under ordering=key the source resumes there. */
-static void
-kept_give(kretry_adapter_t *a, kept_t *k, kretry_part_t *part, int mine) {
-        if (mine && k->md &&
+/* When the rewind went to @p k's offset (k->mine), the offsets decided
+ * above it are taken from its metadata (what the restore reads from the
+ * commit when it can), and under ordering=key the source resumes there. */
+static void kept_give(kretry_adapter_t *a, kept_t *k, kretry_part_t *part) {
+        if (k->mine && k->md &&
             kretry_decided_parse(&part->decided, k->off, k->md, k->len))
                 kretry_log(a, KRETRY_LOG_WARNING, "TXN",
                            "%s [%d]: the offsets decided above %lld could "
@@ -325,7 +326,7 @@ kept_give(kretry_adapter_t *a, kept_t *k, kretry_part_t *part, int mine) {
                            "they are handled again",
                            a->topics[part->tier], (int)part->partition,
                            (long long)k->off);
-        if (mine && !part->tier && a->conf->ordering == KRETRY_ORDER_KEY)
+        if (k->mine && !part->tier && a->conf->ordering == KRETRY_ORDER_KEY)
                 part->src_next = k->off;
         part->txn_committed = k->off;
         part->txn_md        = k->md;
@@ -343,14 +344,10 @@ static void rewind_parts(kretry_adapter_t *a,
         if (!l->cnt)
                 return;
         int64_t deadline = kretry_mono_ms() + a->conf->revoke_timeout_ms;
-        /* Out of memory: the offsets decided above are handled again. */
+        /* NULL, out of memory: the offsets decided above are handled
+         * again. */
         kept_t *kept = calloc((size_t)l->cnt, sizeof(*kept));
-        char *mine   = kept ? calloc((size_t)l->cnt, 1) : NULL;
-        if (!mine) {
-                free(kept);
-                kept = NULL;
-        }
-        rewind_to(a, l, mine);
+        rewind_to(a, l, kept);
         rd_kafka_topic_partition_list_t *all =
                 rd_kafka_topic_partition_list_copy(l);
         for (int i = 0; i < all->cnt; i++)
@@ -377,7 +374,7 @@ static void rewind_parts(kretry_adapter_t *a,
                                    "not handled until the next assignment",
                                    tp->topic, (int)tp->partition);
                 else if (kept)
-                        kept_give(a, &kept[i], part, mine[i]);
+                        kept_give(a, &kept[i], part);
                 if (part && tier == 0)
                         rd_kafka_topic_partition_list_add(src, tp->topic,
                                                           tp->partition);
@@ -386,7 +383,6 @@ static void rewind_parts(kretry_adapter_t *a,
                 for (int i = 0; i < l->cnt; i++)
                         free(kept[i].md);
         free(kept);
-        free(mine);
         kretry_restore(a, src);
         rd_kafka_topic_partition_list_destroy(src);
         rd_kafka_topic_partition_list_t *seek =
@@ -583,10 +579,10 @@ member_metadata(kretry_adapter_t *a) {
  * left. */
 static int txn_flush(kretry_adapter_t *a, int64_t deadline) {
         while (a->inflight > 0 && !a->txn.abort) {
-                int left = kretry_left_ms(deadline, 100);
-                if (!left || txn_gives_up(a, deadline))
+                if (txn_gives_up(a, deadline))
                         return -1;
-                int was = kretry_store_begin(a);
+                int left = kretry_left_ms(deadline, 100);
+                int was  = kretry_store_begin(a);
                 rd_kafka_poll(a->producer, left);
                 kretry_store_end(a, was);
         }
