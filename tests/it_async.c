@@ -567,11 +567,8 @@ static int txn_blind(void) {
 }
 
 static void txn_through_aborts(int blind) {
-        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
-                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP: the "
-                        "mock cluster's transactions write no markers");
+        if (!kt_real_only("the mock cluster's transactions write no markers"))
                 return;
-        }
         it_env_t *env = it_env_new("20ms", PARTS);
         it_produce_keys(env, KEYS, PER_KEY);
         async_state_t *st   = state_new();

@@ -1083,11 +1083,8 @@ static void test_retry_before_queued_source(void) {
  * stops with KRETRY_ERR_FATAL, saying which setting, instead of asking
  * again forever without ever consuming. (The mock accepts any.) */
 static void test_session_timeout_refused(void) {
-        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
-                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP: the "
-                        "mock accepts any session timeout");
+        if (!kt_real_only("the mock accepts any session timeout"))
                 return;
-        }
         it_env_t *env = it_env_new("30ms", 1);
         kretry_conf_t *conf =
                 it_conf(env, "consumer.session.timeout.ms", "500",

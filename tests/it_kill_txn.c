@@ -42,12 +42,8 @@ static const char *const txn_ordered_props[] = {
         "transaction.interval.ms=500", "versioning.header=version", NULL};
 
 static int real_only(void) {
-        if (getenv("KRETRY_TEST_BOOTSTRAP") && *getenv("KRETRY_TEST_BOOTSTRAP"))
-                return 1;
-        kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP: the mock "
-                "cluster's transactions write no markers, so an aborted copy "
-                "would be read");
-        return 0;
+        return kt_real_only("the mock cluster's transactions write no "
+                            "markers, so an aborted copy would be read");
 }
 
 /* A record read back: where it is, and what kretry wrote on it. */

@@ -334,11 +334,8 @@ static void set_max_bytes(it_env_t *env, const char *topic, const char *value) {
  * and nothing is lost. */
 static void test_refused_copy_too_large_real(void) {
         enum { BIG = 2000 };
-        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
-                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP: the "
-                        "mock enforces no size limit");
+        if (!kt_real_only("the mock enforces no size limit"))
                 return;
-        }
         it_env_t *env = it_env_new("50ms", 1);
         set_max_bytes(env, env->tiers[0], "1000");
         it_produce_big(env, 0, "retry1-g", BIG);

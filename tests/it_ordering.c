@@ -667,11 +667,8 @@ static int count_txn_commit(void) {
  * the DLQ read_committed, and each instance's copies commit with their
  * offsets. */
 static void test_park_rebuilt_txn(void) {
-        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
-                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP: the "
-                        "mock cluster's transactions write no markers");
+        if (!kt_real_only("the mock cluster's transactions write no markers"))
                 return;
-        }
         park_routing          = "transactional";
         txn_commits_sent      = 0;
         kretry_test_txn_fails = count_txn_commit;

@@ -360,11 +360,8 @@ static void put_transaction(env_t *e, int n) {
  * committed offset stops before the commit marker, and nothing waits. Only
  * a real cluster writes markers (the mock's transactions are not real). */
 static void test_transactional_source(void) {
-        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
-                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP: the "
-                        "mock cluster writes no transaction markers");
+        if (!kt_real_only("the mock cluster writes no transaction markers"))
                 return;
-        }
         env_t *e = env_new();
         put_transaction(e, 3);
         commit(e, e->source, 0, 3);

@@ -224,13 +224,10 @@ static void test_changelog_policy_unknown(void) {
  * is refused. */
 static void test_changelog_not_compacted_refused(void) {
         char vt[300], err[4096], want[512];
-        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
-                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP: the "
-                        "mock cluster cannot answer DescribeConfigs, so "
-                        "cleanup.policy is unknown there "
-                        "(test_changelog_policy_unknown)");
+        if (!kt_real_only("the mock cluster cannot answer DescribeConfigs, so "
+                          "cleanup.policy is unknown there "
+                          "(test_changelog_policy_unknown)"))
                 return;
-        }
         it_env_t *env = it_env_new("50ms", 2);
         snprintf(vt, sizeof(vt), "%s.%s.versions", env->group, env->source);
         /* Not kt_cluster_changelog(): this one must have delete cleanup. */
@@ -282,10 +279,8 @@ static void test_kretry_run_refuses(void) {
  * before every broker shows the change; the mock has no admin API.) */
 static void test_apply_then_start(void) {
         char tier2[200], tier3[200], path[64], out[8192], err[4096];
-        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
-                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP");
+        if (!kt_real_only(NULL))
                 return;
-        }
         it_env_t *env = misshaped(tier2, tier3, sizeof(tier2));
         snprintf(path, sizeof(path), "/tmp/it_topology_check-%d.yaml",
                  (int)getpid());
@@ -316,10 +311,8 @@ static void test_apply_then_start(void) {
  * warned at every start): a plan right after finds nothing to do. */
 static void test_apply_new_source(void) {
         char src[220], path[64], out[8192];
-        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
-                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP");
+        if (!kt_real_only(NULL))
                 return;
-        }
         it_env_t *env = it_env_new("50ms", 1);
         snprintf(src, sizeof(src), "%s-new", env->source);
         snprintf(path, sizeof(path), "/tmp/it_topology_check-%d.yaml",
@@ -385,10 +378,8 @@ static void chain_admin(it_env_t *env, char names[3][200], int del) {
  * were); the topology check looks again for up to 2 s before it refuses. */
 static void test_start_right_after_create(void) {
         enum { ROUNDS = 10 };
-        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
-                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP");
+        if (!kt_real_only(NULL))
                 return;
-        }
         it_env_t *env = it_env_new("50ms", 1);
         int started   = 0;
         for (int round = 0; round < ROUNDS; round++) {

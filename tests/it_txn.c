@@ -15,12 +15,8 @@
 #include <sys/resource.h>
 
 static int real_kafka(void) {
-        if (getenv("KRETRY_TEST_BOOTSTRAP"))
-                return 1;
-        kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP: the mock "
-                "cluster's transactions write no markers, so an aborted copy "
-                "would be read");
-        return 0;
+        return kt_real_only("the mock cluster's transactions write no "
+                            "markers, so an aborted copy would be read");
 }
 
 static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {

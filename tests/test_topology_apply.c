@@ -123,10 +123,8 @@ static size_t settle(env_t *e, int timeout_ms) {
 static void test_real_apply(void) {
         char source[128];
         env_t e;
-        if (!getenv("KRETRY_TEST_BOOTSTRAP")) {
-                kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP");
+        if (!kt_real_only(NULL))
                 return;
-        }
         kt_cluster_t *c = kt_cluster_new(1);
         KT_REQUIRE(kt_cluster_topic(c, "topo", 3, source, sizeof(source)) == 0);
         env_open(&e, c, source, "retention: 1d");

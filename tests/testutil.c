@@ -193,6 +193,15 @@ rd_kafka_mock_cluster_t *kt_mock_only(const kt_cluster_t *c,
         return c->mock;
 }
 
+int kt_real_only(const char *why) {
+        const char *real = getenv("KRETRY_TEST_BOOTSTRAP");
+        if (real && *real)
+                return 1;
+        kt_skip("needs a real cluster in KRETRY_TEST_BOOTSTRAP%s%s",
+                why ? ": " : "", why ? why : "");
+        return 0;
+}
+
 void kt_unique_name(const char *prefix, char *name, size_t name_size) {
         static atomic_int seq;
         snprintf(name, name_size, "%s-%d-%lld-%d", prefix, (int)getpid(),

@@ -98,6 +98,11 @@ rd_kafka_mock_cluster_t *kt_cluster_mock(const kt_cluster_t *c);
  * none can. The real pass accepts exactly these skips (scripts/test.sh). */
 rd_kafka_mock_cluster_t *kt_mock_only(const kt_cluster_t *c,
                                       const char *on_real);
+/* 1 when KRETRY_TEST_BOOTSTRAP names a real cluster (as kt_cluster_new
+ * reads it); else 0, after kt_skip() with "needs a real cluster in
+ * KRETRY_TEST_BOOTSTRAP" and @p why (NULL: none), why the mock cannot
+ * prove it. */
+int kt_real_only(const char *why);
 /* Create topic "<prefix>-<unique>" with @p partitions; its name goes to
  * @p name. Returns 0 on success. */
 int kt_cluster_topic(kt_cluster_t *c,
