@@ -217,7 +217,7 @@ commit_read(const run_t *r, const char *topic, int32_t p, commit_t *cm) {
         memset(cm, 0, sizeof(*cm));
         cm->base = kt_committed_md(r->c, r->grp, topic, p, md, sizeof(md));
         if (cm->base >= 0)
-                KT_REQUIRE(kretry_decided_parse(&cm->d, cm->base, md,
+                KT_REQUIRE(kretry_decided_parse(&cm->d, cm->base, INT64_MAX, md,
                                                 strlen(md)) == 0);
 }
 

@@ -1,6 +1,7 @@
 #include "offsets.h"
 #include "testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,8 +225,9 @@ static void test_decided_round_trip(void) {
         char md[256];
         int64_t base;
         kretry_offsets_init(&t);
-        KT_ASSERT_INT_EQ((int)kretry_offsets_decided(&t, &base, md, sizeof(md)),
-                         0);
+        KT_ASSERT_INT_EQ(
+                (int)kretry_offsets_decided(&t, NULL, &base, md, sizeof(md)),
+                0);
         for (int64_t o = 10; o < 20; o++)
                 KT_REQUIRE(kretry_offsets_add(&t, o) == 0);
         KT_REQUIRE(kretry_offsets_add(&t, 22) == 0); /* 20, 21: a gap */
@@ -235,20 +237,20 @@ static void test_decided_round_trip(void) {
         int64_t done[] = {10, 12, 13, 15, 16, 17, 18, 19, 22};
         for (size_t i = 0; i < sizeof(done) / sizeof(done[0]); i++)
                 KT_REQUIRE(kretry_offsets_done(&t, done[i]) >= 0);
-        size_t len = kretry_offsets_decided(&t, &base, md, sizeof(md));
+        size_t len = kretry_offsets_decided(&t, NULL, &base, md, sizeof(md));
         KT_ASSERT_INT_EQ((int)base, 11);
         KT_ASSERT_STR_EQ(md, "kretry-decided:1+2,4+8");
         KT_ASSERT_INT_EQ((int)len, (int)strlen(md));
 
         kretry_decided_t d = {0};
-        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, base, md, len), 0);
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, base, INT64_MAX, md, len), 0);
         for (int64_t o = 0; o < 30; o++)
                 KT_ASSERT_INT_EQ(kretry_decided_has(&d, o),
                                  (o >= 12 && o < 14) || (o >= 15 && o < 23));
         kretry_decided_free(&d);
 
         /* Cut to the room there is: the first ranges only. */
-        len = kretry_offsets_decided(&t, &base, md, 20);
+        len = kretry_offsets_decided(&t, NULL, &base, md, 20);
         KT_ASSERT_STR_EQ(md, "kretry-decided:1+2");
         kretry_offsets_free(&t);
 }
@@ -261,24 +263,125 @@ static void test_decided_parse(void) {
                               "kretry-decided:1+0",     "kretry-decided:5+2,1+1",
                               "kretry-decided:1+2;3",   "kretry-decided:-1+2",
                               "kretry-decided:1+2,,3+1"};
-        KT_ASSERT_INT_EQ(
-                kretry_decided_parse(&d, 5, "kretry: copy refused", 20), 0);
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 5, INT64_MAX,
+                                              "kretry: copy refused", 20),
+                         0);
         KT_ASSERT_INT_EQ((int)d.cnt, 0);
-        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 5, NULL, 0), 0);
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 5, INT64_MAX, NULL, 0), 0);
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                KT_ASSERT_INT_EQ(
-                        kretry_decided_parse(&d, 5, bad[i], strlen(bad[i])),
-                        -1);
+                KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 5, INT64_MAX, bad[i],
+                                                      strlen(bad[i])),
+                                 KRETRY_DECIDED_MALFORMED);
                 KT_ASSERT_INT_EQ((int)d.cnt, 0);
         }
         const char *ok = "kretry-decided:0+1,3+2";
-        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 100, ok, strlen(ok)), 0);
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 100, 105, ok, strlen(ok)), 0);
         KT_ASSERT_INT_EQ((int)d.cnt, 2);
         KT_ASSERT_INT_EQ(kretry_decided_has(&d, 100), 1);
         KT_ASSERT_INT_EQ(kretry_decided_has(&d, 101), 0);
         KT_ASSERT_INT_EQ(kretry_decided_has(&d, 104), 1);
         KT_ASSERT_INT_EQ(kretry_decided_has(&d, 105), 0);
         kretry_decided_free(&d);
+}
+
+/* What the previous owner decided above the committed offset and this
+ * owner has not consumed again is carried into its own commit, joined with
+ * what it decided itself: owner A commits 1+3,5+5 above 0; owner B, behind
+ * a backlog, consumed 0 to 4 (0 done, 1-3 skipped as decided, 4 waits):
+ * its commit at 4 still says 5-9 were decided. */
+static void test_decided_inherited(void) {
+        kretry_offsets_t t;
+        char md[256];
+        int64_t base;
+        kretry_decided_t a = {0};
+        const char *from_a = "kretry-decided:1+3,5+5";
+        KT_REQUIRE(kretry_decided_parse(&a, 0, 10, from_a, strlen(from_a)) ==
+                   0);
+        kretry_offsets_init(&t);
+        /* Nothing consumed yet: no base, nothing to commit. */
+        KT_ASSERT_INT_EQ(
+                (int)kretry_offsets_decided(&t, &a, &base, md, sizeof(md)), 0);
+        for (int64_t o = 0; o <= 4; o++)
+                KT_REQUIRE(kretry_offsets_add(&t, o) == 0);
+        for (int64_t o = 0; o <= 3; o++)
+                KT_REQUIRE(kretry_offsets_done(&t, o) >= 0);
+        size_t len = kretry_offsets_decided(&t, &a, &base, md, sizeof(md));
+        KT_ASSERT_INT_EQ((int)base, 4);
+        KT_ASSERT_STR_EQ(md, "kretry-decided:1+5");
+        KT_ASSERT_INT_EQ((int)len, (int)strlen(md));
+        /* 4 done too: the commit moves to 5, 5-9 still decided above it
+         * until consumed again. */
+        KT_REQUIRE(kretry_offsets_done(&t, 4) == 1);
+        kretry_offsets_decided(&t, &a, &base, md, sizeof(md));
+        KT_ASSERT_INT_EQ((int)base, 5);
+        KT_ASSERT_STR_EQ(md, "kretry-decided:0+5");
+        /* Consumed and skipped as decided: nothing above the commit. */
+        for (int64_t o = 5; o <= 9; o++) {
+                KT_REQUIRE(kretry_offsets_add(&t, o) == 0);
+                KT_REQUIRE(kretry_offsets_done(&t, o) == 1);
+        }
+        KT_ASSERT_INT_EQ(
+                (int)kretry_offsets_decided(&t, &a, &base, md, sizeof(md)), 0);
+        KT_ASSERT_INT_EQ((int)base, 10);
+        kretry_offsets_free(&t);
+
+        /* Touching ranges are joined: 11 and 12 done here, 13-14 and
+         * 16 inherited. */
+        kretry_decided_t b = {0};
+        const char *from_b = "kretry-decided:3+2,6+1";
+        KT_REQUIRE(kretry_decided_parse(&b, 10, 20, from_b, strlen(from_b)) ==
+                   0);
+        kretry_offsets_init(&t);
+        for (int64_t o = 10; o <= 12; o++)
+                KT_REQUIRE(kretry_offsets_add(&t, o) == 0);
+        KT_REQUIRE(kretry_offsets_done(&t, 11) == 0);
+        KT_REQUIRE(kretry_offsets_done(&t, 12) == 0);
+        kretry_offsets_decided(&t, &b, &base, md, sizeof(md));
+        KT_ASSERT_INT_EQ((int)base, 10);
+        KT_ASSERT_STR_EQ(md, "kretry-decided:1+4,6+1");
+        kretry_offsets_free(&t);
+        kretry_decided_free(&a);
+        kretry_decided_free(&b);
+}
+
+/* Untrusted metadata: a range past the partition's end when it was
+ * assigned (no owner can have decided what did not exist), a text longer
+ * than kretry writes, or numbers that would overflow are refused whole:
+ * nothing is acknowledged on its word. */
+static void test_decided_bounds(void) {
+        kretry_decided_t d = {0};
+        const char *huge   = "kretry-decided:0+999999999999999999";
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 7, 50, huge, strlen(huge)),
+                         KRETRY_DECIDED_BEYOND);
+        KT_ASSERT_INT_EQ((int)d.cnt, 0);
+        const char *past = "kretry-decided:1+2,40+4";
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 7, 50, past, strlen(past)),
+                         KRETRY_DECIDED_BEYOND);
+        KT_ASSERT_INT_EQ((int)d.cnt, 0);
+        /* Ending exactly at the end offset is possible. */
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 7, 51, past, strlen(past)),
+                         0);
+        KT_ASSERT_INT_EQ((int)d.cnt, 2);
+        KT_ASSERT_INT_EQ(kretry_decided_has(&d, 50), 1);
+        kretry_decided_free(&d);
+        /* A committed offset past the end: nothing above it can be true. */
+        const char *one = "kretry-decided:0+1";
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 60, 50, one, strlen(one)),
+                         KRETRY_DECIDED_BEYOND);
+        /* Near INT64_MAX: no overflow, refused. */
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, INT64_MAX - 5, INT64_MAX,
+                                              huge, strlen(huge)),
+                         KRETRY_DECIDED_BEYOND);
+        /* Longer than kretry ever writes. */
+        static char long_md[KRETRY_DECIDED_MAX + 64];
+        size_t len = (size_t)snprintf(long_md, sizeof(long_md), "%s",
+                                      KRETRY_DECIDED_METADATA);
+        for (int i = 0; len + 8 < sizeof(long_md); i++)
+                len += (size_t)snprintf(long_md + len, sizeof(long_md) - len,
+                                        "%s%d+1", i ? "," : "", 2 * i);
+        KT_ASSERT_INT_EQ(kretry_decided_parse(&d, 0, INT64_MAX, long_md, len),
+                         KRETRY_DECIDED_MALFORMED);
+        KT_ASSERT_INT_EQ((int)d.cnt, 0);
 }
 
 int main(int argc, char **argv) {
@@ -292,6 +395,8 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_no_memory_keeps_ring),
                                           KT_TEST(test_decided_round_trip),
                                           KT_TEST(test_decided_parse),
+                                          KT_TEST(test_decided_inherited),
+                                          KT_TEST(test_decided_bounds),
                                           KT_END};
         return kt_main("offsets", tests, argc, argv);
 }

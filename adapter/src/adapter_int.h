@@ -719,6 +719,12 @@ kretry_startup_check(kretry_adapter_t *a, char *errstr, size_t errstr_size);
 void kretry_restore(kretry_adapter_t *a,
                     const rd_kafka_topic_partition_list_t *l);
 void kretry_restore_destroy(kretry_adapter_t *a);
+/* restore.c: without per-key state to rebuild, the offsets the previous
+ * owners decided above the committed ones of the source partitions in @p l
+ * and their tier partitions (read from the commits' metadata, asked with
+ * the group's own consumer), before any of their messages is handled. */
+void kretry_restore_decided(kretry_adapter_t *a,
+                            const rd_kafka_topic_partition_list_t *l);
 /* Where the restore reads a partition whose log holds [@p lo, @p hi) from,
  * given the group's @p committed offset (< 0: none): the committed offset,
  * clamped to the log start when retention deleted what it points at (as

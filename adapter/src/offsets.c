@@ -129,18 +129,53 @@ size_t kretry_offsets_inflight(const kretry_offsets_t *t) {
         return n;
 }
 
+/* The metadata text being written: ranges are joined when they touch, and
+ * one that does not fit ends the text (the rest is handled again). */
+typedef struct {
+        char *buf;
+        size_t size, len, plen;
+        int64_t base, from, to; /* the range not yet written: [from, to) */
+        int cut;
+} md_out_t;
+
+static void md_flush(md_out_t *o) {
+        if (o->cut || o->to <= o->from)
+                return;
+        int n = snprintf(o->buf + o->len, o->size - o->len, "%s%lld+%lld",
+                         o->len > o->plen ? "," : "",
+                         (long long)(o->from - o->base),
+                         (long long)(o->to - o->from));
+        if (n < 0 || (size_t)n >= o->size - o->len)
+                o->cut = 1;
+        else
+                o->len += (size_t)n;
+        o->from = o->to = 0;
+}
+
+static void md_range(md_out_t *o, int64_t from, int64_t to) {
+        if (o->to > o->from && o->to == from) {
+                o->to = to;
+                return;
+        }
+        md_flush(o);
+        o->from = from;
+        o->to   = to;
+}
+
 size_t kretry_offsets_decided(const kretry_offsets_t *t,
+                              const kretry_decided_t *inherited,
                               int64_t *base,
                               char *buf,
                               size_t size) {
-        const size_t plen = strlen(KRETRY_DECIDED_METADATA);
-        *base             = kretry_offsets_resume_at(t);
-        if (size > KRETRY_DECIDED_MAX)
-                size = KRETRY_DECIDED_MAX;
-        if (*base < 0 || size <= plen)
+        md_out_t o = {.buf  = buf,
+                      .size = size > KRETRY_DECIDED_MAX ? KRETRY_DECIDED_MAX
+                                                        : size,
+                      .plen = strlen(KRETRY_DECIDED_METADATA)};
+        o.base = *base = kretry_offsets_resume_at(t);
+        if (*base < 0 || o.size <= o.plen)
                 return 0;
-        memcpy(buf, KRETRY_DECIDED_METADATA, plen);
-        size_t len = plen;
+        memcpy(buf, KRETRY_DECIDED_METADATA, o.plen);
+        o.len = o.plen;
         for (size_t i = 0; i < t->cnt;) {
                 if (*slot(t, i) >= 0) {
                         i++;
@@ -149,18 +184,22 @@ size_t kretry_offsets_decided(const kretry_offsets_t *t,
                 int64_t from = DONE(*slot(t, i)), to = from + 1;
                 for (i++; i < t->cnt && *slot(t, i) < 0; i++)
                         to = DONE(*slot(t, i)) + 1;
-                int n = snprintf(buf + len, size - len, "%s%lld+%lld",
-                                 len > plen ? "," : "",
-                                 (long long)(from - *base),
-                                 (long long)(to - from));
-                if (n < 0 || (size_t)n >= size - len)
-                        break; /* cut: the rest is handled again */
-                len += (size_t)n;
+                md_range(&o, from, to);
         }
-        if (len == plen)
+        /* Inherited offsets up to the last tracked one were consumed again
+         * and are in the ring (skipped: done); the rest are not. */
+        int64_t above = t->cnt ? last_tracked(t) + 1 : *base;
+        for (size_t i = 0; inherited && i < inherited->cnt; i++) {
+                int64_t from = inherited->r[2 * i],
+                        to   = inherited->r[2 * i + 1];
+                if (to > above)
+                        md_range(&o, from > above ? from : above, to);
+        }
+        md_flush(&o);
+        if (o.len == o.plen)
                 return 0;
-        buf[len] = '\0';
-        return len;
+        buf[o.len] = '\0';
+        return o.len;
 }
 
 /* A decimal number of @p s up to @p end, at most 18 digits; -1 none. */
@@ -177,33 +216,49 @@ static int64_t number(const char **s, const char *end) {
 
 int kretry_decided_parse(kretry_decided_t *d,
                          int64_t base,
+                         int64_t limit,
                          const void *md,
                          size_t len) {
         const size_t plen = strlen(KRETRY_DECIDED_METADATA);
         const char *s = md, *end = s ? s + len : NULL;
         if (!s || len < plen || memcmp(s, KRETRY_DECIDED_METADATA, plen))
                 return 0;
+        if (len > KRETRY_DECIDED_MAX || base < 0)
+                return KRETRY_DECIDED_MALFORMED;
         s += plen;
         size_t cap = 1;
         for (const char *c = s; c < end; c++)
                 cap += *c == ',';
         int64_t *r = malloc(cap * 2 * sizeof(*r)), prev = base;
         size_t cnt = 0;
-        int bad    = !r;
-        while (!bad && s < end && cnt < cap) {
+        int rc     = r ? 0 : KRETRY_DECIDED_MALFORMED;
+        while (!rc && s < end && cnt < cap) {
                 int64_t from = number(&s, end), n = -1;
-                bad = from < 0 || s == end || *s++ != '+' ||
-                      (n = number(&s, end)) <= 0 || base + from < prev ||
-                      (s < end && (*s++ != ',' || s == end));
-                if (bad)
+                if (from < 0 || s == end || *s++ != '+' ||
+                    (n = number(&s, end)) <= 0 ||
+                    (s < end && (*s++ != ',' || s == end))) {
+                        rc = KRETRY_DECIDED_MALFORMED;
                         break;
+                }
+                /* limit >= base first: no sum below can overflow. */
+                if (limit < base || from > limit - base ||
+                    n > limit - base - from) {
+                        rc = KRETRY_DECIDED_BEYOND;
+                        break;
+                }
+                if (base + from < prev) {
+                        rc = KRETRY_DECIDED_MALFORMED;
+                        break;
+                }
                 r[2 * cnt]     = base + from;
                 r[2 * cnt + 1] = prev = base + from + n;
                 cnt++;
         }
-        if (bad || s != end || !cnt) {
+        if (!rc && (s != end || !cnt))
+                rc = KRETRY_DECIDED_MALFORMED;
+        if (rc) {
                 free(r);
-                return -1;
+                return rc;
         }
         d->r   = r;
         d->cnt = cnt;

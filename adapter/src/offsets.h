@@ -69,26 +69,44 @@ size_t kretry_offsets_inflight(const kretry_offsets_t *t);
 /* Room for the metadata: below Kafka's offset.metadata.max.bytes (4096). */
 #define KRETRY_DECIDED_MAX 3072
 
-/* The decided offsets above where a new owner resumes (resume_at, which
- * *@p base gets) written into @p buf (KRETRY_DECIDED_MAX bytes or fewer):
- * the metadata's length, 0 when nothing tracked is done above it. */
-size_t kretry_offsets_decided(const kretry_offsets_t *t,
-                              int64_t *base,
-                              char *buf,
-                              size_t size);
-
 /* Decided offsets read from a commit: [r[2i], r[2i+1]) ranges. */
 typedef struct {
         int64_t *r;
         size_t cnt;
 } kretry_decided_t;
 
+/* The decided offsets above where a new owner resumes (resume_at, which
+ * *@p base gets) written into @p buf (KRETRY_DECIDED_MAX bytes or fewer):
+ * those this assignment tracked as done, and of @p inherited (what the
+ * previous owner's commit said was decided, NULL none) those above the
+ * last tracked offset, not yet consumed again: a rolling restart hands the
+ * set from owner to owner however little each consumed. The metadata's
+ * length, 0 when nothing is decided above @p base. */
+size_t kretry_offsets_decided(const kretry_offsets_t *t,
+                              const kretry_decided_t *inherited,
+                              int64_t *base,
+                              char *buf,
+                              size_t size);
+
+/* kretry_decided_parse: malformed (or memory short), and ranges that end
+ * past @p limit. */
+#define KRETRY_DECIDED_MALFORMED -1
+#define KRETRY_DECIDED_BEYOND -2
+
 /* Parse commit metadata @p md (@p len bytes, not terminated) of a commit at
- * @p base into @p d (empty before). 0 when read, or when it is not kretry's
- * decided set (nothing read); -1 when malformed or memory is short (nothing
- * read: the offsets are handled again). */
+ * @p base into @p d (empty before). The metadata is untrusted: any client
+ * allowed to commit for the group can write it, and a range taken on its
+ * word acknowledges messages unhandled. So every range must end at or
+ * before @p limit (the partition's end offset when the assignment began:
+ * nothing past it can have been decided; INT64_MAX for metadata this
+ * instance wrote), and the text must be one kretry writes (at most
+ * KRETRY_DECIDED_MAX bytes). 0 when read, or when it is not kretry's
+ * decided set (nothing read); KRETRY_DECIDED_MALFORMED or
+ * KRETRY_DECIDED_BEYOND with nothing read (the offsets are handled
+ * again). */
 int kretry_decided_parse(kretry_decided_t *d,
                          int64_t base,
+                         int64_t limit,
                          const void *md,
                          size_t len);
 /* 1 when @p offset is in @p d. */

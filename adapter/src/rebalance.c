@@ -128,11 +128,14 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 assign_parts(a, l);
                 count_assigned(a);
                 atomic_fetch_add(&a->stats.assignments, 1);
-                /* Per-key state first: no message of these partitions may
-                 * be handled before it is rebuilt. */
+                /* Per-key state and the offsets decided above the
+                 * committed ones first: no message of these partitions may
+                 * be handled before they are known. */
                 if (a->conf->ordering == KRETRY_ORDER_KEY ||
                     a->versions_topic || a->txn.on)
                         kretry_restore(a, parts);
+                else
+                        kretry_restore_decided(a, parts);
                 if (cooperative)
                         error = rd_kafka_incremental_assign(rk, l);
                 else

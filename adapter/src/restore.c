@@ -203,16 +203,45 @@ static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk,
 /* The offsets the previous owner of @p tp (committed, with its metadata)
  * decided above the committed one, kept in its assignment: they are not
  * handled again (route.c admit), and a tier copy among them is no longer
- * in its key's chain. */
+ * in its key's chain. The metadata is untrusted (any client allowed to
+ * commit for the group writes it): it is read only within the partition's
+ * end offset now, @p end (-1: asked here, once, when there is kretry
+ * metadata to check), since no owner can have decided what did not exist;
+ * anything else is handled again. */
 static void load_decided(kretry_adapter_t *a,
+                         rd_kafka_t *rk,
                          const rd_kafka_topic_partition_t *tp,
-                         int tier) {
+                         int tier,
+                         int64_t end,
+                         int64_t deadline) {
         kretry_part_t *part = kretry_part_find(a, tier, tp->partition);
-        if (!part || tp->err || tp->offset < 0 || !tp->metadata_size)
+        const size_t plen   = strlen(KRETRY_DECIDED_METADATA);
+        if (!part || tp->err || tp->offset < 0 || tp->metadata_size < plen ||
+            memcmp(tp->metadata, KRETRY_DECIDED_METADATA, plen))
                 return;
         kretry_decided_free(&part->decided);
-        if (kretry_decided_parse(&part->decided, tp->offset, tp->metadata,
-                                 tp->metadata_size))
+        int64_t lo;
+        rd_kafka_resp_err_t err =
+                end < 0 ? watermarks(rk, tp, &lo, &end, deadline) : 0;
+        int rc = err ? 0
+                     : kretry_decided_parse(&part->decided, tp->offset, end,
+                                            tp->metadata, tp->metadata_size);
+        if (err)
+                kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
+                           "%s [%d]: end offset unknown (%s): the offsets "
+                           "the commit's metadata says were decided above "
+                           "%lld cannot be checked; they are handled again",
+                           tp->topic, (int)tp->partition, rd_kafka_err2str(err),
+                           (long long)tp->offset);
+        else if (rc == KRETRY_DECIDED_BEYOND)
+                kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
+                           "%s [%d]: the commit's metadata says offsets past "
+                           "the partition's end (%lld) were decided above "
+                           "%lld: not written by a kretry owner of these "
+                           "offsets, not trusted; they are handled again",
+                           tp->topic, (int)tp->partition, (long long)end,
+                           (long long)tp->offset);
+        else if (rc)
                 kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
                            "%s [%d]: the offsets decided above %lld could "
                            "not be read from the commit's metadata; they "
@@ -250,8 +279,6 @@ static int plan(kretry_adapter_t *a,
                 int64_t lo = 0, hi = 0;
                 rd_kafka_resp_err_t werr = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
                 tp->opaque               = rp;
-                if (!err && rp && rp->kind == R_TIER)
-                        load_decided(a, tp, rp->tier);
                 if (rp)
                         werr = watermarks(rk, tp, &lo, &hi, deadline);
                 if (werr) {
@@ -426,21 +453,20 @@ static int resets_to_start(const kretry_adapter_t *a) {
 }
 
 /* The offsets decided above the committed one of each source partition of
- * @p parts (load_decided), and with ordering=key where the consumer resumes
- * it (its committed offset, or the log start when it has none and resets
- * to the start), the start of src_next; left at -1 when unknown (no answer
- * before @p deadline). */
+ * @p parts and of its tier partitions (load_decided; every commit carries
+ * them, under every ordering and routing), and with ordering=key where the
+ * consumer resumes the source (its committed offset, or the log start when
+ * it has none and resets to the start), the start of src_next; left at -1
+ * when unknown (no answer before @p deadline). */
 static void source_resume(kretry_adapter_t *a,
                           rd_kafka_t *rk,
                           const rd_kafka_topic_partition_list_t *parts,
                           int64_t deadline) {
         rd_kafka_topic_partition_list_t *l =
-                rd_kafka_topic_partition_list_new(parts->cnt);
+                rd_kafka_topic_partition_list_new(parts->cnt * a->topic_cnt);
         for (int i = 0; i < parts->cnt; i++)
                 if (!strcmp(parts->elems[i].topic, a->topics[0]))
-                        /* routing=transactional: every commit carries the
-                         * offsets decided above it, on tiers too. */
-                        for (int t = 0; t < (a->txn.on ? a->topic_cnt : 1); t++)
+                        for (int t = 0; t < a->topic_cnt; t++)
                                 rd_kafka_topic_partition_list_add(
                                         l, a->topics[t],
                                         parts->elems[i].partition);
@@ -463,19 +489,23 @@ static void source_resume(kretry_adapter_t *a,
                 rd_kafka_topic_partition_t *tp = &l->elems[i];
                 int tier           = kretry_topic_index(a, tp->topic);
                 kretry_part_t *src = kretry_part_find(a, 0, tp->partition);
-                int64_t lo, hi;
-                load_decided(a, tp, tier);
-                if (tier || a->conf->ordering != KRETRY_ORDER_KEY)
-                        continue;
-                if (!src || tp->err ||
-                    (tp->offset < 0 && !resets_to_start(a)) ||
-                    watermarks(rk, tp, &lo, &hi, deadline))
-                        continue;
-                /* Below the log start the consumer resumes at the log
-                 * start: a message retention deleted never comes back. */
-                src->src_next = tp->offset > lo ? tp->offset : lo;
+                int64_t lo, hi = -1;
+                if (!tier && a->conf->ordering == KRETRY_ORDER_KEY && src &&
+                    !tp->err && (tp->offset >= 0 || resets_to_start(a)) &&
+                    !watermarks(rk, tp, &lo, &hi, deadline))
+                        /* Below the log start the consumer resumes at the
+                         * log start: a message retention deleted never
+                         * comes back. */
+                        src->src_next = tp->offset > lo ? tp->offset : lo;
+                load_decided(a, rk, tp, tier, hi, deadline);
         }
         rd_kafka_topic_partition_list_destroy(l);
+}
+
+void kretry_restore_decided(kretry_adapter_t *a,
+                            const rd_kafka_topic_partition_list_t *parts) {
+        source_resume(a, a->consumer, parts,
+                      kretry_mono_ms() + a->conf->restore_timeout_ms);
 }
 
 void kretry_restore(kretry_adapter_t *a,
@@ -486,10 +516,12 @@ void kretry_restore(kretry_adapter_t *a,
         int64_t t0       = kretry_mono_ms();
         int timeout      = a->conf->restore_timeout_ms;
         int64_t deadline = t0 + timeout;
-        int left         = read_all(a, rk, to_read(a, parts), deadline);
+        /* The decided offsets first: a tier copy among them is not in its
+         * key's chain (apply_tier). */
+        source_resume(a, rk, parts, deadline);
+        int left = read_all(a, rk, to_read(a, parts), deadline);
         if (a->conf->ordering == KRETRY_ORDER_KEY && a->conf->park_key)
                 left += read_all(a, rk, parked_sources(a, parts), deadline);
-        source_resume(a, rk, parts, deadline);
         if (left)
                 kretry_log(a, KRETRY_LOG_ERR, "RESTORE",
                            "%d partition(s) not read to their end within "

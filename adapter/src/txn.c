@@ -319,7 +319,8 @@ static void kept_take(kept_t *k, kretry_part_t *part) {
  * commit when it can), and under ordering=key the source resumes there. */
 static void kept_give(kretry_adapter_t *a, kept_t *k, kretry_part_t *part) {
         if (k->mine && k->md &&
-            kretry_decided_parse(&part->decided, k->off, k->md, k->len))
+            kretry_decided_parse(&part->decided, k->off, INT64_MAX, k->md,
+                                 k->len))
                 kretry_log(a, KRETRY_LOG_WARNING, "TXN",
                            "%s [%d]: the offsets decided above %lld could "
                            "not be read from the last commit's metadata; "
