@@ -435,9 +435,12 @@ setup_clients(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         a->pq                     = rd_kafka_queue_get_main(a->producer);
         a->tq                     = rd_kafka_queue_new(a->consumer);
         a->sq                     = rd_kafka_queue_new(a->consumer);
-        if (!a->tq || !a->sq) {
+        if (!a->cq || !a->tq || !a->sq) {
+                /* The consumer queue is NULL without a group (librdkafka
+                 * makes none): never here, a group is required. */
                 snprintf(errstr, errstr_size,
-                         "cannot create the tier and source queues");
+                         "cannot get the consumer, tier and source "
+                         "queues");
                 return KRETRY_ERR_NO_MEM;
         }
         rd_kafka_queue_io_event_enable(a->tq, a->efd, &one, sizeof(one));
