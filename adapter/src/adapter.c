@@ -142,6 +142,7 @@ kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p) {
         part->txn_sent      = -1;
         part->txn_committed = -1;
         part->src_next      = -1;
+        part->src_end       = -1;
         part->emit_hi       = -1;
         kretry_offsets_init(&part->offsets);
         kretry_chains_init(&part->chains);

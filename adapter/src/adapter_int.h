@@ -89,6 +89,12 @@ typedef struct kretry_part_s {
          * earlier message of its key may still be on the source (keyed.c,
          * wait_for_source). */
         int64_t src_next;
+        /* ... and the source's end (high watermark) when src_next was set,
+         * -1 unknown: a tier copy whose original offset lies past both
+         * (and past the end librdkafka last fetched) was made from nothing
+         * this partition held, and is never held back for it (keyed.c
+         * source_behind). */
+        int64_t src_end;
         int64_t emit_hi; /* high watermark at the last stats document, -1 */
         rd_kafka_message_t *held; /* tier message waiting for its due time,
                                      in kretry's memory (kretry_rkm_own) */
@@ -110,6 +116,8 @@ typedef struct kretry_part_s {
         int produce_failures; /* copies from here waiting to be re-produced */
         int too_large_logged; /* a copy refused as too large was logged
                                  since the partition last had none failing */
+        int beyond_logged;    /* a copy claiming an original offset beyond its
+                                 source partition was logged (keyed.c) */
         int paused;           /* what we last asked librdkafka */
         int paused_once;      /* a source assignment paused at least once
                                  (adapter.c src_paused_once) */

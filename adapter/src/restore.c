@@ -474,6 +474,7 @@ static void source_resume(kretry_adapter_t *a,
                 /* Below the log start the consumer resumes at the log
                  * start: a message retention deleted never comes back. */
                 src->src_next = tp->offset > lo ? tp->offset : lo;
+                src->src_end  = hi;
         }
         rd_kafka_topic_partition_list_destroy(l);
 }
