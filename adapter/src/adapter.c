@@ -128,8 +128,10 @@ static int part_room(kretry_adapter_t *a, int tier, int32_t p) {
 
 kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p) {
         kretry_part_t *part = kretry_part_find(a, tier, p);
-        if (part) /* assigned again without a revocation between */
+        if (part) { /* assigned again without a revocation between */
+                part->awaited = 1; /* its calls: none waits for them */
                 kretry_part_retire(a, part);
+        }
         if (tier < 0 || p < 0 || part_room(a, tier, p) ||
             !(part = calloc(1, sizeof(*part))))
                 return NULL;

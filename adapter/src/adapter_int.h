@@ -147,6 +147,10 @@ typedef struct kretry_part_s {
         int64_t blocked_until;
         kretry_gate_t gate; /* ordering=partition: its messages in flight
                                (workers.c) */
+        /* A revocation dealt with this assignment's handler calls (waited
+         * for them, gave up, or did not wait: lost): no later revocation of
+         * the same partition waits for them (workers.c running_in). */
+        int awaited;
         /* Source partitions only: per-key state shared with the tier
          * partitions of the same number (ordering key, versioning). */
         kretry_chains_t chains;
