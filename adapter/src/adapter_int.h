@@ -657,6 +657,10 @@ extern int (*kretry_test_txn_fails)(void);
  * offsets read after an abort (the rewind's and the restore's) are
  * unknown, as while the cluster does not answer. Polling thread. */
 extern int (*kretry_test_txn_blind)(void);
+/* Test only: when set and it returns nonzero, begin_transaction fails with
+ * a retriable error (the call is made again at the next step). Polling
+ * thread. */
+extern int (*kretry_test_txn_begin_fails)(void);
 /* Abort the open transaction (a lost assignment, a close cut short) and
  * rewind every assigned partition but those of @p except (none while
  * closing: the next owner starts from the committed state). */
