@@ -5,7 +5,8 @@
  * paused and an error naming max.message.bytes; the key-state rebuild on
  * assignment gives up after restore.timeout.ms; held messages wait for an
  * open breaker; tier partitions follow their source partition under the
- * cooperative assignor.
+ * cooperative assignor; the rebalance callback survives librdkafka's NULL
+ * protocol answer late in a close.
  */
 #include "adapter_int.h" /* the consumer's assignment, a partition's pause */
 #include "it_harness.h"
@@ -725,6 +726,34 @@ static void test_stop_during_cooperative_join_bounded(void) {
         it_env_destroy(env);
 }
 
+/* librdkafka answers rd_kafka_rebalance_protocol() with NULL when it cannot
+ * ask the group's thread, which happens during a close (the revocation the
+ * close brings is served while the group is terminating) and always once
+ * the consumer is closed. The rebalance callback must not take that answer
+ * for a protocol name: called on a closed consumer, as librdkafka may call
+ * it late in a close, with a revocation of the partition it had, it
+ * revokes (the configured assignor says how) and returns. */
+static void test_rebalance_cb_protocol_unknown(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        it_produce(env, 0, "k", "ok-0", NULL);
+        kretry_adapter_t *a = it_adapter(capture(it_conf(env, NULL)));
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        /* The premise: what the callback sees late in a close. */
+        KT_REQUIRE(rd_kafka_rebalance_protocol(a->consumer) == NULL);
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, env->source, 0);
+        int64_t t0 = kt_now_ms();
+        kretry_rebalance_cb(a->consumer, RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS,
+                            l, a);
+        rd_kafka_topic_partition_list_destroy(l);
+        KT_ASSERT(kt_now_ms() - t0 < 5000);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_close_bounded_by_revoke_timeout),
@@ -738,6 +767,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_cooperative_tiers_follow_source),
                 KT_TEST(test_stop_during_cooperative_join),
                 KT_TEST(test_stop_during_cooperative_join_bounded),
+                KT_TEST(test_rebalance_cb_protocol_unknown),
                 KT_END};
         return kt_main("it_lifecycle", tests, argc, argv);
 }

@@ -8,6 +8,7 @@
 #include "replay_headers.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -610,6 +611,65 @@ static void test_malformed_superseded_copy(void) {
         it_env_destroy(env);
 }
 
+/* Warnings that a tier copy claims an original offset its source
+ * partition never held (any thread). */
+static atomic_int beyond_logged;
+static void count_beyond(kretry_log_level_t level,
+                         const char *fac,
+                         const char *msg,
+                         void *opaque) {
+        it_log(level, fac, msg, opaque);
+        if (level == KRETRY_LOG_WARNING && strstr(msg, "beyond"))
+                atomic_fetch_add(&beyond_logged, 1);
+}
+
+/* A tier copy whose kretry-original-offset lies beyond anything its source
+ * partition held (a source topic recreated, another writer) is not held
+ * back for the source to catch up, which it never would: the copies and
+ * the retry behind them are handled, the tier partition committed to its
+ * end, and the claim is logged once for the partition. Before the bound a
+ * copy waited while its original offset was at or past the next source
+ * offset, unbounded: the tier partition stalled for good. */
+static void test_copy_beyond_source(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        produce_k(env, "C", "ok-c", NULL, NULL);
+        commit_at(env, env->source, 1);
+        static const char *bogus[][2] = {{"B1", "1000000"}, {"B2", "2000000"}};
+        char value[32];
+        for (int i = 0; i < 2; i++) {
+                snprintf(value, sizeof(value), "ok-bogus-%d", i);
+                produce_copy(env, 1, bogus[i][0], value, "kretry-attempt", "1",
+                             "kretry-tier", "1", "kretry-due-ts", "0",
+                             "kretry-original-topic", env->source,
+                             "kretry-original-partition", "0",
+                             "kretry-original-offset", bogus[i][1],
+                             "kretry-error-class", "transient", "kretry-group",
+                             env->group, NULL);
+        }
+        produce_copy(env, 1, "C", "ok-c-retry", "kretry-attempt", "1",
+                     "kretry-tier", "1", "kretry-due-ts", "0",
+                     "kretry-original-topic", env->source,
+                     "kretry-original-partition", "0", "kretry-original-offset",
+                     "0", "kretry-error-class", "transient", "kretry-group",
+                     env->group, NULL);
+        atomic_store(&beyond_logged, 0);
+        kretry_conf_t *conf = it_conf(env, "ordering", "key", NULL);
+        kretry_conf_set_log_cb(conf, count_beyond, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        KT_CHECK_MSG(it_wait_counter(a, KRETRY_COUNTER_OK, 3, 10000), CU_FALSE,
+                     "%d handler calls in 10 s, 3 tier copies to handle",
+                     env->call_cnt);
+        const it_call_t *c[4];
+        KT_ASSERT_INT_EQ(it_calls_for(env, "ok-bogus-0", c, 4), 1);
+        KT_ASSERT_INT_EQ(it_calls_for(env, "ok-bogus-1", c, 4), 1);
+        KT_ASSERT_INT_EQ(it_calls_for(env, "ok-c-retry", c, 4), 1);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        KT_ASSERT(it_tier_at_end(env, 0));
+        KT_ASSERT_INT_EQ(atomic_load(&beyond_logged), 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* park_key across instances: a new instance rebuilds the park from the DLQ
  * (the head's kretry-parked-followers copy, the parked followers), so the
  * key's next message is dead-lettered after it, not handled out of order;
@@ -742,6 +802,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_superseded_copy_is_duplicate),
                 KT_TEST(test_source_wait_behind_held),
                 KT_TEST(test_source_wait_behind_held_concurrent),
+                KT_TEST(test_copy_beyond_source),
                 KT_TEST(test_malformed_superseded_copy),
                 KT_TEST(test_park_rebuilt),
                 KT_TEST(test_park_rebuilt_txn),

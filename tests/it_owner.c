@@ -834,6 +834,68 @@ static void test_lost_results_not_routed(void) {
 }
 
 /*
+ * A call still running from a lost assignment belongs to that assignment,
+ * not to the partition's number: once the partition is assigned again, a
+ * revocation of the new assignment (here the close's) waits for the new
+ * one's calls only, not revoke.timeout.ms for the old one.
+ */
+static atomic_int old_call_release, old_call_calls;
+
+/* The first call blocks until released (at most 30 s); the others answer
+ * OK at once. */
+static kretry_action_t first_call_blocks(kretry_msg_t *msg, void *opaque) {
+        (void)msg;
+        (void)opaque;
+        if (atomic_fetch_add(&old_call_calls, 1) == 0)
+                for (int w = 0; w < 3000 && !atomic_load(&old_call_release);
+                     w++)
+                        sleep_ms(10);
+        return KRETRY_OK;
+}
+
+static void test_revoke_skips_lost_call(void) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = mock_env("50ms", 1, &mock);
+        if (!env)
+                return;
+        produce_keyed(env, 3);
+        atomic_store(&old_call_release, 0);
+        atomic_store(&old_call_calls, 0);
+        logs_reset();
+        kretry_conf_t *conf =
+                captured(it_conf(env, "handler.concurrency", "2", FAST_GROUP,
+                                 "revoke.timeout.ms", "6000", NULL),
+                         1);
+        kretry_conf_set_handler(conf, first_call_blocks, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        int64_t deadline    = kt_now_ms() + 30000;
+        while (atomic_load(&old_call_calls) < 3 && kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 10);
+        KT_REQUIRE(atomic_load(&old_call_calls) >= 3);
+        lose_assignment(mock);
+        /* Assigned again: handled to the end beside the blocked call. */
+        int64_t c = poll_until_committed(a, env, 0, 3, 20000);
+        KT_REQUIRE(atomic_load(&revoke_seen));
+        KT_REQUIRE(c == 3);
+        KT_REQUIRE(atomic_load(&old_call_calls) >= 4);
+        int64_t t0       = kt_now_ms();
+        kretry_err_t err = kretry_adapter_close(a);
+        int64_t took     = kt_now_ms() - t0;
+        atomic_store(&old_call_release, 1);
+        char line[400] = "";
+        logged(1, "REVOKE", "still undecided", line, sizeof(line));
+        KT_CHECK_MSG(took < 3000 && !line[0], CU_FALSE,
+                     "the close took %lld ms (revoke.timeout.ms 6000; "
+                     "returned %s): it waited for the call of the lost "
+                     "assignment (\"%s\")",
+                     (long long)took, kretry_err2name(err), line);
+        KT_ASSERT_INT_EQ(err, KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/*
  * Source messages taken from librdkafka in a batch wait in the adapter
  * (adapter.c take_source) while max.inflight.messages is reached. A lost
  * assignment with messages waiting there: they belong to the assignment
@@ -1075,6 +1137,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_close_too_large_prompt),
                 KT_TEST(test_revoke_skips_kept_too_large),
                 KT_TEST(test_lost_results_not_routed),
+                KT_TEST(test_revoke_skips_lost_call),
                 KT_TEST(test_lost_drops_batched_eager),
                 KT_TEST(test_lost_drops_batched_cooperative),
                 KT_TEST(test_revoke_drops_batched),

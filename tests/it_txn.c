@@ -4,7 +4,9 @@
  * reader sees each copy once, an aborted transaction's copies never, and
  * the messages of an aborted transaction are decided again. The mock
  * cluster's transactions are not real (no markers, read_committed sees
- * aborted records): every test here skips there.
+ * aborted records): every test here skips there but
+ * test_begin_fails_offsets_kept, which checks there what the adapter
+ * committed by its own record (and on real Kafka by the group's too).
  */
 #include "adapter_int.h" /* kretry_test_txn_fails */
 #include "it_harness.h"
@@ -610,6 +612,59 @@ static void test_too_large_waits(void) {
         it_env_destroy(env);
 }
 
+static it_env_t *begin_env;
+static int begin_failed;
+/* The first begin_transaction once the four OK outcomes are decided (the
+ * route callback runs as each is) fails, retriably. Polling thread. */
+static int fail_begin_after_ok(void) {
+        if (begin_failed || begin_env->routes[KRETRY_ROUTE_OK] < 4)
+                return 0;
+        return begin_failed = 1;
+}
+
+static int source_committed_4(kretry_adapter_t *a, it_env_t *env) {
+        (void)a;
+        return kt_committed(env->c, env->group, env->source, 0) == 4;
+}
+
+/* A transaction whose begin fails retriably, carrying only offsets (OK
+ * outcomes write no copy), is begun again at the next step with the same
+ * offsets: they are committed while the adapter runs, though nothing else
+ * is decided on the partition. The mock's transactions commit no offsets
+ * (send_offsets_to_transaction stores nothing): there the adapter's count
+ * of committed transactions and its record of the offset the last one
+ * carried say it; on real Kafka the group's committed offset too. */
+static void test_begin_fails_offsets_kept(void) {
+        it_env_t *env = it_env_new("30ms", 1);
+        mix_t m       = {4, 0, 0};
+        produce_mix(env, &m);
+        begin_env                   = env;
+        begin_failed                = 0;
+        kretry_test_txn_begin_fails = fail_begin_after_ok;
+        kretry_adapter_t *a         = it_adapter(txn_conf(env));
+        KT_REQUIRE(a != NULL);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 4, 20000));
+        int64_t deadline = kt_now_ms() + 5000;
+        while (!(begin_failed && counter(a, KRETRY_COUNTER_TXN_COMMITS) > 0) &&
+               kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 20);
+        KT_REQUIRE(begin_failed);
+        KT_CHECK_MSG(counter(a, KRETRY_COUNTER_TXN_COMMITS) > 0, CU_FALSE,
+                     "no transaction committed in 5 s after a retriable "
+                     "begin_transaction failure (%lld aborted)",
+                     (long long)counter(a, KRETRY_COUNTER_TXN_ABORTS));
+        kretry_part_t *part = kretry_part_find(a, 0, 0);
+        KT_REQUIRE(part != NULL);
+        KT_ASSERT_INT_EQ(part->txn_committed, 4);
+        if (getenv("KRETRY_TEST_BOOTSTRAP"))
+                KT_ASSERT(it_run_until(a, source_committed_4, env, 10000));
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_TXN_ABORTS), 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        kretry_test_txn_begin_fails = NULL;
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_routes_in_transactions),
@@ -620,6 +675,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_breaker_open_commits),
                 KT_TEST(test_oom_commit_metadata),
                 KT_TEST(test_too_large_waits),
+                KT_TEST(test_begin_fails_offsets_kept),
                 KT_END};
         return kt_main("it_txn", tests, argc, argv);
 }

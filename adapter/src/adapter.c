@@ -128,8 +128,10 @@ static int part_room(kretry_adapter_t *a, int tier, int32_t p) {
 
 kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p) {
         kretry_part_t *part = kretry_part_find(a, tier, p);
-        if (part) /* assigned again without a revocation between */
+        if (part) { /* assigned again without a revocation between */
+                part->awaited = 1; /* its calls: none waits for them */
                 kretry_part_retire(a, part);
+        }
         if (tier < 0 || p < 0 || part_room(a, tier, p) ||
             !(part = calloc(1, sizeof(*part))))
                 return NULL;
@@ -142,6 +144,7 @@ kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p) {
         part->txn_sent      = -1;
         part->txn_committed = -1;
         part->src_next      = -1;
+        part->src_end       = -1;
         part->emit_hi       = -1;
         kretry_offsets_init(&part->offsets);
         kretry_chains_init(&part->chains);
@@ -435,9 +438,12 @@ setup_clients(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         a->pq                     = rd_kafka_queue_get_main(a->producer);
         a->tq                     = rd_kafka_queue_new(a->consumer);
         a->sq                     = rd_kafka_queue_new(a->consumer);
-        if (!a->tq || !a->sq) {
+        if (!a->cq || !a->tq || !a->sq) {
+                /* The consumer queue is NULL without a group (librdkafka
+                 * makes none): never here, a group is required. */
                 snprintf(errstr, errstr_size,
-                         "cannot create the tier and source queues");
+                         "cannot get the consumer, tier and source "
+                         "queues");
                 return KRETRY_ERR_NO_MEM;
         }
         rd_kafka_queue_io_event_enable(a->tq, a->efd, &one, sizeof(one));

@@ -89,6 +89,12 @@ typedef struct kretry_part_s {
          * earlier message of its key may still be on the source (keyed.c,
          * wait_for_source). */
         int64_t src_next;
+        /* ... and the source's end (high watermark) when src_next was set,
+         * -1 unknown: a tier copy whose original offset lies past both
+         * (and past the end librdkafka last fetched) was made from nothing
+         * this partition held, and is never held back for it (keyed.c
+         * source_behind). */
+        int64_t src_end;
         int64_t emit_hi; /* high watermark at the last stats document, -1 */
         rd_kafka_message_t *held; /* tier message waiting for its due time,
                                      in kretry's memory (kretry_rkm_own) */
@@ -110,6 +116,8 @@ typedef struct kretry_part_s {
         int produce_failures; /* copies from here waiting to be re-produced */
         int too_large_logged; /* a copy refused as too large was logged
                                  since the partition last had none failing */
+        int beyond_logged;    /* a copy claiming an original offset beyond its
+                                 source partition was logged (keyed.c) */
         int paused;           /* what we last asked librdkafka */
         int paused_once;      /* a source assignment paused at least once
                                  (adapter.c src_paused_once) */
@@ -139,6 +147,10 @@ typedef struct kretry_part_s {
         int64_t blocked_until;
         kretry_gate_t gate; /* ordering=partition: its messages in flight
                                (workers.c) */
+        /* A revocation dealt with this assignment's handler calls (waited
+         * for them, gave up, or did not wait: lost): no later revocation of
+         * the same partition waits for them (workers.c running_in). */
+        int awaited;
         /* Source partitions only: per-key state shared with the tier
          * partitions of the same number (ordering key, versioning). */
         kretry_chains_t chains;
@@ -645,6 +657,10 @@ extern int (*kretry_test_txn_fails)(void);
  * offsets read after an abort (the rewind's and the restore's) are
  * unknown, as while the cluster does not answer. Polling thread. */
 extern int (*kretry_test_txn_blind)(void);
+/* Test only: when set and it returns nonzero, begin_transaction fails with
+ * a retriable error (the call is made again at the next step). Polling
+ * thread. */
+extern int (*kretry_test_txn_begin_fails)(void);
 /* Abort the open transaction (a lost assignment, a close cut short) and
  * rewind every assigned partition but those of @p except (none while
  * closing: the next owner starts from the committed state). */

@@ -102,6 +102,47 @@ static int replayed_arrival(kretry_msg_t *m) {
                (m->tier == 0 || !has_header(m, KRETRY_H_ERROR_CLASS));
 }
 
+/* The source offset below which the original offset of every copy that
+ * can be held back lies: a copy waiting in a tier at assignment was made
+ * from a message the source partition held then, below its end at
+ * assignment (src_end); one made since by this instance, from a message
+ * consumed since, below src_next; one made since by another writer, from
+ * a message the source holds, below the end librdkafka last fetched. */
+static int64_t source_bound(kretry_adapter_t *a, const kretry_part_t *src) {
+        int64_t lo, hi;
+        int64_t end =
+                src->src_end > src->src_next ? src->src_end : src->src_next;
+        if (!rd_kafka_get_watermark_offsets(a->consumer, a->topics[0],
+                                            src->partition, &lo, &hi) &&
+            hi > end)
+                end = hi;
+        return end;
+}
+
+/* A copy whose original offset lies beyond anything its source partition
+ * held (a source topic recreated, another writer's copy): waiting for the
+ * source to be consumed past it would stall its tier partition for good. */
+static void beyond_source(kretry_adapter_t *a,
+                          kretry_part_t *part,
+                          const kretry_part_t *src,
+                          const kretry_chain_t *c,
+                          const rd_kafka_message_t *rkm,
+                          int64_t end) {
+        if (part->beyond_logged)
+                return;
+        part->beyond_logged = 1;
+        kretry_log(a, KRETRY_LOG_WARNING, "ORDER",
+                   "%s [%d]: the copy at offset %lld claims original offset "
+                   "%lld of %s [%d], beyond anything that partition held "
+                   "(its end %lld, consumed to %lld): handled without "
+                   "waiting for the source to reach it (said once per "
+                   "partition)",
+                   a->topics[part->tier], (int)part->partition,
+                   (long long)rkm->offset, (long long)c->orig_offset,
+                   a->topics[0], (int)src->partition, (long long)end,
+                   (long long)src->src_next);
+}
+
 /* A tier copy of a source message the consumer has not yet passed since
  * the assignment: after a crash, an earlier message of its key may still
  * be on the source, uncommitted — a head whose own copy was never made
@@ -111,9 +152,11 @@ static int replayed_arrival(kretry_msg_t *m) {
  * its original offset and no earlier source message of its key still waits
  * in the key's gate behind it (consumed in the same batch, not yet
  * decided). Copies whose original coordinates are not this source
- * partition's are never held back. @p c: the copy's chain headers. */
+ * partition's are never held back, nor those whose original offset lies
+ * beyond the source partition (source_bound). @p c: the copy's chain
+ * headers. */
 static int source_behind(kretry_adapter_t *a,
-                         const kretry_part_t *part,
+                         kretry_part_t *part,
                          kretry_part_t *src,
                          const kretry_chain_t *c,
                          const rd_kafka_message_t *rkm) {
@@ -121,11 +164,17 @@ static int source_behind(kretry_adapter_t *a,
             !c->orig_partition_ok || c->orig_partition != src->partition ||
             !c->orig_topic_ok || strcmp(c->orig_topic, a->topics[0]))
                 return 0;
+        if (c->orig_offset >= src->src_next) {
+                int64_t end = source_bound(a, src);
+                if (c->orig_offset < end)
+                        return 1;
+                beyond_source(a, part, src, c, rkm, end);
+                return 0;
+        }
         /* Consumed past it is not enough: a source message of the key
          * consumed meanwhile may still wait in the key's gate, behind this
          * copy, and must reach the chain first. */
-        return c->orig_offset >= src->src_next ||
-               kretry_workers_source_waits(a, src, rkm->key, rkm->key_len,
+        return kretry_workers_source_waits(a, src, rkm->key, rkm->key_len,
                                            c->orig_offset);
 }
 

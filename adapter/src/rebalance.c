@@ -105,13 +105,29 @@ static void count_assigned(kretry_adapter_t *a) {
         atomic_store(&a->stats.assigned, n);
 }
 
+/* Whether the group rebalances cooperatively. librdkafka answers NULL when
+ * it cannot ask the group's thread — during a close, once the group is
+ * terminating, the very time the close's revocation is served — and "NONE"
+ * before a join: the configured assignors say it then (librdkafka refuses
+ * a mix of eager and cooperative ones, so any of them tells). */
+static int cooperative(rd_kafka_t *rk) {
+        const char *proto = rd_kafka_rebalance_protocol(rk);
+        if (proto && strcmp(proto, "NONE"))
+                return !strcmp(proto, "COOPERATIVE");
+        char v[512];
+        size_t n = sizeof(v);
+        return rd_kafka_conf_get(rd_kafka_conf(rk),
+                                 "partition.assignment.strategy", v,
+                                 &n) == RD_KAFKA_CONF_OK &&
+               strstr(v, "cooperative");
+}
+
 void kretry_rebalance_cb(rd_kafka_t *rk,
                          rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts,
                          void *opaque) {
-        kretry_adapter_t *a = opaque;
-        int cooperative =
-                !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+        kretry_adapter_t *a                = opaque;
+        int incremental                    = cooperative(rk);
         rd_kafka_topic_partition_list_t *l = with_tiers(a, parts);
         rd_kafka_error_t *error            = NULL;
         rd_kafka_resp_err_t aerr           = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -136,7 +152,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                         kretry_restore(a, parts);
                 else
                         kretry_restore_decided(a, parts);
-                if (cooperative)
+                if (incremental)
                         error = rd_kafka_incremental_assign(rk, l);
                 else
                         aerr = rd_kafka_assign(rk, l);
@@ -176,7 +192,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 count_assigned(a);
                 if (a->closed)
                         a->close_revoked = kretry_mono_ms();
-                if (cooperative)
+                if (incremental)
                         error = rd_kafka_incremental_unassign(rk, l);
                 else
                         aerr = rd_kafka_assign(rk, NULL);

@@ -492,11 +492,13 @@ static void source_resume(kretry_adapter_t *a,
                 int64_t lo, hi = -1;
                 if (!tier && a->conf->ordering == KRETRY_ORDER_KEY && src &&
                     !tp->err && (tp->offset >= 0 || resets_to_start(a)) &&
-                    !watermarks(rk, tp, &lo, &hi, deadline))
+                    !watermarks(rk, tp, &lo, &hi, deadline)) {
                         /* Below the log start the consumer resumes at the
                          * log start: a message retention deleted never
                          * comes back. */
                         src->src_next = tp->offset > lo ? tp->offset : lo;
+                        src->src_end  = hi;
+                }
                 load_decided(a, rk, tp, tier, hi, deadline);
         }
         rd_kafka_topic_partition_list_destroy(l);

@@ -36,6 +36,7 @@
 
 int (*kretry_test_txn_fails)(void);
 int (*kretry_test_txn_blind)(void);
+int (*kretry_test_txn_begin_fails)(void);
 
 kretry_err_t
 kretry_txn_conf(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
@@ -157,6 +158,11 @@ int kretry_txn_begin(kretry_adapter_t *a) {
         if (a->txn.abort || a->txn.aborting || a->producer_fatal ||
             a->txn.spent)
                 return -1;
+        if (kretry_test_txn_begin_fails && kretry_test_txn_begin_fails()) {
+                kretry_log(a, KRETRY_LOG_WARNING, "TXN",
+                           "test: begin_transaction fails; trying again");
+                return -1;
+        }
         rd_kafka_error_t *e = rd_kafka_begin_transaction(a->producer);
         if (e) {
                 if (txn_error(a, "begin_transaction", e) > 0)
@@ -211,11 +217,13 @@ void kretry_txn_copy_failed(kretry_adapter_t *a,
 
 /* The offset of @p tp sent with the open transaction, and its metadata
  * (taken from @p tp): committed with it, they are where a rewind goes when
- * the cluster cannot tell (rewind_to). */
+ * the cluster cannot tell (rewind_to). What its partition decided is in the
+ * transaction now: committed with it, or decided again after its abort. */
 static void offsets_sent(kretry_adapter_t *a, rd_kafka_topic_partition_t *tp) {
         kretry_part_t *part = kretry_part_of(a, tp);
         if (!part)
                 return;
+        part->txn_dirty = 0;
         part->stored = part->txn_sent = tp->offset;
         free(part->txn_sent_md);
         part->txn_sent_md     = tp->metadata;
@@ -533,9 +541,11 @@ static rd_kafka_topic_partition_list_t *txn_offsets(kretry_adapter_t *a) {
         for (int t = 0; t < a->topic_cnt; t++)
                 for (int p = 0; p < a->part_cap[t]; p++) {
                         kretry_part_t *part = a->parts[t][p];
+                        /* Still dirty until the offsets are in the
+                         * transaction (offsets_sent): a begin that fails
+                         * retriably sends them with the next one. */
                         if (!part || !part->assigned || !part->txn_dirty)
                                 continue;
-                        part->txn_dirty = 0;
                         oom |= kretry_commit_add(a, &l, part, 0) < 0;
                 }
         /* An offset without the offsets decided above it would have the

@@ -91,8 +91,11 @@
  * polling thread waits up to revoke.timeout.ms for their running and held
  * jobs, deciding each result as it arrives (not for a lost assignment,
  * retired first, nor with handler.thread poll, whose held messages are
- * completed by the loop the revocation holds). A result that arrives after
- * its assignment was retired is discarded: never routed, never committed.
+ * completed by the loop the revocation holds, nor for the jobs of an
+ * earlier assignment of the same partition: a revocation waits for the
+ * assignments it ends, never by partition number). A result that arrives
+ * after its assignment was retired is discarded: never routed, never
+ * committed.
  *
  * Held messages: the application gets a handle (handles.h), not the job,
  * since jobs are pooled: a handle outliving its hold is refused, never
@@ -1073,13 +1076,30 @@ static int qs_take_in(const kretry_adapter_t *a,
         return n;
 }
 
+/* The calls and held messages a revocation of @p l waits for: those of
+ * the assignments it ends — assigned still, or retired just before it
+ * (lost, or rewound after an abort) — not those of an earlier assignment
+ * of the same partition that another revocation dealt with (a call of a
+ * lost assignment may run on for long after the partition came back). */
 static int running_in(const kretry_adapter_t *a,
                       const rd_kafka_topic_partition_list_t *l) {
         const kretry_workers_t *w = a->workers;
         int n                     = 0;
-        for (int i = 0; i < w->running_cnt; i++)
-                n += in_list(a, w->running[i]->part, l);
+        for (int i = 0; i < w->running_cnt; i++) {
+                const kretry_part_t *part = w->running[i]->part;
+                n += !part->awaited && in_list(a, part, l);
+        }
         return n;
+}
+
+/* The revocation of @p l is done with the calls still running of the
+ * assignments it ends: their results are discarded when they come. */
+static void awaited(kretry_adapter_t *a,
+                    const rd_kafka_topic_partition_list_t *l) {
+        const kretry_workers_t *w = a->workers;
+        for (int i = 0; i < w->running_cnt; i++)
+                if (in_list(a, w->running[i]->part, l))
+                        w->running[i]->part->awaited = 1;
 }
 
 void kretry_workers_revoke(kretry_adapter_t *a,
@@ -1156,6 +1176,7 @@ void kretry_workers_revoke(kretry_adapter_t *a,
                 w->waiting = 0;
                 pthread_mutex_unlock(&w->lock);
         }
+        awaited(a, l);
         pump(a); /* what other partitions had waiting */
 }
 
