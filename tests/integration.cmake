@@ -56,3 +56,6 @@ kretry_add_suite(it_owner TIMEOUT 480 LABELS integration SOURCES it_harness.c)
 # routing=transactional: real Kafka only (the mock's transactions write no
 # markers); label real lets the mock pass skip it.
 kretry_add_suite(it_txn TIMEOUT 300 LABELS "integration;real" SOURCES it_harness.c)
+# Decided offsets handed from owner to owner; the chains need the mock's
+# refused copies, the forged metadata runs on both.
+kretry_add_suite(it_decided TIMEOUT 300 LABELS integration SOURCES it_harness.c)

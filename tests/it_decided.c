@@ -1,0 +1,246 @@
+/*
+ * Decided offsets handed from owner to owner (issue: "decided offsets that
+ * are never forgotten and never forged"). A partition's commit stops at
+ * its lowest undecided offset and carries, as metadata, the offsets
+ * decided above it; the next owner acknowledges those unhandled.
+ *
+ * The chain of three owners a rolling restart makes, on one partition of
+ * ten messages (0 and 4 retried, the rest OK):
+ *   A handles all ten; the copies of 0 and 4 cannot be written (the broker
+ *     refuses them) when it closes: it commits 0 with 1-3 and 5-9 decided.
+ *   B (max.inflight.messages 1: behind a backlog) handles 0, skips 1-3,
+ *     and closes with 4 held in its handler, never having consumed 5-9:
+ *     its commit at 4 must still say 5-9 were decided.
+ *   C handles 4 and nothing else of the source.
+ * Under ordering none, partition (B and C; see test_chain_partition_1) and
+ * key, at one handler and at 16, and with the ordering changed from owner
+ * to owner.
+ *
+ * Untrusted metadata: a commit that says offsets past the partition's end
+ * were decided is not believed; every message is handled.
+ */
+#include "adapter_int.h"
+#include "it_harness.h"
+
+#include <librdkafka/rdkafka_mock.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MSGS 10
+
+typedef struct {
+        const char *source;
+        atomic_int calls[MSGS]; /* source calls per offset */
+        atomic_int hold_at;     /* -1: none; else hold that source offset */
+        kretry_msg_t *held;
+        atomic_int retry_first; /* A: "r-" values RETRY on attempt 1 */
+} owner_t;
+
+static kretry_action_t owner_handler(kretry_msg_t *msg, void *opaque) {
+        owner_t *o = opaque;
+        int64_t off = kretry_msg_offset(msg);
+        if (strcmp(kretry_msg_topic(msg), o->source))
+                return KRETRY_OK; /* a tier copy: not counted */
+        if (off >= 0 && off < MSGS)
+                atomic_fetch_add(&o->calls[off], 1);
+        if (off == atomic_load(&o->hold_at) && !o->held) {
+                o->held = kretry_msg_hold(msg);
+                return o->held ? KRETRY_ASYNC : KRETRY_OK;
+        }
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        if (atomic_load(&o->retry_first) && v && len >= 2 &&
+            !strncmp(v, "r-", 2) && kretry_msg_attempt(msg) == 1)
+                return KRETRY_RETRY;
+        return KRETRY_OK;
+}
+
+static void owner_init(owner_t *o, const it_env_t *env) {
+        memset(o, 0, sizeof(*o));
+        o->source = env->source;
+        atomic_store(&o->hold_at, -1);
+}
+
+static int calls(owner_t *o, int off) {
+        return atomic_load(&o->calls[off]);
+}
+
+static kretry_adapter_t *owner_start(it_env_t *env,
+                                     owner_t *o,
+                                     const char *ordering,
+                                     const char *concurrency,
+                                     const char *inflight) {
+        kretry_conf_t *conf = it_conf(
+                env, "ordering", ordering, "handler.concurrency", concurrency,
+                "max.inflight.messages", inflight, "revoke.timeout.ms", "300",
+                "consumer.heartbeat.interval.ms", "100",
+                "consumer.session.timeout.ms", "4000", NULL);
+        kretry_conf_set_handler(conf, owner_handler, o);
+        kretry_conf_set_route_cb(conf, NULL);
+        return it_adapter(conf);
+}
+
+/* Poll @p a until @p done holds for @p o or 30 s pass. */
+static int poll_until(kretry_adapter_t *a,
+                      owner_t *o,
+                      int (*done)(owner_t *o)) {
+        int64_t deadline = kt_now_ms() + 30000;
+        while (!done(o) && kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 10);
+        return done(o);
+}
+
+/* A handled every OK message; the retried ones were called. */
+static int a_done(owner_t *o) {
+        for (int i = 0; i < MSGS; i++)
+                if (!calls(o, i))
+                        return 0;
+        return 1;
+}
+
+static int b_done(owner_t *o) {
+        return calls(o, 0) && o->held != NULL;
+}
+
+static int c_done(owner_t *o) {
+        return calls(o, 4) > 0;
+}
+
+static void check_commit(it_env_t *env, int64_t offset, const char *md) {
+        char got[512];
+        int64_t at = kt_committed_md(env->c, env->group, env->source, 0, got,
+                                     sizeof(got));
+        KT_CHECK_MSG(at == offset && !strcmp(got, md), CU_FALSE,
+                     "committed %lld \"%s\", expected %lld \"%s\"",
+                     (long long)at, got, (long long)offset, md);
+}
+
+/* The chain A, B, C (top of file) with orderings @p oa, @p ob, @p oc and
+ * @p conc handlers each. */
+static void chain(const char *oa,
+                  const char *ob,
+                  const char *oc,
+                  const char *conc) {
+        it_env_t *env = it_env_new("50ms", 1);
+        rd_kafka_mock_cluster_t *mock = kt_mock_only(
+                env->c, "none: the copies A cannot write need a broker that "
+                        "refuses them; the decided-metadata promise on real "
+                        "Kafka is blackbox_restart's");
+        if (!mock) {
+                it_env_destroy(env);
+                return;
+        }
+        for (int i = 0; i < MSGS; i++) {
+                char key[16], value[16];
+                snprintf(key, sizeof(key), "k%d", i);
+                snprintf(value, sizeof(value), "%s-%d",
+                         i == 0 || i == 4 ? "r" : "ok", i);
+                it_produce(env, 0, key, value, NULL);
+        }
+        static owner_t A, B, C;
+        owner_init(&A, env);
+        owner_init(&B, env);
+        owner_init(&C, env);
+        atomic_store(&A.retry_first, 1);
+
+        /* A: the copies of 0 and 4 are refused until A has closed. */
+        rd_kafka_resp_err_t errs[200];
+        for (int i = 0; i < 200; i++)
+                errs[i] = RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
+        rd_kafka_mock_push_request_errors_array(mock, 0 /* Produce */, 200,
+                                                errs);
+        kretry_adapter_t *a = owner_start(env, &A, oa, conc, "1000");
+        KT_REQUIRE(poll_until(a, &A, a_done));
+        kretry_adapter_close(a);
+        kretry_adapter_destroy(a);
+        rd_kafka_mock_clear_request_errors(mock, 0 /* Produce */);
+        check_commit(env, 0, "kretry-decided:1+3,5+5");
+
+        /* B: behind a backlog, 4 held when it closes. */
+        atomic_store(&B.hold_at, 4);
+        kretry_adapter_t *b = owner_start(env, &B, ob, conc, "1");
+        KT_REQUIRE(poll_until(b, &B, b_done));
+        kretry_adapter_close(b);
+        kretry_adapter_destroy(b);
+        kretry_msg_complete(B.held, KRETRY_OK); /* only frees it */
+        check_commit(env, 4, "kretry-decided:1+5");
+
+        kretry_adapter_t *c = owner_start(env, &C, oc, conc, "1000");
+        KT_REQUIRE(poll_until(c, &C, c_done));
+        KT_ASSERT(it_wait_counter(c, KRETRY_COUNTER_DUPLICATES, 5, 10000));
+        kretry_adapter_close(c);
+        kretry_adapter_destroy(c);
+        for (int i = 0; i < MSGS; i++) {
+                int again = calls(&B, i) + calls(&C, i);
+                int allowed = i == 0 || i == 4 ? 2 : 0;
+                KT_CHECK_MSG(calls(&A, i) == 1 && again <= allowed, CU_FALSE,
+                             "offset %d: A %d, B %d, C %d calls (decided by "
+                             "A: %s)",
+                             i, calls(&A, i), calls(&B, i), calls(&C, i),
+                             allowed ? "no" : "yes");
+        }
+        KT_ASSERT_INT_EQ(calls(&C, 4), 1);
+        it_env_destroy(env);
+}
+
+static void test_chain_none_1(void) {
+        chain("none", "none", "none", "1");
+}
+static void test_chain_none_16(void) {
+        chain("none", "none", "none", "16");
+}
+/* Under ordering=partition a message waits for the outcome before it to
+ * be durable, so A (whose copies are refused) never decides above one: A
+ * runs without ordering, B and C with it, and carry and honour A's ranges. */
+static void test_chain_partition_1(void) {
+        chain("none", "partition", "partition", "1");
+}
+static void test_chain_partition_16(void) {
+        chain("none", "partition", "partition", "16");
+}
+static void test_chain_key_1(void) {
+        chain("key", "key", "key", "1");
+}
+static void test_chain_key_16(void) {
+        chain("key", "key", "key", "16");
+}
+/* A service whose ordering changes between runs keeps the ranges. */
+static void test_chain_ordering_changed(void) {
+        chain("key", "none", "partition", "16");
+}
+
+/* A commit whose metadata says offsets past the partition's end were
+ * decided (any client allowed to commit for the group can write one) is
+ * not believed: every message is handled, and a warning says why. */
+static void test_forged_metadata_ignored(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        for (int i = 0; i < MSGS; i++)
+                it_produce(env, 0, "k", "ok-forged", NULL);
+        KT_REQUIRE(kt_commit_md(env->c, env->group, env->source, 0, 2,
+                                "kretry-decided:0+999999999999999999") == 0);
+        static owner_t o;
+        owner_init(&o, env);
+        kretry_adapter_t *a = owner_start(env, &o, "none", "4", "1000");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, MSGS - 2, 30000));
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DUPLICATES, 0), 0);
+        for (int i = 2; i < MSGS; i++)
+                KT_ASSERT_INT_EQ(calls(&o, i), 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+                KT_TEST(test_chain_none_1),
+                KT_TEST(test_chain_none_16),
+                KT_TEST(test_chain_partition_1),
+                KT_TEST(test_chain_partition_16),
+                KT_TEST(test_chain_key_1),
+                KT_TEST(test_chain_key_16),
+                KT_TEST(test_chain_ordering_changed),
+                KT_TEST(test_forged_metadata_ignored),
+                KT_END};
+        return kt_main("it_decided", tests, argc, argv);
+}
