@@ -57,5 +57,8 @@ kretry_add_suite(it_owner TIMEOUT 480 LABELS integration SOURCES it_harness.c)
 # markers); label real lets the mock pass skip it.
 kretry_add_suite(it_txn TIMEOUT 300 LABELS "integration;real" SOURCES it_harness.c)
 # Decided offsets handed from owner to owner; the chains need the mock's
-# refused copies, the forged metadata runs on both.
-kretry_add_suite(it_decided TIMEOUT 300 LABELS integration SOURCES it_harness.c)
+# refused copies, the forged metadata runs on both; test_chain_transactional
+# needs real Kafka (label real lets the mock pass skip it).
+kretry_add_suite(it_decided TIMEOUT 300 LABELS integration SOURCES it_harness.c
+                 SEPARATE test_chain_transactional)
+set_tests_properties(it_decided.test_chain_transactional PROPERTIES LABELS real)

@@ -32,21 +32,25 @@
 typedef struct {
         const char *source;
         atomic_int calls[MSGS]; /* source calls per offset */
-        atomic_int hold_at;     /* -1: none; else hold that source offset */
-        kretry_msg_t *held;
+        atomic_int hold_mask; /* source offsets held (bit i: offset i), once */
+        atomic_int held_mask;
+        kretry_msg_t *held[MSGS];
         atomic_int retry_first; /* A: "r-" values RETRY on attempt 1 */
 } owner_t;
 
 static kretry_action_t owner_handler(kretry_msg_t *msg, void *opaque) {
-        owner_t *o = opaque;
+        owner_t *o  = opaque;
         int64_t off = kretry_msg_offset(msg);
         if (strcmp(kretry_msg_topic(msg), o->source))
                 return KRETRY_OK; /* a tier copy: not counted */
         if (off >= 0 && off < MSGS)
                 atomic_fetch_add(&o->calls[off], 1);
-        if (off == atomic_load(&o->hold_at) && !o->held) {
-                o->held = kretry_msg_hold(msg);
-                return o->held ? KRETRY_ASYNC : KRETRY_OK;
+        if (off >= 0 && off < MSGS &&
+            (atomic_load(&o->hold_mask) & ~atomic_load(&o->held_mask) &
+             1 << off)) {
+                o->held[off] = kretry_msg_hold(msg);
+                atomic_fetch_or(&o->held_mask, 1 << off);
+                return o->held[off] ? KRETRY_ASYNC : KRETRY_OK;
         }
         size_t len;
         const char *v = kretry_msg_value(msg, &len);
@@ -59,7 +63,15 @@ static kretry_action_t owner_handler(kretry_msg_t *msg, void *opaque) {
 static void owner_init(owner_t *o, const it_env_t *env) {
         memset(o, 0, sizeof(*o));
         o->source = env->source;
-        atomic_store(&o->hold_at, -1);
+}
+
+/* After the adapter is gone: each held message completed (only frees
+ * it). */
+static void owner_release(owner_t *o) {
+        for (int i = 0; i < MSGS; i++)
+                if (o->held[i])
+                        kretry_msg_complete(o->held[i], KRETRY_OK);
+        memset(o->held, 0, sizeof(o->held));
 }
 
 static int calls(owner_t *o, int off) {
@@ -70,11 +82,12 @@ static kretry_adapter_t *owner_start(it_env_t *env,
                                      owner_t *o,
                                      const char *ordering,
                                      const char *concurrency,
-                                     const char *inflight) {
+                                     const char *inflight,
+                                     const char *routing) {
         kretry_conf_t *conf = it_conf(
                 env, "ordering", ordering, "handler.concurrency", concurrency,
                 "max.inflight.messages", inflight, "revoke.timeout.ms", "300",
-                "consumer.heartbeat.interval.ms", "100",
+                "routing", routing, "consumer.heartbeat.interval.ms", "100",
                 "consumer.session.timeout.ms", "4000", NULL);
         kretry_conf_set_handler(conf, owner_handler, o);
         kretry_conf_set_route_cb(conf, NULL);
@@ -82,9 +95,8 @@ static kretry_adapter_t *owner_start(it_env_t *env,
 }
 
 /* Poll @p a until @p done holds for @p o or 30 s pass. */
-static int poll_until(kretry_adapter_t *a,
-                      owner_t *o,
-                      int (*done)(owner_t *o)) {
+static int
+poll_until(kretry_adapter_t *a, owner_t *o, int (*done)(owner_t *o)) {
         int64_t deadline = kt_now_ms() + 30000;
         while (!done(o) && kt_now_ms() < deadline)
                 kretry_adapter_poll(a, 10);
@@ -100,7 +112,7 @@ static int a_done(owner_t *o) {
 }
 
 static int b_done(owner_t *o) {
-        return calls(o, 0) && o->held != NULL;
+        return calls(o, 0) && (atomic_load(&o->held_mask) & 1 << 4);
 }
 
 static int c_done(owner_t *o) {
@@ -118,11 +130,9 @@ static void check_commit(it_env_t *env, int64_t offset, const char *md) {
 
 /* The chain A, B, C (top of file) with orderings @p oa, @p ob, @p oc and
  * @p conc handlers each. */
-static void chain(const char *oa,
-                  const char *ob,
-                  const char *oc,
-                  const char *conc) {
-        it_env_t *env = it_env_new("50ms", 1);
+static void
+chain(const char *oa, const char *ob, const char *oc, const char *conc) {
+        it_env_t *env                 = it_env_new("50ms", 1);
         rd_kafka_mock_cluster_t *mock = kt_mock_only(
                 env->c, "none: the copies A cannot write need a broker that "
                         "refuses them; the decided-metadata promise on real "
@@ -150,7 +160,8 @@ static void chain(const char *oa,
                 errs[i] = RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
         rd_kafka_mock_push_request_errors_array(mock, 0 /* Produce */, 200,
                                                 errs);
-        kretry_adapter_t *a = owner_start(env, &A, oa, conc, "1000");
+        kretry_adapter_t *a =
+                owner_start(env, &A, oa, conc, "1000", "at_least_once");
         KT_REQUIRE(poll_until(a, &A, a_done));
         kretry_adapter_close(a);
         kretry_adapter_destroy(a);
@@ -158,21 +169,23 @@ static void chain(const char *oa,
         check_commit(env, 0, "kretry-decided:1+3,5+5");
 
         /* B: behind a backlog, 4 held when it closes. */
-        atomic_store(&B.hold_at, 4);
-        kretry_adapter_t *b = owner_start(env, &B, ob, conc, "1");
+        atomic_store(&B.hold_mask, 1 << 4);
+        kretry_adapter_t *b =
+                owner_start(env, &B, ob, conc, "1", "at_least_once");
         KT_REQUIRE(poll_until(b, &B, b_done));
         kretry_adapter_close(b);
         kretry_adapter_destroy(b);
-        kretry_msg_complete(B.held, KRETRY_OK); /* only frees it */
+        owner_release(&B);
         check_commit(env, 4, "kretry-decided:1+5");
 
-        kretry_adapter_t *c = owner_start(env, &C, oc, conc, "1000");
+        kretry_adapter_t *c =
+                owner_start(env, &C, oc, conc, "1000", "at_least_once");
         KT_REQUIRE(poll_until(c, &C, c_done));
         KT_ASSERT(it_wait_counter(c, KRETRY_COUNTER_DUPLICATES, 5, 10000));
         kretry_adapter_close(c);
         kretry_adapter_destroy(c);
         for (int i = 0; i < MSGS; i++) {
-                int again = calls(&B, i) + calls(&C, i);
+                int again   = calls(&B, i) + calls(&C, i);
                 int allowed = i == 0 || i == 4 ? 2 : 0;
                 KT_CHECK_MSG(calls(&A, i) == 1 && again <= allowed, CU_FALSE,
                              "offset %d: A %d, B %d, C %d calls (decided by "
@@ -221,7 +234,8 @@ static void test_forged_metadata_ignored(void) {
                                 "kretry-decided:0+999999999999999999") == 0);
         static owner_t o;
         owner_init(&o, env);
-        kretry_adapter_t *a = owner_start(env, &o, "none", "4", "1000");
+        kretry_adapter_t *a =
+                owner_start(env, &o, "none", "4", "1000", "at_least_once");
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, MSGS - 2, 30000));
         KT_ASSERT_INT_EQ(
                 kretry_adapter_counter(a, KRETRY_COUNTER_DUPLICATES, 0), 0);
@@ -231,16 +245,120 @@ static void test_forged_metadata_ignored(void) {
         it_env_destroy(env);
 }
 
+/*
+ * routing=transactional, on real Kafka: the same hand-over through
+ * transactions, with an abort after B's first transaction. A holds 0 and 4
+ * and copies 5-9 to the tier (RETRY): its transactions commit 0 with
+ * 1+3,5+5. B (behind a backlog) decides 0, skips 1-3 and holds 4: its
+ * first transaction commits 4 with 1+5. Then 4 is completed and the
+ * transaction that would commit it is failed: aborted, B rewinds to its
+ * first commit, decides 4 again and skips 5-9. No copy of 5-9 is written
+ * twice (read_committed), and nothing of 1-3, 5-9 reaches B's handler.
+ */
+static atomic_int txn_fail_armed;
+
+static int fail_armed(void) {
+        return atomic_exchange(&txn_fail_armed, 0);
+}
+
+static int committed_is(it_env_t *env, int64_t offset, const char *md) {
+        char got[512];
+        return kt_committed_md(env->c, env->group, env->source, 0, got,
+                               sizeof(got)) == offset &&
+               !strcmp(got, md);
+}
+
+static void test_chain_transactional(void) {
+        if (!kt_real_only("transactions on the mock write no markers and "
+                          "store no transactional offsets"))
+                return;
+        it_env_t *env = it_env_new("50ms", 1);
+        for (int i = 0; i < MSGS; i++) {
+                char key[16], value[16];
+                snprintf(key, sizeof(key), "k%d", i);
+                snprintf(value, sizeof(value), "%s-%d",
+                         i == 0 || i == 4 ? "h"
+                         : i < 4          ? "ok"
+                                          : "r",
+                         i);
+                it_produce(env, 0, key, value, NULL);
+        }
+        static owner_t A, B;
+        owner_init(&A, env);
+        owner_init(&B, env);
+        atomic_store(&A.retry_first, 1);
+        atomic_store(&B.retry_first, 1);
+        atomic_store(&A.hold_mask, 1 << 0 | 1 << 4);
+        atomic_store(&B.hold_mask, 1 << 4);
+
+        kretry_adapter_t *a =
+                owner_start(env, &A, "none", "16", "1000", "transactional");
+        KT_REQUIRE(poll_until(a, &A, a_done));
+        int64_t deadline = kt_now_ms() + 20000;
+        while (!committed_is(env, 0, "kretry-decided:1+3,5+5") &&
+               kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 50);
+        kretry_adapter_close(a);
+        kretry_adapter_destroy(a);
+        owner_release(&A);
+        check_commit(env, 0, "kretry-decided:1+3,5+5");
+
+        kretry_adapter_t *b =
+                owner_start(env, &B, "none", "16", "1", "transactional");
+        KT_REQUIRE(poll_until(b, &B, b_done));
+        deadline = kt_now_ms() + 20000;
+        while (!committed_is(env, 4, "kretry-decided:1+5") &&
+               kt_now_ms() < deadline)
+                kretry_adapter_poll(b, 50);
+        check_commit(env, 4, "kretry-decided:1+5");
+        kretry_test_txn_fails = fail_armed;
+        atomic_store(&txn_fail_armed, 1);
+        KT_REQUIRE(kretry_msg_complete(B.held[4], KRETRY_OK) == 0);
+        B.held[4] = NULL;
+        deadline  = kt_now_ms() + 30000;
+        while (!(calls(&B, 4) >= 2 && committed_is(env, 10, "")) &&
+               kt_now_ms() < deadline)
+                kretry_adapter_poll(b, 50);
+        kretry_test_txn_fails = NULL;
+        KT_ASSERT(kretry_adapter_counter(b, KRETRY_COUNTER_TXN_ABORTS, 0) >= 1);
+        kretry_adapter_close(b);
+        kretry_adapter_destroy(b);
+        owner_release(&B);
+        check_commit(env, 10, "");
+        for (int i = 0; i < MSGS; i++)
+                KT_CHECK_MSG(i == 0 || i == 4 || !calls(&B, i), CU_FALSE,
+                             "offset %d, decided by A, reached B's handler "
+                             "%d time(s)",
+                             i, calls(&B, i));
+        KT_ASSERT_INT_EQ(calls(&B, 4), 2); /* held, then after the abort */
+
+        /* Each copy once, read_committed; a sixth would show within 5 s. */
+        static kt_copy_t m[16];
+        kt_copies_t cs = {.m = m, .max = 16};
+        int n = kt_consume(env->c, env->tiers[0], 6, 5000, kt_copy_grab, &cs);
+        KT_ASSERT_INT_EQ(n, 5);
+        for (int i = 5; i < MSGS; i++) {
+                char v[16];
+                snprintf(v, sizeof(v), "r-%d", i);
+                int copies = 0;
+                for (int j = 0; j < cs.n; j++)
+                        copies += !strcmp(cs.m[j].value, v);
+                KT_CHECK_MSG(copies == 1, CU_FALSE,
+                             "%s: %d tier copies (read_committed)", v, copies);
+        }
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-                KT_TEST(test_chain_none_1),
-                KT_TEST(test_chain_none_16),
-                KT_TEST(test_chain_partition_1),
-                KT_TEST(test_chain_partition_16),
-                KT_TEST(test_chain_key_1),
-                KT_TEST(test_chain_key_16),
-                KT_TEST(test_chain_ordering_changed),
-                KT_TEST(test_forged_metadata_ignored),
-                KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_chain_none_1),
+                                          KT_TEST(test_chain_none_16),
+                                          KT_TEST(test_chain_partition_1),
+                                          KT_TEST(test_chain_partition_16),
+                                          KT_TEST(test_chain_key_1),
+                                          KT_TEST(test_chain_key_16),
+                                          KT_TEST(test_chain_ordering_changed),
+                                          KT_TEST(test_forged_metadata_ignored),
+                                          KT_TEST(test_chain_transactional),
+                                          KT_END};
         return kt_main("it_decided", tests, argc, argv);
 }
