@@ -245,6 +245,43 @@ static void test_forged_metadata_ignored(void) {
         it_env_destroy(env);
 }
 
+/* The periodic commit (auto-commit of the stored offset, while the adapter
+ * runs: what a restart after a SIGKILL reads) carries the offsets decided
+ * above it from librdkafka 2.2 on, and the offset alone before (2.0.2
+ * cannot send metadata with it). 0 and 1 held, 2-5 OK; then 0 completed:
+ * the offset moves to 1 with 2-5 decided above it. */
+static void test_periodic_commit_metadata(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        for (int i = 0; i < 6; i++)
+                it_produce(env, 0, "k", "ok-periodic", NULL);
+        static owner_t o;
+        owner_init(&o, env);
+        atomic_store(&o.hold_mask, 1 << 0 | 1 << 1);
+        kretry_adapter_t *a =
+                owner_start(env, &o, "none", "8", "1000", "at_least_once");
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 4, 30000));
+        KT_REQUIRE((atomic_load(&o.held_mask) & 3) == 3);
+        KT_REQUIRE(kretry_msg_complete(o.held[0], KRETRY_OK) == 0);
+        o.held[0] = NULL;
+        const char *md =
+                rd_kafka_version() >= 0x020200ff ? "kretry-decided:1+4" : "";
+        char got[512]    = "";
+        int64_t at       = -1;
+        int64_t deadline = kt_now_ms() + 10000;
+        while (at != 1 && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 50);
+                at = kt_committed_md(env->c, env->group, env->source, 0, got,
+                                     sizeof(got));
+        }
+        KT_CHECK_MSG(at == 1 && !strcmp(got, md), CU_FALSE,
+                     "periodic commit %lld \"%s\", expected 1 \"%s\" "
+                     "(librdkafka %s)",
+                     (long long)at, got, md, rd_kafka_version_str());
+        kretry_adapter_destroy(a);
+        owner_release(&o);
+        it_env_destroy(env);
+}
+
 /*
  * routing=transactional, on real Kafka: the same hand-over through
  * transactions, with an abort after B's first transaction. A holds 0 and 4
@@ -350,15 +387,17 @@ static void test_chain_transactional(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {KT_TEST(test_chain_none_1),
-                                          KT_TEST(test_chain_none_16),
-                                          KT_TEST(test_chain_partition_1),
-                                          KT_TEST(test_chain_partition_16),
-                                          KT_TEST(test_chain_key_1),
-                                          KT_TEST(test_chain_key_16),
-                                          KT_TEST(test_chain_ordering_changed),
-                                          KT_TEST(test_forged_metadata_ignored),
-                                          KT_TEST(test_chain_transactional),
-                                          KT_END};
+        static const kt_test_t tests[] = {
+                KT_TEST(test_chain_none_1),
+                KT_TEST(test_chain_none_16),
+                KT_TEST(test_chain_partition_1),
+                KT_TEST(test_chain_partition_16),
+                KT_TEST(test_chain_key_1),
+                KT_TEST(test_chain_key_16),
+                KT_TEST(test_chain_ordering_changed),
+                KT_TEST(test_forged_metadata_ignored),
+                KT_TEST(test_periodic_commit_metadata),
+                KT_TEST(test_chain_transactional),
+                KT_END};
         return kt_main("it_decided", tests, argc, argv);
 }
