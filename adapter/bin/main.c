@@ -2,6 +2,7 @@
 #include "kretry/kretry.h"
 #include "ui.h"
 
+#include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,7 +46,10 @@ int main(int argc, char **argv) {
                 return KRETRY_EX_USAGE;
         }
         if (!strcmp(argv[1], "--version")) {
-                printf("kretry %s\n", kretry_version_str());
+                /* The librdkafka actually loaded, which may not be the
+                 * one kretry was built against. */
+                printf("kretry %s\nlibrdkafka %s\n", kretry_version_str(),
+                       rd_kafka_version_str());
                 return 0;
         }
         if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
