@@ -512,7 +512,7 @@ def main():
     cli = sys.argv[1]
     skip_if_missing()
     d = tempfile.mkdtemp(prefix="kretry-ui-")
-    # the pay topology of step_avro: on dev-broker its DLQ is auto-created
+    # the pay topology of step_avro (its chain created on dev-broker too)
     broker, path = start_cluster(cli, d, chain("pay", 1, 1))
     ui = None
     try:

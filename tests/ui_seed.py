@@ -12,7 +12,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import SKIP, Broker, Cluster, chain  # noqa: E402,F401
+from bbkafka import (SKIP, Broker, Cluster, chain,  # noqa: E402,F401
+                     dev_broker_args)
 
 TOPOLOGY = """\
 kafka:
@@ -67,10 +68,14 @@ def seeded():
 def start_cluster(cli, d, extra=None):
     """The cluster of a ui test (bbkafka.Cluster) with the topology's
     chain (and @extra topics) and the topology file written in @d for it:
-    (cluster, path). dev-broker creates the chain from the file."""
+    (cluster, path). dev-broker creates the chain from the file and @extra
+    from --topic: librdkafka 2.0.2's mock cluster created any topic a
+    Metadata request named, a newer one (Metadata v4 and later) only when
+    the client asks for it, and kretry's clients do not."""
     k = Cluster(dict(chain("orders", 2, 2), **(extra or {})))
     path = topology_file(d, k)
-    return k.start(cli, ["--topology", path]), path
+    more = dev_broker_args({k.name(t): p for t, p in (extra or {}).items()})
+    return k.start(cli, ["--topology", path] + more), path
 
 
 def seed(k):
