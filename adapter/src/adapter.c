@@ -195,7 +195,8 @@ void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
                      part->blocked_until > kretry_mono_ms()));
         if (want == part->paused)
                 return;
-        if (want && part->tier == 0 && !part->paused_once) {
+        if (want && part->tier == 0 && !part->paused_once &&
+            rd_kafka_version() < KRETRY_BATCH_PAUSE_MIN_RDKAFKA) {
                 part->paused_once = 1; /* see src_paused_once */
                 a->src_paused_once++;
         }

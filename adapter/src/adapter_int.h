@@ -316,7 +316,8 @@ struct kretry_adapter_s {
          * 4208). A pause is served by librdkafka's thread some time
          * after it was asked for, even after the resume was asked for:
          * only an assignment never paused has none to come. A single
-         * take is never recalled. */
+         * take is never recalled. Counted only with such a librdkafka
+         * (KRETRY_BATCH_PAUSE_MIN_RDKAFKA): from 2.1.0 on, batches stay. */
         int src_paused_once;
         int efd;
         kretry_part_t ***parts; /* [topic][partition] */
