@@ -19,9 +19,8 @@
 #   KRETRY_RDKAFKA_CACHE=DIR   the cache (default
 #                              ${XDG_CACHE_HOME:-$HOME/.cache}/kretry/librdkafka)
 #
-# It needs (Debian 12 packages): build-essential, pkg-config, python3,
-# dpkg-dev, debian-archive-keyring, libssl-dev, libsasl2-dev, libzstd-dev,
-# liblz4-dev, zlib1g-dev, libcurl4-openssl-dev, util-linux (flock).
+# The Debian 12 packages it needs (NEEDS below) are installed when
+# missing.
 #
 # What is checked: apt verifies the OpenPGP signature of the suite's
 # InRelease against debian-archive-keyring, the Sources index against the
@@ -126,11 +125,31 @@ build() {
         rm -rf "$dir"
 }
 
+# The Debian 12 packages the fetch and the build need, installed when
+# missing (with sudo when not root), as scripts/install-deps.sh does.
+NEEDS="build-essential pkg-config python3 dpkg-dev apt debian-archive-keyring \
+libssl-dev libsasl2-dev libzstd-dev liblz4-dev zlib1g-dev \
+libcurl4-openssl-dev util-linux"
+install_needs() {
+        missing=""
+        for p in $NEEDS; do
+                dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+                        grep -q "ok installed" || missing="$missing $p"
+        done
+        [ -n "$missing" ] || return 0
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+                --no-install-recommends $missing
+}
+
 case "${1:-}" in
 prefix)
         echo "$prefix"
         ;;
 build)
+        install_needs
         mkdir -p "$cache"
         # One build at a time (demo.sh and test.sh may start together).
         exec 9>"$cache/lock"
