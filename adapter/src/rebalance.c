@@ -105,14 +105,18 @@ static void count_assigned(kretry_adapter_t *a) {
         atomic_store(&a->stats.assigned, n);
 }
 
-/* Whether the group rebalances cooperatively. librdkafka answers NULL when
- * it cannot ask the group's thread — during a close, once the group is
- * terminating, the very time the close's revocation is served — and "NONE"
- * before a join: the configured assignors say it then (librdkafka refuses
- * a mix of eager and cooperative ones, so any of them tells). */
+/* Whether the group rebalances cooperatively (1), eagerly (0), or -1 when
+ * librdkafka answers NULL: the group's thread no longer serves requests
+ * (a close terminating the group, the very time the close's revocation is
+ * served), so an assign or unassign call, which waits for that thread
+ * without a timeout, would never return; the terminating group releases
+ * the partitions itself. "NONE" (before a join): the configured assignors
+ * say it (librdkafka refuses a mix of eager and cooperative ones). */
 static int cooperative(rd_kafka_t *rk) {
         const char *proto = rd_kafka_rebalance_protocol(rk);
-        if (proto && strcmp(proto, "NONE"))
+        if (!proto)
+                return -1;
+        if (strcmp(proto, "NONE"))
                 return !strcmp(proto, "COOPERATIVE");
         char v[512];
         size_t n = sizeof(v);
@@ -152,9 +156,9 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                         kretry_restore(a, parts);
                 else
                         kretry_restore_decided(a, parts);
-                if (incremental)
+                if (incremental > 0)
                         error = rd_kafka_incremental_assign(rk, l);
-                else
+                else if (!incremental)
                         aerr = rd_kafka_assign(rk, l);
                 kretry_forward_parts(a, l);
                 /* An open breaker holds new partitions back as well. */
@@ -192,9 +196,9 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 count_assigned(a);
                 if (a->closed)
                         a->close_revoked = kretry_mono_ms();
-                if (incremental)
+                if (incremental > 0)
                         error = rd_kafka_incremental_unassign(rk, l);
-                else
+                else if (!incremental)
                         aerr = rd_kafka_assign(rk, NULL);
         }
         if (error) {
