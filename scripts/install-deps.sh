@@ -1,6 +1,8 @@
 #!/bin/sh
-# Installs the Debian 12 packages kretry needs to build and test.
-# Uses sudo when not run as root.
+# Installs the Debian 12 packages kretry needs to build and test, and
+# builds the librdkafka kretry links (scripts/librdkafka.sh: a current
+# release from Debian's source package, cached; Debian 12's own 2.0.2 is
+# below kretry's minimum). Uses sudo when not run as root.
 set -eu
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -8,7 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 # libmicrohttpd-dev: the HTTP server of kretry ui; libcurl4-openssl-dev:
 # the HTTP client of kretry run --http.
-PKGS="build-essential cmake pkg-config librdkafka-dev libjansson-dev \
+PKGS="build-essential cmake pkg-config libjansson-dev \
 libcyaml-dev libavro-dev libcunit1-dev libmicrohttpd-dev libcurl4-openssl-dev"
 # What the test suites and CI use beyond the build: independent Kafka
 # clients for the black-box tests (kcat, python3-kafka), independent Avro
@@ -42,3 +44,4 @@ if [ -n "$missing" ]; then
         $SUDO apt-get update -qq
         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
+"$(dirname "$0")/librdkafka.sh" build

@@ -2,11 +2,10 @@
 # A current librdkafka for kretry: Debian's own source package of a pinned
 # upstream release, fetched with apt-get source from Debian's archive,
 # checked, and built with Debian 12's -dev packages into a prefix under the
-# user's cache. kretry's build still links the system's librdkafka-dev
-# (2.0.2 on Debian 12, what CI tests); the kretry binary runs on this one
-# unchanged (same soname), e.g. to log in with SCRAM to Kafka 4, which 2.0.2
-# cannot: LD_LIBRARY_PATH="$(scripts/librdkafka.sh prefix)/lib" kretry ...
-# (`kretry --version` prints the librdkafka it loaded). Nothing of the
+# user's cache, which kretry's CMake finds through pkg-config and names in
+# its binaries' rpath (scripts/install-deps.sh runs this script; Debian
+# 12's own librdkafka, 2.0.2, cannot log in with SCRAM to Kafka 4).
+# `kretry --version` prints the librdkafka it loaded. Nothing of the
 # system's apt configuration is read or written beyond apt.conf (a proxy
 # set there is honoured): the sources list, the package lists and apt's
 # cache are the script's own, and only a source package is downloaded,

@@ -22,7 +22,7 @@ else
         ./scripts/install-deps.sh --test
 fi
 dir="${KRETRY_BUILD_DIR:-build}"
-cmake -S . -B "$dir" -DKRETRY_WERROR=ON -DKRETRY_SANITIZER="${KRETRY_SANITIZER:-}" >/dev/null
+cmake -S . -B "$dir" -DKRETRY_RDKAFKA_PREFIX="$(./scripts/librdkafka.sh prefix)" -DKRETRY_WERROR=ON -DKRETRY_SANITIZER="${KRETRY_SANITIZER:-}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 top=$(pwd)
 cd "$dir"

@@ -139,7 +139,7 @@ set_tests_properties(cli_version PROPERTIES LABELS cli)
 # step that fails, so the exit status decides.
 add_test(NAME install_check
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/install_check.sh ${CMAKE_BINARY_DIR}
-                 "${KRETRY_SANITIZER}")
+                 "${KRETRY_SANITIZER}" "${KRETRY_RDKAFKA_PCDIR}")
 set_tests_properties(install_check PROPERTIES TIMEOUT 60 LABELS cli)
 
 # Every command and sub-command answers --help with exit 0 and, on stdout, a
