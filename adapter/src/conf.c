@@ -240,6 +240,12 @@ static const struct {
         const char *value;
         int consumer; /* 1: consumer, 0: producer */
         const char *why;
+        /* 1: for the classic group protocol only, applied when the consumer
+         * is made (kretry_conf_consumer_defaults): under
+         * group.protocol=consumer (KIP-848) the broker assigns, always
+         * incrementally, and librdkafka refuses any client-side assignor
+         * that was ever set. */
+        int classic;
 } changed[] = {
         {"auto.offset.reset", "earliest", 1,
          "a new group starts at the source's beginning (tier partitions always "
@@ -258,7 +264,10 @@ static const struct {
          "partitions that change owner (with their tier partitions); the "
          "others keep their held messages, buffers and handlers running. The "
          "members of a group must agree: librdkafka cannot list an eager and "
-         "a cooperative assignor together"},
+         "a cooperative assignor together. Classic group protocol only: "
+         "under group.protocol=consumer the broker assigns, always "
+         "incrementally, and kretry sets no assignor",
+         1},
         {"transaction.timeout.ms", "10000", 0,
          "routing transactional: an instance killed with a transaction open "
          "holds back read_committed readers of its tiers and DLQ until the "
@@ -311,6 +320,40 @@ static int rdkafka_scope(const char *name) {
                 if (!strncmp(name, scoped[i].prefix, strlen(scoped[i].prefix)))
                         return scoped[i].consumer;
         return -1;
+}
+
+/* The index of @p name among the consumer defaults for the classic
+ * protocol only, -1 if it is not one. */
+static int classic_default(const char *name) {
+        int c = 0;
+        for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++) {
+                if (!changed[i].classic)
+                        continue;
+                if (!strcmp(changed[i].name, name))
+                        return c;
+                c++;
+        }
+        return -1;
+}
+
+int kretry_conf_consumer_protocol(const rd_kafka_conf_t *rc) {
+        char v[32];
+        size_t n = sizeof(v);
+        return rd_kafka_conf_get(rc, "group.protocol", v, &n) ==
+                       RD_KAFKA_CONF_OK &&
+               !strcmp(v, "consumer");
+}
+
+void kretry_conf_consumer_defaults(const kretry_conf_t *conf,
+                                   rd_kafka_conf_t *rc) {
+        if (kretry_conf_consumer_protocol(rc))
+                return;
+        for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++) {
+                int c = classic_default(changed[i].name);
+                if (c >= 0 && !(conf->classic_set & (1u << c)))
+                        rd_kafka_conf_set(rc, changed[i].name,
+                                          changed[i].value, NULL, 0);
+        }
 }
 
 static const struct prop *prop_find(const char *name) {
@@ -403,9 +446,11 @@ kretry_conf_t *kretry_conf_new(void) {
                                                     : conf->producer,
                                   fixed[i].name, fixed[i].value, NULL, 0);
         for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++)
-                rd_kafka_conf_set(changed[i].consumer ? conf->consumer
-                                                      : conf->producer,
-                                  changed[i].name, changed[i].value, NULL, 0);
+                if (!changed[i].classic)
+                        rd_kafka_conf_set(changed[i].consumer ? conf->consumer
+                                                              : conf->producer,
+                                          changed[i].name, changed[i].value,
+                                          NULL, 0);
         return conf;
 err:
         kretry_conf_destroy(conf);
@@ -531,6 +576,9 @@ kretry_err_t kretry_conf_set(kretry_conf_t *conf,
                 if (err)
                         return err;
         }
+        int c = classic_default(rname);
+        if (c >= 0 && targets[0])
+                conf->classic_set |= 1u << c;
         return KRETRY_ERR_OK;
 }
 
@@ -598,6 +646,17 @@ kretry_err_t kretry_conf_get(const kretry_conf_t *conf,
         } else if (!strncmp(name, "producer.", 9)) {
                 rconf = conf->producer;
                 name += 9;
+        }
+        /* A classic-protocol default is the consumer's once it is made. */
+        int c = rconf == conf->consumer ? classic_default(name) : -1;
+        if (c >= 0 && !(conf->classic_set & (1u << c)) &&
+            !kretry_conf_consumer_protocol(rconf)) {
+                for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]);
+                     i++)
+                        if (!strcmp(changed[i].name, name))
+                                snprintf(dest, dest_size, "%s",
+                                         changed[i].value);
+                return KRETRY_ERR_OK;
         }
         size_t size = dest_size;
         if (rd_kafka_conf_get(rconf, name, dest, &size) != RD_KAFKA_CONF_OK)

@@ -81,6 +81,10 @@ struct kretry_conf_s {
         int txn_interval_ms;    /* transaction.interval.ms */
         int txn_max_msgs;       /* transaction.max.messages */
 
+        /* Bit i: the i-th consumer default for the classic group protocol
+         * only (conf.c changed[]) was set by the user, so kretry's is not
+         * applied. */
+        unsigned classic_set;
         rd_kafka_conf_t *consumer; /* pass-through properties */
         rd_kafka_conf_t *producer;
 
@@ -96,6 +100,17 @@ struct kretry_conf_s {
  * Markdown, written like snprintf (returns the full length; truncated to
  * @p dest_size). */
 size_t kretry_conf_properties_md(char *dest, size_t dest_size);
+
+/* 1 when @p rc asks for the consumer group protocol of KIP-848
+ * (group.protocol=consumer), 0 for the classic one. */
+int kretry_conf_consumer_protocol(const rd_kafka_conf_t *rc);
+
+/* Applies to @p rc, a copy of @p conf's consumer configuration about to make
+ * the group's consumer, kretry's defaults that hold under the classic group
+ * protocol only (partition.assignment.strategy), unless the user set them or
+ * @p rc asks for group.protocol=consumer. */
+void kretry_conf_consumer_defaults(const kretry_conf_t *conf,
+                                   rd_kafka_conf_t *rc);
 
 /* max_attempts with its default applied. */
 int kretry_conf_max_attempts(const kretry_conf_t *conf);

@@ -118,6 +118,9 @@ static int cooperative(rd_kafka_t *rk) {
                 return -1;
         if (strcmp(proto, "NONE"))
                 return !strcmp(proto, "COOPERATIVE");
+        /* The consumer group protocol (KIP-848) is always incremental. */
+        if (kretry_conf_consumer_protocol(rd_kafka_conf(rk)))
+                return 1;
         char v[512];
         size_t n = sizeof(v);
         return rd_kafka_conf_get(rd_kafka_conf(rk),
