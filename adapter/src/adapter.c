@@ -407,9 +407,10 @@ static rd_kafka_t *client_new(kretry_adapter_t *a,
         rd_kafka_conf_t *rc = rd_kafka_conf_dup(base);
         rd_kafka_conf_set_opaque(rc, a);
         rd_kafka_conf_set_log_cb(rc, kretry_rdkafka_log_cb);
-        if (type == RD_KAFKA_CONSUMER)
+        if (type == RD_KAFKA_CONSUMER) {
+                kretry_conf_consumer_defaults(a->conf, rc);
                 rd_kafka_conf_set_rebalance_cb(rc, kretry_rebalance_cb);
-        else {
+        } else {
                 rd_kafka_conf_set_dr_msg_cb(rc, kretry_dr_cb);
                 rd_kafka_conf_set_error_cb(rc, producer_error_cb);
         }
@@ -421,6 +422,7 @@ static rd_kafka_t *client_new(kretry_adapter_t *a,
 
 static kretry_err_t
 setup_clients(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
+        a->kip848   = kretry_conf_consumer_protocol(a->conf->consumer);
         a->consumer = client_new(a, RD_KAFKA_CONSUMER, a->conf->consumer,
                                  errstr, errstr_size);
         if (!a->consumer)
@@ -1024,8 +1026,27 @@ static int consume(kretry_adapter_t *a) {
         return n + !!first;
 }
 
+/* Under the consumer group protocol (KIP-848) a member given no partition
+ * receives no assignment at all (librdkafka calls the rebalance callback
+ * for a change only): the first member epoch the coordinator hands out
+ * counts as the empty assignment a classic group gives, so that joined
+ * (KRETRY_COUNTER_ASSIGNMENTS above 0, kretry run's /readyz) means the same
+ * under both protocols. Asked until then only. */
+static void note_joined(kretry_adapter_t *a) {
+        if (!a->kip848 || atomic_load(&a->stats.assignments) > 0)
+                return;
+        rd_kafka_consumer_group_metadata_t *md =
+                rd_kafka_consumer_group_metadata(a->consumer);
+        if (!md)
+                return;
+        if (rd_kafka_consumer_group_metadata_generation_id(md) > 0)
+                atomic_fetch_add(&a->stats.assignments, 1);
+        rd_kafka_consumer_group_metadata_destroy(md);
+}
+
 static int step(kretry_adapter_t *a) {
         a->more = 0;
+        note_joined(a);
         int was = kretry_store_begin(a);
         int n   = rd_kafka_poll(a->producer, 0);
         kretry_store_end(a, was);

@@ -357,6 +357,7 @@ struct kretry_adapter_s {
         int tq_flowing;      /* tq gave a message at its last look */
         int sq_flowing;      /* sq gave a message at its last take */
         int fatal;           /* a client raised a fatal error: stop */
+        int kip848; /* the consumer joins with group.protocol=consumer */
         int producer_fatal;  /* the producer's, logged; no copy is made */
         kretry_stats_t stats;
         /* workers.c: the handler's threads */

@@ -765,7 +765,11 @@ typedef enum {
                                                  this member now */
         KRETRY_COUNTER_ASSIGNMENTS = 28,    /**< assignments received, an empty
                                                  one included: 0 until the
-                                                 member first joined the group */
+                                                 member first joined the group
+                                                 (group.protocol=consumer:
+                                                 its first member epoch counts
+                                                 as one, since a member given
+                                                 no partition receives none) */
         KRETRY_COUNTER_TXN_COMMITS = 29,    /**< routing transactional:
                                                  transactions committed */
         KRETRY_COUNTER_TXN_ABORTS = 30      /**< routing transactional:
