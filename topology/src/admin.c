@@ -9,6 +9,34 @@
         " (librdkafka's mock cluster, e.g. kretry dev-broker, has no admin "   \
         "APIs)"
 
+/* Where admin_error_cb puts an authentication failure, while
+ * auth_failure() serves the client's queued errors (one thread at a time
+ * asks; others see NULL and drop theirs). */
+static _Thread_local char *auth_dest;
+static _Thread_local size_t auth_size;
+
+static void admin_error_cb(rd_kafka_t *rk, int err, const char *reason,
+                           void *opaque) {
+        (void)rk, (void)opaque;
+        if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION && auth_dest)
+                snprintf(auth_dest, auth_size, "%s", reason);
+}
+
+/* After a request to the cluster failed: appends to @p errstr what the
+ * brokers answered about the client's credentials, when they refused them
+ * (a wrong password looks like a broken connection otherwise). */
+static void auth_failure(rd_kafka_t *rk, char *errstr, size_t errstr_size) {
+        char why[512] = "";
+        auth_dest     = why;
+        auth_size     = sizeof(why);
+        rd_kafka_poll(rk, 0);
+        auth_dest = NULL;
+        size_t len = strlen(errstr);
+        if (why[0] && len < errstr_size)
+                snprintf(errstr + len, errstr_size - len,
+                         "; the cluster refused the credentials: %s", why);
+}
+
 rd_kafka_t *kretry_admin_new(const kretry_topology_file_t *f,
                              const char *bootstrap,
                              char *errstr,
@@ -18,6 +46,7 @@ rd_kafka_t *kretry_admin_new(const kretry_topology_file_t *f,
          * connection errors to stderr. What the cluster did not answer is
          * reported through the admin results and timeouts instead. */
         rd_kafka_conf_set_log_cb(conf, NULL);
+        rd_kafka_conf_set_error_cb(conf, admin_error_cb);
         for (size_t i = 0; i < kretry_topology_prop_count(f); i++) {
                 const kretry_topo_prop_t *p = kretry_topology_prop_at(f, i);
                 if (!strncmp(p->name, "consumer.", 9) ||
@@ -97,6 +126,7 @@ int kretry_admin_snapshot(rd_kafka_t *rk,
                 snprintf(errstr, errstr_size,
                          "cannot read the cluster's metadata within %d ms: %s",
                          timeout_ms, rd_kafka_err2str(err));
+                auth_failure(rk, errstr, errstr_size);
                 return -1;
         }
         char **names = calloc((size_t)md->topic_cnt + 1, sizeof(char *));
