@@ -5,8 +5,13 @@
 # bench; `kretry dev-broker` stays the zero-install broker for the demo.
 #
 #   scripts/kafka.sh fetch              jars into the cache (first time: ~1 min)
-#   scripts/kafka.sh start [--nodes 3]  start, wait until it answers, print the
-#                                       bootstrap address (127.0.0.1:9092)
+#   scripts/kafka.sh start [--nodes 3] [--scram]
+#                                       start, wait until it answers, print the
+#                                       bootstrap address (127.0.0.1:9092);
+#                                       --scram: every node also listens with
+#                                       SASL_PLAINTEXT, SCRAM-SHA-256 and -512,
+#                                       user kretry, password kretry-secret
+#   scripts/kafka.sh scram-bootstrap    print that listener's bootstrap address
 #   scripts/kafka.sh status             which nodes run, and the bootstrap
 #   scripts/kafka.sh kill N             SIGKILL node N's JVM (1-based)
 #   scripts/kafka.sh stop [N]           SIGTERM node N (controlled shutdown),
@@ -22,7 +27,8 @@
 #                         (default $TMPDIR/kretry-kafka-$UID); two clusters
 #                         need two folders and two ports
 #   KRETRY_KAFKA_PORT     node 1's client port (default 9092); node N listens
-#                         for clients on PORT+2(N-1), its controller on one more
+#                         for clients on PORT+2(N-1), its controller on one more,
+#                         with --scram for SCRAM clients on PORT+50+2(N-1)
 #   KRETRY_KAFKA_HEAP     JVM heap a node (default 512m)
 #
 # Every process it starts is recorded by PID in KRETRY_KAFKA_DIR and stopped
@@ -91,6 +97,11 @@ EOF
 
 client_port() { echo $((port + 2 * ($1 - 1))); }
 controller_port() { echo $((port + 2 * ($1 - 1) + 1)); }
+scram_port() { echo $((port + 50 + 2 * ($1 - 1))); }
+scram() { [ -f "$dir/scram" ]; }
+# The SCRAM listener's user, made when a node's storage is formatted.
+SCRAM_USER=kretry
+SCRAM_PASSWORD=kretry-secret
 nodes() { cat "$dir/nodes" 2>/dev/null || echo 0; }
 
 bootstrap() {
@@ -103,10 +114,22 @@ bootstrap() {
         echo "$b"
 }
 
+scram_bootstrap() {
+        scram || die "the cluster in $dir has no SCRAM listener (scripts/kafka.sh start --scram)"
+        b=""
+        for i in $(seq "$(nodes)"); do
+                b="$b${b:+,}127.0.0.1:$(scram_port "$i")"
+        done
+        echo "$b"
+}
+
 # A test cluster: internal topics as replicated as the cluster allows, a
 # group's first join not held back, consumer sessions from 1 s (a stock
 # broker refuses below 6 s: the kill tests use 3 s to find a dead member
-# sooner), short broker session timeouts so a killed node is fenced within
+# sooner); under the consumer group protocol (KIP-848), where the broker
+# sets them, sessions of 6 s and heartbeats every 500 ms, as the suites'
+# classic consumers ask for (a stock broker: 45 s and 5 s), short broker
+# session timeouts so a killed node is fenced within
 # seconds, messages up to 8 MiB (the suites send a 1 MiB value), little
 # memory for the log cleaner. A transaction left open by a SIGKILLed
 # producer is aborted within a second of its transaction.timeout.ms (the
@@ -123,16 +146,20 @@ write_config() {
         if [ "$n" -ge 3 ]; then
                 rf=3 isr=2
         fi
+        listeners="PLAINTEXT://127.0.0.1:$(client_port "$i")"
+        if scram; then
+                listeners="$listeners,SASL_PLAINTEXT://127.0.0.1:$(scram_port "$i")"
+        fi
         mkdir -p "$dir/node$i"
         cat >"$dir/node$i/server.properties" <<EOF
 process.roles=broker,controller
 node.id=$i
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$(client_port "$i"),CONTROLLER://127.0.0.1:$(controller_port "$i")
-advertised.listeners=PLAINTEXT://127.0.0.1:$(client_port "$i")
+listeners=$listeners,CONTROLLER://127.0.0.1:$(controller_port "$i")
+advertised.listeners=$listeners
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
 log.dirs=$dir/node$i/data
 num.partitions=4
 default.replication.factor=$rf
@@ -147,6 +174,10 @@ share.coordinator.state.topic.replication.factor=$rf
 share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0
 group.min.session.timeout.ms=1000
+group.consumer.min.session.timeout.ms=1000
+group.consumer.session.timeout.ms=6000
+group.consumer.min.heartbeat.interval.ms=100
+group.consumer.heartbeat.interval.ms=500
 message.max.bytes=8388608
 replica.fetch.max.bytes=8388608
 broker.session.timeout.ms=4000
@@ -162,6 +193,13 @@ log.segment.bytes=67108864
 num.network.threads=2
 num.io.threads=4
 EOF
+        if scram; then
+                cat >>"$dir/node$i/server.properties" <<EOF
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+EOF
+        fi
 }
 
 write_log_config() {
@@ -198,8 +236,14 @@ java_run() {
 
 format_node() {
         i=$1
+        set --
+        if scram; then
+                for m in SCRAM-SHA-256 SCRAM-SHA-512; do
+                        set -- "$@" --add-scram "$m=[name=$SCRAM_USER,password=$SCRAM_PASSWORD]"
+                done
+        fi
         (java_run "$dir/node$i/logs" kafka.tools.StorageTool format -t "$(cat "$dir/cluster.id")" \
-                -c "$dir/node$i/server.properties" -g) >"$dir/node$i/format.log" 2>&1 ||
+                -c "$dir/node$i/server.properties" -g "$@") >"$dir/node$i/format.log" 2>&1 ||
                 { cat "$dir/node$i/format.log" >&2; die "formatting node $i failed"; }
 }
 
@@ -261,8 +305,13 @@ wait_node() {
 
 start() {
         n=1
+        with_scram=0
         while [ $# -gt 0 ]; do
                 case "$1" in
+                --scram)
+                        with_scram=1
+                        shift
+                        ;;
                 --nodes)
                         n="${2:-}"
                         shift 2 || die "--nodes needs a number"
@@ -293,6 +342,9 @@ start() {
         fetch
         mkdir -p "$dir"
         echo "$n" >"$dir/nodes"
+        if [ "$with_scram" = 1 ]; then
+                : >"$dir/scram"
+        fi
         # A cluster id is 16 random bytes in URL-safe base64 without padding
         # (what kafka-storage.sh random-uuid prints), made without a JVM.
         [ -f "$dir/cluster.id" ] ||
@@ -400,6 +452,7 @@ restart)
         ;;
 status) status ;;
 bootstrap) bootstrap ;;
+scram-bootstrap) scram_bootstrap ;;
 -h | --help | help) usage ;;
 *)
         usage >&2

@@ -200,3 +200,15 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(blackbox_txn_kill PROPERTIES TIMEOUT 240
                        SKIP_RETURN_CODE 77 LABELS "blackbox;real")
 endif()
+
+# kretry on a SCRAM-SHA-256 and a SCRAM-SHA-512 login to real Kafka (the
+# listener of scripts/kafka.sh start --scram, in KRETRY_TEST_SCRAM_BOOTSTRAP;
+# 77 without one): topology apply, run, dlq inspect; a wrong password
+# refused with the cluster's word.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_scram
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_scram.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_scram PROPERTIES TIMEOUT 240
+                       SKIP_RETURN_CODE 77 LABELS "blackbox;real")
+endif()
