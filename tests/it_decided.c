@@ -273,6 +273,10 @@ static void test_periodic_commit_metadata(void) {
         kretry_adapter_t *a =
                 owner_start(env, &o, "none", "8", "1000", "at_least_once");
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 4, 30000));
+        /* The handler threads hold 0 and 1 in their own time. */
+        int64_t until = kt_now_ms() + 10000;
+        while ((atomic_load(&o.held_mask) & 3) != 3 && kt_now_ms() < until)
+                kretry_adapter_poll(a, 10);
         KT_REQUIRE((atomic_load(&o.held_mask) & 3) == 3);
         KT_REQUIRE(kretry_msg_complete(o.held[0], KRETRY_OK) == 0);
         o.held[0] = NULL;
