@@ -1097,6 +1097,24 @@ static void test_session_timeout_refused(void) {
         if (!kt_real_only("the mock accepts any session timeout"))
                 return;
         it_env_t *env = it_env_new("30ms", 1);
+        if (kt_consumer_protocol()) {
+                /* The broker sets sessions under the consumer protocol: a
+                 * session timeout of the client's is refused at once. */
+                kretry_conf_t *conf = it_conf(env, NULL);
+                char err[512]       = "";
+                KT_REQUIRE(kretry_conf_set(conf, "consumer.session.timeout.ms",
+                                           "500", err, sizeof(err)) == 0);
+                kretry_adapter_t *a =
+                        kretry_adapter_new(conf, err, sizeof(err));
+                KT_ASSERT(a == NULL);
+                KT_CHECK_MSG(strstr(err, "session.timeout.ms") &&
+                                     strstr(err, "group.protocol=consumer"),
+                             CU_FALSE, "kretry_adapter_new: %s", err);
+                kretry_adapter_destroy(a);
+                kretry_conf_destroy(conf);
+                it_env_destroy(env);
+                return;
+        }
         kretry_conf_t *conf =
                 it_conf(env, "consumer.session.timeout.ms", "500",
                         "consumer.heartbeat.interval.ms", "100", NULL);
