@@ -2,7 +2,9 @@
 # Installs what kretry needs (Debian 12), builds with -Werror and runs every
 # test suite: first on librdkafka's mock cluster, then the integration and
 # black-box suites a second time on real Apache Kafka (one KRaft node from
-# scripts/kafka.sh), then the fault suite on a three-node cluster.
+# scripts/kafka.sh, with a SCRAM listener beside), a third time under the
+# consumer group protocol (KIP-848), then the fault suite on a three-node
+# cluster under both protocols.
 #
 #   KRETRY_SANITIZER=address,undefined  build the sanitized variant
 #   KRETRY_BUILD_DIR=DIR                build there (default build)
@@ -47,17 +49,33 @@ trap stop_clusters EXIT INT TERM
 
 echo "== real Apache Kafka, one node: integration and black-box suites"
 export KRETRY_KAFKA_DIR="$PWD/kafka-1" KRETRY_KAFKA_PORT=19092
-b=$(kafka start)
+b=$(kafka start --scram)
+export KRETRY_TEST_SCRAM_BOOTSTRAP="$(kafka scram-bootstrap)"
 KRETRY_TEST_BOOTSTRAP="$b" ctest --output-on-failure -j"$jobs" --timeout 600 \
         -L 'integration|blackbox|real' || rc=$?
 keep_log real
+[ "$rc" = 0 ] || exit "$rc"
+
+# The suites whose consumers join a group, again under the consumer group
+# protocol of KIP-848 (group.protocol=consumer): the same promises must
+# hold under both.
+echo "== real Apache Kafka, one node, group.protocol=consumer"
+KRETRY_TEST_GROUP_PROTOCOL=consumer KRETRY_TEST_BOOTSTRAP="$b" \
+        ctest --output-on-failure -j"$jobs" --timeout 600 \
+        -L 'integration|blackbox|real' -LE nogroup || rc=$?
+keep_log real-consumer
 kafka stop
 [ "$rc" = 0 ] || exit "$rc"
 
-echo "== real Apache Kafka, three nodes: broker faults"
+echo "== real Apache Kafka, three nodes: broker faults, under both group protocols"
 export KRETRY_KAFKA_DIR="$PWD/kafka-3" KRETRY_KAFKA_PORT=19192
 b=$(kafka start --nodes 3)
 KRETRY_TEST_KAFKA3="$b" ctest --output-on-failure --timeout 900 -L kafka3 || rc=$?
 keep_log kafka3
+if [ "$rc" = 0 ]; then
+        KRETRY_TEST_GROUP_PROTOCOL=consumer KRETRY_TEST_KAFKA3="$b" \
+                ctest --output-on-failure --timeout 900 -L kafka3 || rc=$?
+        keep_log kafka3-consumer
+fi
 kafka stop
 exit "$rc"

@@ -40,6 +40,28 @@ def max_message_bytes(topic):
     return MAX_MESSAGE_BYTES + (COPY_HEADROOM if copies else 0)
 
 
+# The consumer properties of the classic group protocol only: under the
+# consumer protocol (KIP-848) the broker sets them (scripts/kafka.sh) and
+# librdkafka refuses them.
+CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms",
+                "partition.assignment.strategy")
+
+
+def group_x(*props):
+    """`kretry run`'s -X options for its consumer group: @props
+    ("consumer.NAME=VALUE") as given, or, with
+    KRETRY_TEST_GROUP_PROTOCOL=consumer (scripts/test.sh's second real
+    pass), the consumer group protocol without the classic-only ones."""
+    if os.environ.get("KRETRY_TEST_GROUP_PROTOCOL") != "consumer":
+        return [a for p in props for a in ("-X", p)]
+    x = ["-X", "consumer.group.protocol=consumer"]
+    for p in props:
+        name = p.split("=", 1)[0]
+        if name.split(".", 1)[-1] not in CLASSIC_ONLY:
+            x += ["-X", p]
+    return x
+
+
 def real_bootstrap():
     """The real cluster's bootstrap servers, or None (dev-broker)."""
     return os.environ.get(ENV) or None

@@ -23,7 +23,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import chain, check, kcat  # noqa: E402
+from bbkafka import chain, check, group_x, kcat  # noqa: E402
 from blackbox_run import MOCK_X, Setup, wait_for  # noqa: E402
 
 # "slow" is still in the handler when SIGTERM arrives; "fail" dead-letters.
@@ -157,7 +157,7 @@ def check_http(s, port):
     st, _, _ = get(port, "/readyz", "HEAD")
     check(st == 200, "HEAD /readyz 200 (%s)" % st)
     r = subprocess.run(
-        [s.cli, "run", "--bootstrap", s.broker.bootstrap, "--source",
+        [s.cli, "run", *group_x(), "--bootstrap", s.broker.bootstrap, "--source",
          "orders", "--group", "g", "--metrics", "127.0.0.1:%d" % port,
          "--exec", "true"], capture_output=True, timeout=30)
     err = r.stderr.decode(errors="replace")

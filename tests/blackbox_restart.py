@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import chain, check, kcat  # noqa: E402
+from bbkafka import chain, check, group_x, kcat  # noqa: E402
 from blackbox_run import MOCK_X, Setup, wait_for  # noqa: E402
 
 MESSAGES = 600
@@ -96,8 +96,8 @@ def member(s, log, err):
          "--group", s.broker.group("bb-leave"), "--tiers", "1s", "--verbose",
          "-X", "socket.nagle.disable=true",
          "-X", "consumer.fetch.wait.max.ms=10",
-         "-X", "consumer.session.timeout.ms=%d" % SESSION_MS,
-         "-X", "consumer.heartbeat.interval.ms=500",
+         *group_x("consumer.session.timeout.ms=%d" % SESSION_MS,
+                  "consumer.heartbeat.interval.ms=500"),
          "--exec", "sh " + s.handler],
         env=dict(os.environ, LOG=log), stderr=err)
 

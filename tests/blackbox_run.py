@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import (SKIP, Cluster, chain, check, file_text,  # noqa: E402
+from bbkafka import (SKIP, Cluster, chain, check, file_text, group_x,  # noqa: E402
                      kcat)
 
 # Decides by key: ok, a retry that succeeds on attempt 3, a permanent
@@ -42,9 +42,9 @@ exit 99
 """
 
 MOCK_X = ["-X", "socket.nagle.disable=true",
-          "-X", "consumer.fetch.wait.max.ms=10",
-          "-X", "consumer.session.timeout.ms=6000",
-          "-X", "consumer.heartbeat.interval.ms=500"]
+          "-X", "consumer.fetch.wait.max.ms=10"] + \
+    group_x("consumer.session.timeout.ms=6000",
+            "consumer.heartbeat.interval.ms=500")
 
 
 def produce_input(k):

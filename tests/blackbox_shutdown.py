@@ -17,7 +17,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import chain, check, kcat, mock_only  # noqa: E402
+from bbkafka import chain, check, group_x, kcat, mock_only  # noqa: E402
 from blackbox_run import Setup, wait_for  # noqa: E402
 
 REVOKE_MS = 2000
@@ -46,7 +46,7 @@ def main():
         kcat(b, ["-P", "-t", "orders", "-p", "0", "-K", ":"],
              stdin=b"".join(b"k%d:v%d\n" % (i, i) for i in range(20)))
         run = subprocess.Popen(
-            [s.cli, "run", "--bootstrap", b, "--source", "orders",
+            [s.cli, "run", *group_x(), "--bootstrap", b, "--source", "orders",
              "--group", "bb-shutdown", "--tiers", "100ms,200ms",
              "--max-attempts", "1000", "--jitter", "0",
              "-X", "socket.nagle.disable=true",

@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import SKIP, Cluster, check  # noqa: E402
+from bbkafka import SKIP, Cluster, check, group_x  # noqa: E402
 
 MODES = ("dlq", "changelog", "compact")
 
@@ -67,7 +67,7 @@ def run(cli, k, x):
     (status None)."""
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
-            [cli, "run", "--bootstrap", k.bootstrap,
+            [cli, "run", *group_x(), "--bootstrap", k.bootstrap,
              "--source", k.name("orders"), "--group", k.group("bb-check"),
              "--tiers", "200ms", "-X", "socket.nagle.disable=true"] + x +
             ["--exec", "true"], stderr=err)

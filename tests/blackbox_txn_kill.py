@@ -26,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import chain, check, kcat, real_bootstrap  # noqa: E402
+from bbkafka import chain, check, group_x, kcat, real_bootstrap  # noqa: E402
 from blackbox_run import Setup  # noqa: E402
 
 MESSAGES = 400
@@ -71,8 +71,8 @@ def start(s, err):
          "-X", "routing=transactional", "-X", "transaction.interval.ms=200",
          "-X", "socket.nagle.disable=true",
          "-X", "consumer.fetch.wait.max.ms=10",
-         "-X", "consumer.session.timeout.ms=6000",
-         "-X", "consumer.heartbeat.interval.ms=500",
+         *group_x("consumer.session.timeout.ms=6000",
+                  "consumer.heartbeat.interval.ms=500"),
          "--exec", "exec sh " + s.handler],
         env=dict(os.environ, LOG=s.log), stderr=err)
 

@@ -861,7 +861,8 @@ static void revoke_discards_late_results(const char *assignor,
 }
 
 static void test_revoke_discards_late_results_eager(void) {
-        revoke_discards_late_results("range,roundrobin", 0, "none");
+        if (kt_classic_protocol("an eager assignor"))
+                revoke_discards_late_results("range,roundrobin", 0, "none");
 }
 
 static void test_revoke_discards_late_results_cooperative(void) {

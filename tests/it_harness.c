@@ -177,6 +177,8 @@ void it_log(kretry_log_level_t level,
 
 static void set(kretry_conf_t *conf, const char *n, const char *v) {
         char err[512];
+        if (kt_consumer_protocol() && kt_classic_only(n))
+                return;
         if (kretry_conf_set(conf, n, v, err, sizeof(err))) {
                 fprintf(stderr, "conf %s=%s: %s\n", n, v, err);
                 KT_REQUIRE(0);
@@ -192,6 +194,8 @@ kretry_conf_t *it_conf(it_env_t *env, ...) {
         set(conf, "retry.jitter", "0%");
         set(conf, "socket.nagle.disable", "true");
         set(conf, "consumer.fetch.wait.max.ms", "10");
+        if (kt_consumer_protocol())
+                set(conf, "consumer.group.protocol", "consumer");
         set(conf, "consumer.session.timeout.ms", "6000");
         set(conf, "consumer.heartbeat.interval.ms", "500");
         set(conf, "consumer.auto.commit.interval.ms", "100");

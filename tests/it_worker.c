@@ -12,6 +12,7 @@
  *             [NAME=VALUE ...]
  */
 #include "kretry/kretry.h"
+#include "kt_protocol.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -143,8 +144,15 @@ int main(int argc, char **argv) {
                                {"heartbeat.interval.ms", "300"},
                                {"linger.ms", "1"},
                                {"log_level", "3"}};
+        if (kt_consumer_protocol() &&
+            kretry_conf_set(conf, "consumer.group.protocol", "consumer", err,
+                            sizeof(err))) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+        }
         for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
-                if (kretry_conf_set(conf, kv[i][0], kv[i][1], err,
+                if (!(kt_consumer_protocol() && kt_classic_only(kv[i][0])) &&
+                    kretry_conf_set(conf, kv[i][0], kv[i][1], err,
                                     sizeof(err))) {
                         fprintf(stderr, "%s\n", err);
                         return 1;
@@ -171,6 +179,8 @@ int main(int argc, char **argv) {
                 }
                 snprintf(name, sizeof(name), "%.*s", (int)(eq - argv[i]),
                          argv[i]);
+                if (kt_consumer_protocol() && kt_classic_only(name))
+                        continue;
                 if (kretry_conf_set(conf, name, eq + 1, err, sizeof(err))) {
                         fprintf(stderr, "%s\n", err);
                         return 1;

@@ -202,6 +202,16 @@ int kt_real_only(const char *why) {
         return 0;
 }
 
+int kt_classic_protocol(const char *why) {
+        if (!kt_consumer_protocol())
+                return 1;
+        kt_skip("needs the classic group protocol (%s); under "
+                "group.protocol=consumer the broker assigns, always "
+                "incrementally",
+                why);
+        return 0;
+}
+
 void kt_unique_name(const char *prefix, char *name, size_t name_size) {
         static atomic_int seq;
         snprintf(name, name_size, "%s-%d-%lld-%d", prefix, (int)getpid(),

@@ -6,6 +6,8 @@
 #ifndef KRETRY_TESTUTIL_H
 #define KRETRY_TESTUTIL_H
 
+#include "kt_protocol.h"
+
 #include <CUnit/CUnit.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
@@ -103,6 +105,13 @@ rd_kafka_mock_cluster_t *kt_mock_only(const kt_cluster_t *c,
  * KRETRY_TEST_BOOTSTRAP" and @p why (NULL: none), why the mock cannot
  * prove it. */
 int kt_real_only(const char *why);
+/* 1 under the classic group protocol; else 0, after kt_skip() with "needs
+ * the classic group protocol" and @p why: what the test depends on that
+ * the consumer protocol (KRETRY_TEST_GROUP_PROTOCOL=consumer) does not
+ * offer (an eager assignor, the client choosing the assignment). The
+ * consumer protocol's real pass accepts exactly these skips besides the
+ * mock's (scripts/test.sh). */
+int kt_classic_protocol(const char *why);
 /* Create topic "<prefix>-<unique>" with @p partitions; its name goes to
  * @p name. Returns 0 on success. */
 int kt_cluster_topic(kt_cluster_t *c,
