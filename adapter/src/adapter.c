@@ -510,7 +510,8 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
                 snprintf(errstr, errstr_size, "conf is required");
                 return NULL;
         }
-        if (kretry_conf_check(conf, errstr, errstr_size))
+        if (kretry_rdkafka_check(errstr, errstr_size) ||
+            kretry_conf_check(conf, errstr, errstr_size))
                 return NULL;
         kretry_adapter_t *a = calloc(1, sizeof(*a));
         if (!a) {

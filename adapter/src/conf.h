@@ -20,6 +20,14 @@ enum {
         KRETRY_TOPOLOGY_CHECK_OFF
 };
 
+/* The oldest librdkafka kretry runs on, in rd_kafka_version()'s form:
+ * below 2.6.1 librdkafka cannot log in with SCRAM to Kafka 4 (its client
+ * nonce is refused: librdkafka issue 4895). The build refuses an older one
+ * (CMakeLists.txt KRETRY_RDKAFKA_MIN); kretry_rdkafka_check() refuses one
+ * of the same soname met at run time (LD_LIBRARY_PATH, a replaced
+ * package). */
+#define KRETRY_RDKAFKA_MIN 0x020601ff
+
 /* The first librdkafka whose cooperative-sticky assignor survives a
  * consumer destroyed before its first assignment (2.3.0); before it,
  * kretry finishes a join before destroying (adapter.c finish_join). */
@@ -114,6 +122,11 @@ int kretry_conf_topic_name_group(const char *pattern,
                                  int n,
                                  char *dest,
                                  size_t dest_size);
+
+/* KRETRY_ERR_OK when the librdkafka loaded is KRETRY_RDKAFKA_MIN or newer;
+ * otherwise KRETRY_ERR_KAFKA with @p errstr naming the one loaded, the one
+ * kretry was built against and why it is refused. Any thread. */
+kretry_err_t kretry_rdkafka_check(char *errstr, size_t errstr_size);
 
 /* Check that everything an adapter needs is set; fills errstr. */
 kretry_err_t

@@ -604,6 +604,11 @@ typedef struct kretry_adapter_s kretry_adapter_t;
  * the thread that will drive the adapter; blocks at most that timeout for
  * the check.
  *
+ * Before that, it refuses a librdkafka older than 2.6.1 loaded at run time
+ * (the build requires 2.6.1, but another of the same soname can be found
+ * through LD_LIBRARY_PATH): older releases cannot log in with SCRAM to
+ * Kafka 4 (librdkafka issue 4895). @p errstr then names the version loaded.
+ *
  * @param conf takes ownership on success; on failure it stays the caller's.
  * @returns the adapter, or NULL with @p errstr filled (every problem of the
  *          topology check, one per line, as far as @p errstr_size allows;
