@@ -163,7 +163,6 @@ void kretry_part_retire(kretry_adapter_t *a, kretry_part_t *part) {
         part->produce_failures = 0;
         part->assigned         = 0;
         kretry_part_update_pause(a, part); /* leave no pause behind */
-        a->src_paused_once -= part->paused_once;
         a->parts[part->tier][part->partition] = NULL;
         kretry_part_unref(part);
 }
@@ -195,11 +194,6 @@ void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
                      part->blocked_until > kretry_mono_ms()));
         if (want == part->paused)
                 return;
-        if (want && part->tier == 0 && !part->paused_once &&
-            rd_kafka_version() < KRETRY_BATCH_PAUSE_MIN_RDKAFKA) {
-                part->paused_once = 1; /* see src_paused_once */
-                a->src_paused_once++;
-        }
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
@@ -836,14 +830,13 @@ static rd_kafka_message_t *take(rd_kafka_queue_t *q) {
 }
 
 /* The next source message: from the batch taken last, else while the
- * source queue gives messages up to KRETRY_SBUF_MAX of them for one lock
- * (one message a lock once a source assignment was paused: see
- * src_paused_once); once it was empty, its length is checked first. */
+ * source queue gives messages up to KRETRY_SBUF_MAX of them for one lock;
+ * once it was empty, its length is checked first. */
 static rd_kafka_message_t *take_source(kretry_adapter_t *a) {
         if (a->sbuf_pos < a->sbuf_cnt)
                 return a->sbuf[a->sbuf_pos++];
         a->sbuf_pos = a->sbuf_cnt = 0;
-        if (a->sq_flowing && !a->src_paused_once) {
+        if (a->sq_flowing) {
                 ssize_t n = rd_kafka_consume_batch_queue(a->sq, 0, a->sbuf,
                                                          KRETRY_SBUF_MAX);
                 if (n > 0) {
@@ -854,9 +847,8 @@ static rd_kafka_message_t *take_source(kretry_adapter_t *a) {
                 a->sq_flowing = 0;
                 return NULL;
         }
-        rd_kafka_message_t *rkm =
-                a->sq_flowing ? rd_kafka_consume_queue(a->sq, 0) : take(a->sq);
-        a->sq_flowing = rkm != NULL;
+        rd_kafka_message_t *rkm = take(a->sq);
+        a->sq_flowing           = rkm != NULL;
         return rkm;
 }
 

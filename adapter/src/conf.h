@@ -37,11 +37,6 @@ enum {
  * carry the offsets decided above (adapter.c kretry_part_store). */
 #define KRETRY_STORE_METADATA_MIN_RDKAFKA 0x020200ff
 
-/* The first librdkafka whose batch consume stays consistent with a pause
- * (2.1.0, librdkafka PR 4208); before it, a source assignment once paused
- * is taken one message at a time (adapter_int.h src_paused_once). */
-#define KRETRY_BATCH_PAUSE_MIN_RDKAFKA 0x020100ff
-
 struct kretry_conf_s {
         char *source_topic;
         int64_t tiers_ms[KRETRY_MAX_TIERS];
