@@ -235,23 +235,18 @@ void kretry_breaker_apply(kretry_adapter_t *a, int paused) {
                            "closes it");
 }
 
-/* Store @p off, the offset @p part's next commit takes. From librdkafka
- * 2.2 on, with the offsets decided above it as metadata, which the
- * periodic commit then carries (a SIGKILL repeats what was decided since
+/* Store @p off, the offset @p part's next commit takes, with the offsets
+ * decided above it as metadata (rd_kafka_offsets_store), which the
+ * periodic commit then carries: a SIGKILL repeats what was decided since
  * the last commit and what was in flight, not what was decided above it
- * before); before 2.2 the offset alone (librdkafka's auto-commit sends no
- * metadata, and commits of kretry's own between its auto-commits could
- * meet a rebalance, which librdkafka 2.0.2 takes for a lost assignment).
- * Not for a partition whose copy was refused as too large: its commit
- * carries the mark kretry stats reads (route.c). Memory is taken only when
- * there is metadata. */
+ * before. The offset alone when nothing is decided above it (no memory
+ * is taken then), and for a partition whose copy was refused as too
+ * large: its commit carries the mark kretry stats reads (route.c). */
 static rd_kafka_resp_err_t
 store_offset(kretry_adapter_t *a, kretry_part_t *part, int64_t off) {
         rd_kafka_topic_partition_list_t *l = NULL;
         rd_kafka_resp_err_t err;
-        if (!part->copies_stuck &&
-            rd_kafka_version() >= KRETRY_STORE_METADATA_MIN_RDKAFKA &&
-            kretry_commit_add(a, &l, part, 1) > 0 &&
+        if (!part->copies_stuck && kretry_commit_add(a, &l, part, 1) > 0 &&
             l->elems[0].offset == off) {
                 err = rd_kafka_offsets_store(a->consumer, l);
                 if (!err)

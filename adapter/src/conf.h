@@ -32,10 +32,6 @@ enum {
  * consumer destroyed before its first assignment (2.3.0); before it,
  * kretry finishes a join before destroying (adapter.c finish_join). */
 #define KRETRY_COOPERATIVE_MIN_RDKAFKA 0x020300ff
-/* The first librdkafka whose auto-commit sends the metadata stored with an
- * offset (rd_kafka_offsets_store, 2.2.0): from it on the periodic commits
- * carry the offsets decided above (adapter.c kretry_part_store). */
-#define KRETRY_STORE_METADATA_MIN_RDKAFKA 0x020200ff
 
 struct kretry_conf_s {
         char *source_topic;
