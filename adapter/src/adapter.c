@@ -1250,43 +1250,6 @@ static int close_consumer(kretry_adapter_t *a, int64_t t0) {
         return done ? 0 : -1;
 }
 
-/* librdkafka before 2.3.0 aborts the process when a consumer is destroyed
- * after the group chose cooperative-sticky (JoinGroup answered) and before
- * its first SyncGroup answer (the assignor has no state yet: librdkafka
- * issue 4312). */
-static int assignor_unsafe(const kretry_adapter_t *a) {
-        if (rd_kafka_version() >= KRETRY_COOPERATIVE_MIN_RDKAFKA || a->synced)
-                return 0;
-        /* Asked of the group's thread: NULL once the consumer is closed. */
-        const char *proto = rd_kafka_rebalance_protocol(a->consumer);
-        return proto && !strcmp(proto, "COOPERATIVE");
-}
-
-/* Stopped in that state: the join is finished first, until @p deadline,
- * serving the group's events; the assignment it brings is revoked again by
- * the close, and messages that arrive meanwhile are not handled (they are
- * fetched again by the next owner). */
-static void finish_join(kretry_adapter_t *a, int64_t deadline) {
-        int left;
-        if (!assignor_unsafe(a))
-                return;
-        kretry_log(a, KRETRY_LOG_INFO, "CLOSE",
-                   "stopped during a cooperative group join: finishing it "
-                   "before leaving (librdkafka %s cannot destroy a consumer "
-                   "in that state)",
-                   rd_kafka_version_str());
-        while (!a->synced && (left = kretry_left_ms(deadline, 100)) > 0) {
-                rd_kafka_message_t *rkm =
-                        rd_kafka_consumer_poll(a->consumer, left);
-                if (rkm)
-                        rd_kafka_message_destroy(rkm);
-        }
-        /* Not finished: the consumer will be given up (destroy_consumer),
-         * so it is cut off from the adapter now, while its queues exist. */
-        if ((a->join_unfinished = !a->synced))
-                silence_consumer(a);
-}
-
 kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         if (!a)
                 return KRETRY_ERR_INVALID_ARG;
@@ -1295,7 +1258,6 @@ kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         a->closed = 1;
         /* One bound for both: revoke.timeout.ms + KRETRY_CLOSE_GRACE_MS. */
         int64_t t0 = kretry_mono_ms();
-        finish_join(a, t0 + a->conf->revoke_timeout_ms);
         /* Leaving the group revokes every partition: the rebalance callback
          * drains the producer and commits synchronously; a transaction it
          * cannot commit is aborted within the close's bound too. */
@@ -1307,8 +1269,7 @@ kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         a->txn.abort_by = close_deadline(a, t0 + a->conf->revoke_timeout_ms +
                                                     KRETRY_CLOSE_GRACE_MS);
         kretry_txn_abort(a, NULL);
-        int timed_out =
-                cut || a->join_unfinished || a->inflight > 0 || a->failed;
+        int timed_out = cut || a->inflight > 0 || a->failed;
         purge_producer(a);
         return timed_out ? KRETRY_ERR_TIMED_OUT : KRETRY_ERR_OK;
 }
@@ -1326,19 +1287,6 @@ static void *destroy_consumer_main(void *rk) {
 static void destroy_consumer(kretry_adapter_t *a) {
         pthread_attr_t attr;
         pthread_t t;
-        if (a->join_unfinished) {
-                /* The join never finished (finish_join): destroying would
-                 * abort the process. The consumer has left the group or
-                 * was cut off from it; its memory and threads are given up
-                 * instead, once. */
-                kretry_log(a, KRETRY_LOG_ERR, "CLOSE",
-                           "the consumer is not destroyed: it never finished "
-                           "its cooperative group join, and librdkafka %s "
-                           "would abort the process (librdkafka issue 4312, "
-                           "fixed in 2.3.0); its memory is not freed",
-                           rd_kafka_version_str());
-                return;
-        }
         if (a->close_cut && !pthread_attr_init(&attr)) {
                 pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
                 int rc = pthread_create(&t, &attr, destroy_consumer_main,

@@ -28,11 +28,6 @@ enum {
  * package). */
 #define KRETRY_RDKAFKA_MIN 0x020601ff
 
-/* The first librdkafka whose cooperative-sticky assignor survives a
- * consumer destroyed before its first assignment (2.3.0); before it,
- * kretry finishes a join before destroying (adapter.c finish_join). */
-#define KRETRY_COOPERATIVE_MIN_RDKAFKA 0x020300ff
-
 struct kretry_conf_s {
         char *source_topic;
         int64_t tiers_ms[KRETRY_MAX_TIERS];

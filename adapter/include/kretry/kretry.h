@@ -685,17 +685,9 @@ KRETRY_EXPORT int kretry_adapter_next_timeout_ms(kretry_adapter_t *adapter);
  * then returns at once too; librdkafka finishes releasing the consumer on a
  * thread of its own.
  *
- * Closed during its first group join under the cooperative-sticky assignor
- * (kretry's default), with a librdkafka older than 2.3.0, the adapter first
- * finishes that join, within the same bound: librdkafka would otherwise
- * abort the process when the consumer is destroyed (librdkafka issue 4312).
- * A join that does not finish in time leaves that consumer undestroyed
- * (logged): its memory is not freed.
- *
  * @returns KRETRY_ERR_OK, or KRETRY_ERR_TIMED_OUT when the close was cut
- *          short, such a join did not finish, or copies were still
- *          unacknowledged (their offsets stay uncommitted: they will be
- *          consumed again).
+ *          short or copies were still unacknowledged (their offsets stay
+ *          uncommitted: they will be consumed again).
  */
 KRETRY_EXPORT kretry_err_t kretry_adapter_close(kretry_adapter_t *adapter);
 
