@@ -324,9 +324,9 @@ static void test_refused_copy_too_large(void) {
         it_env_destroy(env);
 }
 
-/* A topic's max.message.bytes set to @p value through AlterConfigs (the
- * whole set of the topic's overrides: librdkafka 2.0.2 has no incremental
- * form; the test's topics have no other). */
+/* A topic's max.message.bytes set to @p value through AlterConfigs (which
+ * sets the whole set of the topic's overrides; the test's topics have no
+ * other). */
 static void set_max_bytes(it_env_t *env, const char *topic, const char *value) {
         kt_topic_config(env->c, topic, "max.message.bytes", value);
 }
