@@ -303,10 +303,11 @@ static void *feeder_main(void *arg) {
         sc_t *s = arg;
         char errstr[256];
         rd_kafka_conf_t *conf = kt_rdkafka_conf(s->env->c);
-        /* Not idempotent: librdkafka 2.0.2's idempotent producer can meet
-         * OUT_OF_ORDER_SEQUENCE_NUMBER when a leader is SIGKILLed (seen once
-         * in five runs of this suite), a fatal error that purges the rest of
-         * the input. One request in flight keeps each partition's order. */
+        /* Not idempotent: librdkafka 2.0.2's idempotent producer met
+         * OUT_OF_ORDER_SEQUENCE_NUMBER when a leader was SIGKILLed (once in
+         * five runs of this suite; not re-checked on the current
+         * librdkafka), a fatal error that purges the rest of the input.
+         * One request in flight keeps each partition's order. */
         rd_kafka_conf_set(conf, "enable.idempotence", "false", NULL, 0);
         rd_kafka_conf_set(conf, "max.in.flight.requests.per.connection", "1",
                           NULL, 0);

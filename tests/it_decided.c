@@ -260,9 +260,8 @@ static void test_forged_metadata_ignored(void) {
 
 /* The periodic commit (auto-commit of the stored offset, while the adapter
  * runs: what a restart after a SIGKILL reads) carries the offsets decided
- * above it from librdkafka 2.2 on, and the offset alone before (2.0.2
- * cannot send metadata with it). 0 and 1 held, 2-5 OK; then 0 completed:
- * the offset moves to 1 with 2-5 decided above it. */
+ * above it. 0 and 1 held, 2-5 OK; then 0 completed: the offset moves to 1
+ * with 2-5 decided above it. */
 static void test_periodic_commit_metadata(void) {
         it_env_t *env = it_env_new("50ms", 1);
         for (int i = 0; i < 6; i++)
@@ -279,9 +278,8 @@ static void test_periodic_commit_metadata(void) {
                 kretry_adapter_poll(a, 10);
         KT_REQUIRE((atomic_load(&o.held_mask) & 3) == 3);
         KT_REQUIRE(kretry_msg_complete(o.held[0], KRETRY_OK) == 0);
-        o.held[0] = NULL;
-        const char *md =
-                rd_kafka_version() >= 0x020200ff ? "kretry-decided:1+4" : "";
+        o.held[0]        = NULL;
+        const char *md   = "kretry-decided:1+4";
         char got[512]    = "";
         int64_t at       = -1;
         int64_t deadline = kt_now_ms() + 10000;

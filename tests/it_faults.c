@@ -818,7 +818,7 @@ static void test_breaker_sleeps_and_serves_group(void) {
         KT_CHECK_MSG(cpu * 20 < wall, CU_FALSE,
                      "open breaker used %lld ms CPU in %lld ms (5%% allowed)",
                      (long long)cpu, (long long)wall);
-        /* Cooperative (kretry's default on librdkafka >= 2.3.0), its first
+        /* Cooperative (kretry's default), its first
          * assignment is empty: the
          * open member gives a partition up, and a second rebalance hands it
          * over. */

@@ -87,8 +87,7 @@ static void test_second_instance_joins_eager(void) {
         second_instance_joins("range,roundrobin", "3s");
 }
 
-/* kretry's default on librdkafka >= 2.3.0: the incremental handover takes
- * two rebalances. */
+/* kretry's default: the incremental handover takes two rebalances. */
 static void test_second_instance_joins_cooperative(void) {
         second_instance_joins("cooperative-sticky", "8s");
 }

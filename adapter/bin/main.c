@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "conf.h" /* kretry_rdkafka_check() */
 #include "kretry/kretry.h"
 #include "ui.h"
 
@@ -40,6 +41,18 @@ static void usage(FILE *out) {
         fprintf(out, "\n'kretry <command> --help' describes one command.\n");
 }
 
+/* Every command makes librdkafka clients, with an adapter or without
+ * (admin, DLQ reader, replay, stats, the mock cluster): the librdkafka
+ * loaded is checked once here, before any. */
+static int run_command(size_t i, int argc, char **argv) {
+        char errstr[512];
+        if (kretry_rdkafka_check(errstr, sizeof(errstr))) {
+                fprintf(stderr, "kretry: %s\n", errstr);
+                return 1;
+        }
+        return commands[i].fn(argc - 1, argv + 1);
+}
+
 int main(int argc, char **argv) {
         if (argc < 2) {
                 usage(stderr);
@@ -58,7 +71,7 @@ int main(int argc, char **argv) {
         }
         for (size_t i = 0; i < COMMAND_CNT; i++)
                 if (!strcmp(argv[1], commands[i].name))
-                        return commands[i].fn(argc - 1, argv + 1);
+                        return run_command(i, argc, argv);
         fprintf(stderr, "kretry: unknown command \"%s\"\n", argv[1]);
         usage(stderr);
         return KRETRY_EX_USAGE;

@@ -163,7 +163,6 @@ void kretry_part_retire(kretry_adapter_t *a, kretry_part_t *part) {
         part->produce_failures = 0;
         part->assigned         = 0;
         kretry_part_update_pause(a, part); /* leave no pause behind */
-        a->src_paused_once -= part->paused_once;
         a->parts[part->tier][part->partition] = NULL;
         kretry_part_unref(part);
 }
@@ -195,11 +194,6 @@ void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
                      part->blocked_until > kretry_mono_ms()));
         if (want == part->paused)
                 return;
-        if (want && part->tier == 0 && !part->paused_once &&
-            rd_kafka_version() < KRETRY_BATCH_PAUSE_MIN_RDKAFKA) {
-                part->paused_once = 1; /* see src_paused_once */
-                a->src_paused_once++;
-        }
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
@@ -241,23 +235,18 @@ void kretry_breaker_apply(kretry_adapter_t *a, int paused) {
                            "closes it");
 }
 
-/* Store @p off, the offset @p part's next commit takes. From librdkafka
- * 2.2 on, with the offsets decided above it as metadata, which the
- * periodic commit then carries (a SIGKILL repeats what was decided since
+/* Store @p off, the offset @p part's next commit takes, with the offsets
+ * decided above it as metadata (rd_kafka_offsets_store), which the
+ * periodic commit then carries: a SIGKILL repeats what was decided since
  * the last commit and what was in flight, not what was decided above it
- * before); before 2.2 the offset alone (librdkafka's auto-commit sends no
- * metadata, and commits of kretry's own between its auto-commits could
- * meet a rebalance, which librdkafka 2.0.2 takes for a lost assignment).
- * Not for a partition whose copy was refused as too large: its commit
- * carries the mark kretry stats reads (route.c). Memory is taken only when
- * there is metadata. */
+ * before. The offset alone when nothing is decided above it (no memory
+ * is taken then), and for a partition whose copy was refused as too
+ * large: its commit carries the mark kretry stats reads (route.c). */
 static rd_kafka_resp_err_t
 store_offset(kretry_adapter_t *a, kretry_part_t *part, int64_t off) {
         rd_kafka_topic_partition_list_t *l = NULL;
         rd_kafka_resp_err_t err;
-        if (!part->copies_stuck &&
-            rd_kafka_version() >= KRETRY_STORE_METADATA_MIN_RDKAFKA &&
-            kretry_commit_add(a, &l, part, 1) > 0 &&
+        if (!part->copies_stuck && kretry_commit_add(a, &l, part, 1) > 0 &&
             l->elems[0].offset == off) {
                 err = rd_kafka_offsets_store(a->consumer, l);
                 if (!err)
@@ -512,7 +501,8 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
                 snprintf(errstr, errstr_size, "conf is required");
                 return NULL;
         }
-        if (kretry_conf_check(conf, errstr, errstr_size))
+        if (kretry_rdkafka_check(errstr, errstr_size) ||
+            kretry_conf_check(conf, errstr, errstr_size))
                 return NULL;
         kretry_adapter_t *a = calloc(1, sizeof(*a));
         if (!a) {
@@ -837,14 +827,13 @@ static rd_kafka_message_t *take(rd_kafka_queue_t *q) {
 }
 
 /* The next source message: from the batch taken last, else while the
- * source queue gives messages up to KRETRY_SBUF_MAX of them for one lock
- * (one message a lock once a source assignment was paused: see
- * src_paused_once); once it was empty, its length is checked first. */
+ * source queue gives messages up to KRETRY_SBUF_MAX of them for one lock;
+ * once it was empty, its length is checked first. */
 static rd_kafka_message_t *take_source(kretry_adapter_t *a) {
         if (a->sbuf_pos < a->sbuf_cnt)
                 return a->sbuf[a->sbuf_pos++];
         a->sbuf_pos = a->sbuf_cnt = 0;
-        if (a->sq_flowing && !a->src_paused_once) {
+        if (a->sq_flowing) {
                 ssize_t n = rd_kafka_consume_batch_queue(a->sq, 0, a->sbuf,
                                                          KRETRY_SBUF_MAX);
                 if (n > 0) {
@@ -855,9 +844,8 @@ static rd_kafka_message_t *take_source(kretry_adapter_t *a) {
                 a->sq_flowing = 0;
                 return NULL;
         }
-        rd_kafka_message_t *rkm =
-                a->sq_flowing ? rd_kafka_consume_queue(a->sq, 0) : take(a->sq);
-        a->sq_flowing = rkm != NULL;
+        rd_kafka_message_t *rkm = take(a->sq);
+        a->sq_flowing           = rkm != NULL;
         return rkm;
 }
 
@@ -1283,43 +1271,6 @@ static int close_consumer(kretry_adapter_t *a, int64_t t0) {
         return done ? 0 : -1;
 }
 
-/* librdkafka before 2.3.0 aborts the process when a consumer is destroyed
- * after the group chose cooperative-sticky (JoinGroup answered) and before
- * its first SyncGroup answer (the assignor has no state yet: librdkafka
- * issue 4312). */
-static int assignor_unsafe(const kretry_adapter_t *a) {
-        if (rd_kafka_version() >= KRETRY_COOPERATIVE_MIN_RDKAFKA || a->synced)
-                return 0;
-        /* Asked of the group's thread: NULL once the consumer is closed. */
-        const char *proto = rd_kafka_rebalance_protocol(a->consumer);
-        return proto && !strcmp(proto, "COOPERATIVE");
-}
-
-/* Stopped in that state: the join is finished first, until @p deadline,
- * serving the group's events; the assignment it brings is revoked again by
- * the close, and messages that arrive meanwhile are not handled (they are
- * fetched again by the next owner). */
-static void finish_join(kretry_adapter_t *a, int64_t deadline) {
-        int left;
-        if (!assignor_unsafe(a))
-                return;
-        kretry_log(a, KRETRY_LOG_INFO, "CLOSE",
-                   "stopped during a cooperative group join: finishing it "
-                   "before leaving (librdkafka %s cannot destroy a consumer "
-                   "in that state)",
-                   rd_kafka_version_str());
-        while (!a->synced && (left = kretry_left_ms(deadline, 100)) > 0) {
-                rd_kafka_message_t *rkm =
-                        rd_kafka_consumer_poll(a->consumer, left);
-                if (rkm)
-                        rd_kafka_message_destroy(rkm);
-        }
-        /* Not finished: the consumer will be given up (destroy_consumer),
-         * so it is cut off from the adapter now, while its queues exist. */
-        if ((a->join_unfinished = !a->synced))
-                silence_consumer(a);
-}
-
 kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         if (!a)
                 return KRETRY_ERR_INVALID_ARG;
@@ -1328,7 +1279,6 @@ kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         a->closed = 1;
         /* One bound for both: revoke.timeout.ms + KRETRY_CLOSE_GRACE_MS. */
         int64_t t0 = kretry_mono_ms();
-        finish_join(a, t0 + a->conf->revoke_timeout_ms);
         /* Leaving the group revokes every partition: the rebalance callback
          * drains the producer and commits synchronously; a transaction it
          * cannot commit is aborted within the close's bound too. */
@@ -1340,8 +1290,7 @@ kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         a->txn.abort_by = close_deadline(a, t0 + a->conf->revoke_timeout_ms +
                                                     KRETRY_CLOSE_GRACE_MS);
         kretry_txn_abort(a, NULL);
-        int timed_out =
-                cut || a->join_unfinished || a->inflight > 0 || a->failed;
+        int timed_out = cut || a->inflight > 0 || a->failed;
         purge_producer(a);
         return timed_out ? KRETRY_ERR_TIMED_OUT : KRETRY_ERR_OK;
 }
@@ -1359,19 +1308,6 @@ static void *destroy_consumer_main(void *rk) {
 static void destroy_consumer(kretry_adapter_t *a) {
         pthread_attr_t attr;
         pthread_t t;
-        if (a->join_unfinished) {
-                /* The join never finished (finish_join): destroying would
-                 * abort the process. The consumer has left the group or
-                 * was cut off from it; its memory and threads are given up
-                 * instead, once. */
-                kretry_log(a, KRETRY_LOG_ERR, "CLOSE",
-                           "the consumer is not destroyed: it never finished "
-                           "its cooperative group join, and librdkafka %s "
-                           "would abort the process (librdkafka issue 4312, "
-                           "fixed in 2.3.0); its memory is not freed",
-                           rd_kafka_version_str());
-                return;
-        }
         if (a->close_cut && !pthread_attr_init(&attr)) {
                 pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
                 int rc = pthread_create(&t, &attr, destroy_consumer_main,

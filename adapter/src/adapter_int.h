@@ -119,8 +119,6 @@ typedef struct kretry_part_s {
         int beyond_logged;    /* a copy claiming an original offset beyond its
                                  source partition was logged (keyed.c) */
         int paused;           /* what we last asked librdkafka */
-        int paused_once;      /* a source assignment paused at least once
-                                 (adapter.c src_paused_once) */
         struct kretry_part_s *next_held; /* list of parts with a held message */
         /* On the adapter's store_list, with a reference, while its stored
          * offset waits for the end of a batch (kretry_store_end). */
@@ -308,17 +306,6 @@ struct kretry_adapter_s {
          * sought (refetch_later), all at close and destroy. */
         rd_kafka_message_t *sbuf[KRETRY_SBUF_MAX];
         int sbuf_pos, sbuf_cnt;
-        /* Source assignments that were ever paused (paused_once): while
-         * any is, sq is taken one message at a time. librdkafka 2.0.2's
-         * batch consume drops messages it already counted consumed when a
-         * pause's version barrier reaches it within the same call, and
-         * the resume fetches past them (fixed in 2.1.0, librdkafka PR
-         * 4208). A pause is served by librdkafka's thread some time
-         * after it was asked for, even after the resume was asked for:
-         * only an assignment never paused has none to come. A single
-         * take is never recalled. Counted only with such a librdkafka
-         * (KRETRY_BATCH_PAUSE_MIN_RDKAFKA): from 2.1.0 on, batches stay. */
-        int src_paused_once;
         int efd;
         kretry_part_t ***parts; /* [topic][partition] */
         int *part_cap;          /* per topic */
@@ -349,16 +336,13 @@ struct kretry_adapter_s {
         int closed;
         int close_cut; /* leaving the group was cut short at its bound */
         int64_t close_revoked; /* when the close's revocation was done */
-        int synced; /* the group assigned partitions (even none) at least
-                       once: the consumer's assignor has its state */
-        int join_unfinished; /* closed before that, cooperatively, on a
-                                librdkafka that cannot destroy it then */
-        int more;            /* the last poll stopped with work left */
-        int tq_flowing;      /* tq gave a message at its last look */
-        int sq_flowing;      /* sq gave a message at its last take */
-        int fatal;           /* a client raised a fatal error: stop */
-        int kip848; /* the consumer joins with group.protocol=consumer */
-        int producer_fatal;  /* the producer's, logged; no copy is made */
+        int synced;         /* the group has assigned partitions (even none) */
+        int more;           /* the last poll stopped with work left */
+        int tq_flowing;     /* tq gave a message at its last look */
+        int sq_flowing;     /* sq gave a message at its last take */
+        int fatal;          /* a client raised a fatal error: stop */
+        int kip848;         /* the consumer joins with group.protocol=consumer */
+        int producer_fatal; /* the producer's, logged; no copy is made */
         kretry_stats_t stats;
         /* workers.c: the handler's threads */
         struct kretry_workers_s *workers;

@@ -256,9 +256,6 @@ static const struct {
          "crash repeats about that much of the outcomes, for at most ten "
          "OffsetCommit requests a second per instance while messages are "
          "decided, none while nothing new is stored"},
-        /* Before librdkafka 2.3.0 this assignor aborts the process when a
-         * consumer is destroyed during its first join: adapter.c
-         * finish_join. */
         {"partition.assignment.strategy", "cooperative-sticky", 1,
          "incremental rebalancing: a member joining or leaving moves only the "
          "partitions that change owner (with their tier partitions); the "
@@ -832,6 +829,28 @@ int kretry_conf_topic_name_group(const char *pattern,
                                             "0123456789._-") == len
                        ? 0
                        : -1;
+}
+
+/* "2.6.1" of rd_kafka_version()'s form @p v (0xMMmmrrpp). */
+static void rdkafka_version_fmt(int v, char *dest, size_t dest_size) {
+        snprintf(dest, dest_size, "%d.%d.%d", (v >> 24) & 0xff,
+                 (v >> 16) & 0xff, (v >> 8) & 0xff);
+}
+
+kretry_err_t kretry_rdkafka_check(char *errstr, size_t errstr_size) {
+        char min[16], built[16];
+        if (rd_kafka_version() >= KRETRY_RDKAFKA_MIN)
+                return KRETRY_ERR_OK;
+        rdkafka_version_fmt(KRETRY_RDKAFKA_MIN, min, sizeof(min));
+        rdkafka_version_fmt(RD_KAFKA_VERSION, built, sizeof(built));
+        snprintf(errstr, errstr_size,
+                 "librdkafka %s is loaded (kretry was built against %s); "
+                 "kretry needs %s or newer: older releases cannot log in "
+                 "with SCRAM to Kafka 4 (librdkafka issue 4895). Check "
+                 "LD_LIBRARY_PATH and which librdkafka.so.1 the system "
+                 "finds",
+                 rd_kafka_version_str(), built, min);
+        return KRETRY_ERR_KAFKA;
 }
 
 kretry_err_t

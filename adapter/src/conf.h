@@ -20,19 +20,13 @@ enum {
         KRETRY_TOPOLOGY_CHECK_OFF
 };
 
-/* The first librdkafka whose cooperative-sticky assignor survives a
- * consumer destroyed before its first assignment (2.3.0); before it,
- * kretry finishes a join before destroying (adapter.c finish_join). */
-#define KRETRY_COOPERATIVE_MIN_RDKAFKA 0x020300ff
-/* The first librdkafka whose auto-commit sends the metadata stored with an
- * offset (rd_kafka_offsets_store, 2.2.0): from it on the periodic commits
- * carry the offsets decided above (adapter.c kretry_part_store). */
-#define KRETRY_STORE_METADATA_MIN_RDKAFKA 0x020200ff
-
-/* The first librdkafka whose batch consume stays consistent with a pause
- * (2.1.0, librdkafka PR 4208); before it, a source assignment once paused
- * is taken one message at a time (adapter_int.h src_paused_once). */
-#define KRETRY_BATCH_PAUSE_MIN_RDKAFKA 0x020100ff
+/* The oldest librdkafka kretry runs on, in rd_kafka_version()'s form:
+ * below 2.6.1 librdkafka cannot log in with SCRAM to Kafka 4 (its client
+ * nonce is refused: librdkafka issue 4895). The build refuses an older one
+ * (CMakeLists.txt KRETRY_RDKAFKA_MIN); kretry_rdkafka_check() refuses one
+ * of the same soname met at run time (LD_LIBRARY_PATH, a replaced
+ * package). */
+#define KRETRY_RDKAFKA_MIN 0x020601ff
 
 struct kretry_conf_s {
         char *source_topic;
@@ -129,6 +123,11 @@ int kretry_conf_topic_name_group(const char *pattern,
                                  int n,
                                  char *dest,
                                  size_t dest_size);
+
+/* KRETRY_ERR_OK when the librdkafka loaded is KRETRY_RDKAFKA_MIN or newer;
+ * otherwise KRETRY_ERR_KAFKA with @p errstr naming the one loaded, the one
+ * kretry was built against and why it is refused. Any thread. */
+kretry_err_t kretry_rdkafka_check(char *errstr, size_t errstr_size);
 
 /* Check that everything an adapter needs is set; fills errstr. */
 kretry_err_t

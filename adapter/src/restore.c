@@ -164,13 +164,17 @@ static rd_kafka_resp_err_t logical_offset(rd_kafka_t *rk,
 /* A partition's watermarks, asked again until @p deadline: one without a
  * leader (a broker restarting) is answered at once with an error.
  *
- * Not rd_kafka_query_watermark_offsets(): before librdkafka 2.3.0 it ignores
- * its timeout and waits while the partition's leader is down, for as long
- * as that broker stays down, even after the leadership moved (librdkafka
- * #2588, fixed by #4460): a SIGKILLed broker held a rebalance here past
- * restore.timeout.ms until it was restarted. rd_kafka_offsets_for_times()
- * keeps its timeout; each try is capped at 2 s and followed by a metadata
- * request for the topic, so that the next try goes to a moved leader. */
+ * Not rd_kafka_query_watermark_offsets(): before librdkafka 2.3.0 it ignored
+ * its timeout and waited while the partition's leader was down, for as
+ * long as that broker stayed down, even after the leadership moved
+ * (librdkafka #2588, fixed by #4460): a SIGKILLed broker held a rebalance
+ * here past restore.timeout.ms until it was restarted.
+ * rd_kafka_offsets_for_times() keeps its timeout; each try is capped at 2 s
+ * and followed by a metadata request for the topic, so that the next try
+ * goes to a moved leader. Kept on the librdkafka kretry needs now (2.6.1
+ * on): the retries towards a moved leader are its own, and the watermark
+ * query has not been tried against a broker kill since (it_cluster
+ * test_kill_kretry on three nodes). */
 static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk,
                                       const rd_kafka_topic_partition_t *tp,
                                       int64_t *lo,

@@ -45,13 +45,13 @@ typedef struct {
 } kretry_admin_kv_t;
 
 /* The AlterConfigs request for @p topic. AlterConfigs replaces a topic's
- * whole dynamic configuration (librdkafka 2.0.2 has no
- * IncrementalAlterConfigs), so the request carries @p current (the topic's
- * dynamic entries, as DescribeConfigs reports them) with @p changes
- * applied — each key once: Kafka refuses a request that names a key twice
- * (INVALID_REQUEST). A change wins over a current entry of the same name,
- * the first of two equal names wins otherwise. NULL when out of memory;
- * free with rd_kafka_ConfigResource_destroy(). */
+ * whole dynamic configuration (chosen when kretry ran on librdkafka 2.0.2,
+ * which has no IncrementalAlterConfigs), so the request carries @p current
+ * (the topic's dynamic entries, as DescribeConfigs reports them) with
+ * @p changes applied — each key once: Kafka refuses a request that names a
+ * key twice (INVALID_REQUEST). A change wins over a current entry of the
+ * same name, the first of two equal names wins otherwise. NULL when out of
+ * memory; free with rd_kafka_ConfigResource_destroy(). */
 rd_kafka_ConfigResource_t *
 kretry_admin_alter_request(const char *topic,
                            const kretry_admin_kv_t *current,

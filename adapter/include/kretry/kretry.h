@@ -604,6 +604,11 @@ typedef struct kretry_adapter_s kretry_adapter_t;
  * the thread that will drive the adapter; blocks at most that timeout for
  * the check.
  *
+ * Before that, it refuses a librdkafka older than 2.6.1 loaded at run time
+ * (the build requires 2.6.1, but another of the same soname can be found
+ * through LD_LIBRARY_PATH): older releases cannot log in with SCRAM to
+ * Kafka 4 (librdkafka issue 4895). @p errstr then names the version loaded.
+ *
  * @param conf takes ownership on success; on failure it stays the caller's.
  * @returns the adapter, or NULL with @p errstr filled (every problem of the
  *          topology check, one per line, as far as @p errstr_size allows;
@@ -680,17 +685,9 @@ KRETRY_EXPORT int kretry_adapter_next_timeout_ms(kretry_adapter_t *adapter);
  * then returns at once too; librdkafka finishes releasing the consumer on a
  * thread of its own.
  *
- * Closed during its first group join under the cooperative-sticky assignor
- * (kretry's default), with a librdkafka older than 2.3.0, the adapter first
- * finishes that join, within the same bound: librdkafka would otherwise
- * abort the process when the consumer is destroyed (librdkafka issue 4312).
- * A join that does not finish in time leaves that consumer undestroyed
- * (logged): its memory is not freed.
- *
  * @returns KRETRY_ERR_OK, or KRETRY_ERR_TIMED_OUT when the close was cut
- *          short, such a join did not finish, or copies were still
- *          unacknowledged (their offsets stay uncommitted: they will be
- *          consumed again).
+ *          short or copies were still unacknowledged (their offsets stay
+ *          uncommitted: they will be consumed again).
  */
 KRETRY_EXPORT kretry_err_t kretry_adapter_close(kretry_adapter_t *adapter);
 
