@@ -336,12 +336,12 @@ struct kretry_adapter_s {
         int closed;
         int close_cut; /* leaving the group was cut short at its bound */
         int64_t close_revoked; /* when the close's revocation was done */
-        int synced;         /* the group has assigned partitions (even none) */
-        int more;           /* the last poll stopped with work left */
-        int tq_flowing;     /* tq gave a message at its last look */
-        int sq_flowing;     /* sq gave a message at its last take */
-        int fatal;          /* a client raised a fatal error: stop */
-        int kip848;         /* the consumer joins with group.protocol=consumer */
+        int synced;     /* the group has assigned partitions (even none) */
+        int more;       /* the last poll stopped with work left */
+        int tq_flowing; /* tq gave a message at its last look */
+        int sq_flowing; /* sq gave a message at its last take */
+        int fatal;      /* a client raised a fatal error: stop */
+        int kip848;     /* the consumer joins with group.protocol=consumer */
         int producer_fatal; /* the producer's, logged; no copy is made */
         kretry_stats_t stats;
         /* workers.c: the handler's threads */

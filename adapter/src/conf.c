@@ -348,8 +348,8 @@ void kretry_conf_consumer_defaults(const kretry_conf_t *conf,
         for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++) {
                 int c = classic_default(changed[i].name);
                 if (c >= 0 && !(conf->classic_set & (1u << c)))
-                        rd_kafka_conf_set(rc, changed[i].name,
-                                          changed[i].value, NULL, 0);
+                        rd_kafka_conf_set(rc, changed[i].name, changed[i].value,
+                                          NULL, 0);
         }
 }
 

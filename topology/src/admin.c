@@ -15,8 +15,8 @@
 static _Thread_local char *auth_dest;
 static _Thread_local size_t auth_size;
 
-static void admin_error_cb(rd_kafka_t *rk, int err, const char *reason,
-                           void *opaque) {
+static void
+admin_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
         (void)rk, (void)opaque;
         if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION && auth_dest)
                 snprintf(auth_dest, auth_size, "%s", reason);
@@ -30,7 +30,7 @@ static void auth_failure(rd_kafka_t *rk, char *errstr, size_t errstr_size) {
         auth_dest     = why;
         auth_size     = sizeof(why);
         rd_kafka_poll(rk, 0);
-        auth_dest = NULL;
+        auth_dest  = NULL;
         size_t len = strlen(errstr);
         if (why[0] && len < errstr_size)
                 snprintf(errstr + len, errstr_size - len,
