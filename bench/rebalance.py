@@ -18,7 +18,8 @@ Per event and per member running through it (join: the three first
 members; leave: the two staying and the one that joined):
   pause    the longest gap between two OKs of that member that ends inside
            the event's window (or from its last OK to the window's end);
-           "steady" is the same over the SETTLE seconds before the join
+           "steady" is the same over the last SETTLE/2 seconds before the
+           join (the first half lets the three members' own joins settle)
   repeats  OKs of a message already handled OK, by any member, that fall in
            the event's window (the leave's runs to the end of the drain)
   back     from the event to the last message in its window handled more
@@ -275,7 +276,7 @@ class Run:
         def count(k, w0, w1):
             return sum(1 for t in ts[k] if w0 < t <= w1)
 
-        steady0 = t_join - a.settle
+        steady0 = t_join - a.settle / 2
         joiner_first = next((t for t in ts[3] if t >= t_join), None)
         return {
             "events": {
