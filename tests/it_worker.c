@@ -7,7 +7,10 @@
  * threads, each call 0-32 ms, so calls finish out of order. Each NAME=VALUE
  * after the mode is one more kretry property (routing=transactional, ...),
  * set after the worker's own. On a clean stop it prints how many
- * transactions it committed and aborted.
+ * transactions it committed and aborted. With KRETRY_IT_STAMP=1 each OK line
+ * ends with the CLOCK_MONOTONIC time of the OK in ms, to the µs:
+ * "<pid> <i> <ms.µs>\n" (bench/rebalance.py reads each member's pauses from
+ * it). Without it the line is as before: the other harnesses parse it.
  *   it_worker BOOTSTRAP SOURCE GROUP OUTFILE [plain|ordered|concurrent]
  *             [NAME=VALUE ...]
  */
@@ -25,6 +28,7 @@
 static kretry_adapter_t *adapter;
 static int out_fd, trace_fd = -1;
 static int concurrent;
+static int stamp; /* KRETRY_IT_STAMP=1: OK lines carry a time */
 
 /* With KRETRY_IT_TRACE set, every handler call of the ordered mode is
  * appended there, whatever its outcome: what a failed run is read from. */
@@ -95,7 +99,7 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
         (void)opaque;
         size_t len;
         const char *v = kretry_msg_value(msg, &len);
-        char buf[40];
+        char buf[64];
         if (!v || len < 3 || len > 20)
                 return KRETRY_FAIL;
         /* A value is bytes, not a C string. */
@@ -111,7 +115,16 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
                 return KRETRY_FAIL;
         if (i % 7 == 0 && kretry_msg_attempt(msg) == 1)
                 return KRETRY_RETRY;
-        int n = snprintf(buf, sizeof(buf), "%d %d\n", (int)getpid(), i);
+        int n;
+        if (stamp) {
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                n = snprintf(
+                        buf, sizeof(buf), "%d %d %lld.%03ld\n", (int)getpid(),
+                        i, (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000,
+                        now.tv_nsec / 1000 % 1000);
+        } else
+                n = snprintf(buf, sizeof(buf), "%d %d\n", (int)getpid(), i);
         if (write(out_fd, buf, (size_t)n) != n)
                 return KRETRY_RETRY;
         return KRETRY_OK;
@@ -127,7 +140,9 @@ int main(int argc, char **argv) {
         }
         int ordered = argc >= 6 && !strcmp(argv[5], "ordered");
         concurrent  = argc >= 6 && !strcmp(argv[5], "concurrent");
-        out_fd      = open(argv[4], O_WRONLY | O_CREAT | O_APPEND, 0644);
+        stamp       = getenv("KRETRY_IT_STAMP") &&
+                !strcmp(getenv("KRETRY_IT_STAMP"), "1");
+        out_fd = open(argv[4], O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (getenv("KRETRY_IT_TRACE"))
                 trace_fd = open(getenv("KRETRY_IT_TRACE"),
                                 O_WRONLY | O_CREAT | O_APPEND, 0644);
