@@ -4,7 +4,10 @@ kretry_add_suite(it_faults TIMEOUT 480 LABELS integration SOURCES it_harness.c
 set_tests_properties(it_faults.test_session_timeout_refused PROPERTIES LABELS real)
 add_executable(it_worker it_worker.c)
 target_link_libraries(it_worker PRIVATE kretry_static)
-kretry_add_suite(it_kill TIMEOUT 480 LABELS integration SOURCES kill_harness.c)
+# test_kill_key_repeats_as_none: real Kafka only (label real).
+kretry_add_suite(it_kill TIMEOUT 480 LABELS integration SOURCES kill_harness.c
+                 SEPARATE test_kill_key_repeats_as_none)
+set_tests_properties(it_kill.test_kill_key_repeats_as_none PROPERTIES LABELS real)
 # The routing=transactional kills need a real cluster (the mock's
 # transactions write no markers); label real lets the mock pass skip them.
 kretry_add_suite(it_kill_txn TIMEOUT 480 LABELS "integration;real"

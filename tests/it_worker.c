@@ -10,7 +10,8 @@
  * transactions it committed and aborted. With KRETRY_IT_STAMP=1 each OK line
  * ends with the CLOCK_MONOTONIC time of the OK in ms, to the µs:
  * "<pid> <i> <ms.µs>\n" (bench/rebalance.py reads each member's pauses from
- * it). Without it the line is as before: the other harnesses parse it.
+ * it; it_kill how long before a kill a repeated message was first decided).
+ * Without it the line is as before: the other harnesses parse it.
  *   it_worker BOOTSTRAP SOURCE GROUP OUTFILE [plain|ordered|concurrent]
  *             [NAME=VALUE ...]
  */
@@ -45,6 +46,25 @@ static void trace(const kretry_msg_t *msg, int key, int seq, const char *what) {
                          (long long)kretry_msg_original_offset(msg), what);
         if (write(trace_fd, line, (size_t)n) != n)
                 trace_fd = -1;
+}
+
+/* Appends "<pid> FIELDS\n" to OUTFILE, with KRETRY_IT_STAMP=1 the time
+ * before the newline, in one write(2). 0, or -1 when it was not written. */
+static int write_ok(const char *fields) {
+        char line[96];
+        int n;
+        if (stamp) {
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                n = snprintf(line, sizeof(line), "%d %s %lld.%03ld\n",
+                             (int)getpid(), fields,
+                             (long long)now.tv_sec * 1000 +
+                                     now.tv_nsec / 1000000,
+                             now.tv_nsec / 1000 % 1000);
+        } else
+                n = snprintf(line, sizeof(line), "%d %s\n", (int)getpid(),
+                             fields);
+        return write(out_fd, line, (size_t)n) == n ? 0 : -1;
 }
 
 static void on_term(int sig) {
@@ -88,11 +108,8 @@ static kretry_action_t ordered_handler(kretry_msg_t *msg, void *opaque) {
                 return KRETRY_RETRY;
         }
         trace(msg, key, seq, "OK");
-        int n = snprintf(buf, sizeof(buf), "%d %d %d\n", (int)getpid(), key,
-                         seq);
-        if (write(out_fd, buf, (size_t)n) != n)
-                return KRETRY_RETRY;
-        return KRETRY_OK;
+        snprintf(buf, sizeof(buf), "%d %d", key, seq);
+        return write_ok(buf) ? KRETRY_RETRY : KRETRY_OK;
 }
 
 static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
@@ -115,19 +132,8 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
                 return KRETRY_FAIL;
         if (i % 7 == 0 && kretry_msg_attempt(msg) == 1)
                 return KRETRY_RETRY;
-        int n;
-        if (stamp) {
-                struct timespec now;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                n = snprintf(
-                        buf, sizeof(buf), "%d %d %lld.%03ld\n", (int)getpid(),
-                        i, (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000,
-                        now.tv_nsec / 1000 % 1000);
-        } else
-                n = snprintf(buf, sizeof(buf), "%d %d\n", (int)getpid(), i);
-        if (write(out_fd, buf, (size_t)n) != n)
-                return KRETRY_RETRY;
-        return KRETRY_OK;
+        snprintf(buf, sizeof(buf), "%d", i);
+        return write_ok(buf) ? KRETRY_RETRY : KRETRY_OK;
 }
 
 int main(int argc, char **argv) {

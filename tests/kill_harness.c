@@ -182,6 +182,40 @@ static int await_lines(run_t *r, pid_t pid, int lines) {
         return 1;
 }
 
+/* Until the group's committed offsets of the source or the tier move
+ * (asked every 2 ms, for at most 150 ms, one and a half commit intervals,
+ * so that the kill still lands mid-stream): a kill right after a periodic
+ * commit repeats what was decided since it and what was in flight, so
+ * what else a kill repeats stands out instead of drowning in where the
+ * kill fell within the commit interval. */
+static void await_commit(run_t *r) {
+        char tier[200];
+        snprintf(tier, sizeof(tier), "%s.retry.1", r->src);
+        rd_kafka_t *rk = kt_group_client(r->c, r->grp);
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(6);
+        for (int p = 0; p < 3; p++) {
+                rd_kafka_topic_partition_list_add(l, r->src, p);
+                rd_kafka_topic_partition_list_add(l, tier, p);
+        }
+        int64_t was = INT64_MIN, deadline = kt_now_ms() + 150;
+        while (kt_now_ms() < deadline) {
+                if (!rd_kafka_committed(rk, l, 1000)) {
+                        int64_t sum = 0;
+                        for (int i = 0; i < l->cnt; i++)
+                                sum += l->elems[i].offset > 0
+                                               ? l->elems[i].offset
+                                               : 0;
+                        if (was != INT64_MIN && sum != was)
+                                break;
+                        was = sum;
+                }
+                kt_nap_ms(2);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_destroy(rk);
+}
+
 /* One worker that is killed at a random point, maybe under a fault. */
 static void kill_round(run_t *r) {
         rd_kafka_mock_cluster_t *mock = kt_cluster_mock(r->c);
@@ -214,6 +248,8 @@ static void kill_round(run_t *r) {
                 return;
         }
         kt_nap_ms(extra_ms);
+        if (r->kill_on_commit)
+                await_commit(r);
         int st, k = r->kills;
         /* Still running: the kill, not the worker, ends it. */
         KT_CHECK_MSG(waitpid(pid, &st, WNOHANG) == 0, CU_TRUE,
@@ -286,6 +322,7 @@ static void report_repeats(run_t *r) {
                              r->kill_faulted[i] ? " (under a fault)" : "",
                              repeats[i], bound);
         }
+        r->per_kill = r->kills ? (double)total / r->kills : 0.0;
         fprintf(stderr,
                 "  repeated handlings per kill: %.1f (%d over %d kills, "
                 "seed %u); without a fault: %.1f (%d over %d kills)\n",

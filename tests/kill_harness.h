@@ -58,7 +58,10 @@ typedef struct run_s {
          * each kill once no worker runs. */
         const char *const *props;
         int versioned;
-        int open_kills; /* kills that left a transaction open */
+        int open_kills;  /* kills that left a transaction open */
+        double per_kill; /* handlings repeated per kill, once reported */
+        /* Each kill right after the group's committed offsets moved. */
+        int kill_on_commit;
         void (*settle)(struct run_s *run);
 } run_t;
 
