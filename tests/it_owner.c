@@ -120,13 +120,6 @@ mock_env(const char *tiers, int parts, rd_kafka_mock_cluster_t **mock) {
         return NULL;
 }
 
-/* The coordinator forgets the member at its next heartbeat, as after a
- * session timeout: its assignment is lost, and it joins again. */
-static void lose_assignment(rd_kafka_mock_cluster_t *mock) {
-        rd_kafka_mock_push_request_errors(mock, 12 /* Heartbeat */, 1,
-                                          RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID);
-}
-
 /* A member that is lost is found out, and its old membership given up by
  * the coordinator, within a second or two (it_conf: 6 s), so that the
  * group assigns again soon after a lost assignment. */
@@ -232,7 +225,7 @@ lost_comes_back(const char *ordering, const char *conc, const char *assignor) {
         while (atomic_load(&st.calls) < 3 && kt_now_ms() < deadline)
                 kretry_adapter_poll(a, 10);
         KT_REQUIRE(atomic_load(&st.calls) >= 3);
-        lose_assignment(mock);
+        kt_lose_assignment(mock);
         deadline = kt_now_ms() + 10000;
         while (!atomic_load(&revoke_seen) && kt_now_ms() < deadline)
                 kretry_adapter_poll(a, 10);
@@ -619,7 +612,7 @@ static void test_poll_thread_lost_prompt(void) {
         while (atomic_load(&st.calls) < 2 && kt_now_ms() < deadline)
                 kretry_adapter_poll(a, 10);
         KT_REQUIRE(atomic_load(&st.calls) == 2);
-        lose_assignment(mock);
+        kt_lose_assignment(mock);
         int64_t longest = longest_poll(a, NULL, calls_ge_4, &st, 20000);
         KT_ASSERT(atomic_load(&revoke_seen));
         KT_ASSERT_INT_EQ(atomic_load(&st.calls), 4);
@@ -817,7 +810,7 @@ static void test_lost_results_not_routed(void) {
         while (atomic_load(&st.before) < 2 && kt_now_ms() < deadline)
                 kretry_adapter_poll(a, 10);
         KT_REQUIRE(atomic_load(&st.before) == 2);
-        lose_assignment(mock);
+        kt_lose_assignment(mock);
         /* Assigned again: every message handled OK (calls after the
          * loss), committed to the end. */
         int64_t c = poll_until_committed(a, env, 0, ROUTE_N, 20000);
@@ -879,7 +872,7 @@ static void test_revoke_skips_lost_call(void) {
         while (atomic_load(&old_call_calls) < 3 && kt_now_ms() < deadline)
                 kretry_adapter_poll(a, 10);
         KT_REQUIRE(atomic_load(&old_call_calls) >= 3);
-        lose_assignment(mock);
+        kt_lose_assignment(mock);
         /* Assigned again: handled to the end beside the blocked call. */
         int64_t c = poll_until_committed(a, env, 0, 3, 20000);
         KT_REQUIRE(atomic_load(&revoke_seen));
@@ -990,7 +983,7 @@ static void lost_with_batch(const char *assignor) {
         atomic_store(&st.hold, 1);
         sleep_ms(100);
         int before = assignments();
-        lose_assignment(mock);
+        kt_lose_assignment(mock);
         deadline = kt_now_ms() + 15000;
         while ((!atomic_load(&revoke_seen) || assignments() == before) &&
                kt_now_ms() < deadline)

@@ -118,8 +118,7 @@ static void lost_commits_nothing(const char *assignor) {
                 env, "consumer.auto.commit.interval.ms", "600000",
                 "consumer.partition.assignment.strategy", assignor, NULL));
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 4, 20000));
-        rd_kafka_mock_push_request_errors(mock, 12 /* Heartbeat */, 1,
-                                          RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID);
+        kt_lose_assignment(mock);
         int64_t deadline = kt_now_ms() + 30000;
         while (env->call_cnt < 8 && kt_now_ms() < deadline)
                 kretry_adapter_poll(a, 20);

@@ -202,6 +202,17 @@ int kt_real_only(const char *why) {
         return 0;
 }
 
+void kt_lose_assignment(rd_kafka_mock_cluster_t *mock) {
+        if (kt_consumer_protocol())
+                rd_kafka_mock_push_request_errors(
+                        mock, KT_CONSUMER_GROUP_HEARTBEAT, 1,
+                        RD_KAFKA_RESP_ERR_FENCED_MEMBER_EPOCH);
+        else
+                rd_kafka_mock_push_request_errors(
+                        mock, 12 /* Heartbeat */, 1,
+                        RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID);
+}
+
 int kt_classic_protocol(const char *why) {
         if (!kt_consumer_protocol())
                 return 1;

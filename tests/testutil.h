@@ -112,6 +112,15 @@ int kt_real_only(const char *why);
  * consumer protocol's real pass accepts exactly these skips besides the
  * mock's (scripts/test.sh). */
 int kt_classic_protocol(const char *why);
+/* The consumer group protocol's one group request (KIP-848): joining,
+ * staying, leaving and being assigned all ride on it. */
+#define KT_CONSUMER_GROUP_HEARTBEAT 68
+/* The coordinator forgets the member at its next heartbeat, as after a
+ * session timeout: its assignment is lost, and it joins again
+ * (UNKNOWN_MEMBER_ID to a Heartbeat under the classic protocol,
+ * FENCED_MEMBER_EPOCH to a ConsumerGroupHeartbeat under the consumer
+ * one). */
+void kt_lose_assignment(rd_kafka_mock_cluster_t *mock);
 /* Create topic "<prefix>-<unique>" with @p partitions; its name goes to
  * @p name. Returns 0 on success. */
 int kt_cluster_topic(kt_cluster_t *c,
