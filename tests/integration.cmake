@@ -56,6 +56,7 @@ add_dependencies(it_topology_check kretry_cli)
 target_compile_options(it_topology_check PRIVATE -Wno-format-truncation)
 kretry_add_suite(it_buffer TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_owner TIMEOUT 480 LABELS integration SOURCES it_harness.c)
+kretry_add_suite(it_denied TIMEOUT 120 LABELS integration SOURCES it_harness.c)
 # routing=transactional: real Kafka only (the mock's transactions write no
 # markers); label real lets the mock pass skip it.
 kretry_add_suite(it_txn TIMEOUT 300 LABELS "integration;real" SOURCES it_harness.c)

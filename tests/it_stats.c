@@ -5,7 +5,7 @@
  * for the topology's group by a consumer that never subscribes — so that
  * every figure is known exactly; and --check's exit statuses.
  */
-#include "headers.h" /* KRETRY_TOO_LARGE_METADATA */
+#include "headers.h" /* KRETRY_TOO_LARGE_METADATA, KRETRY_DENIED_METADATA */
 #include "testutil.h"
 
 #include <jansson.h>
@@ -257,8 +257,8 @@ static void test_check(void) {
         /* no alerts declared: only refused copies are checked, exit 0 */
         write_yaml(e, "");
         KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 0);
-        KT_ASSERT(strstr(out, "only copies refused as too large are checked") !=
-                  NULL);
+        KT_ASSERT(strstr(out, "only copies refused (as too large, or for want "
+                              "of an ACL) are checked") != NULL);
         env_destroy(e);
 }
 
@@ -290,6 +290,33 @@ static void test_copy_too_large(void) {
         KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 0);
         KT_CHECK_MSG(strstr(out, "copy_too_large") == NULL, CU_FALSE,
                      "still alerting:\n%s", out);
+        env_destroy(e);
+}
+
+/* A partition whose copy the cluster refuses for want of an ACL carries
+ * the adapter's other mark (it_denied test_copy_denied_close_prompt):
+ * --check alerts on it, naming the topic whose Write is missing, and stops
+ * once a commit without the mark moved it on. */
+static void test_copy_denied(void) {
+        env_t *e = env_new();
+        char out[1 << 14], md[512];
+        const char *check[] = {"--check", "--window", "0", NULL};
+        prepare(e);
+        snprintf(md, sizeof(md), "%s%s", KRETRY_DENIED_METADATA, e->dlq);
+        commit_md(e, e->group, e->source, 0, 2, md);
+        KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 2);
+        char want[1024];
+        snprintf(want, sizeof(want),
+                 "ALERT   copy_denied: %s [0] is stuck: %s refuses its copy "
+                 "for want of an ACL; grant Write on %s to the service's "
+                 "principal",
+                 e->source, e->dlq, e->dlq);
+        KT_CHECK_MSG(strstr(out, want) != NULL, CU_FALSE, "no \"%s\" in:\n%s",
+                     want, out);
+        KT_CHECK_MSG(strstr(out, "copy_too_large") == NULL, CU_FALSE,
+                     "the ACL's mark read as too large:\n%s", out);
+        commit(e, e->source, 0, 2);
+        KT_ASSERT_INT_EQ(run_stats(e, out, sizeof(out), 1, check), 0);
         env_destroy(e);
 }
 
@@ -381,6 +408,7 @@ int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_figures),
                                           KT_TEST(test_check),
                                           KT_TEST(test_copy_too_large),
+                                          KT_TEST(test_copy_denied),
                                           KT_TEST(test_dlq_replay_progress),
                                           KT_TEST(test_unanswered),
                                           KT_TEST(test_transactional_source),

@@ -86,7 +86,9 @@ static void usage(FILE *out) {
                 "broker refuses its\n"
                 "copy to a tier or the DLQ as too large, and it is stuck "
                 "until that topic's\n"
-                "max.message.bytes is raised. See docs/stats.md.\n\n"
+                "max.message.bytes is raised; copy_denied, the same, holds "
+                "while the topic\nrefuses that copy for want of an ACL, "
+                "until Write on it is granted.\nSee docs/stats.md.\n\n"
                 "Exit status: 0 done (with --check: no alert), 1 failure "
                 "(with --check: an\n"
                 "alert could not be evaluated), 2 an alert holds (--check), "
@@ -230,8 +232,8 @@ static int conclude(const stats_opts_t *o, const stats_report_t *r) {
         if (!r->alert_cnt)
                 fprintf(stderr,
                         PROG ": --check: topology %s declares no "
-                             "alerts: only copies refused as too large are "
-                             "checked\n",
+                             "alerts: only copies refused (as too large, or "
+                             "for want of an ACL) are checked\n",
                         r->topology);
         return firing ? 2 : unknown ? 1 : 0;
 }

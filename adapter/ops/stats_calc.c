@@ -1,6 +1,6 @@
 #include "stats_calc.h"
 
-#include "headers.h" /* KRETRY_TOO_LARGE_METADATA */
+#include "headers.h" /* KRETRY_TOO_LARGE_METADATA, KRETRY_DENIED_METADATA */
 #include "ops_time.h"
 #include "topology.h"
 
@@ -37,23 +37,29 @@ int64_t stats_part_waiting(const stats_part_t *p) {
 }
 
 void stats_part_metadata(stats_part_t *p, const void *md, size_t len) {
-        size_t plen        = strlen(KRETRY_TOO_LARGE_METADATA);
-        p->too_large_by[0] = '\0';
-        if (md && len > plen && !memcmp(md, KRETRY_TOO_LARGE_METADATA, plen))
-                snprintf(p->too_large_by, sizeof(p->too_large_by), "%.*s",
-                         (int)(len - plen), (const char *)md + plen);
+        static const char *const marks[STATS_STUCK_CAUSES] = {
+                KRETRY_TOO_LARGE_METADATA, KRETRY_DENIED_METADATA};
+        for (int c = 0; c < STATS_STUCK_CAUSES; c++) {
+                size_t plen       = strlen(marks[c]);
+                p->stuck_by[c][0] = '\0';
+                if (md && len > plen && !memcmp(md, marks[c], plen))
+                        snprintf(p->stuck_by[c], sizeof(p->stuck_by[c]), "%.*s",
+                                 (int)(len - plen), (const char *)md + plen);
+        }
 }
 
 void stats_topic_depth(stats_topic_t *t, const stats_part_t *parts, int cnt) {
-        t->waiting_ok      = cnt >= 0;
-        t->waiting         = 0;
-        t->too_large_parts = 0;
+        t->waiting_ok = cnt >= 0;
+        t->waiting    = 0;
+        for (int c = 0; c < STATS_STUCK_CAUSES; c++)
+                t->stuck_parts[c] = 0;
         for (int i = 0; i < cnt; i++) {
-                if (parts[i].too_large_by[0] && !t->too_large_parts++) {
-                        t->too_large_first = i;
-                        snprintf(t->too_large_by, sizeof(t->too_large_by), "%s",
-                                 parts[i].too_large_by);
-                }
+                for (int c = 0; c < STATS_STUCK_CAUSES; c++)
+                        if (parts[i].stuck_by[c][0] && !t->stuck_parts[c]++) {
+                                t->stuck_first[c] = i;
+                                snprintf(t->stuck_by[c], sizeof(t->stuck_by[c]),
+                                         "%s", parts[i].stuck_by[c]);
+                        }
                 int64_t w = stats_part_waiting(&parts[i]);
                 if (w < 0)
                         t->waiting_ok = 0;
@@ -210,27 +216,40 @@ static void eval_age(stats_report_t *r, const stats_topic_t *t) {
 
 /* Not a threshold: a partition whose copies the broker refuses as too large
  * is stuck until an operator raises the destination's max.message.bytes,
- * so it always alerts. */
-static void eval_too_large(stats_report_t *r, const stats_topic_t *t) {
-        stats_alert_t *a = alert_add(r, "copy_too_large", t);
+ * one refused for want of an ACL until Write on it is granted, so they
+ * always alert. */
+static void eval_stuck(stats_report_t *r, const stats_topic_t *t, int c) {
+        static const char *const names[STATS_STUCK_CAUSES] = {"copy_too_large",
+                                                              "copy_denied"};
+        stats_alert_t *a = alert_add(r, names[c], t);
         if (!a)
                 return;
-        a->state = STATS_ALERT_FIRING;
-        a->value = t->too_large_parts;
-        snprintf(a->text, sizeof(a->text),
-                 "copy_too_large: %.160s [%d]%s is stuck: %.160s refuses "
-                 "its copy as too large; raise max.message.bytes of %.160s",
-                 t->topic, t->too_large_first,
-                 t->too_large_parts > 1 ? " and others" : "", t->too_large_by,
-                 t->too_large_by);
+        a->state       = STATS_ALERT_FIRING;
+        a->value       = t->stuck_parts[c];
+        const char *by = t->stuck_by[c];
+        if (c == STATS_STUCK_TOO_LARGE)
+                snprintf(a->text, sizeof(a->text),
+                         "copy_too_large: %.160s [%d]%s is stuck: %.160s "
+                         "refuses its copy as too large; raise "
+                         "max.message.bytes of %.160s",
+                         t->topic, t->stuck_first[c],
+                         t->stuck_parts[c] > 1 ? " and others" : "", by, by);
+        else
+                snprintf(a->text, sizeof(a->text),
+                         "copy_denied: %.160s [%d]%s is stuck: %.160s refuses "
+                         "its copy for want of an ACL; grant Write on %.160s "
+                         "to the service's principal",
+                         t->topic, t->stuck_first[c],
+                         t->stuck_parts[c] > 1 ? " and others" : "", by, by);
 }
 
 int stats_evaluate(stats_report_t *r) {
         r->alert_cnt = 0;
         for (size_t i = 0; i < r->topic_cnt; i++) {
                 const stats_topic_t *t = &r->topics[i];
-                if (t->too_large_parts)
-                        eval_too_large(r, t);
+                for (int c = 0; c < STATS_STUCK_CAUSES; c++)
+                        if (t->stuck_parts[c])
+                                eval_stuck(r, t, c);
                 if (t->role == STATS_ROLE_DLQ && r->limits.dlq_messages >= 0)
                         eval_dlq(r, t);
                 if (t->role == STATS_ROLE_DLQ && r->limits.dlq_rate > 0)

@@ -30,6 +30,14 @@ typedef enum {
 } stats_role_t;
 
 /* One partition at one moment; -1 where the cluster did not answer. */
+/* Why a partition's copies cannot be delivered (the adapter's commit
+ * mark): too large for their topic, or refused for want of an ACL. */
+typedef enum {
+        STATS_STUCK_TOO_LARGE,
+        STATS_STUCK_DENIED,
+        STATS_STUCK_CAUSES
+} stats_stuck_t;
+
 typedef struct {
         int64_t low, high;
         int64_t committed; /* -1: the group has no committed offset */
@@ -40,10 +48,10 @@ typedef struct {
          * offset stops before it), aborted records or an open
          * transaction's — nothing the group can read yet. Waiting: 0. */
         int rest_unreadable;
-        /* The adapter's mark on the commit (KRETRY_TOO_LARGE_METADATA): a
-         * copy from this partition is refused as too large by this topic;
-         * "" when none. */
-        char too_large_by[256];
+        /* The adapter's mark on the commit (KRETRY_TOO_LARGE_METADATA,
+         * KRETRY_DENIED_METADATA): a copy from this partition is refused,
+         * as too large or for want of an ACL, by this topic; "" when none. */
+        char stuck_by[STATS_STUCK_CAUSES][256];
 } stats_part_t;
 
 typedef enum {
@@ -69,11 +77,12 @@ typedef struct {
         stats_drain_t drain;
         double drain_s;
         char error[512]; /* what the cluster could not answer, "" if all */
-        /* Partitions whose copies the broker refuses as too large (the
-         * adapter's commit mark), the first of them and its destination. */
-        int too_large_parts;
-        int too_large_first;
-        char too_large_by[256];
+        /* Partitions whose copies the broker refuses, as too large or for
+         * want of an ACL (the adapter's commit mark), the first of them
+         * and its destination, by cause. */
+        int stuck_parts[STATS_STUCK_CAUSES];
+        int stuck_first[STATS_STUCK_CAUSES];
+        char stuck_by[STATS_STUCK_CAUSES][256];
 } stats_topic_t;
 
 /* The thresholds of a topology's alerts: block. */
@@ -91,7 +100,8 @@ typedef enum {
 
 typedef struct {
         const char *rule; /* "dlq_messages", "dlq_rate", "oldest_age" or
-                             "copy_too_large" (always evaluated) */
+                             "copy_too_large", "copy_denied" (always
+                             evaluated) */
         char topic[256];
         stats_alert_state_t state;
         int64_t value, limit; /* messages, ms, or messages a minute */

@@ -162,6 +162,17 @@ static void ready(const kretry_adapter_t *a, reply_t *r) {
         reply(r, 200, text);
 }
 
+static void denied(const kretry_adapter_t *a, reply_t *r) {
+        char text[200];
+        snprintf(text, sizeof(text),
+                 "not authorized: the cluster refuses copies, commits or "
+                 "reads for want of an ACL (kretry_denied_now %lld; the "
+                 "DENIED error in the log names them)",
+                 (long long)kretry_adapter_counter(a, KRETRY_COUNTER_DENIED_NOW,
+                                                   0));
+        reply(r, 503, text);
+}
+
 static void readyz(const run_metrics_t *m, reply_t *r) {
         const kretry_adapter_t *a = atomic_load(&m->adapter);
         int state                 = atomic_load(&m->state);
@@ -175,6 +186,8 @@ static void readyz(const run_metrics_t *m, reply_t *r) {
                       "");
         else if (stalled_ms(m))
                 reply(r, 503, "the poll loop is stalled");
+        else if (kretry_adapter_counter(a, KRETRY_COUNTER_DENIED_NOW, 0) > 0)
+                denied(a, r);
         else
                 ready(a, r);
 }

@@ -399,6 +399,7 @@ static rd_kafka_t *client_new(kretry_adapter_t *a,
         if (type == RD_KAFKA_CONSUMER) {
                 kretry_conf_consumer_defaults(a->conf, rc);
                 rd_kafka_conf_set_rebalance_cb(rc, kretry_rebalance_cb);
+                rd_kafka_conf_set_offset_commit_cb(rc, kretry_commit_cb);
         } else {
                 rd_kafka_conf_set_dr_msg_cb(rc, kretry_dr_cb);
                 rd_kafka_conf_set_error_cb(rc, producer_error_cb);
@@ -755,9 +756,31 @@ static void consumer_error(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
                 a->fatal = 1;
                 return;
         }
+        if (kretry_denied_err(rkm->err)) {
+                /* Cleared by the next message of that topic (consumed). */
+                const char *t = rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "";
+                int i         = kretry_topic_index(a, t);
+                char what[300];
+                snprintf(what, sizeof(what), "consuming %s",
+                         *t ? t : "a topic of the topology");
+                atomic_store_explicit(&a->stats.read_denied, i + 2,
+                                      memory_order_relaxed);
+                kretry_denied_note(a, KRETRY_DENIED_READ, rkm->err, what);
+                return;
+        }
         kretry_log(a, KRETRY_LOG_WARNING, "CONSUME", "%s%s%s",
                    rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "",
                    rkm->rkt ? ": " : "", rd_kafka_message_errstr(rkm));
+}
+
+/* A message of a topic whose reading was refused: granted again. The
+ * topic's index + 2 (1: a topic not known by name). */
+static void read_granted(kretry_adapter_t *a, const kretry_part_t *part) {
+        int d = atomic_load_explicit(&a->stats.read_denied,
+                                     memory_order_relaxed);
+        if (d && (d == part->tier + 2 || d == 1))
+                atomic_store_explicit(&a->stats.read_denied, 0,
+                                      memory_order_relaxed);
 }
 
 /* A message for a paused partition (its buffer behind a held message full,
@@ -956,6 +979,9 @@ static void consumed(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
         kretry_part_t *part = assigned_part(a, rkm);
         if (part && part->first < 0)
                 part->first = rkm->offset;
+        if (part &&
+            atomic_load_explicit(&a->stats.read_denied, memory_order_relaxed))
+                read_granted(a, part);
         if (!part)
                 rd_kafka_message_destroy(rkm);
         else if (part->held || part->behind.cnt)

@@ -38,6 +38,7 @@
 #include "codec.h"
 #include "conf.h"
 #include "delay.h"
+#include "denied.h"
 #include "headers.h"
 #include "keychain.h"
 #include "latency.h"
@@ -169,7 +170,9 @@ typedef struct kretry_inflight_s {
         int64_t retry_at; /* failed delivery: when to produce again */
         int backoff_ms;
         int failed; /* counted in its partition's produce_failures */
-        int stuck;  /* refused as too large: counted in copies_stuck */
+        int stuck;  /* refused as too large or for want of an ACL:
+                       counted in copies_stuck */
+        int denied; /* refused for want of an ACL: in denied_copies_now */
         unsigned char vbuf[10]; /* KRETRY_DEST_VERSIONS: the encoded version */
         size_t vlen;
         size_t reserve_cap; /* > 0: the reserve record (kretry_msg_t), room
@@ -248,6 +251,13 @@ typedef struct {
         atomic_llong buffered, buffered_bytes; /* behind held messages */
         atomic_llong too_large;                /* copies refused as too large */
         atomic_llong txn_commits, txn_aborts;  /* txn.c */
+        /* denied.h: refusals by cause; copies refused now (route.c), the
+         * last commit refused (commit.c), a consumed topic refused
+         * (adapter.c: its index + 2, 1 unknown, 0 none), a copy of the
+         * transaction refused since the last one committed (txn.c) */
+        atomic_llong denied[KRETRY_DENIED_CAUSES];
+        atomic_llong denied_copies_now;
+        atomic_int commit_denied, read_denied, txn_denied;
         atomic_llong foreign;        /* tier copies of another group, skipped */
         atomic_llong inflight;       /* workers.c: jobs waiting or running */
         atomic_llong inflight_bytes; /* workers.c: their keys and values */
@@ -378,6 +388,8 @@ struct kretry_adapter_s {
                  * no transaction begins or commits again (kretry_txn_abort) */
                 int spent;
         } txn;
+        /* When each cause of refusal was last said as an ERROR (denied.h) */
+        int64_t denied_said[KRETRY_DENIED_CAUSES];
 };
 
 /* The wall clock, ms since the epoch: what compares with Kafka timestamps
@@ -402,6 +414,25 @@ void kretry_log(kretry_adapter_t *a,
         __attribute__((format(printf, 4, 5)))
 #endif
         ;
+
+/* commit.c: the answer to a commit, watched for refusals for want of an
+ * ACL (KRETRY_COUNTER_DENIED_COMMITS); kretry_commit_cb is the consumer's
+ * offset_commit_cb (auto-commit's answers). Polling thread. */
+void kretry_commit_result(kretry_adapter_t *a,
+                          rd_kafka_resp_err_t err,
+                          const rd_kafka_topic_partition_list_t *offsets);
+void kretry_commit_cb(rd_kafka_t *rk,
+                      rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *offsets,
+                      void *opaque);
+
+/* stats.c: a refusal of @p cause for want of an ACL, counted; said as an
+ * ERROR once per cause and minute (denied.h), else at DEBUG: "@p what:
+ * @p err; ..." with what an operator must grant. */
+void kretry_denied_note(kretry_adapter_t *a,
+                        kretry_denied_cause_t cause,
+                        rd_kafka_resp_err_t err,
+                        const char *what);
 
 /* adapter.c */
 /* librdkafka's log lines to the log callback; the client's opaque is the
@@ -658,6 +689,8 @@ const char *kretry_class_name(int cls);
 /* Every counter as a JSON object (kretry_adapter_stats_json's document);
  * the caller owns the reference. */
 json_t *kretry_stats_counters(const kretry_adapter_t *a);
+/* KRETRY_COUNTER_DENIED_NOW (kretry.h). Thread-safe. */
+int64_t kretry_denied_now(const kretry_adapter_t *a);
 /* Refresh the per-key gauges (keys in chains and in the version store). */
 void kretry_stats_gauges(kretry_adapter_t *a);
 

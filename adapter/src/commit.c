@@ -56,6 +56,32 @@ static int drain_producer(kretry_adapter_t *a,
  * revoke.timeout.ms. */
 #define KRETRY_COMMIT_GRACE_MS 3000
 
+void kretry_commit_result(kretry_adapter_t *a,
+                          rd_kafka_resp_err_t err,
+                          const rd_kafka_topic_partition_list_t *offsets) {
+        rd_kafka_resp_err_t denied = kretry_denied_err(err) ? err : 0;
+        for (int i = 0; offsets && !denied && i < offsets->cnt; i++)
+                if (kretry_denied_err(offsets->elems[i].err))
+                        denied = offsets->elems[i].err;
+        if (denied) {
+                atomic_store_explicit(&a->stats.commit_denied, 1,
+                                      memory_order_relaxed);
+                kretry_denied_note(a, KRETRY_DENIED_COMMIT, denied,
+                                   "offset commit");
+        } else if (!err) {
+                atomic_store_explicit(&a->stats.commit_denied, 0,
+                                      memory_order_relaxed);
+        }
+}
+
+void kretry_commit_cb(rd_kafka_t *rk,
+                      rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *offsets,
+                      void *opaque) {
+        (void)rk;
+        kretry_commit_result(opaque, err, offsets);
+}
+
 /* Commit @p offsets (NULL: the stored offsets) and wait for the answer
  * until @p deadline: rd_kafka_commit() waits for a group coordinator as
  * long as it takes. */
@@ -75,8 +101,12 @@ commit_bounded(kretry_adapter_t *a,
                         continue;
                 int done =
                         rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT;
-                if (done)
+                if (done) {
                         err = rd_kafka_event_error(ev);
+                        kretry_commit_result(
+                                a, err,
+                                rd_kafka_event_topic_partition_list(ev));
+                }
                 rd_kafka_event_destroy(ev);
                 if (done) {
                         rd_kafka_queue_destroy(q);

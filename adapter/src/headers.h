@@ -16,6 +16,9 @@
  * refuses as too large (route.c), followed by the destination topic; kretry
  * stats alerts on it. */
 #define KRETRY_TOO_LARGE_METADATA "kretry: copy refused as too large by "
+/* The same for a copy the cluster refuses for want of an ACL (Write on the
+ * destination topic, which follows). */
+#define KRETRY_DENIED_METADATA "kretry: copy refused for want of an ACL by "
 
 #define KRETRY_H_ATTEMPT "kretry-attempt"
 #define KRETRY_H_TIER "kretry-tier"

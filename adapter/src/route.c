@@ -54,6 +54,11 @@ void kretry_inflight_free(kretry_adapter_t *a, kretry_inflight_t *r) {
                 return;
         if (r->rkm)
                 kretry_rkm_destroy(r->rkm);
+        if (r->denied) {
+                r->denied = 0;
+                atomic_fetch_sub_explicit(&a->stats.denied_copies_now, 1,
+                                          memory_order_relaxed);
+        }
         if (r->part) {
                 r->part->copies--;
                 r->part->copies_stuck -= r->stuck;
@@ -107,20 +112,24 @@ int kretry_producer_fatal(kretry_adapter_t *a) {
         return 1;
 }
 
-/* A copy refused as too large stops its partition until an operator
- * raises the destination's max.message.bytes. kretry stats reads only the
- * cluster, so the partition's commit carries the news: committed again at
- * the offset it stands at, with metadata naming the destination
- * (KRETRY_TOO_LARGE_METADATA). The next commit that moves the partition,
- * once the copy is delivered, has none and clears it. */
-static void
-mark_too_large(kretry_adapter_t *a, kretry_part_t *part, const char *dest) {
+/* A copy refused as too large (or for want of an ACL) stops its partition
+ * until an operator raises the destination's max.message.bytes (grants
+ * Write on it). kretry stats reads only the cluster, so the partition's
+ * commit carries the news: committed again at the offset it stands at,
+ * with metadata naming the destination after @p mark
+ * (KRETRY_TOO_LARGE_METADATA, KRETRY_DENIED_METADATA). The next commit
+ * that moves the partition, once the copy is delivered, has none and
+ * clears it. */
+static void mark_stuck(kretry_adapter_t *a,
+                       kretry_part_t *part,
+                       const char *mark,
+                       const char *dest) {
         int64_t at = kretry_offsets_resume_at(&part->offsets);
         /* Under routing=transactional every commit is the transaction's. */
         if (at < 0 || !part->assigned || a->txn.on ||
             rd_kafka_assignment_lost(a->consumer))
                 return;
-        size_t len = strlen(KRETRY_TOO_LARGE_METADATA) + strlen(dest) + 1;
+        size_t len = strlen(mark) + strlen(dest) + 1;
         char *md   = malloc(len);
         rd_kafka_topic_partition_list_t *l =
                 md ? rd_kafka_topic_partition_list_new(1) : NULL;
@@ -128,7 +137,7 @@ mark_too_large(kretry_adapter_t *a, kretry_part_t *part, const char *dest) {
                 free(md);
                 return;
         }
-        snprintf(md, len, "%s%s", KRETRY_TOO_LARGE_METADATA, dest);
+        snprintf(md, len, "%s%s", mark, dest);
         rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(
                 l, a->topics[part->tier], part->partition);
         tp->offset              = at;
@@ -142,6 +151,25 @@ mark_too_large(kretry_adapter_t *a, kretry_part_t *part, const char *dest) {
                            a->topics[part->tier], (int)part->partition,
                            rd_kafka_err2str(err));
         rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* The first refusal of copy @p r for want of an ACL: counted once, in the
+ * gauge until it is delivered, said (denied.h) and marked on its
+ * partition's commit for kretry stats. */
+static void copy_denied(kretry_adapter_t *a,
+                        kretry_inflight_t *r,
+                        rd_kafka_resp_err_t err,
+                        const char *dest) {
+        char what[400];
+        r->denied = 1;
+        atomic_fetch_add_explicit(&a->stats.denied_copies_now, 1,
+                                  memory_order_relaxed);
+        snprintf(what, sizeof(what), "copy of %s [%d] offset %lld to %s",
+                 a->topics[r->part->tier], (int)r->part->partition,
+                 (long long)r->rkm->offset, dest);
+        kretry_denied_note(a, KRETRY_DENIED_COPY, err, what);
+        if (r->part->assigned)
+                mark_stuck(a, r->part, KRETRY_DENIED_METADATA, dest);
 }
 
 static void fail_record(kretry_adapter_t *a,
@@ -165,19 +193,25 @@ static void fail_record(kretry_adapter_t *a,
         /* Too large never heals by itself: an operator must act. Said once
          * per stuck partition (the copy is produced again every 10 s at
          * most), counted once per copy. */
-        int big   = kretry_too_large(err);
-        int level = !big                        ? KRETRY_LOG_WARNING
-                    : r->part->too_large_logged ? KRETRY_LOG_DEBUG
-                                                : KRETRY_LOG_ERR;
+        int big    = kretry_too_large(err);
+        int denied = kretry_denied_err(err);
+        int level  = big      ? r->part->too_large_logged ? KRETRY_LOG_DEBUG
+                                                          : KRETRY_LOG_ERR
+                     : denied ? KRETRY_LOG_DEBUG
+                              : KRETRY_LOG_WARNING;
         if (big && !r->failed)
                 atomic_fetch_add_explicit(&a->stats.too_large, 1,
                                           memory_order_relaxed);
         if (big && !r->part->too_large_logged && r->part->assigned)
-                mark_too_large(a, r->part, dest);
-        if (big && !r->stuck) {
+                mark_stuck(a, r->part, KRETRY_TOO_LARGE_METADATA, dest);
+        if ((big || denied) && !r->stuck) {
+                /* Waiting cannot make it fit, nor grant the ACL: a
+                 * revocation or close does not wait for it. */
                 r->stuck = 1;
                 r->part->copies_stuck++;
         }
+        if (denied && !r->denied)
+                copy_denied(a, r, err, dest);
         r->part->too_large_logged |= big;
         kretry_log(a, (kretry_log_level_t)level, "PRODUCE",
                    "copy of %s [%d] offset %lld to %s failed: %s; producing "

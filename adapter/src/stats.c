@@ -16,6 +16,39 @@ static int64_t get(const atomic_llong *v) {
         return atomic_load_explicit(v, memory_order_relaxed);
 }
 
+int64_t kretry_denied_now(const kretry_adapter_t *a) {
+        const kretry_stats_t *s = &a->stats;
+        return get(&s->denied_copies_now) +
+               (atomic_load_explicit(&s->commit_denied, memory_order_relaxed) !=
+                0) +
+               (atomic_load_explicit(&s->read_denied, memory_order_relaxed) !=
+                0) +
+               (atomic_load_explicit(&s->txn_denied, memory_order_relaxed) !=
+                0);
+}
+
+void kretry_denied_note(kretry_adapter_t *a,
+                        kretry_denied_cause_t cause,
+                        rd_kafka_resp_err_t err,
+                        const char *what) {
+        static const char *const grant[KRETRY_DENIED_CAUSES] = {
+                "the copy is produced again every 10 s at most, its partition "
+                "waits and its offset stays uncommitted until Write on that "
+                "topic is granted",
+                "offsets stay uncommitted (consumed again by the next owner) "
+                "until Read on the group is granted",
+                "nothing of it is consumed until Read and Describe on that "
+                "topic are granted"};
+        atomic_fetch_add_explicit(&a->stats.denied[cause], 1,
+                                  memory_order_relaxed);
+        int say = kretry_denied_say(a->denied_said, cause, kretry_mono_ms());
+        kretry_log(a, say ? KRETRY_LOG_ERR : KRETRY_LOG_DEBUG, "DENIED",
+                   "%s: %s: the cluster's ACLs do not allow it; %s (kretry "
+                   "topology acls prints what each role needs; said once a "
+                   "minute)",
+                   what, rd_kafka_err2str(err), grant[cause]);
+}
+
 int64_t kretry_adapter_counter(const kretry_adapter_t *a,
                                kretry_counter_t counter,
                                int tier) {
@@ -89,6 +122,12 @@ int64_t kretry_adapter_counter(const kretry_adapter_t *a,
                 return get(&s->txn_commits);
         case KRETRY_COUNTER_TXN_ABORTS:
                 return get(&s->txn_aborts);
+        case KRETRY_COUNTER_DENIED_COPIES:
+        case KRETRY_COUNTER_DENIED_COMMITS:
+        case KRETRY_COUNTER_DENIED_READS:
+                return get(&s->denied[counter - KRETRY_COUNTER_DENIED_COPIES]);
+        case KRETRY_COUNTER_DENIED_NOW:
+                return kretry_denied_now(a);
         }
         return -1;
 }
@@ -129,6 +168,17 @@ json_t *kretry_stats_counters(const kretry_adapter_t *a) {
                 (json_int_t)get(&s->assignments), "txn_commits",
                 (json_int_t)get(&s->txn_commits), "txn_aborts",
                 (json_int_t)get(&s->txn_aborts));
+        json_t *denied = json_object();
+        for (int c = 0; c < KRETRY_DENIED_CAUSES; c++)
+                json_object_set_new(denied, kretry_denied_name(c),
+                                    json_integer(get(&s->denied[c])));
+        if (o) {
+                json_object_set_new(o, "denied", denied);
+                json_object_set_new(o, "denied_now",
+                                    json_integer(kretry_denied_now(a)));
+        } else {
+                json_decref(denied);
+        }
         return o;
 }
 

@@ -195,6 +195,11 @@ size_t kretry_stats_prometheus(const char *json, char *dest, size_t size) {
         json_object_foreach(json_object_get(doc, "dead_lettered"), cls, v)
                 OUT("kretry_dead_lettered_total{class=\"%s\"} %lld\n", cls,
                     (long long)json_integer_value(v));
+        OUT("# HELP kretry_denied_total refusals for want of an ACL, by "
+            "cause\n# TYPE kretry_denied_total counter\n");
+        json_object_foreach(json_object_get(doc, "denied"), cls, v)
+                OUT("kretry_denied_total{cause=\"%s\"} %lld\n", cls,
+                    (long long)json_integer_value(v));
         static const char *const gauges[][3] = {
                 {"inflight", "kretry_inflight_messages",
                  "messages consumed and not yet decided (handler.concurrency "
@@ -211,6 +216,9 @@ size_t kretry_stats_prometheus(const char *json, char *dest, size_t size) {
                  "1 while the circuit breaker holds consumption paused"},
                 {"assigned", "kretry_assigned_partitions",
                  "source partitions assigned to this member"},
+                {"denied_now", "kretry_denied_now",
+                 "copies refused for want of an ACL now, plus 1 for each of "
+                 "commit, read and transaction refused at its last try"},
         };
         for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
                 json_t *n = json_object_get(doc, gauges[g][0]);

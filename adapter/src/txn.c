@@ -189,6 +189,20 @@ void kretry_txn_copy_failed(kretry_adapter_t *a,
                 atomic_fetch_add_explicit(&a->stats.produce_errors, 1,
                                           memory_order_relaxed);
                 int big = kretry_too_large(err);
+                if (kretry_denied_err(err)) {
+                        /* Cleared by the next transaction committed. */
+                        char what[300];
+                        snprintf(what, sizeof(what),
+                                 "copy of %s [%d] offset %lld to %s "
+                                 "(the transaction is aborted)",
+                                 a->topics[r->part->tier],
+                                 (int)r->part->partition,
+                                 (long long)r->rkm->offset,
+                                 kretry_dest_topic(a, r));
+                        atomic_store_explicit(&a->stats.txn_denied, 1,
+                                              memory_order_relaxed);
+                        kretry_denied_note(a, KRETRY_DENIED_COPY, err, what);
+                }
                 if (big) {
                         atomic_fetch_add_explicit(&a->stats.too_large, 1,
                                                   memory_order_relaxed);
@@ -693,6 +707,7 @@ static int txn_commit(kretry_adapter_t *a,
         offsets_committed(a);
         txn_ended(a);
         a->txn.stuck_backoff_ms = 0;
+        atomic_store_explicit(&a->stats.txn_denied, 0, memory_order_relaxed);
         atomic_fetch_add_explicit(&a->stats.txn_commits, 1,
                                   memory_order_relaxed);
         return 0;

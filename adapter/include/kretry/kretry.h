@@ -769,9 +769,31 @@ typedef enum {
                                                  no partition receives none) */
         KRETRY_COUNTER_TXN_COMMITS = 29,    /**< routing transactional:
                                                  transactions committed */
-        KRETRY_COUNTER_TXN_ABORTS = 30      /**< routing transactional:
+        KRETRY_COUNTER_TXN_ABORTS = 30,     /**< routing transactional:
                                                  transactions aborted, their
                                                  messages decided again */
+        KRETRY_COUNTER_DENIED_COPIES = 31,  /**< copies the cluster refused
+                                                 for want of an ACL (Write on
+                                                 a tier, the DLQ or the
+                                                 changelog), each counted
+                                                 once: its partition waits,
+                                                 its offset uncommitted,
+                                                 until the ACL is granted */
+        KRETRY_COUNTER_DENIED_COMMITS = 32, /**< offset commits refused for
+                                                 want of an ACL (Read on the
+                                                 group or a topic) */
+        KRETRY_COUNTER_DENIED_READS = 33,   /**< refusals to read a consumed
+                                                 topic (Read or Describe
+                                                 missing) */
+        KRETRY_COUNTER_DENIED_NOW = 34      /**< gauge: copies refused for
+                                                 want of an ACL now, plus 1
+                                                 while the last commit was
+                                                 refused, plus 1 while a
+                                                 consumed topic is refused,
+                                                 plus 1 while a copy of the
+                                                 open transaction was;
+                                                 above 0, kretry run's
+                                                 /readyz answers 503 */
 } kretry_counter_t;
 
 /**
@@ -789,7 +811,8 @@ KRETRY_EXPORT int64_t kretry_adapter_counter(const kretry_adapter_t *adapter,
  *         "schema":N},"produce_errors":N,"held":N,...,
  *         "inflight":N,"inflight_bytes":N,"too_large":N,"foreign":N,
  *         "buffered":N,"buffered_bytes":N,"assigned":N,"assignments":N,
- *         "txn_commits":N,"txn_aborts":N}
+ *         "txn_commits":N,"txn_aborts":N,
+ *         "denied":{"copy":N,"commit":N,"read":N},"denied_now":N}
  *        ("inflight" and "inflight_bytes": KRETRY_COUNTER_INFLIGHT and
  *        KRETRY_COUNTER_INFLIGHT_BYTES, gauges of the moment)
  * @returns the length the full text needs (without NUL); @p dest gets it
