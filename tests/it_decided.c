@@ -170,9 +170,8 @@ chain(const char *oa, const char *ob, const char *oc, const char *conc) {
          * answer past A's close: neither copy is written, and A is not
          * paused by a failed copy before it consumed the rest. */
         rd_kafka_mock_broker_push_request_error_rtts(
-                mock, 1, 0 /* Produce */, 2,
-                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 10000,
-                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 10000);
+                mock, 1, 0 /* Produce */, 2, RD_KAFKA_RESP_ERR_POLICY_VIOLATION,
+                10000, RD_KAFKA_RESP_ERR_POLICY_VIOLATION, 10000);
         kretry_adapter_t *a =
                 owner_start(env, &A, oa, conc, "1000", "at_least_once");
         KT_REQUIRE(poll_until(a, &A, a_done));

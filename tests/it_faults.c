@@ -48,7 +48,7 @@ static rd_kafka_mock_cluster_t *mock_or_skip(it_env_t *env,
 static void fail_produces(rd_kafka_mock_cluster_t *mock) {
         rd_kafka_resp_err_t errs[200];
         for (int i = 0; i < 200; i++)
-                errs[i] = RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
+                errs[i] = RD_KAFKA_RESP_ERR_POLICY_VIOLATION;
         rd_kafka_mock_push_request_errors_array(mock, 0 /* Produce */, 200,
                                                 errs);
 }

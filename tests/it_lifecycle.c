@@ -140,8 +140,7 @@ static void test_close_bounded_by_revoke_timeout(void) {
         static const char *const values[] = {"ok-0", "retry1-b", "ok-2", NULL};
         rd_kafka_mock_cluster_t *mock;
         it_env_t *env = refusing_env(
-                1, values, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 500,
-                &mock,
+                1, values, RD_KAFKA_RESP_ERR_POLICY_VIOLATION, 500, &mock,
                 "none: a copy left unacknowledged past revoke.timeout.ms needs "
                 "a broker that holds its answer; it_cluster "
                 "test_kill_tier_leader SIGKILLs a tier "
@@ -211,8 +210,7 @@ static void test_revoke_bounded_by_revoke_timeout(void) {
         static const char *const values[] = {"retry1-r", "ok-r", NULL};
         rd_kafka_mock_cluster_t *mock;
         it_env_t *env = refusing_env(
-                2, values, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 500,
-                &mock,
+                2, values, RD_KAFKA_RESP_ERR_POLICY_VIOLATION, 500, &mock,
                 "none: a copy left unacknowledged past revoke.timeout.ms needs "
                 "a broker that holds its answer; it_cluster "
                 "test_kill_tier_leader SIGKILLs a tier "
