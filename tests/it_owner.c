@@ -10,6 +10,7 @@
  * that is blocked, copies too large, copies of partitions it keeps); the
  * results of calls on a lost assignment are never routed.
  */
+#include "adapter_int.h" /* the consumer queue, to see an event wait */
 #include "it_harness.h"
 
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void sleep_ms(int ms) {
         struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
@@ -763,6 +765,68 @@ static void test_revoke_skips_kept_too_large(void) {
         it_env_destroy(env);
 }
 
+/* Partition @p p of @p env's source was handled by the member counted in
+ * @p calls. */
+static int called(void *calls) {
+        return atomic_load((atomic_int *)calls) > 0;
+}
+
+/* A member is closed while an assignment it was given waits unserved in
+ * its queue (the other member left while nobody polled it): the close
+ * does not take it on, makes one unassign call (librdkafka drops any call
+ * made once the terminating group has ended, and the close would hang for
+ * good: it did, once in about 50 runs under load, in
+ * test_revoke_skips_kept_too_large) and ends within its bound. */
+static void test_close_with_assignment_unserved(void) {
+        if (!kt_classic_protocol("the broker's assignor may leave the first "
+                                 "member's partitions where they are"))
+                return;
+        it_env_t *env = it_env_new("50ms", 2);
+        it_produce(env, 0, "k0", "ok-0", NULL);
+        it_produce(env, 1, "k1", "ok-1", NULL);
+        static atomic_int a_calls, b_calls;
+        atomic_store(&a_calls, 0);
+        atomic_store(&b_calls, 0);
+        logs_reset();
+        kretry_conf_t *c1 =
+                captured(it_conf(env, "consumer.partition.assignment.strategy",
+                                 "cooperative-sticky", "revoke.timeout.ms",
+                                 "4000", FAST_GROUP, NULL),
+                         1);
+        kretry_conf_set_handler(c1, count_ok_handler, &a_calls);
+        kretry_conf_set_route_cb(c1, NULL);
+        kretry_conf_t *c2 = kretry_conf_dup(c1);
+        kretry_conf_set_handler(c2, count_ok_handler, &b_calls);
+        kretry_conf_set_log_cb(c2, capture_log, (void *)(intptr_t)2);
+        kretry_adapter_t *a = it_adapter(c1);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 30000));
+        kretry_adapter_t *b = it_adapter(c2);
+        longest_poll(a, b, second_assigned, NULL, 30000);
+        KT_REQUIRE(assigned_some(2, NULL, 0) >= 0);
+        longest_poll(b, a, called, &b_calls, 10000);
+        kretry_adapter_destroy(b);
+        /* a, not polled, is given b's partitions back: the group's next
+         * generation, an event waiting in a's consumer queue. */
+        int64_t until = kt_now_ms() + 20000;
+        while (rd_kafka_queue_length(a->cq) == 0 && kt_now_ms() < until)
+                usleep(20 * 1000);
+        KT_REQUIRE(rd_kafka_queue_length(a->cq) > 0);
+        int64_t t0      = kt_now_ms();
+        kretry_err_t e  = kretry_adapter_close(a);
+        int64_t elapsed = kt_now_ms() - t0;
+        char line[400]  = "";
+        logged(1, "REBALANCE", "closing: not taking the assignment of", line,
+               sizeof(line));
+        KT_CHECK_MSG(line[0], CU_FALSE,
+                     "the close never served the assignment given to it "
+                     "while it was not polled");
+        KT_CHECK_MSG(elapsed < 4000 && e == KRETRY_ERR_OK, CU_FALSE,
+                     "close took %lld ms, returned %s (%s)", (long long)elapsed,
+                     kretry_err2name(e), line);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /*
  * The results of calls that were running when the assignment was lost
  * are never routed: the partition may be another member's by now.
@@ -1136,6 +1200,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_poll_thread_lost_prompt),
                 KT_TEST(test_close_too_large_prompt),
                 KT_TEST(test_revoke_skips_kept_too_large),
+                KT_TEST(test_close_with_assignment_unserved),
                 KT_TEST(test_lost_results_not_routed),
                 KT_TEST(test_revoke_skips_lost_call),
                 KT_TEST(test_lost_drops_batched_eager),

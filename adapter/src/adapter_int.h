@@ -346,6 +346,9 @@ struct kretry_adapter_s {
         int closed;
         int close_cut; /* leaving the group was cut short at its bound */
         int64_t close_revoked; /* when the close's revocation was done */
+        /* The close made its assign or unassign call (rebalance.c): the
+         * terminating group took it as a full unassign, and may end. */
+        int close_unassigned;
         int synced;     /* the group has assigned partitions (even none) */
         int more;       /* the last poll stopped with work left */
         int tq_flowing; /* tq gave a message at its last look */

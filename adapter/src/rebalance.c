@@ -129,15 +129,63 @@ static int cooperative(rd_kafka_t *rk) {
                strstr(v, "cooperative");
 }
 
+/*
+ * A close (kretry_adapter_close) has asked the group to terminate before
+ * its events are served, so librdkafka takes the first assign or unassign
+ * call made from here on as a full unassign, after which the group may
+ * terminate at once. Events queued before it (an assignment the member was
+ * given while nobody polled it, the revocation of partitions that
+ * unassign already released) are still served here, and once the group
+ * has terminated any such call, rd_kafka_rebalance_protocol() included,
+ * waits for an answer that never comes: librdkafka drops the request
+ * unanswered (its issue #4884), and the close would hang for good. So a
+ * close makes one call, and the events after it only update kretry's own
+ * state.
+ */
+static int close_call_done(kretry_adapter_t *a, rd_kafka_t *rk) {
+        return a->closed &&
+               (a->close_unassigned || rd_kafka_consumer_closed(rk));
+}
+
+/* An assignment served while closing: librdkafka takes the call as a full
+ * unassign (close_call_done); nothing of it is taken on. */
+static void close_assign(kretry_adapter_t *a,
+                         rd_kafka_t *rk,
+                         rd_kafka_topic_partition_list_t *l,
+                         int incremental) {
+        rd_kafka_error_t *error  = NULL;
+        rd_kafka_resp_err_t aerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+        log_parts(a, "closing: not taking the assignment of", l);
+        if (incremental > 0)
+                error = rd_kafka_incremental_assign(rk, l);
+        else if (!incremental)
+                aerr = rd_kafka_assign(rk, l);
+        a->close_unassigned |= incremental >= 0;
+        if (error) {
+                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
+                           rd_kafka_error_string(error));
+                rd_kafka_error_destroy(error);
+        } else if (aerr) {
+                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
+                           rd_kafka_err2str(aerr));
+        }
+}
+
 void kretry_rebalance_cb(rd_kafka_t *rk,
                          rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts,
                          void *opaque) {
-        kretry_adapter_t *a                = opaque;
-        int incremental                    = cooperative(rk);
+        kretry_adapter_t *a = opaque;
+        int incremental     = close_call_done(a, rk) ? -1 : cooperative(rk);
         rd_kafka_topic_partition_list_t *l = with_tiers(a, parts);
         rd_kafka_error_t *error            = NULL;
         rd_kafka_resp_err_t aerr           = RD_KAFKA_RESP_ERR_NO_ERROR;
+
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && a->closed) {
+                close_assign(a, rk, l, incremental);
+                rd_kafka_topic_partition_list_destroy(l);
+                return;
+        }
 
         /* Source messages batched for this thread (adapter.c take_source)
          * of these partitions belong to the assignment that ends, or ended
@@ -199,10 +247,15 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 count_assigned(a);
                 if (a->closed)
                         a->close_revoked = kretry_mono_ms();
+                /* The drain and commit took time: the group may have
+                 * terminated meanwhile (close_call_done). */
+                if (close_call_done(a, rk))
+                        incremental = -1;
                 if (incremental > 0)
                         error = rd_kafka_incremental_unassign(rk, l);
                 else if (!incremental)
                         aerr = rd_kafka_assign(rk, NULL);
+                a->close_unassigned |= a->closed && incremental >= 0;
         }
         if (error) {
                 kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
