@@ -1,8 +1,9 @@
 /*
  * Secrets: the one list of secret properties, the mask, scrubbing a text of
- * a secret value; the OAUTHBEARER (OIDC) properties passed through to
- * librdkafka unchanged.
+ * a secret value; ${file:PATH} in topology files; the OAUTHBEARER (OIDC)
+ * properties passed through to librdkafka unchanged.
  */
+#include "expand.h"
 #include "kretry/kretry.h"
 #include "secret.h"
 #include "testutil.h"
@@ -72,11 +73,100 @@ static void test_scrub(void) {
         kretry_secrets_clear(&s);
 }
 
+/* A file in the test's temporary folder holding @p text. */
+static const char *file_with(const char *name, const char *text) {
+        static char path[256];
+        snprintf(path, sizeof(path), "/tmp/kretry-test-secret-%d-%s",
+                 (int)getpid(), name);
+        FILE *f = fopen(path, "wb");
+        KT_REQUIRE(f != NULL);
+        fwrite(text, 1, strlen(text), f);
+        fclose(f);
+        return path;
+}
+
+static void test_expand_file(void) {
+        char err[512], ref[300];
+        snprintf(ref, sizeof(ref), "pw=${file:%s}",
+                 file_with("nl", "hunter2\n"));
+        char *s = kretry_expand_env(ref, err, sizeof(err));
+        KT_ASSERT_STR_EQ(s ? s : err, "pw=hunter2");
+        free(s);
+        snprintf(ref, sizeof(ref), "${file:%s}", file_with("crlf", "a b\r\n"));
+        s = kretry_expand_env(ref, err, sizeof(err));
+        KT_ASSERT_STR_EQ(s ? s : err, "a b");
+        free(s);
+        /* One newline only; a file without one is taken whole. */
+        snprintf(ref, sizeof(ref), "${file:%s}", file_with("two", "x\n\n"));
+        s = kretry_expand_env(ref, err, sizeof(err));
+        KT_ASSERT_STR_EQ(s ? s : err, "x\n");
+        free(s);
+        snprintf(ref, sizeof(ref), "${file:%s}", file_with("bare", "y"));
+        s = kretry_expand_env(ref, err, sizeof(err));
+        KT_ASSERT_STR_EQ(s ? s : err, "y");
+        free(s);
+
+        s = kretry_expand_env("${file:/nonexistent/kretry/pw}", err,
+                              sizeof(err));
+        KT_ASSERT(s == NULL);
+        KT_ASSERT_STR_EQ(err, "${file:/nonexistent/kretry/pw}: cannot read: "
+                              "No such file or directory");
+        s = kretry_expand_env("${file:run/secrets/pw}", err, sizeof(err));
+        KT_ASSERT(s == NULL);
+        KT_ASSERT(strstr(err, "write an absolute path") != NULL);
+        /* A folder cannot be read; the error says so. */
+        s = kretry_expand_env("${file:/tmp}", err, sizeof(err));
+        KT_ASSERT(s == NULL);
+        KT_ASSERT(strstr(err, "${file:/tmp}: cannot read:") != NULL);
+        unlink(file_with("nl", ""));
+        unlink(file_with("crlf", ""));
+        unlink(file_with("two", ""));
+        unlink(file_with("bare", ""));
+}
+
 static const char *get(const kretry_conf_t *conf, const char *name) {
         static char buf[512];
         if (kretry_conf_get(conf, name, buf, sizeof(buf)))
                 return "(unknown)";
         return buf;
+}
+
+/* A topology file whose password comes from a file: loaded into the
+ * configuration; a missing file is an error at its line and column that
+ * names the path. */
+static void test_topology_file_secret(void) {
+        char err[1024], yaml[1024], pw[256];
+        snprintf(pw, sizeof(pw), "%s", file_with("pw", "s3cr3t-from-file\n"));
+        snprintf(yaml, sizeof(yaml),
+                 "kafka:\n"
+                 "  security.protocol: SASL_PLAINTEXT\n"
+                 "  sasl.mechanism: SCRAM-SHA-512\n"
+                 "  sasl.username: kretry\n"
+                 "  sasl.password: ${file:%s}\n"
+                 "topologies:\n"
+                 "  - source: orders\n"
+                 "    group: g\n"
+                 "    retry: { tiers: [1s] }\n",
+                 pw);
+        char path[256];
+        snprintf(path, sizeof(path), "%s", file_with("topo.yaml", yaml));
+        kretry_conf_t *conf = kretry_conf_new();
+        KT_ASSERT_INT_EQ(
+                kretry_conf_load_topology(conf, path, NULL, err, sizeof(err)),
+                KRETRY_ERR_OK);
+        KT_ASSERT_STR_EQ(get(conf, "sasl.password"), "s3cr3t-from-file");
+        unlink(pw);
+        KT_ASSERT_INT_EQ(
+                kretry_conf_load_topology(conf, path, NULL, err, sizeof(err)),
+                KRETRY_ERR_PARSE);
+        char want[600];
+        snprintf(want, sizeof(want),
+                 "%s:5:18: sasl.password: ${file:%s}: cannot read: No such "
+                 "file or directory",
+                 path, pw);
+        KT_ASSERT(strstr(err, want) != NULL);
+        kretry_conf_destroy(conf);
+        unlink(path);
 }
 
 /* OAUTHBEARER with OIDC client credentials: kretry refuses and drops none
@@ -110,8 +200,11 @@ static void test_oidc_passthrough(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-                KT_TEST(test_names), KT_TEST(test_scrub),
-                KT_TEST(test_oidc_passthrough), KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_names),
+                                          KT_TEST(test_scrub),
+                                          KT_TEST(test_expand_file),
+                                          KT_TEST(test_topology_file_secret),
+                                          KT_TEST(test_oidc_passthrough),
+                                          KT_END};
         return kt_main("secret", tests, argc, argv);
 }
