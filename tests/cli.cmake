@@ -226,3 +226,15 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(blackbox_secrets PROPERTIES TIMEOUT 240
                        SKIP_RETURN_CODE 77 LABELS "blackbox")
 endif()
+
+# OAUTHBEARER with OIDC client credentials passed through to librdkafka:
+# it asks a token endpoint on loopback (in the script) with the client id
+# and the secret (from ${file:}) and the scope; the secret and the token
+# are in no output. On dev-broker always (no broker validates the token).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_oidc
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_oidc.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_oidc PROPERTIES TIMEOUT 120
+                       SKIP_RETURN_CODE 77 LABELS "blackbox;nogroup")
+endif()
