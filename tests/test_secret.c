@@ -73,6 +73,25 @@ static void test_scrub(void) {
         kretry_secrets_clear(&s);
 }
 
+/* A URL's password is masked; the rest stays as written. */
+static void test_url(void) {
+        static const char *const cases[][2] = {
+                {"https://bob:hunter2@svc.example:8443/orders?x=1",
+                 "https://bob:[redacted]@svc.example:8443/orders?x=1"},
+                {"http://bob:p@ss@svc/x", "http://bob:[redacted]@svc/x"},
+                {"http://bob@svc/x", "http://bob@svc/x"},
+                {"http://svc:8080/a:b@c", "http://svc:8080/a:b@c"},
+                {"http://svc/x", "http://svc/x"},
+                {"user:pw@host", "user:[redacted]@host"},
+                {"", ""},
+        };
+        char buf[128];
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                KT_ASSERT_STR_EQ(
+                        kretry_secret_url(cases[i][0], buf, sizeof(buf)),
+                        cases[i][1]);
+}
+
 /* A file in the test's temporary folder holding @p text. */
 static const char *file_with(const char *name, const char *text) {
         static char path[256];
@@ -202,6 +221,7 @@ static void test_oidc_passthrough(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_names),
                                           KT_TEST(test_scrub),
+                                          KT_TEST(test_url),
                                           KT_TEST(test_expand_file),
                                           KT_TEST(test_topology_file_secret),
                                           KT_TEST(test_oidc_passthrough),

@@ -128,7 +128,9 @@ static void describe_clients(FILE *out,
         }
         if (!t->http.url)
                 return;
-        fprintf(out, "  http        POST %s\n", t->http.url);
+        char url[2048];
+        fprintf(out, "  http        POST %s\n",
+                kretry_secret_url(t->http.url, url, sizeof(url)));
         for (size_t i = 0; i < t->http.header_cnt; i++) {
                 const char *h = t->http.headers[i];
                 fprintf(out,
@@ -178,7 +180,10 @@ static json_t *http_json(const kretry_topology_t *t) {
                 const char *h = t->http.headers[i];
                 json_array_append_new(names, json_stringn(h, strcspn(h, ":")));
         }
-        return json_pack("{s:s,s:o}", "url", t->http.url, "headers", names);
+        char url[2048];
+        return json_pack("{s:s,s:o}", "url",
+                         kretry_secret_url(t->http.url, url, sizeof(url)),
+                         "headers", names);
 }
 
 static json_t *topology_json(const kretry_topology_file_t *f,

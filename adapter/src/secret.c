@@ -1,5 +1,6 @@
 #include "secret.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,23 @@ int kretry_secret_property(const char *name) {
 
 const char *kretry_secret_shown(const char *name, const char *value) {
         return kretry_secret_property(name) ? KRETRY_SECRET_MASK : value;
+}
+
+const char *kretry_secret_url(const char *url, char *dest, size_t dest_size) {
+        const char *auth = strstr(url, "://");
+        auth             = auth ? auth + 3 : url;
+        size_t hostpart  = strcspn(auth, "/?#");
+        const char *at   = NULL; /* the last '@' ends the user information */
+        for (size_t i = 0; i < hostpart; i++)
+                if (auth[i] == '@')
+                        at = auth + i;
+        const char *pw = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+        if (!pw)
+                snprintf(dest, dest_size, "%s", url);
+        else
+                snprintf(dest, dest_size, "%.*s" KRETRY_SECRET_MASK "%s",
+                         (int)(pw + 1 - url), url, at);
+        return dest;
 }
 
 /* Out of memory the secret's bytes become '*' in place: never shown. */

@@ -21,6 +21,11 @@ int kretry_secret_property(const char *name);
 /* @p value, or the mask when @p name is a secret property. */
 const char *kretry_secret_shown(const char *name, const char *value);
 
+/* @p url into @p dest with the password of its user information, if any
+ * ("https://user:PASSWORD@host/" -> "https://user:[redacted]@host/"), so
+ * that a URL can be printed. Returns @p dest. */
+const char *kretry_secret_url(const char *url, char *dest, size_t dest_size);
+
 /* Replace every occurrence of @p secret in the NUL-terminated @p text (a
  * buffer of @p size bytes) with the mask, cutting what no longer fits.
  * An empty or NULL @p secret changes nothing. Returns the number of
