@@ -87,17 +87,25 @@ void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
                         a->conf->log_opaque);
 }
 
-/* The secret values of both clients' configurations (secret.h's list). */
+/* The secret values of both clients' configurations (secret.h's list),
+ * whole whatever their size (a PEM key). */
 static kretry_err_t secrets_collect(kretry_adapter_t *a) {
         const rd_kafka_conf_t *confs[] = {a->conf->consumer, a->conf->producer};
         for (size_t c = 0; c < 2; c++)
                 for (size_t i = 0; kretry_secret_names[i]; i++) {
-                        char v[8192];
-                        size_t n = sizeof(v);
-                        if (rd_kafka_conf_get(confs[c], kretry_secret_names[i],
-                                              v, &n) == RD_KAFKA_CONF_OK &&
-                            kretry_secrets_add(&a->secrets,
-                                               kretry_secret_names[i], v))
+                        const char *name = kretry_secret_names[i];
+                        size_t n         = 0;
+                        if (rd_kafka_conf_get(confs[c], name, NULL, &n) !=
+                                    RD_KAFKA_CONF_OK ||
+                            n <= 1)
+                                continue; /* unknown to librdkafka, or unset */
+                        char *v = malloc(n);
+                        int rc  = !v ||
+                                 rd_kafka_conf_get(confs[c], name, v, &n) !=
+                                         RD_KAFKA_CONF_OK ||
+                                 kretry_secrets_add(&a->secrets, name, v);
+                        free(v);
+                        if (rc)
                                 return KRETRY_ERR_NO_MEM;
                 }
         return KRETRY_ERR_OK;
