@@ -9,8 +9,9 @@ validate`, `describe` (text and JSON), `apply`, `kretry run --verbose` with
 librdkafka's `debug=all` (stdout and stderr) and its `/metrics`, `/healthz`
 and `/readyz`, an `--exec` and an `--http` handler (`--http-header`), `dlq
 inspect` (text and JSON), `stats` (table, JSON, Prometheus, `--check`),
-`kretry ui`'s page and API (a wrong token's refusal included), and `kretry
-run` refusing `-X ssl.truststore.password=...`. Two rounds: the password
+`dlq replay --dry-run`, `dlq export`, `kretry ui`'s page and API (a wrong
+token's refusal included), and `kretry run` refusing `-X
+ssl.truststore.password=...`. Two rounds: the password
 and the command line's header from files (`${file:PATH}`), then from the
 environment (`${VAR}`).
 
@@ -318,6 +319,13 @@ def round_(cli, d, how, bootstrap, values, env):
             o.run("dlq inspect text " + name,
                   [cli, "dlq", "inspect", "--topology", path, "--name",
                    name], env, want=0)
+        o.run("dlq replay --dry-run",
+              [cli, "dlq", "replay", "--topology", path, "--name", "ex",
+               "--dry-run"], env, want=0)
+        o.run("dlq export", [cli, "dlq", "export", "--topology", path,
+                             "--name", "ex", "--out",
+                             os.path.join(d, "dlq-%s.avro" % how)], env,
+              want=0)
         for fmt in ("table", "json", "prometheus"):
             o.run("stats " + fmt, [cli, "stats", "--topology", path,
                                    "--name", "ex", "--output", fmt], env,

@@ -215,7 +215,8 @@ endif()
 
 # No secret in anything kretry prints or serves (topology validate,
 # describe, apply; run --verbose with debug=all, its /metrics; --exec and
-# --http with --http-header; dlq inspect; stats; kretry ui's page and API),
+# --http with --http-header; dlq inspect, replay --dry-run, export; stats;
+# kretry ui's page and API),
 # the password from a ${file:} and from ${VAR}: logged in with SCRAM on
 # KRETRY_TEST_SCRAM_BOOTSTRAP, the same secrets merely configured on
 # dev-broker.
