@@ -212,3 +212,30 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(blackbox_scram PROPERTIES TIMEOUT 240
                        SKIP_RETURN_CODE 77 LABELS "blackbox;real")
 endif()
+
+# No secret in anything kretry prints or serves (topology validate,
+# describe, apply; run --verbose with debug=all, its /metrics; --exec and
+# --http with --http-header; dlq inspect, replay --dry-run, export; stats;
+# kretry ui's page and API),
+# the password from a ${file:} and from ${VAR}: logged in with SCRAM on
+# KRETRY_TEST_SCRAM_BOOTSTRAP, the same secrets merely configured on
+# dev-broker.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_secrets
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_secrets.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_secrets PROPERTIES TIMEOUT 240
+                       SKIP_RETURN_CODE 77 LABELS "blackbox")
+endif()
+
+# OAUTHBEARER with OIDC client credentials passed through to librdkafka:
+# it asks a token endpoint on loopback (in the script) with the client id
+# and the secret (from ${file:}) and the scope; the secret and the token
+# are in no output. On dev-broker always (no broker validates the token).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_oidc
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_oidc.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_oidc PROPERTIES TIMEOUT 120
+                       SKIP_RETURN_CODE 77 LABELS "blackbox;nogroup")
+endif()

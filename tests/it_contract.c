@@ -735,6 +735,61 @@ static void test_logs_no_payload(void) {
         it_env_destroy(env);
 }
 
+/* The configuration's secrets, and what the log lines showed of them. */
+static const char *const conf_secrets[] = {"pw-9f3c2a51", "oidc-7d1e0b6c",
+                                           "keypw-41b8aa02"};
+static struct {
+        pthread_mutex_t lock;
+        int lines, masked;
+        char leak[1100];
+} slogs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void ct_secret_log(kretry_log_level_t level,
+                          const char *fac,
+                          const char *msg,
+                          void *opaque) {
+        (void)level;
+        (void)opaque;
+        pthread_mutex_lock(&slogs.lock);
+        slogs.lines++;
+        slogs.masked += !!strstr(msg, "kretry-[redacted]");
+        for (size_t i = 0; i < sizeof(conf_secrets) / sizeof(conf_secrets[0]);
+             i++)
+                if (strstr(msg, conf_secrets[i]) && !slogs.leak[0])
+                        snprintf(slogs.leak, sizeof(slogs.leak), "%s: %s", fac,
+                                 msg);
+        pthread_mutex_unlock(&slogs.lock);
+}
+
+/* (o) Logs never carry a secret of the configuration: with librdkafka's
+ * every debug context on, a password, an OAUTHBEARER client secret and a
+ * key password appear in no line, also where librdkafka quotes one
+ * through another property (a client.id that holds the password, in every
+ * line naming the client): those lines show the mask instead. */
+static void test_logs_no_secret(void) {
+        it_env_t *env = it_env_new("20ms", 1);
+        it_produce(env, 0, "k", "retry1-secret", NULL);
+        slogs.lines = slogs.masked = 0;
+        slogs.leak[0]              = '\0';
+        kretry_conf_t *conf =
+                it_conf(env, "debug", "all", "log_level", "7", "sasl.password",
+                        conf_secrets[0], "sasl.oauthbearer.client.secret",
+                        conf_secrets[1], "ssl.key.password", conf_secrets[2],
+                        "client.id", "kretry-pw-9f3c2a51", NULL);
+        kretry_conf_set_log_cb(conf, ct_secret_log, NULL);
+        kretry_adapter_t *a = ct_adapter(conf, env);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 30000));
+        kretry_adapter_destroy(a);
+        pthread_mutex_lock(&slogs.lock);
+        KT_CHECK_MSG(slogs.masked > 0, CU_FALSE,
+                     "no line showed the masked client id (%d lines)",
+                     slogs.lines);
+        KT_CHECK_MSG(!slogs.leak[0], CU_FALSE, "secret in a log line: %s",
+                     slogs.leak);
+        pthread_mutex_unlock(&slogs.lock);
+        it_env_destroy(env);
+}
+
 typedef struct {
         int64_t now, timeout; /* when a wait began, and for how long */
 } ct_wait_t;
@@ -813,6 +868,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_invalid_version),
                                           KT_TEST(test_stats_figures),
                                           KT_TEST(test_logs_no_payload),
+                                          KT_TEST(test_logs_no_secret),
                                           KT_TEST(test_own_poll_loop),
                                           KT_END};
         return kt_main("it_contract", tests, argc, argv);

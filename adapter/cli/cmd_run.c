@@ -16,6 +16,7 @@
 #include "kretry/kretry.h"
 #include "run_http.h"
 #include "run_metrics.h"
+#include "secret.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -367,10 +368,17 @@ static int conf_put(kretry_conf_t *conf,
                     const char *shown,
                     const char *name,
                     const char *value) {
-        char errstr[512];
+        char errstr[512], masked[300];
         if (kretry_conf_set(conf, name, value, errstr, sizeof(errstr)) ==
             KRETRY_ERR_OK)
                 return 0;
+        if (kretry_secret_property(name)) {
+                /* Neither the argument nor librdkafka's reason shows it. */
+                snprintf(masked, sizeof(masked), "%s=" KRETRY_SECRET_MASK,
+                         name);
+                shown = masked;
+                kretry_secret_scrub(errstr, sizeof(errstr), value);
+        }
         fprintf(stderr, PROG ": %s %s: %s\n(see 'kretry run --help')\n", flag,
                 shown, errstr);
         return KRETRY_EX_USAGE;

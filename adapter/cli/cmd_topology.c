@@ -39,7 +39,10 @@ static void usage(FILE *out) {
                 "[--bootstrap HOSTS] [--timeout MS]\n\n"
                 "validate  check the file; errors and warnings on stderr as "
                 "FILE:LINE:COL: text\n"
-                "describe  the retry chain as a person reads it\n"
+                "describe  the retry chain as a person reads it, with the "
+                "kafka: properties\n"
+                "          (secret values shown as [redacted]) and the HTTP "
+                "handler's header names\n"
                 "plan      what the cluster needs: topics to create, "
                 "partitions to add, retention to alter\n"
                 "apply     perform the plan (asks first unless --yes); never "
@@ -131,12 +134,12 @@ static int do_describe(const opts_t *o) {
                         o->name ? o->name : "");
                 rc = 1;
         } else if (o->json) {
-                rc = topology_describe_json(stdout, sel, cnt) ? 1 : 0;
+                rc = topology_describe_json(stdout, f, sel, cnt) ? 1 : 0;
         } else {
                 for (size_t i = 0; i < cnt; i++) {
                         if (i)
                                 fputc('\n', stdout);
-                        topology_describe_text(stdout, sel[i]);
+                        topology_describe_text(stdout, f, sel[i]);
                 }
         }
         free(sel);

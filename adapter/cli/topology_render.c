@@ -1,5 +1,7 @@
 #include "topology_render.h"
 
+#include "secret.h"
+
 #include <jansson.h>
 #include <string.h>
 
@@ -114,7 +116,32 @@ static void describe_modes(FILE *out, const kretry_topology_t *t) {
                         dur(t->alert_oldest_age_ms, a, sizeof(a)));
 }
 
-void topology_describe_text(FILE *out, const kretry_topology_t *t) {
+/* The client properties and the HTTP handler as the run will use them:
+ * secret values masked, header values never shown (they carry tokens). */
+static void describe_clients(FILE *out,
+                             const kretry_topology_file_t *f,
+                             const kretry_topology_t *t) {
+        for (size_t i = 0; i < kretry_topology_prop_count(f); i++) {
+                const kretry_topo_prop_t *p = kretry_topology_prop_at(f, i);
+                fprintf(out, "  %-11s %s = %s\n", i ? "" : "kafka", p->name,
+                        kretry_secret_shown(p->name, p->value));
+        }
+        if (!t->http.url)
+                return;
+        char url[2048];
+        fprintf(out, "  http        POST %s\n",
+                kretry_secret_url(t->http.url, url, sizeof(url)));
+        for (size_t i = 0; i < t->http.header_cnt; i++) {
+                const char *h = t->http.headers[i];
+                fprintf(out,
+                        "              header %.*s: " KRETRY_SECRET_MASK "\n",
+                        (int)strcspn(h, ":"), h);
+        }
+}
+
+void topology_describe_text(FILE *out,
+                            const kretry_topology_file_t *f,
+                            const kretry_topology_t *t) {
         fprintf(out, "topology %s: source %s, group %s\n", t->name, t->source,
                 t->group);
         describe_chain(out, t);
@@ -122,6 +149,7 @@ void topology_describe_text(FILE *out, const kretry_topology_t *t) {
                 t->max_attempts);
         describe_retention(out, t);
         describe_modes(out, t);
+        describe_clients(out, f, t);
 }
 
 static json_t *durs_json(const int64_t *ms, int cnt) {
@@ -131,7 +159,35 @@ static json_t *durs_json(const int64_t *ms, int cnt) {
         return a;
 }
 
-static json_t *topology_json(const kretry_topology_t *t) {
+/* {"name": value} of the kafka: section, secrets masked. */
+static json_t *kafka_json(const kretry_topology_file_t *f) {
+        json_t *o = json_object();
+        for (size_t i = 0; o && i < kretry_topology_prop_count(f); i++) {
+                const kretry_topo_prop_t *p = kretry_topology_prop_at(f, i);
+                json_object_set_new(
+                        o, p->name,
+                        json_string(kretry_secret_shown(p->name, p->value)));
+        }
+        return o;
+}
+
+/* handler.http: its URL and header names (values never shown), or null. */
+static json_t *http_json(const kretry_topology_t *t) {
+        if (!t->http.url)
+                return json_null();
+        json_t *names = json_array();
+        for (size_t i = 0; names && i < t->http.header_cnt; i++) {
+                const char *h = t->http.headers[i];
+                json_array_append_new(names, json_stringn(h, strcspn(h, ":")));
+        }
+        char url[2048];
+        return json_pack("{s:s,s:o}", "url",
+                         kretry_secret_url(t->http.url, url, sizeof(url)),
+                         "headers", names);
+}
+
+static json_t *topology_json(const kretry_topology_file_t *f,
+                             const kretry_topology_t *t) {
         json_t *tiers = json_array();
         for (int i = 0; tiers && i < t->tier_cnt; i++)
                 json_array_append_new(
@@ -145,7 +201,7 @@ static json_t *topology_json(const kretry_topology_t *t) {
         int64_t worst = kretry_topology_worst_case_ms(t);
         return json_pack(
                 "{s:s,s:s,s:s,s:o,s:o,s:i,s:f,s:I,s:s,s:I,s:I,s:I,s:I,s:s,s:s,"
-                "s:s?,s:s?,s:s,s:o}",
+                "s:s?,s:s?,s:s,s:o,s:o,s:o}",
                 "name", t->name, "source", t->source, "group", t->group,
                 "tiers", tiers, "delays_ms",
                 durs_json(t->tiers_ms, t->tier_cnt), "max_attempts",
@@ -169,15 +225,17 @@ static json_t *topology_json(const kretry_topology_t *t) {
                                                          : NULL,
                 "value_format",
                 t->format == KRETRY_FORMAT_AVRO ? "avro" : "bytes",
-                "permanent_errors", perm);
+                "permanent_errors", perm, "kafka", kafka_json(f), "http",
+                http_json(t));
 }
 
 int topology_describe_json(FILE *out,
+                           const kretry_topology_file_t *f,
                            const kretry_topology_t *const *topos,
                            size_t cnt) {
         json_t *arr = json_array();
         for (size_t i = 0; arr && i < cnt; i++) {
-                json_t *o = topology_json(topos[i]);
+                json_t *o = topology_json(f, topos[i]);
                 if (!o || json_array_append_new(arr, o)) {
                         json_decref(arr);
                         return -1;

@@ -10,9 +10,14 @@
 
 #include <stdio.h>
 
-void topology_describe_text(FILE *out, const kretry_topology_t *t);
+/* Topology @p t of file @p f; the file's kafka: properties with secret
+ * values masked (secret.h), handler.http's header names without values. */
+void topology_describe_text(FILE *out,
+                            const kretry_topology_file_t *f,
+                            const kretry_topology_t *t);
 /* Returns 0, or -1 when out of memory. */
 int topology_describe_json(FILE *out,
+                           const kretry_topology_file_t *f,
                            const kretry_topology_t *const *topos,
                            size_t cnt);
 

@@ -1,5 +1,6 @@
 #include "dlq_reader.h"
 #include "ops_time.h"
+#include "secret.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,9 @@ int dlq_conf_put(rd_kafka_conf_t *conf,
         if (rd_kafka_conf_set(conf, name, value, reason, sizeof(reason)) ==
             RD_KAFKA_CONF_OK)
                 return 0;
-        snprintf(errstr, errstr_size, "%s=%s: %s", name, value, reason);
+        kretry_secret_scrub(reason, sizeof(reason), value);
+        snprintf(errstr, errstr_size, "%s=%s: %s", name,
+                 kretry_secret_shown(name, value), reason);
         return -1;
 }
 

@@ -18,6 +18,7 @@
 #include "http_handler.h"
 
 #include "parse.h"
+#include "secret.h"
 
 #include <avro.h>
 #include <curl/curl.h>
@@ -605,6 +606,8 @@ static void *loop(void *arg) {
 /* ---- life cycle ---- */
 
 static int url_check(const char *url, char *errstr, size_t size) {
+        char shown[2048]; /* the URL without its password, if any */
+        kretry_secret_url(url, shown, sizeof(shown));
         CURLU *u     = curl_url();
         char *scheme = NULL, *host = NULL;
         int rc       = -1;
@@ -614,15 +617,15 @@ static int url_check(const char *url, char *errstr, size_t size) {
                 snprintf(errstr, size,
                          "--http \"%s\": malformed URL: %s (expected "
                          "http[s]://HOST[:PORT][/PATH])",
-                         url, curl_url_strerror(uc));
+                         shown, curl_url_strerror(uc));
         else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) ||
                  (strcmp(scheme, "http") && strcmp(scheme, "https")))
                 snprintf(errstr, size,
                          "--http \"%s\": the scheme must be http or https",
-                         url);
+                         shown);
         else if (curl_url_get(u, CURLUPART_HOST, &host, 0) || !*host)
                 snprintf(errstr, size, "--http \"%s\": the URL has no host",
-                         url);
+                         shown);
         else
                 rc = 0;
         curl_free(scheme);

@@ -61,6 +61,7 @@ void kretry_log(kretry_adapter_t *a,
         va_start(ap, fmt);
         vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
+        kretry_secrets_scrub(&a->secrets, buf, sizeof(buf));
         a->conf->log_cb(level, fac, buf, a->conf->log_opaque);
 }
 
@@ -69,14 +70,45 @@ void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
                            const char *fac,
                            const char *buf) {
         kretry_adapter_t *a = rd_kafka_opaque(rk);
-        char facility[64];
+        char facility[64], line[2048];
         if (!a || !a->conf->log_cb)
                 return;
         if (level < KRETRY_LOG_ERR)
                 level = KRETRY_LOG_ERR;
         snprintf(facility, sizeof(facility), "rdkafka.%s", fac);
+        /* librdkafka masks its sensitive properties in its configuration
+         * dump; whatever else may quote a secret is masked here. */
+        if (a->secrets.cnt) {
+                snprintf(line, sizeof(line), "%s", buf);
+                kretry_secrets_scrub(&a->secrets, line, sizeof(line));
+                buf = line;
+        }
         a->conf->log_cb((kretry_log_level_t)level, facility, buf,
                         a->conf->log_opaque);
+}
+
+/* The secret values of both clients' configurations (secret.h's list),
+ * whole whatever their size (a PEM key). */
+static kretry_err_t secrets_collect(kretry_adapter_t *a) {
+        const rd_kafka_conf_t *confs[] = {a->conf->consumer, a->conf->producer};
+        for (size_t c = 0; c < 2; c++)
+                for (size_t i = 0; kretry_secret_names[i]; i++) {
+                        const char *name = kretry_secret_names[i];
+                        size_t n         = 0;
+                        if (rd_kafka_conf_get(confs[c], name, NULL, &n) !=
+                                    RD_KAFKA_CONF_OK ||
+                            n <= 1)
+                                continue; /* unknown to librdkafka, or unset */
+                        char *v = malloc(n);
+                        int rc  = !v ||
+                                 rd_kafka_conf_get(confs[c], name, v, &n) !=
+                                         RD_KAFKA_CONF_OK ||
+                                 kretry_secrets_add(&a->secrets, name, v);
+                        free(v);
+                        if (rc)
+                                return KRETRY_ERR_NO_MEM;
+                }
+        return KRETRY_ERR_OK;
 }
 
 /* The producer's errors. Without this callback librdkafka only logs them; a
@@ -520,7 +552,9 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
         kretry_rng_seed(&a->rng, (uint64_t)kretry_now_ms() ^
                                          ((uint64_t)getpid() << 32) ^
                                          (uint64_t)(uintptr_t)a);
-        kretry_err_t err = setup_topics(a, errstr, errstr_size);
+        kretry_err_t err = secrets_collect(a);
+        if (!err)
+                err = setup_topics(a, errstr, errstr_size);
         if (!err)
                 err = kretry_startup_check(a, errstr, errstr_size);
         if (!err && kretry_msg_init(&a->msg0, (size_t)conf->error_max_length))
@@ -553,6 +587,7 @@ kretry_adapter_new(kretry_conf_t *conf, char *errstr, size_t errstr_size) {
                 if (!errstr[0])
                         snprintf(errstr, errstr_size, "%s",
                                  kretry_err2str(err));
+                kretry_secrets_scrub(&a->secrets, errstr, errstr_size);
                 a->conf_borrowed = 1; /* the caller keeps conf */
                 a->closed        = 1;
                 kretry_adapter_destroy(a);
@@ -1408,5 +1443,6 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
         free(a->emit_consumed);
         if (!a->conf_borrowed)
                 kretry_conf_destroy(a->conf);
+        kretry_secrets_clear(&a->secrets);
         free(a);
 }

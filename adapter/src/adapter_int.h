@@ -43,6 +43,7 @@
 #include "keychain.h"
 #include "latency.h"
 #include "offsets.h"
+#include "secret.h"
 #include "versions.h"
 
 #include <jansson.h>
@@ -287,6 +288,11 @@ enum {
 struct kretry_adapter_s {
         kretry_conf_t *conf;
         int conf_borrowed; /* kretry_adapter_new failed: conf is the caller's */
+        /* The configuration's secret values, scrubbed from every log line
+         * (librdkafka's too) and from kretry_adapter_new()'s errors.
+         * Written once by kretry_adapter_new() before any client exists,
+         * then only read, from any thread. */
+        kretry_secrets_t secrets;
         char group[256];
         int topic_cnt; /* 1 + tiers */
         char **topics; /* [0] source, [1..T] tiers */

@@ -1,5 +1,7 @@
 #include "admin.h"
 
+#include "secret.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,8 +55,12 @@ rd_kafka_t *kretry_admin_new(const kretry_topology_file_t *f,
                     !strncmp(p->name, "producer.", 9))
                         continue;
                 if (rd_kafka_conf_set(conf, p->name, p->value, errstr,
-                                      errstr_size) != RD_KAFKA_CONF_OK)
+                                      errstr_size) != RD_KAFKA_CONF_OK) {
+                        if (kretry_secret_property(p->name))
+                                kretry_secret_scrub(errstr, errstr_size,
+                                                    p->value);
                         goto err;
+                }
         }
         if (bootstrap &&
             rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr,

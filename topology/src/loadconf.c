@@ -4,6 +4,7 @@
  * deciding what is valid.
  */
 #include "conf.h"
+#include "secret.h"
 #include "topology.h"
 
 #include <errno.h>
@@ -60,6 +61,8 @@ static kretry_err_t set(kretry_conf_t *conf,
         char reason[512];
         kretry_err_t err =
                 kretry_conf_set(conf, name, value, reason, sizeof(reason));
+        if (err && kretry_secret_property(name))
+                kretry_secret_scrub(reason, sizeof(reason), value);
         if (err)
                 fail(errstr, size, "%s: %s", path, reason);
         return err;

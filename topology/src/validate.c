@@ -7,6 +7,7 @@
 #include "conf.h"
 #include "expand.h"
 #include "parse.h"
+#include "secret.h"
 #include "topology_int.h"
 
 #include <stdarg.h>
@@ -786,10 +787,13 @@ static void check_props(vctx_t *c, kretry_topology_file_t *f) {
                                         "topology",
                                         kv->key);
                 else if (kretry_conf_set(scratch, kv->key, v, reason,
-                                         sizeof(reason)))
+                                         sizeof(reason))) {
+                        if (kretry_secret_property(kv->key))
+                                kretry_secret_scrub(reason, sizeof(reason), v);
                         kretry_diag_add(c->d, KRETRY_DIAG_ERROR, pos.line,
                                         pos.col, "kafka: %s: %s", kv->key,
                                         reason);
+                }
         }
         kretry_conf_destroy(scratch);
 }

@@ -490,7 +490,12 @@ typedef enum {
  * @brief Log callback: kretry never prints. librdkafka's logs arrive here too,
  *        with @p facility prefixed "rdkafka.". Called from the thread driving
  *        the adapter or from librdkafka's threads: it must be thread-safe and
- *        must not call back into kretry. Logs carry ids, never payloads.
+ *        must not call back into kretry. Logs carry ids, never payloads,
+ *        and never a secret of the configuration: the values of
+ *        sasl.password, ssl.key.password, ssl.keystore.password,
+ *        sasl.oauthbearer.client.secret, sasl.oauthbearer.config and the
+ *        other secret properties are replaced by "[redacted]" wherever a
+ *        line (librdkafka's included) quotes them.
  */
 typedef void(kretry_log_cb_t)(kretry_log_level_t level,
                               const char *facility,
