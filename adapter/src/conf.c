@@ -345,11 +345,14 @@ void kretry_conf_consumer_defaults(const kretry_conf_t *conf,
                                    rd_kafka_conf_t *rc) {
         if (kretry_conf_consumer_protocol(rc))
                 return;
+        int c = 0; /* the index classic_default() gives */
         for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++) {
-                int c = classic_default(changed[i].name);
-                if (c >= 0 && !(conf->classic_set & (1u << c)))
+                if (!changed[i].classic)
+                        continue;
+                if (!(conf->classic_set & (1u << c)))
                         rd_kafka_conf_set(rc, changed[i].name, changed[i].value,
                                           NULL, 0);
+                c++;
         }
 }
 
