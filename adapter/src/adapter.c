@@ -791,6 +791,15 @@ static void consumer_error(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
                 a->fatal = 1;
                 return;
         }
+        if (rkm->err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED) {
+                /* The group's Read: no commit either (cleared by the next
+                 * commit that succeeds). */
+                atomic_store_explicit(&a->stats.commit_denied, 1,
+                                      memory_order_relaxed);
+                kretry_denied_note(a, KRETRY_DENIED_COMMIT, rkm->err,
+                                   "the consumer group");
+                return;
+        }
         if (kretry_denied_err(rkm->err)) {
                 /* Cleared by the next message of that topic (consumed). */
                 const char *t = rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "";
