@@ -152,9 +152,46 @@ static void test_copy_denied_then_granted(void) {
         it_env_destroy(env);
 }
 
+/* The group's offsets refused (Read on the group lost): the commit
+ * refusal is counted and held in the gauge until a commit succeeds. */
+static void test_commit_denied(void) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = mock_env(&mock);
+        if (!env)
+                return;
+        static rd_kafka_resp_err_t errs[DENIALS];
+        for (int i = 0; i < DENIALS; i++)
+                errs[i] = RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED;
+        kretry_adapter_t *a = denied_adapter(env);
+        it_produce(env, 0, "k", "ok-0", NULL);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 30000));
+        rd_kafka_mock_push_request_errors_array(mock, 8 /* OffsetCommit */,
+                                                DENIALS, errs);
+        it_produce(env, 0, "k", "ok-1", NULL);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DENIED_COMMITS, 1, 10000));
+        KT_ASSERT(counter(a, KRETRY_COUNTER_DENIED_NOW) >= 1);
+        pthread_mutex_lock(&logs.lock);
+        KT_CHECK_MSG(logs.denied_errors == 1 &&
+                             strstr(logs.first, "offset commit") &&
+                             strstr(logs.first, "Read on the group"),
+                     CU_FALSE, "%d DENIED errors, the first: %s",
+                     logs.denied_errors, logs.first);
+        pthread_mutex_unlock(&logs.lock);
+        rd_kafka_mock_clear_request_errors(mock, 8 /* OffsetCommit */);
+        int64_t t0 = kt_now_ms();
+        while (counter(a, KRETRY_COUNTER_DENIED_NOW) > 0 &&
+               kt_now_ms() - t0 < 10000)
+                kretry_adapter_poll(a, 20);
+        KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_DENIED_NOW), 0);
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0), 2);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_copy_denied_close_prompt),
-                KT_TEST(test_copy_denied_then_granted), KT_END};
+                KT_TEST(test_copy_denied_then_granted),
+                KT_TEST(test_commit_denied), KT_END};
         return kt_main("it_denied", tests, argc, argv);
 }
