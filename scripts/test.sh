@@ -78,7 +78,7 @@ kafka stop
 # Applying a topology creates and alters topics: that test runs as admin.
 echo "== real Apache Kafka, secured: TLS, SASL, mTLS, ACLs; kretry as svc"
 export KRETRY_KAFKA_DIR="$PWD/kafka-sec" KRETRY_KAFKA_PORT=19292
-b=$(kafka start --secure 2>/dev/null)
+b=$(kafka start --secure)
 props="$KRETRY_KAFKA_DIR/clients"
 mkdir -p "$props"
 kafka secure-props admin plain >"$props/admin-plain.properties"
