@@ -225,3 +225,16 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(blackbox_mtls PROPERTIES TIMEOUT 180
                        SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
 endif()
+
+# The secured cluster itself opens no door: no anonymous or certificate-
+# less client, no wrong password, no user without ACLs, and the service
+# user only inside its names' prefix. Only the secured pass has it (77
+# without).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_secure_cluster
+           COMMAND /usr/bin/python3
+                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_secure_cluster.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_secure_cluster PROPERTIES TIMEOUT 180
+                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
+endif()
