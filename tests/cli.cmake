@@ -72,7 +72,7 @@ if(EXISTS /usr/bin/python3)
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_http.py
                      $<TARGET_FILE:kretry_cli> ${mode})
     set_tests_properties(blackbox_http_${mode} PROPERTIES TIMEOUT 90
-                         SKIP_RETURN_CODE 77 LABELS blackbox)
+                         SKIP_RETURN_CODE 77 LABELS "blackbox;secure")
   endforeach()
 endif()
 
@@ -87,7 +87,7 @@ if(EXISTS /usr/bin/python3)
                    ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_metrics.py
                    $<TARGET_FILE:kretry_cli>)
   set_tests_properties(blackbox_metrics PROPERTIES TIMEOUT 120
-                       SKIP_RETURN_CODE 77 LABELS blackbox)
+                       SKIP_RETURN_CODE 77 LABELS "blackbox;secure")
 endif()
 
 # kretry run --exec's children: orphan: none outlives a SIGKILL of kretry;
@@ -238,4 +238,30 @@ if(EXISTS /usr/bin/python3)
                    $<TARGET_FILE:kretry_cli>)
   set_tests_properties(blackbox_oidc PROPERTIES TIMEOUT 120
                        SKIP_RETURN_CODE 77 LABELS "blackbox;nogroup")
+endif()
+
+# kretry run logged in with a client certificate (mTLS) on the secured
+# cluster of scripts/kafka.sh start --secure: every message handled, the
+# poison one dead-lettered; without the certificate nothing is. Only the
+# secured pass has that cluster (label secure-only: the other passes leave
+# it out; 77 without one).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_mtls
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_mtls.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_mtls PROPERTIES TIMEOUT 180
+                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
+endif()
+
+# The secured cluster itself opens no door: no anonymous or certificate-
+# less client, no wrong password, no user without ACLs, and the service
+# user only inside its names' prefix. Only the secured pass has it (77
+# without).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_secure_cluster
+           COMMAND /usr/bin/python3
+                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_secure_cluster.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_secure_cluster PROPERTIES TIMEOUT 180
+                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
 endif()
