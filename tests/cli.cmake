@@ -265,3 +265,17 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(blackbox_secure_cluster PROPERTIES TIMEOUT 180
                        SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
 endif()
+
+# A permission lost while kretry runs, on the secured cluster: the DLQ's
+# Write denied, a poison message: /readyz 503 within 5 s, the refusal
+# counted and said once, one SIGTERM ends within 5 s, nothing lost (granted
+# again, a second run dead-letters it). Only the secured pass has that
+# cluster (77 without).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_secure_revoked
+           COMMAND /usr/bin/python3
+                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_secure_revoked.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_secure_revoked PROPERTIES TIMEOUT 180
+                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
+endif()
