@@ -50,9 +50,9 @@ static void poll_for(kretry_adapter_t *a, int ms) {
 
 static it_env_t *mock_env(rd_kafka_mock_cluster_t **mock) {
         it_env_t *env = it_env_new("50ms", 1);
-        *mock         = kt_mock_only(
-                        env->c, "blackbox_secure_revoked (the Write ACL on the DLQ "
-                                        "removed on the secured cluster)");
+        *mock         = kt_mock_only(env->c,
+                                     "blackbox_secure_revoked (Write on the DLQ denied "
+                                             "on the secured cluster)");
         if (*mock)
                 return env;
         it_env_destroy(env);
