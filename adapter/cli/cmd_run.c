@@ -160,8 +160,10 @@ static void usage(FILE *out) {
                 "SIGKILL 2 s later (their messages are consumed again next "
                 "time); so\ndo commands still running when the stop's "
                 "bound is reached. A command never\noutlives kretry: "
-                "killed outright, kretry takes it along (SIGKILL), though "
-                "not\nwhat the command started in the background.\n"
+                "killed outright, kretry takes every process of the\n"
+                "command's process group along (SIGKILL): scripts, "
+                "pipelines, background jobs;\nnot a process that left "
+                "the group (setsid).\n"
                 "The stop takes at most revoke.timeout.ms + 5 s (default "
                 "35 s, 2 s more to end\ncommands still running) whatever "
                 "the cluster does, and at most 8 s more\nonce nothing is in "
@@ -645,8 +647,8 @@ static void children_signal(int sig) {
 
 /* End the running commands and what they started in their process groups:
  * SIGTERM, then SIGKILL to what is left after RUN_KILL_GRACE_MS. Async-
- * signal-safe. The commands' own parent-death signal (SIGKILL) covers a
- * kretry that is killed outright, but not their background processes. */
+ * signal-safe. A kretry that is killed outright is covered by the guard
+ * (exec_guard.h), which SIGKILLs the groups of the commands running. */
 static void children_end(void) {
         const struct timespec step = {0, 50 * 1000 * 1000};
         if (!children_left())
