@@ -12,6 +12,7 @@
  */
 #include "cli.h"
 #include "cli_util.h"
+#include "exec_guard.h"
 #include "exec_handler.h"
 #include "kretry/kretry.h"
 #include "run_http.h"
@@ -780,6 +781,14 @@ int cmd_run(int argc, char **argv) {
                 rc = usage_error("%s is required (or handler.http in the "
                                  "topology)",
                                  "--exec or --http");
+                kretry_conf_destroy(conf);
+                goto done;
+        }
+        /* The guard now, while kretry is small: it keeps what it forked. */
+        if (!ctx.http && kretry_exec_guard_fd() == -1) {
+                fprintf(stderr, PROG ": cannot start the guard: %s\n",
+                        strerror(errno));
+                rc = 1;
                 kretry_conf_destroy(conf);
                 goto done;
         }

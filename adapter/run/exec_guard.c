@@ -9,20 +9,23 @@
 #include "exec_guard.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Groups registered at once: handler.concurrency is at most 1024, and a
  * group stays registered only while its command runs. */
 #define GUARD_MAX 4096
 
-static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
-static int guard_fd              = -1;
-static int guard_errno;
+/* kretry's side, guarded by guard_lock: the socket and the guard's pid. */
+static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
+static int guard_fd               = -1;
+static pid_t guard_pid            = -1;
 
 /* The guard's own table; kretry never touches it. */
 static pid_t guard_tab[GUARD_MAX];
@@ -77,14 +80,13 @@ static void guard_main(int fd) {
         _exit(0);
 }
 
-static void guard_start(void) {
-        int sv[2];
+/* Under guard_lock. @returns 0 or an errno value. */
+static int guard_start(void) {
+        int sv[2], e;
         sigset_t all, old;
         /* Datagrams: one register or withdraw per message, never split. */
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
-                guard_errno = errno;
-                return;
-        }
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
+                return errno;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
         pid_t pid = fork();
@@ -92,21 +94,44 @@ static void guard_start(void) {
                 close(sv[0]);
                 guard_main(sv[1]);
         }
-        guard_errno = errno;
+        e = errno;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         close(sv[1]);
         if (pid == -1) {
                 close(sv[0]);
-                return;
+                return e;
         }
-        guard_fd = sv[0];
+        guard_fd  = sv[0];
+        guard_pid = pid;
+        return 0;
+}
+
+/* Under guard_lock: a guard that died (killed by hand, or by the OOM
+ * killer) hangs its socket up. It is reaped and replaced, so that one
+ * death refuses one command at most; the groups it held are unguarded
+ * until their commands end. */
+static void guard_check(void) {
+        struct pollfd p = {guard_fd, POLLRDHUP, 0};
+        if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLHUP | POLLRDHUP)))
+                return;
+        close(guard_fd);
+        while (waitpid(guard_pid, NULL, 0) == -1 && errno == EINTR)
+                ;
+        guard_fd  = -1;
+        guard_pid = -1;
 }
 
 int kretry_exec_guard_fd(void) {
-        pthread_once(&guard_once, guard_start);
+        int fd, e = 0;
+        pthread_mutex_lock(&guard_lock);
+        if (guard_fd != -1)
+                guard_check();
         if (guard_fd == -1)
-                errno = guard_errno;
-        return guard_fd;
+                e = guard_start();
+        fd = guard_fd;
+        pthread_mutex_unlock(&guard_lock);
+        errno = e;
+        return fd;
 }
 
 int kretry_exec_guard_add(int fd, pid_t pgid) {

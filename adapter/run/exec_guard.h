@@ -18,17 +18,18 @@
  * the guard reads end-of-file, SIGKILLs every group still registered and
  * exits. A command that leaves its group (setsid, setpgid) is not reached.
  *
- * Process-wide state, made once (the first command starts the guard);
- * thread-safe.
+ * Process-wide state, made once and remade if the guard dies; thread-safe.
+ * Start it early (kretry run does, before the cluster is reached): it is a
+ * fork, and keeps the pages kretry had then.
  */
 #ifndef KRETRY_EXEC_GUARD_H
 #define KRETRY_EXEC_GUARD_H
 
 #include <sys/types.h>
 
-/* Start the guard if it is not running yet. @returns the fd a command's
- * child registers its group on (close-on-exec, kept open for the life of
- * the process), or -1 with errno set when the guard cannot be started. */
+/* Start the guard if it is not running (yet, or any more). @returns the fd
+ * a command's child registers its group on (close-on-exec, open until the
+ * guard dies), or -1 with errno set when the guard cannot be started. */
 int kretry_exec_guard_fd(void);
 
 /* In the child, between fork and exec (async-signal-safe): register the
