@@ -109,12 +109,14 @@ static int guard_start(void) {
 /* Under guard_lock: a guard that died (killed by hand, or by the OOM
  * killer) hangs its socket up. It is reaped and replaced, so that one
  * death refuses one command at most; the groups it held are unguarded
- * until their commands end. */
+ * until their commands end. Its socket stays open: commands started under
+ * it withdraw through it when they end, and a closed number could be
+ * reused by another file (a broker connection) meanwhile. One fd per
+ * death of a guard. */
 static void guard_check(void) {
         struct pollfd p = {guard_fd, POLLRDHUP, 0};
         if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLHUP | POLLRDHUP)))
                 return;
-        close(guard_fd);
         while (waitpid(guard_pid, NULL, 0) == -1 && errno == EINTR)
                 ;
         guard_fd  = -1;
