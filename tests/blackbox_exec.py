@@ -6,6 +6,11 @@ bbkafka.py); kcat produces the input.
 usage: blackbox_exec.py PATH/TO/kretry MODE
   orphan   SIGKILL kretry while a handler runs: the handler is gone within
            a few seconds, not left running beside a restarted instance
+  script, pipeline, compound, background
+           the same with the ordinary handler shapes, where the shell forks
+           (a script path run by dash, `sh h | cat`, `sh h && echo`, a
+           script that starts `sleep &`): every process of the handler's
+           process group is gone within a few seconds
   forced   a second SIGTERM while a handler runs: the handler and what it
            started in the background get SIGTERM, then SIGKILL, and are
            gone before kretry's grace ends
@@ -34,6 +39,17 @@ SLOW = 'echo $$ > "$LOG.pid.tmp" && mv "$LOG.pid.tmp" "$LOG.pid"\n' \
 # pids recorded.
 SLOW_BG = 'sleep 60 & echo "$$ $!" > "$LOG.pid.tmp" && ' \
           'mv "$LOG.pid.tmp" "$LOG.pid"\nwait\n'
+
+# A script that reads its value, records its pid and works in a child (a
+# sleep that is not exec'd): the shape of an ordinary handler script.
+SCRIPT = '#!/bin/sh\ncat > /dev/null\n' \
+         'echo $$ > "$LOG.pid.tmp" && mv "$LOG.pid.tmp" "$LOG.pid"\n' \
+         'sleep 60\n'
+
+# The same, starting a background job first.
+SCRIPT_BG = '#!/bin/sh\ncat > /dev/null\nsleep 60 &\n' \
+            'echo $$ > "$LOG.pid.tmp" && mv "$LOG.pid.tmp" "$LOG.pid"\n' \
+            'sleep 60\n'
 
 # Reads stdin, compares it with KRETRY_VALUE_LEN, logs both and a digest.
 VALUE = 'n=$(tee "$LOG.value" | wc -c)\n' \
@@ -97,14 +113,16 @@ def kill_left(pids):
             pass
 
 
-def start_run(s, group, extra=()):
-    """kretry run with the handler; main() kills it whatever happens."""
+def start_run(s, group, extra=(), cmd=None):
+    """kretry run with the handler (--exec @cmd, by default `exec sh
+    HANDLER`); main() kills it whatever happens."""
     b = s.broker.bootstrap
+    cmd = cmd or "exec sh " + s.handler
     s.run = subprocess.Popen(
         [s.cli, "run", "--bootstrap", b, "--source", s.broker.name("orders"),
          "--group", s.broker.group(group), "--tiers", "1s",
          "--jitter", "0"] + MOCK_X + list(extra) +
-        ["--exec", "exec sh " + s.handler],
+        ["--exec", cmd],
         env=dict(os.environ, LOG=s.log), stderr=s.run_err)
     return s.run
 
@@ -131,6 +149,80 @@ def mode_orphan(s):
               "(bound %ds)" % (time.monotonic() - t0, GONE_S))
     finally:
         kill_left(pids)
+
+
+def group_of(pgid):
+    """The pids in process group @pgid, with their command lines."""
+    found = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
+            found[int(d)] = cmdline
+    return found
+
+
+def await_group(pgid, sleeps, timeout):
+    """The handler's process group once @sleeps of its processes are the
+    handler's sleeps (they start after the pid is written)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        members = group_of(pgid)
+        n = sum(1 for c in members.values() if c.startswith("sleep "))
+        if n >= sleeps or time.monotonic() > deadline:
+            return members
+        time.sleep(0.02)
+
+
+def mode_group(s, cmd, sleeps):
+    """SIGKILL kretry while the handler @cmd runs; every process of its
+    process group must end."""
+    produce_one(s)
+    run = start_run(s, "bb-exec-group", cmd=cmd)
+    members = {}
+    try:
+        leader = int(await_file(s.log + ".pid", 30))
+        pgid = os.getpgid(leader)
+        check(pgid != os.getpgid(run.pid),
+              "the handler runs in its own process group")
+        members = await_group(pgid, sleeps, 10)
+        check(sum(1 for c in members.values() if c.startswith("sleep ")) >=
+              sleeps, "the handler's group runs %d sleep(s): %s" %
+              (sleeps, members))
+        run.kill()  # SIGKILL: nothing of kretry runs after it
+        run.wait(timeout=10)
+        t0 = time.monotonic()
+        for pid, what in sorted(members.items()):
+            gone = await_exit(pid, max(0.1, GONE_S -
+                                       (time.monotonic() - t0)))
+            check(gone, "SIGKILL of kretry: %s (pid %d) of the handler's "
+                  "group is gone within %ds" % (what.strip(), pid, GONE_S))
+    finally:
+        kill_left(members)
+
+
+def mode_script(s):
+    os.chmod(s.handler, 0o755)
+    mode_group(s, s.handler, 1)
+
+
+def mode_pipeline(s):
+    mode_group(s, "sh %s | cat > /dev/null" % s.handler, 1)
+
+
+def mode_compound(s):
+    mode_group(s, "sh %s && echo done >&2" % s.handler, 1)
+
+
+def mode_background(s):
+    mode_group(s, "sh " + s.handler, 2)
 
 
 def mode_forced(s):
@@ -172,7 +264,10 @@ def mode_value(s):
 
 
 MODES = {"orphan": (mode_orphan, SLOW), "forced": (mode_forced, SLOW_BG),
-         "value": (mode_value, VALUE)}
+         "value": (mode_value, VALUE), "script": (mode_script, SCRIPT),
+         "pipeline": (mode_pipeline, SCRIPT),
+         "compound": (mode_compound, SCRIPT),
+         "background": (mode_background, SCRIPT_BG)}
 
 
 def main():

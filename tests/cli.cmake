@@ -1,7 +1,8 @@
 # The kretry command-line tool: its broker-free parts as CUnit suites, the
 # commands themselves as black-box tests against the built binary.
 kretry_add_suite(test_exec_handler LABELS unit
-                 SOURCES ${PROJECT_SOURCE_DIR}/adapter/run/exec_handler.c)
+                 SOURCES ${PROJECT_SOURCE_DIR}/adapter/run/exec_handler.c
+                         ${PROJECT_SOURCE_DIR}/adapter/run/exec_guard.c)
 target_include_directories(test_exec_handler PRIVATE
                            ${PROJECT_SOURCE_DIR}/adapter/run)
 # The assertion macros format into a 2 KiB buffer; comparing the 4 KiB stderr
@@ -91,11 +92,13 @@ if(EXISTS /usr/bin/python3)
 endif()
 
 # kretry run --exec's children: orphan: none outlives a SIGKILL of kretry;
+# script, pipeline, compound, background: nor does any process of the
+# handler's process group where the shell forks (the guard);
 # forced: a second SIGTERM ends them and their background processes;
 # value: a 1 MiB value whole on stdin, KRETRY_VALUE_LEN its length. Need
 # kcat (77 when it is missing).
 if(EXISTS /usr/bin/python3)
-  foreach(mode orphan forced value)
+  foreach(mode orphan script pipeline compound background forced value)
     add_test(NAME blackbox_exec_${mode}
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_exec.py
                      $<TARGET_FILE:kretry_cli> ${mode})

@@ -2,11 +2,14 @@
 #include "exec_handler.h"
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static kretry_exec_result_t res;
@@ -195,13 +198,60 @@ static void test_echo_and_pid_slot(void) {
         KT_ASSERT_INT_EQ(slot, 0);
 }
 
+/* The guard: this process's child named kretry-guard; 0 when none. */
+static pid_t guard_find(void) {
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        pid_t found = 0;
+        while (d && !found && (e = readdir(d))) {
+                char path[300], comm[32];
+                int ppid = 0;
+                snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+                FILE *f = fopen(path, "r");
+                if (!f)
+                        continue;
+                if (fscanf(f, "%*d (%31[^)]) %*c %d", comm, &ppid) == 2 &&
+                    ppid == getpid() && !strcmp(comm, "kretry-guard"))
+                        found = (pid_t)atoi(e->d_name);
+                fclose(f);
+        }
+        if (d)
+                closedir(d);
+        return found;
+}
+
+/* A guard that dies (the OOM killer may pick it) is replaced before the
+ * next command, which runs; without the replacement every command after
+ * it would be refused as unguarded. */
+static void test_guard_replaced(void) {
+        siginfo_t si;
+        run("true");
+        pid_t guard = guard_find();
+        KT_CHECK_MSG(guard > 0, CU_TRUE, "a kretry-guard child runs");
+        KT_ASSERT_INT_EQ(kill(guard, SIGKILL), 0);
+        /* Its death, awaited without reaping it (that is kretry's). */
+        KT_ASSERT_INT_EQ(waitid(P_PID, (id_t)guard, &si, WEXITED | WNOWAIT), 0);
+        run("true");
+        KT_ASSERT_INT_EQ(res.how, KRETRY_EXEC_EXITED);
+        KT_ASSERT_INT_EQ(res.status, 0);
+        pid_t next = guard_find();
+        KT_CHECK_MSG(next > 0 && next != guard, CU_FALSE,
+                     "a new guard runs (%d, was %d)", (int)next, (int)guard);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-                KT_TEST(test_exit_codes),          KT_TEST(test_signal),
-                KT_TEST(test_stderr_last_line),    KT_TEST(test_large_stdin),
-                KT_TEST(test_child_ignores_stdin), KT_TEST(test_env),
-                KT_TEST(test_child_setup),         KT_TEST(test_value_file),
-                KT_TEST(test_echo_and_pid_slot),   KT_END,
+                KT_TEST(test_exit_codes),
+                KT_TEST(test_signal),
+                KT_TEST(test_stderr_last_line),
+                KT_TEST(test_large_stdin),
+                KT_TEST(test_child_ignores_stdin),
+                KT_TEST(test_env),
+                KT_TEST(test_child_setup),
+                KT_TEST(test_value_file),
+                KT_TEST(test_echo_and_pid_slot),
+                KT_TEST(test_guard_replaced),
+                KT_END,
         };
         return kt_main("exec_handler", tests, argc, argv);
 }

@@ -12,6 +12,7 @@
  */
 #include "cli.h"
 #include "cli_util.h"
+#include "exec_guard.h"
 #include "exec_handler.h"
 #include "kretry/kretry.h"
 #include "run_http.h"
@@ -160,8 +161,10 @@ static void usage(FILE *out) {
                 "SIGKILL 2 s later (their messages are consumed again next "
                 "time); so\ndo commands still running when the stop's "
                 "bound is reached. A command never\noutlives kretry: "
-                "killed outright, kretry takes it along (SIGKILL), though "
-                "not\nwhat the command started in the background.\n"
+                "killed outright, kretry takes every process of the\n"
+                "command's process group along (SIGKILL): scripts, "
+                "pipelines, background jobs;\nnot a process that left "
+                "the group (setsid).\n"
                 "The stop takes at most revoke.timeout.ms + 5 s (default "
                 "35 s, 2 s more to end\ncommands still running) whatever "
                 "the cluster does, and at most 8 s more\nonce nothing is in "
@@ -645,8 +648,8 @@ static void children_signal(int sig) {
 
 /* End the running commands and what they started in their process groups:
  * SIGTERM, then SIGKILL to what is left after RUN_KILL_GRACE_MS. Async-
- * signal-safe. The commands' own parent-death signal (SIGKILL) covers a
- * kretry that is killed outright, but not their background processes. */
+ * signal-safe. A kretry that is killed outright is covered by the guard
+ * (exec_guard.h), which SIGKILLs the groups of the commands running. */
 static void children_end(void) {
         const struct timespec step = {0, 50 * 1000 * 1000};
         if (!children_left())
@@ -778,6 +781,14 @@ int cmd_run(int argc, char **argv) {
                 rc = usage_error("%s is required (or handler.http in the "
                                  "topology)",
                                  "--exec or --http");
+                kretry_conf_destroy(conf);
+                goto done;
+        }
+        /* The guard now, while kretry is small: it keeps what it forked. */
+        if (!ctx.http && kretry_exec_guard_fd() == -1) {
+                fprintf(stderr, PROG ": cannot start the guard: %s\n",
+                        strerror(errno));
+                rc = 1;
                 kretry_conf_destroy(conf);
                 goto done;
         }

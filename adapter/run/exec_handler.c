@@ -8,6 +8,8 @@
 #define _GNU_SOURCE /* pipe2(), memfd_create(): fds no spawn inherits */
 #include "exec_handler.h"
 
+#include "exec_guard.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -133,7 +135,7 @@ static int pipe_make(int fds[2]) {
 typedef struct {
         char *argv[4];
         char **envp;
-        int in_fd, err_fd, status_fd;
+        int in_fd, err_fd, status_fd, guard_fd;
         pid_t parent;
 } child_t;
 
@@ -170,6 +172,15 @@ static void child_exec(const child_t *c) {
          * effect, the child has another parent already. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != c->parent)
                 _exit(127);
+        /* The parent-death signal reaches this process only; what it forks
+         * (dash runs a script in a child, a pipeline's stages, background
+         * jobs) is reached through the group, which the guard kills when
+         * kretry dies. Registered before the exec: kretry killed earlier
+         * kills this process itself. A negative errno says the guard. */
+        if ((e = kretry_exec_guard_add(c->guard_fd, getpid()))) {
+                e = -e;
+                goto fail;
+        }
         if (dup2(c->in_fd, STDIN_FILENO) == -1 ||
             dup2(c->err_fd, STDERR_FILENO) == -1) {
                 e = errno;
@@ -187,7 +198,8 @@ fail:
 
 /* fork() rather than posix_spawn(): the parent-death signal must be set in
  * the child. The status pipe (close-on-exec) carries the errno of a failed
- * exec; its EOF says the exec happened. @returns 0 or an errno value. */
+ * exec, negated when the guard refused the group; its EOF says the exec
+ * happened. @returns 0 or such a value. */
 static int spawn_child(child_t *c, pid_t *pidp) {
         int st[2], e = 0;
         sigset_t all, old;
@@ -217,6 +229,7 @@ static int spawn_child(child_t *c, pid_t *pidp) {
         if (n == (ssize_t)sizeof(e)) {
                 while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
                         ;
+                kretry_exec_guard_remove(c->guard_fd, pid);
                 return e ? e : ECHILD;
         }
         *pidp = pid;
@@ -334,6 +347,10 @@ int kretry_exec_run(const char *cmd,
         }
         c.in_fd  = in;
         c.err_fd = err[1];
+        if ((c.guard_fd = kretry_exec_guard_fd()) == -1) {
+                rc = -errno;
+                goto err;
+        }
         if ((rc = spawn_child(&c, &pid)))
                 goto err;
         if (opts->pid_slot)
@@ -341,6 +358,9 @@ int kretry_exec_run(const char *cmd,
         close(err[1]);
         io_loop(err[0], opts, acc);
         wait_child(pid, res);
+        /* Reaped: the number may be given to another process now. What
+         * the command left running after it exited is not kretry's. */
+        kretry_exec_guard_remove(c.guard_fd, pid);
         if (opts->pid_slot)
                 *opts->pid_slot = 0;
         /* The child read the file through kretry's own open file: the
@@ -355,7 +375,12 @@ int kretry_exec_run(const char *cmd,
         return 0;
 
 err:
-        if (errstr && errstr_size)
+        if (rc < 0) { /* the guard: no command runs unguarded */
+                rc = -rc;
+                if (errstr && errstr_size)
+                        snprintf(errstr, errstr_size,
+                                 "cannot guard the command: %s", strerror(rc));
+        } else if (errstr && errstr_size)
                 snprintf(errstr, errstr_size, "cannot start /bin/sh: %s",
                          strerror(rc));
         if (in != -1)

@@ -3,18 +3,20 @@
  * message value on stdin and extra environment variables, while collecting
  * the last non-empty line the command writes to stderr.
  *
- * No Kafka here and no global state: `kretry run` maps the outcome to
- * OK/RETRY/FAIL, and the unit tests drive it without a broker.
+ * No Kafka here: `kretry run` maps the outcome to OK/RETRY/FAIL, and the
+ * unit tests drive it without a broker. The one process-wide piece is the
+ * guard (exec_guard.h), started by the first command.
  *
  * Safe to call from a process with other threads (librdkafka's): the value
  * file, the environment and the arguments are made before the fork, and
  * only async-signal-safe calls run between fork and exec.
  *
- * The child does not outlive the calling thread: it gets SIGKILL as its
- * parent-death signal (Linux), set before the exec, so a SIGKILL of kretry
- * ends the command too. What the command itself starts in the background is
- * not covered (it is in the command's process group, which a caller can
- * signal through pid_slot).
+ * The command does not outlive kretry: its first process gets SIGKILL as
+ * its parent-death signal (Linux), set before the exec, and every process
+ * of its process group — what the shell forks, a pipeline, a background
+ * job — is SIGKILLed by the guard when kretry dies, however it dies. A
+ * process that leaves the group (setsid) is not covered. A caller can
+ * signal the group itself through pid_slot.
  */
 #ifndef KRETRY_EXEC_HANDLER_H
 #define KRETRY_EXEC_HANDLER_H

@@ -18,6 +18,7 @@ typedef struct track_s {
 
 struct ui_deadline_s {
         int64_t deadline_ms;
+        int max_waiting;
         pthread_mutex_t lock;
         pthread_cond_t cond; /* CLOCK_MONOTONIC: the reaper's stop */
         track_t *head;
@@ -35,6 +36,27 @@ static void reap(ui_deadline_t *d, int64_t now) {
                 }
 }
 
+/* Under the lock: shut down the connections that waited longest for their
+ * headers until fewer than max_waiting wait, making room for one more. A
+ * scan per accept: a few hundred connections at most. */
+static void shed(ui_deadline_t *d) {
+        for (;;) {
+                track_t *oldest = NULL;
+                int waiting     = 0;
+                for (track_t *t = d->head; t; t = t->next) {
+                        if (!t->reading || t->cut)
+                                continue;
+                        waiting++;
+                        if (!oldest || t->since_ms <= oldest->since_ms)
+                                oldest = t;
+                }
+                if (waiting < d->max_waiting || !oldest)
+                        return;
+                shutdown(oldest->fd, SHUT_RDWR);
+                oldest->cut = 1;
+        }
+}
+
 static void *reaper(void *arg) {
         ui_deadline_t *d = arg;
         struct timespec ts;
@@ -49,12 +71,13 @@ static void *reaper(void *arg) {
         return NULL;
 }
 
-ui_deadline_t *ui_deadline_start(int64_t deadline_ms) {
+ui_deadline_t *ui_deadline_start(int64_t deadline_ms, int max_waiting) {
         pthread_condattr_t ca;
         ui_deadline_t *d = calloc(1, sizeof(*d));
         if (!d)
                 return NULL;
         d->deadline_ms = deadline_ms;
+        d->max_waiting = max_waiting;
         pthread_mutex_init(&d->lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -98,6 +121,7 @@ static void track_add(ui_deadline_t *d, struct MHD_Connection *c, void **sc) {
         t->since_ms = ops_mono_ms();
         t->reading  = 1;
         pthread_mutex_lock(&d->lock);
+        shed(d);
         t->next = d->head;
         if (d->head)
                 d->head->prev = t;

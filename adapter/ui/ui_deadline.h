@@ -1,9 +1,15 @@
 /*
- * kretry ui's header deadline: a connection whose request headers are not
- * complete UI_HEADER_DEADLINE_MS after its request began (its accept, or
- * the end of its previous request) is shut down, however slowly it keeps
- * sending. libmicrohttpd's own timeout is one of idleness only: a client
- * trickling a byte every few seconds would keep its slot for ever.
+ * kretry ui's header deadline and shedding: a connection whose request
+ * headers are not complete UI_HEADER_DEADLINE_MS after its request began
+ * (its accept, or the end of its previous request) is shut down, however
+ * slowly it keeps sending. libmicrohttpd's own timeout is one of idleness
+ * only: a client trickling a byte every few seconds would keep its slot for
+ * ever. And at most max_waiting connections wait for their headers: a new
+ * connection beyond that sheds the one that has waited longest, so a flood
+ * of stalled connections never locks out a request that sends its headers
+ * at once. That holds whatever the client addresses — the same for every
+ * client on loopback or behind a reverse proxy, where a bound per address
+ * would lock out the page's own users with the stalled ones.
  *
  * Threads: the notify callback and ui_deadline_reading() run on
  * libmicrohttpd's polling threads, the reaper on its own; the connections'
@@ -18,13 +24,15 @@
 #include <microhttpd.h>
 #include <stdint.h>
 
-#define UI_HEADER_DEADLINE_MS 10000
+#define UI_HEADER_DEADLINE_MS 5000
 
 typedef struct ui_deadline_s ui_deadline_t;
 
 /* Start the reaper: connections whose headers take longer than
- * @p deadline_ms are shut down. NULL when threads or memory ran out. */
-ui_deadline_t *ui_deadline_start(int64_t deadline_ms);
+ * @p deadline_ms are shut down, and beyond @p max_waiting connections
+ * waiting for their headers the oldest is. NULL when threads or memory
+ * ran out. */
+ui_deadline_t *ui_deadline_start(int64_t deadline_ms, int max_waiting);
 
 /* Stop the reaper and free; after the daemon stopped (no connection
  * left). NULL is accepted. */

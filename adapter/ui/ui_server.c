@@ -1,11 +1,14 @@
 /*
  * kretry ui's HTTP server: libmicrohttpd with a fixed pool of polling
  * threads (epoll or poll, never a thread per connection), bounded in
- * connections per client and in all, in header memory and body size, and
- * closing a connection idle for UI_CONN_TIMEOUT_S or whose headers take
- * longer than UI_HEADER_DEADLINE_MS (ui_deadline.c) — so connections that
- * never finish their headers cost a socket each, not a thread, for
- * seconds, and one client cannot hold every slot. Requests that wait on the
+ * connections in all, in header memory and body size, and closing a
+ * connection idle for UI_CONN_TIMEOUT_S or whose headers take longer than
+ * UI_HEADER_DEADLINE_MS, and beyond UI_MAX_WAITING connections waiting for
+ * their headers the one that waited longest (ui_deadline.c) — so
+ * connections that never finish their headers cost a socket each, not a
+ * thread, for seconds, and cannot hold every slot. No bound per client
+ * address: on loopback, the default, and behind a reverse proxy, the way
+ * to expose the page, every client has the same one. Requests that wait on the
  * cluster are answered by ui_pool.c's workers (the connection suspended
  * meanwhile); the page, the cached figures and the history are answered at
  * once.
@@ -30,10 +33,11 @@
 #include <unistd.h>
 
 #define UI_MAX_URL 1024
-/* Connections in all, and from one client address: 200 stalled sockets of
- * one client take UI_MAX_PER_CLIENT slots and leave the rest. */
+/* Connections in all, and of them waiting for their headers: a new one
+ * beyond UI_MAX_WAITING sheds the oldest, so the rest of the slots stay
+ * for requests being answered and a new connection always gets in. */
 #define UI_MAX_CONNECTIONS 256
-#define UI_MAX_PER_CLIENT 16
+#define UI_MAX_WAITING 128
 #define UI_CONN_TIMEOUT_S 10u
 #define UI_POLL_THREADS 2
 #define UI_WORKERS 4
@@ -311,7 +315,8 @@ int ui_server_start(ui_t *ui, char *errstr, size_t errstr_size) {
                          MHD_ALLOW_SUSPEND_RESUME |
                          (ui->listen.ipv6 ? MHD_USE_IPv6 : 0);
         if (!(ui->pool = ui_pool_new(UI_WORKERS, UI_MAX_QUEUED)) ||
-            !(ui->deadline = ui_deadline_start(UI_HEADER_DEADLINE_MS))) {
+            !(ui->deadline = ui_deadline_start(UI_HEADER_DEADLINE_MS,
+                                               UI_MAX_WAITING))) {
                 snprintf(errstr, errstr_size, "cannot start the workers");
                 ui_server_stop(ui);
                 return -1;
@@ -322,7 +327,6 @@ int ui_server_start(ui_t *ui, char *errstr, size_t errstr_size) {
                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                 MHD_OPTION_THREAD_POOL_SIZE, (unsigned)UI_POLL_THREADS,
                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)UI_MAX_CONNECTIONS,
-                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)UI_MAX_PER_CLIENT,
                 MHD_OPTION_CONNECTION_TIMEOUT, UI_CONN_TIMEOUT_S,
                 MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
