@@ -11,6 +11,35 @@
 #                                       --scram: every node also listens with
 #                                       SASL_PLAINTEXT, SCRAM-SHA-256 and -512,
 #                                       user kretry, password kretry-secret
+#   scripts/kafka.sh start --secure [--nodes 3]
+#                                       a secured cluster instead (no anonymous
+#                                       listener): a CA and certificates made
+#                                       with openssl in KRETRY_KAFKA_DIR/tls,
+#                                       SASL_SSL on the client port (SCRAM-SHA-512
+#                                       and PLAIN), SSL with client certificates
+#                                       (mTLS, principal User:<CN>) on PORT+50,
+#                                       the controller over mTLS too, ACLs with
+#                                       allow.everyone.if.no.acl.found=false;
+#                                       users admin (super user), svc, operator,
+#                                       ui, each with password NAME-secret; the
+#                                       brokers talk as User:kafka-broker (super
+#                                       user) with their own certificate.
+#                                       Prints the SASL_SSL bootstrap; stderr
+#                                       says where the client properties are
+#   scripts/kafka.sh secure-props USER [scram|plain|mtls]
+#                                       the librdkafka properties USER logs in
+#                                       with, one key=value a line (default
+#                                       scram; mtls: a client certificate with
+#                                       CN=USER, made on first use, e.g. svc-mtls)
+#   scripts/kafka.sh mtls-bootstrap     print the mTLS listener's bootstrap
+#   scripts/kafka.sh acl USER OP... -- RESOURCE...
+#                                       as admin, allow User:USER each OP
+#                                       (Read, Write, Describe, DescribeConfigs,
+#                                       IdempotentWrite, All, ...) on each
+#                                       RESOURCE: topic:NAME, topic:PREFIX*,
+#                                       group:..., transactional-id:...,
+#                                       cluster (a trailing * makes a prefixed
+#                                       ACL); needs python3-kafka
 #   scripts/kafka.sh scram-bootstrap    print that listener's bootstrap address
 #   scripts/kafka.sh status             which nodes run, and the bootstrap
 #   scripts/kafka.sh kill N             SIGKILL node N's JVM (1-based)
@@ -28,7 +57,8 @@
 #                         need two folders and two ports
 #   KRETRY_KAFKA_PORT     node 1's client port (default 9092); node N listens
 #                         for clients on PORT+2(N-1), its controller on one more,
-#                         with --scram for SCRAM clients on PORT+50+2(N-1)
+#                         with --scram for SCRAM clients on PORT+50+2(N-1),
+#                         with --secure for mTLS clients there
 #   KRETRY_KAFKA_HEAP     JVM heap a node (default 512m)
 #
 # Every process it starts is recorded by PID in KRETRY_KAFKA_DIR and stopped
@@ -99,6 +129,13 @@ client_port() { echo $((port + 2 * ($1 - 1))); }
 controller_port() { echo $((port + 2 * ($1 - 1) + 1)); }
 scram_port() { echo $((port + 50 + 2 * ($1 - 1))); }
 scram() { [ -f "$dir/scram" ]; }
+mtls_port() { echo $((port + 50 + 2 * ($1 - 1))); }
+secure() { [ -f "$dir/secure" ]; }
+# The secured cluster's users (SASL: SCRAM-SHA-512 and PLAIN), each with
+# the password NAME-secret; admin is a super user, the others get only what
+# ACLs grant them. The brokers' own certificate names User:kafka-broker.
+SECURE_USERS="admin svc operator ui"
+BROKER_CN=kafka-broker
 # The SCRAM listener's user, made when a node's storage is formatted.
 SCRAM_USER=kretry
 SCRAM_PASSWORD=kretry-secret
@@ -112,6 +149,95 @@ bootstrap() {
                 b="$b${b:+,}127.0.0.1:$(client_port "$i")"
         done
         echo "$b"
+}
+
+mtls_bootstrap() {
+        secure || die "the cluster in $dir is not secured (scripts/kafka.sh start --secure)"
+        b=""
+        for i in $(seq "$(nodes)"); do
+                b="$b${b:+,}127.0.0.1:$(mtls_port "$i")"
+        done
+        echo "$b"
+}
+
+# cert NAME [server]: a key and a certificate with CN=NAME signed by the
+# cluster's CA, for 127.0.0.1 and localhost (server: a broker's, which also
+# connects to its peers as a client). Written under a temporary name and
+# renamed, so that a reader never sees half a file.
+cert() {
+        name=$1
+        usage=clientAuth
+        [ "${2:-}" = server ] && usage=serverAuth,clientAuth
+        t="$dir/tls/.$name.$$"
+        printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=digitalSignature,keyEncipherment" \
+                "extendedKeyUsage=$usage" "subjectAltName=IP:127.0.0.1,DNS:localhost" >"$t.ext"
+        openssl req -new -newkey rsa:2048 -nodes -keyout "$t.key" -out "$t.csr" \
+                -subj "/CN=$name" 2>/dev/null || die "openssl could not make a key for $name"
+        openssl x509 -req -in "$t.csr" -CA "$dir/tls/ca.pem" -CAkey "$dir/tls/ca.key" \
+                -set_serial "0x$(od -An -tx8 -N8 /dev/urandom | tr -d ' \n')" -days 30 \
+                -extfile "$t.ext" -out "$t.pem" 2>/dev/null || die "openssl could not sign $name"
+        chmod 600 "$t.key"
+        mv "$t.key" "$dir/tls/$name.key"
+        mv "$t.pem" "$dir/tls/$name.pem"
+        rm -f "$t.csr" "$t.ext"
+}
+
+# The CA and the brokers' certificate (one for every node: the same
+# principal), and the brokers' PEM key store: key, then the chain.
+make_tls() {
+        [ -f "$dir/tls/ca.pem" ] && return 0
+        command -v openssl >/dev/null || die "openssl is missing"
+        mkdir -p "$dir/tls"
+        chmod 700 "$dir/tls"
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/tls/ca.key" \
+                -out "$dir/tls/ca.pem" -days 30 -subj "/CN=kretry test CA" 2>/dev/null ||
+                die "openssl could not make the CA"
+        cert "$BROKER_CN" server
+        cat "$dir/tls/$BROKER_CN.key" "$dir/tls/$BROKER_CN.pem" "$dir/tls/ca.pem" \
+                >"$dir/tls/$BROKER_CN.keystore.pem"
+}
+
+# secure-props USER [scram|plain|mtls]: what librdkafka needs to log in.
+secure_props() {
+        secure || die "the cluster in $dir is not secured (scripts/kafka.sh start --secure)"
+        user="${1:-}"
+        how="${2:-scram}"
+        [ -n "$user" ] || die "secure-props: which user?"
+        case "$how" in
+        scram | plain)
+                case " $SECURE_USERS " in
+                *" $user "*) ;;
+                *) die "secure-props: no SASL user $user (users: $SECURE_USERS)" ;;
+                esac
+                mech=SCRAM-SHA-512
+                [ "$how" = plain ] && mech=PLAIN
+                printf '%s\n' security.protocol=SASL_SSL "sasl.mechanism=$mech" \
+                        "sasl.username=$user" "sasl.password=$user-secret" \
+                        "ssl.ca.location=$dir/tls/ca.pem"
+                ;;
+        mtls)
+                case "$user" in
+                *[!A-Za-z0-9._-]* | "$BROKER_CN") die "secure-props: not a client name: $user" ;;
+                esac
+                [ -f "$dir/tls/$user.pem" ] || cert "$user"
+                printf '%s\n' security.protocol=SSL "ssl.ca.location=$dir/tls/ca.pem" \
+                        "ssl.certificate.location=$dir/tls/$user.pem" \
+                        "ssl.key.location=$dir/tls/$user.key"
+                ;;
+        *) die "secure-props: scram, plain or mtls, not $how" ;;
+        esac
+}
+
+# acl USER OP... -- RESOURCE...: grants as admin, through kafka-python's
+# admin client (the broker jars hold no ACL tool).
+acl() {
+        secure || die "the cluster in $dir is not secured (scripts/kafka.sh start --secure)"
+        secure_props admin >"$dir/tls/.admin.properties.$$"
+        rc=0
+        /usr/bin/python3 "$(dirname "$0")/kafka-acl.py" "$(bootstrap)" \
+                "$dir/tls/.admin.properties.$$" "$@" || rc=$?
+        rm -f "$dir/tls/.admin.properties.$$"
+        return "$rc"
 }
 
 scram_bootstrap() {
@@ -147,8 +273,15 @@ write_config() {
                 rf=3 isr=2
         fi
         listeners="PLAINTEXT://127.0.0.1:$(client_port "$i")"
+        inter=PLAINTEXT
+        protocols=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
         if scram; then
                 listeners="$listeners,SASL_PLAINTEXT://127.0.0.1:$(scram_port "$i")"
+        fi
+        if secure; then
+                listeners="SASL_SSL://127.0.0.1:$(client_port "$i"),SSL://127.0.0.1:$(mtls_port "$i")"
+                inter=SSL
+                protocols=CONTROLLER:SSL,SSL:SSL,SASL_SSL:SASL_SSL
         fi
         mkdir -p "$dir/node$i"
         cat >"$dir/node$i/server.properties" <<EOF
@@ -158,8 +291,8 @@ controller.quorum.voters=$voters
 listeners=$listeners,CONTROLLER://127.0.0.1:$(controller_port "$i")
 advertised.listeners=$listeners
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+inter.broker.listener.name=$inter
+listener.security.protocol.map=$protocols
 log.dirs=$dir/node$i/data
 num.partitions=4
 default.replication.factor=$rf
@@ -198,6 +331,27 @@ EOF
 sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512
 listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+EOF
+        fi
+        if secure; then
+                plain_users=""
+                for u in $SECURE_USERS; do
+                        plain_users="$plain_users user_$u=\"$u-secret\""
+                done
+                cat >>"$dir/node$i/server.properties" <<EOF
+sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$plain_users;
+ssl.keystore.type=PEM
+ssl.keystore.location=$dir/tls/$BROKER_CN.keystore.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$dir/tls/ca.pem
+ssl.client.auth=required
+listener.name.sasl_ssl.ssl.client.auth=none
+ssl.principal.mapping.rules=RULE:^CN=([^,]+)\$/\$1/,DEFAULT
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=false
+super.users=User:admin;User:$BROKER_CN
 EOF
         fi
 }
@@ -240,6 +394,11 @@ format_node() {
         if scram; then
                 for m in SCRAM-SHA-256 SCRAM-SHA-512; do
                         set -- "$@" --add-scram "$m=[name=$SCRAM_USER,password=$SCRAM_PASSWORD]"
+                done
+        fi
+        if secure; then
+                for u in $SECURE_USERS; do
+                        set -- "$@" --add-scram "SCRAM-SHA-512=[name=$u,password=$u-secret]"
                 done
         fi
         (java_run "$dir/node$i/logs" kafka.tools.StorageTool format -t "$(cat "$dir/cluster.id")" \
@@ -306,10 +465,15 @@ wait_node() {
 start() {
         n=1
         with_scram=0
+        with_secure=0
         while [ $# -gt 0 ]; do
                 case "$1" in
                 --scram)
                         with_scram=1
+                        shift
+                        ;;
+                --secure)
+                        with_secure=1
                         shift
                         ;;
                 --nodes)
@@ -327,6 +491,7 @@ start() {
         1 | 3) ;;
         *) die "start: --nodes is 1 or 3" ;;
         esac
+        [ "$with_scram$with_secure" != 11 ] || die "start: --scram or --secure, not both"
         if [ "$(nodes)" -gt 0 ]; then
                 running=0
                 for i in $(seq "$(nodes)"); do
@@ -345,6 +510,10 @@ start() {
         if [ "$with_scram" = 1 ]; then
                 : >"$dir/scram"
         fi
+        if [ "$with_secure" = 1 ]; then
+                : >"$dir/secure"
+                make_tls
+        fi
         # A cluster id is 16 random bytes in URL-safe base64 without padding
         # (what kafka-storage.sh random-uuid prints), made without a JVM.
         [ -f "$dir/cluster.id" ] ||
@@ -358,6 +527,11 @@ start() {
         for i in $(seq "$n"); do
                 wait_node "$i"
         done
+        if secure; then
+                echo "kafka.sh: secured: SASL_SSL on $(bootstrap), mTLS on $(mtls_bootstrap);" \
+                        "client properties: $0 secure-props USER [scram|plain|mtls]" \
+                        "(users: $SECURE_USERS; CA: $dir/tls/ca.pem)" >&2
+        fi
         bootstrap
 }
 
@@ -453,6 +627,9 @@ restart)
 status) status ;;
 bootstrap) bootstrap ;;
 scram-bootstrap) scram_bootstrap ;;
+mtls-bootstrap) mtls_bootstrap ;;
+secure-props) secure_props "$@" ;;
+acl) acl "$@" ;;
 -h | --help | help) usage ;;
 *)
         usage >&2
