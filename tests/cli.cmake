@@ -146,7 +146,8 @@ set_tests_properties(install_check PROPERTIES TIMEOUT 60 LABELS cli)
 # usage naming that command: the top-level usage (what a command without
 # --help might print) does not count.
 foreach(cmd "demo" "run" "dev-broker" "topology" "topology validate"
-            "topology describe" "topology plan" "topology apply" "dlq"
+            "topology describe" "topology plan" "topology apply"
+            "topology acls" "dlq"
             "dlq inspect" "dlq replay" "dlq export" "stats" "ui")
   string(REPLACE " " ";" args "${cmd}")
   string(REPLACE " " "_" tname "${cmd}")
@@ -155,6 +156,21 @@ foreach(cmd "demo" "run" "dev-broker" "topology" "topology validate"
                    $<TARGET_FILE:kretry_cli> ${args} --help)
   set_tests_properties(cli_help_${tname} PROPERTIES LABELS cli)
 endforeach()
+
+# kretry topology acls prints the bindings and the kafka-acls.sh command of
+# each (the DLQ's Write for role run); --principal is required (64).
+add_test(NAME cli_topology_acls
+         COMMAND ${KRETRY_EXPECT} --stdout 0
+                 "^kafka-acls.sh --bootstrap-server HOST:PORT .* --allow-principal User:svc --operation Write --topic orders.dlq$"
+                 $<TARGET_FILE:kretry_cli> topology acls
+                 ${PROJECT_SOURCE_DIR}/topology/examples/minimal.yaml
+                 --principal User:svc)
+add_test(NAME cli_topology_acls_principal
+         COMMAND ${KRETRY_EXPECT} 64 "--principal TYPE:NAME is required"
+                 $<TARGET_FILE:kretry_cli> topology acls
+                 ${PROJECT_SOURCE_DIR}/topology/examples/minimal.yaml)
+set_tests_properties(cli_topology_acls cli_topology_acls_principal
+                     PROPERTIES LABELS cli)
 
 # A clean stop (SIGTERM, exit 0) and a restart repeat nothing that was
 # decided, under each ordering; leave: the stopped member leaves the group
@@ -212,3 +228,4 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(blackbox_scram PROPERTIES TIMEOUT 240
                        SKIP_RETURN_CODE 77 LABELS "blackbox;real")
 endif()
+

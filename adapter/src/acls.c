@@ -75,33 +75,33 @@ static int group(kretry_acls_t *a,
  * reads every topic's configuration. */
 static int run_role(kretry_acls_t *a, const kretry_acl_chain_t *c) {
         int rc = topic(a, c->source, RD_KAFKA_ACL_OPERATION_READ,
-                       "consumes the source");
+                       "kretry consumes the source");
         rc |= topic(a, c->source, RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS,
                     "the startup check reads its max.message.bytes");
         for (int i = 0; i < c->tier_cnt; i++) {
                 rc |= topic(a, c->tiers[i], RD_KAFKA_ACL_OPERATION_READ,
-                            "consumes the retries");
+                            "kretry consumes the retries");
                 rc |= topic(a, c->tiers[i], RD_KAFKA_ACL_OPERATION_WRITE,
-                            "copies a retried message");
+                            "kretry copies retried messages to it");
                 rc |= topic(a, c->tiers[i],
                             RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS,
                             "the startup check reads its configuration");
         }
         rc |= topic(a, c->dlq, RD_KAFKA_ACL_OPERATION_WRITE,
-                    "copies a dead letter");
+                    "kretry copies dead letters to it");
         rc |= topic(a, c->dlq, RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS,
                     "the startup check reads its configuration");
         if (c->changelog) {
                 rc |= topic(a, c->changelog, RD_KAFKA_ACL_OPERATION_READ,
-                            "restores the versions on assignment");
+                            "kretry restores the versions on assignment");
                 rc |= topic(a, c->changelog, RD_KAFKA_ACL_OPERATION_WRITE,
-                            "records each version handled");
+                            "kretry records each version handled");
                 rc |= topic(a, c->changelog,
                             RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS,
                             "the startup check reads its cleanup.policy");
         }
         rc |= group(a, c->group, RD_KAFKA_ACL_OPERATION_READ,
-                    "joins the group, commits and reads its offsets");
+                    "kretry joins the group, commits and reads its offsets");
         if (c->transactional) {
                 char prefix[256];
                 int own = c->transactional_id && *c->transactional_id;
@@ -111,7 +111,8 @@ static int run_role(kretry_acls_t *a, const kretry_acl_chain_t *c) {
                               : RD_KAFKA_RESOURCE_PATTERN_PREFIXED,
                           own ? c->transactional_id : prefix,
                           RD_KAFKA_ACL_OPERATION_WRITE,
-                          "routes in transactions (routing=transactional)");
+                          "kretry routes in transactions "
+                          "(routing=transactional)");
         }
         return rc ? -1 : 0;
 }
@@ -265,8 +266,11 @@ size_t kretry_acls_missing(const kretry_acls_t *need,
                 const kretry_authz_t *s = find(said, said_cnt, b);
                 if (!s || s->state == KRETRY_AUTHZ_UNKNOWN)
                         continue;
-                if (s->state == KRETRY_AUTHZ_DENIED ||
-                    !kretry_acl_allowed(s->ops, s->ops_cnt, b->op))
+                /* Denied: not even Describe, which Read and Write imply
+                 * (DescribeConfigs does not: it stays unknown). */
+                if (s->state == KRETRY_AUTHZ_DENIED
+                            ? b->op != RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS
+                            : !kretry_acl_allowed(s->ops, s->ops_cnt, b->op))
                         missing[n++] = i;
         }
         return n;

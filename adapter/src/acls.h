@@ -110,7 +110,7 @@ int kretry_acl_allowed(const rd_kafka_AclOperation_t *ops,
 /* What a cluster said about one resource. */
 typedef enum {
         KRETRY_AUTHZ_UNKNOWN, /* no authorizer, not found, not answered */
-        KRETRY_AUTHZ_DENIED,  /* not even Describe: every binding missing */
+        KRETRY_AUTHZ_DENIED,  /* not even Describe: Read, Write missing */
         KRETRY_AUTHZ_OPS      /* ops lists what is allowed */
 } kretry_authz_state_t;
 
