@@ -100,8 +100,6 @@ static void test_operator_and_ui(void) {
                                      "Read topic orders.retry.2\n"
                                      "Read topic orders.dlq\n"
                                      "Describe group g\n"
-                                     "Describe group g.kretry-replay\n"
-                                     "Describe group kretry-dlq-reader\n"
                                      "Write topic orders\n"
                                      "Read group g.kretry-replay\n");
         kretry_acls_clear(&a);
@@ -112,7 +110,9 @@ static void test_operator_and_ui(void) {
                 KT_ASSERT(a.items[i].restype != RD_KAFKA_RESOURCE_GROUP ||
                           a.items[i].op == RD_KAFKA_ACL_OPERATION_DESCRIBE);
         }
-        KT_ASSERT_INT_EQ(a.cnt, 7);
+        KT_ASSERT(strstr(render(&a), "Describe group g.kretry-replay\n") !=
+                  NULL);
+        KT_ASSERT_INT_EQ(a.cnt, 6);
         kretry_acls_clear(&a);
         kretry_acl_role_t r;
         KT_ASSERT(kretry_acl_role_parse("ui-replay", &r) == 0 &&

@@ -4,10 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The group id of the DLQ readers of dlq inspect, dlq export and the
- * page's browser (adapter/ops/dlq_reader.c), and the suffix of replay's
- * progress group (adapter/ops/dlq_replay.c). */
-#define DLQ_READER_GROUP "kretry-dlq-reader"
+/* The suffix of replay's progress group (adapter/ops/dlq_replay.c). */
 #define REPLAY_GROUP_SUFFIX ".kretry-replay"
 
 int kretry_acl_role_parse(const char *s, kretry_acl_role_t *role) {
@@ -133,8 +130,6 @@ static int read_role(kretry_acls_t *a, const kretry_acl_chain_t *c) {
                     "stats reads the group's committed offsets");
         rc |= group(a, replay, RD_KAFKA_ACL_OPERATION_DESCRIBE,
                     "stats reads the replay's progress");
-        rc |= group(a, DLQ_READER_GROUP, RD_KAFKA_ACL_OPERATION_DESCRIBE,
-                    "the group id of the DLQ readers (they commit nothing)");
         return rc ? -1 : 0;
 }
 
@@ -148,19 +143,48 @@ static int replay_role(kretry_acls_t *a, const kretry_acl_chain_t *c) {
         return rc ? -1 : 0;
 }
 
+/* Whether @p acls holds a Read or Write binding on @p b's resource, which
+ * implies @p b when it is a Describe. */
+static int implied(const kretry_acls_t *acls, const kretry_acl_t *b) {
+        for (size_t i = 0;
+             b->op == RD_KAFKA_ACL_OPERATION_DESCRIBE && i < acls->cnt; i++) {
+                const kretry_acl_t *o = &acls->items[i];
+                if ((o->op == RD_KAFKA_ACL_OPERATION_READ ||
+                     o->op == RD_KAFKA_ACL_OPERATION_WRITE) &&
+                    o->restype == b->restype && o->pattern == b->pattern &&
+                    !strcmp(o->name, b->name))
+                        return 1;
+        }
+        return 0;
+}
+
+/* Least privilege lists no binding another implies. */
+static void drop_implied(kretry_acls_t *acls) {
+        size_t n = 0;
+        for (size_t i = 0; i < acls->cnt; i++)
+                if (!implied(acls, &acls->items[i]))
+                        acls->items[n++] = acls->items[i];
+        acls->cnt = n;
+}
+
 int kretry_acls_add(kretry_acls_t *acls,
                     const kretry_acl_chain_t *c,
                     kretry_acl_role_t role) {
+        int rc = -1;
         switch (role) {
         case KRETRY_ACL_ROLE_RUN:
-                return run_role(acls, c);
+                rc = run_role(acls, c);
+                break;
         case KRETRY_ACL_ROLE_UI:
-                return read_role(acls, c);
+                rc = read_role(acls, c);
+                break;
         case KRETRY_ACL_ROLE_OPERATOR:
         case KRETRY_ACL_ROLE_UI_REPLAY:
-                return read_role(acls, c) || replay_role(acls, c) ? -1 : 0;
+                rc = read_role(acls, c) || replay_role(acls, c) ? -1 : 0;
+                break;
         }
-        return -1;
+        drop_implied(acls);
+        return rc;
 }
 
 void kretry_acls_clear(kretry_acls_t *acls) {

@@ -21,12 +21,14 @@
  *   replay and export read the DLQ; stats reads the oldest waiting message
  *   of each topic), Write on the source (replay), Describe on the group
  *   (stats reads its committed offsets), Read on {group}.kretry-replay
- *   (replay commits its progress there), Describe on kretry-dlq-reader
- *   (the group id of the readers of inspect and export, which commit
- *   nothing).
+ *   (replay commits its progress there, stats reads it). The readers of
+ *   inspect and export carry a group id but never ask its coordinator
+ *   anything that needs a grant.
  * - ui: what stats, inspect and export need (operator without replay:
  *   Describe on {group}.kretry-replay, whose progress the page shows, no
  *   Write); with replay, operator's bindings.
+ * A Describe that a Read or Write on the same resource implies is never
+ * listed.
  */
 #ifndef KRETRY_ACLS_H
 #define KRETRY_ACLS_H
