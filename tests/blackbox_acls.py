@@ -15,7 +15,12 @@ secure-props USER` (the same KRETRY_KAFKA_DIR). 77 without it.
 3. Each binding of role run removed in turn: `kretry run` as svc refuses to
    start, exit non-zero, naming that binding ("missing ACL: Read on topic
    ...") and only that one; the binding is granted again after.
-4. A wrong password: `kretry run` exits non-zero within seconds with one
+4. routing: transactional: the same with Write on kretry's transactional
+   ids (by prefix) among the bindings; without it, refused naming it.
+5. Roles operator and ui (users operator and ui): stats, dlq inspect and
+   export (and for operator dlq replay) work with exactly the role's
+   bindings; each binding removed in turn makes one of them fail.
+6. A wrong password: `kretry run` exits non-zero within seconds with one
    line saying the cluster refused the credentials, not a reconnect loop.
 
 usage: blackbox_acls.py PATH/TO/kretry
@@ -74,62 +79,81 @@ def kafka_args(p):
             "ssl_cafile": p["ssl.ca.location"]}
 
 
-def bindings(cli, path, env):
-    """`kretry topology acls`'s lines: (op, type, name) of each binding."""
+def bindings(cli, path, env, user="svc", role="run"):
+    """`kretry topology acls`'s lines: (op, type, name[, "(prefixed)"]) of
+    each binding."""
     r = subprocess.run([cli, "topology", "acls", path, "--principal",
-                        "User:svc"], env=env, capture_output=True, timeout=60)
+                        "User:" + user, "--role", role], env=env,
+                       capture_output=True, timeout=60)
     check(r.returncode == 0, "topology acls prints (exit %d: %s)"
           % (r.returncode, r.stderr.decode()[-300:]))
     out = []
     for line in r.stdout.decode().splitlines():
-        if line.startswith("User:svc "):
-            f = line.split()
-            out.append((f[1], f[2], f[3]))
+        if line.startswith("User:%s " % user):
+            f = line.split("#")[0].split()
+            out.append(tuple(f[1:]))
     return out
 
 
-def acl_of(b):
+def grant(cli, path, env, admin_p, user, role):
+    r = subprocess.run([cli, "topology", "acls", path, "--principal",
+                        "User:" + user, "--role", role, "--apply", "-X",
+                        "sasl.username=admin", "-X",
+                        "sasl.password=" + admin_p["sasl.password"]],
+                       env=env, capture_output=True, timeout=60)
+    check(r.returncode == 0, "topology acls --role %s --apply as admin "
+          "(exit %d: %s %s)" % (role, r.returncode, r.stdout.decode()[-300:],
+                                r.stderr.decode()[-300:]))
+    return r.stdout.decode()
+
+
+def acl_of(b, user="svc"):
     from kafka.admin import (ACL, ACLOperation, ACLPermissionType,
                              ACLResourcePatternType, ResourcePattern,
                              ResourceType)
     import re
     op = ACLOperation[re.sub(r"(?<!^)(?=[A-Z])", "_", b[0]).upper()]
-    kind = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP}[b[1]]
-    return ACL("User:svc", "*", op, ACLPermissionType.ALLOW,
-               ResourcePattern(kind, b[2], ACLResourcePatternType.LITERAL))
+    kind = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP,
+            "transactional-id": ResourceType.TRANSACTIONAL_ID}[b[1]]
+    pattern = (ACLResourcePatternType.PREFIXED if b[3:] == ("(prefixed)",)
+               else ACLResourcePatternType.LITERAL)
+    return ACL("User:" + user, "*", op, ACLPermissionType.ALLOW,
+               ResourcePattern(kind, b[2], pattern))
 
 
-def svc_acls(admin, source):
-    """svc's bindings on this test's chain (topics and group named after
-    @source) as the cluster's authorizer lists them."""
+def svc_acls(admin, source, user="svc"):
+    """@user's bindings on this test's chains (topics, groups and
+    transactional ids containing @source) as the cluster's authorizer lists
+    them."""
     from kafka.admin import (ACLFilter, ACLOperation, ACLPermissionType,
                              ACLResourcePatternType, ResourcePatternFilter,
                              ResourceType)
-    f = ACLFilter("User:svc", None, ACLOperation.ANY, ACLPermissionType.ANY,
+    f = ACLFilter("User:" + user, None, ACLOperation.ANY,
+                  ACLPermissionType.ANY,
                   ResourcePatternFilter(ResourceType.ANY, None,
                                         ACLResourcePatternType.ANY))
     acls, err = admin.describe_acls(f)
     return {(a.operation.name, a.resource_pattern.resource_type.name,
              a.resource_pattern.resource_name) for a in acls
-            if a.resource_pattern.resource_name.startswith(source)}
+            if source in a.resource_pattern.resource_name}
 
 
 def key(b):
     import re
-    return (re.sub(r"(?<!^)(?=[A-Z])", "_", b[0]).upper(), b[1].upper(),
-            b[2])
+    return (re.sub(r"(?<!^)(?=[A-Z])", "_", b[0]).upper(),
+            b[1].upper().replace("-", "_"), b[2])
 
 
-def await_acls(admin, source, want, what):
+def await_acls(admin, source, want, what, user="svc"):
     """Until the authorizer lists exactly @want (an event, not a sleep of a
     guessed length: DescribeAcls reads the authorizer that decides)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        if svc_acls(admin, source) == want:
+        if svc_acls(admin, source, user) == want:
             return
         time.sleep(0.1)
-    check(False, "%s: the authorizer lists svc's bindings (%s)"
-          % (what, sorted(svc_acls(admin, source))))
+    check(False, "%s: the authorizer lists %s's bindings (%s)"
+          % (what, user, sorted(svc_acls(admin, source, user))))
 
 
 def produce(admin_props, bootstrap, topic):
@@ -173,6 +197,102 @@ def run_refused(cli, path, env, tmp, n):
                         "--exec", "cat >/dev/null"], env=env,
                        capture_output=True, timeout=60)
     return r.returncode, r.stderr.decode()
+
+
+def transactional(cli, tmp, source, bootstrap, admin, admin_p, as_admin,
+                  as_svc):
+    """routing: transactional with role run's bindings (Write on kretry's
+    transactional ids by prefix among them): messages handled; without
+    that binding, refused at start naming it."""
+    src = source + "-txn"
+    path = os.path.join(tmp, "txn.yaml")
+    with open(path, "w") as f:
+        f.write(TOPOLOGY.replace("    versioning:\n      header: version\n",
+                                 "    routing: transactional\n")
+                % {"source": src})
+    r = subprocess.run([cli, "topology", "apply", path, "--yes"],
+                       env=as_admin, capture_output=True, timeout=120)
+    check(r.returncode == 0, "transactional: topology apply (exit %d: %s)"
+          % (r.returncode, r.stderr.decode()[-300:]))
+    need = bindings(cli, path, as_svc)
+    txn = [b for b in need if b[1] == "transactional-id"]
+    check(txn == [("Write", "transactional-id", "kretry.%s-svc." % src,
+                   "(prefixed)")],
+          "transactional: Write on kretry's transactional ids by prefix "
+          "(%s)" % txn)
+    grant(cli, path, as_svc, admin_p, "svc", "run")
+    granted = {key(b) for b in need} | svc_acls(admin, source)
+    await_acls(admin, source, granted, "transactional granted")
+    produce(admin_p, bootstrap, src)
+    log = os.path.join(tmp, "txn.log")
+    run = subprocess.Popen([cli, "run", "--topology", path, *group_x(),
+                            "--exec", HANDLER], env=dict(as_svc, LOG=log),
+                           stderr=subprocess.DEVNULL)
+    try:
+        dlq = read_all(admin_p, bootstrap, src + ".dlq", 1)
+        check([m.value for m in dlq] == [b"poison"],
+              "transactional, least privilege: the poison message reached "
+              "the DLQ (%s)" % dlq)
+    finally:
+        run.send_signal(signal.SIGTERM)
+        rc = run.wait(timeout=60)
+    check(rc == 0, "transactional: one SIGTERM, exit 0 (%d)" % rc)
+    admin.delete_acls([acl_filter(acl_of(txn[0]))])
+    await_acls(admin, source, granted - {key(txn[0])},
+               "without the transactional id")
+    rc, err = run_refused(cli, path, as_svc, tmp, 3)
+    check(rc != 0 and "missing ACL: Write on transactional-id kretry.%s-svc. "
+          "(prefixed)" % src in err,
+          "transactional, without Write on its ids: refused naming it "
+          "(exit %d: %s)" % (rc, err[-600:]))
+    admin.create_acls([acl_of(txn[0])])
+    await_acls(admin, source, granted, "transactional id granted again")
+
+
+def dlq_commands(role, tmp):
+    """What @role's principal runs: stats, dlq inspect and export, and for
+    operator dlq replay (from the DLQ's beginning each time)."""
+    cmds = [["stats"], ["dlq", "inspect"],
+            ["dlq", "export", "--out", os.path.join(tmp, "x.avro")]]
+    if role == "operator":
+        cmds.append(["dlq", "replay", "--restart"])
+    return cmds
+
+
+def dlq_fails(cli, path, env, cmd):
+    """A command of @cmd refused something: a non-zero exit, or (stats,
+    which reports what it could not read and exits 0) "not answered"."""
+    r = subprocess.run([cli, *cmd, "--topology", path], env=env,
+                       capture_output=True, timeout=120)
+    said = r.stdout.decode() + r.stderr.decode()
+    return r.returncode != 0 or "not answered" in said, said
+
+
+def dlq_roles(cli, path, tmp, source, admin, admin_p, as_svc, user, role):
+    """@role's bindings, exactly: every command works; each removed in
+    turn: one of them fails."""
+    up = props(user)
+    env = dict(as_svc, K_USER=user, K_PASSWORD=up["sasl.password"])
+    need = bindings(cli, path, env, user, role)
+    grant(cli, path, env, admin_p, user, role)
+    granted = {key(b) for b in need}
+    await_acls(admin, source, granted, "%s granted" % role, user)
+    for cmd in dlq_commands(role, tmp):
+        bad, said = dlq_fails(cli, path, env, cmd)
+        check(not bad, "role %s, least privilege: kretry %s works (%s)"
+              % (role, " ".join(cmd), said[-400:]))
+    for b in need:
+        admin.delete_acls([acl_filter(acl_of(b, user))])
+        await_acls(admin, source, granted - {key(b)},
+                   "%s without %s" % (role, b), user)
+        failed = [" ".join(c) for c in dlq_commands(role, tmp)
+                  if dlq_fails(cli, path, env, c)[0]]
+        check(failed, "role %s without %s %s %s: some command fails "
+              "(none did)" % ((role,) + b[:3]))
+        print("role %s needs %s on %s %s: %s" % ((role,) + b[:3] +
+                                                 (", ".join(failed),)))
+        admin.create_acls([acl_of(b, user)])
+        await_acls(admin, source, granted, "%s granted again" % role, user)
 
 
 def main():
@@ -234,14 +354,9 @@ def scenario(cli, path, tmp, log, source, bootstrap, admin, admin_p,
           "no grant: kretry run refused, each of the %d Read and Write "
           "bindings named (exit %d: %s)" % (len(rw), rc, err[-600:]))
 
-    r = subprocess.run([cli, "topology", "acls", path, "--principal",
-                        "User:svc", "--apply", "-X", "sasl.username=admin",
-                        "-X", "sasl.password=" + admin_p["sasl.password"]],
-                       env=as_svc, capture_output=True, timeout=60)
-    check(r.returncode == 0 and r.stdout.decode().count("created: ") ==
-          len(need), "topology acls --apply as admin creates them all "
-          "(exit %d: %s %s)" % (r.returncode, r.stdout.decode()[-300:],
-                                r.stderr.decode()[-300:]))
+    out = grant(cli, path, as_svc, admin_p, "svc", "run")
+    check(out.count("created: ") == len(need), "topology acls --apply "
+          "creates them all (%s)" % out[-300:])
     granted = {key(b) for b in need}
     await_acls(admin, source, granted, "granted")
 
@@ -290,6 +405,12 @@ def scenario(cli, path, tmp, log, source, bootstrap, admin, admin_p,
         admin.create_acls([acl_of(b)])
         await_acls(admin, source, granted, "%s granted again" % (b,))
         print("refused without %s on %s %s" % b)
+
+    transactional(cli, tmp, source, bootstrap, admin, admin_p, as_admin,
+                  as_svc)
+    for user, role in (("operator", "operator"), ("ui", "ui")):
+        dlq_roles(cli, path, tmp, source, admin, admin_p, as_svc, user,
+                  role)
 
     # A wrong password: one clear error, quickly, non-zero.
     bad = dict(as_svc, K_PASSWORD="not-the-password")

@@ -108,8 +108,8 @@ static int run_role(kretry_acls_t *a, const kretry_acl_chain_t *c) {
                               : RD_KAFKA_RESOURCE_PATTERN_PREFIXED,
                           own ? c->transactional_id : prefix,
                           RD_KAFKA_ACL_OPERATION_WRITE,
-                          "kretry routes in transactions "
-                          "(routing=transactional)");
+                          "kretry commits its copies and offsets in "
+                          "transactions");
         }
         return rc ? -1 : 0;
 }

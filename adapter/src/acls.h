@@ -44,7 +44,7 @@ typedef enum {
 } kretry_acl_role_t;
 
 /* One ALLOW binding for the principal, on any host. */
-typedef struct {
+typedef struct kretry_acl_s {
         rd_kafka_ResourceType_t restype; /* TOPIC, GROUP, TRANSACTIONAL_ID */
         rd_kafka_ResourcePatternType_t pattern; /* LITERAL or PREFIXED */
         char name[256];

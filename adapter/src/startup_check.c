@@ -291,6 +291,20 @@ static void principal(const kretry_adapter_t *a, char *dest, size_t size) {
                 snprintf(dest, size, "User:NAME");
 }
 
+void kretry_acl_hint(const kretry_adapter_t *a,
+                     const kretry_acl_t *b,
+                     char *dest,
+                     size_t size) {
+        char who[300], what[400];
+        const char *file = a->conf->topology_file;
+        principal(a, who, sizeof(who));
+        kretry_acl_describe(b, what, sizeof(what));
+        snprintf(dest, size,
+                 "missing ACL: %s (%s): `kretry topology acls %s --principal "
+                 "%s --apply` grants it",
+                 what, b->why, *file ? file : "FILE", who);
+}
+
 /* One error per binding of role run that the cluster's authorizer says
  * this client lacks, each naming the command that grants them. */
 static void report_missing(const kretry_adapter_t *a,
@@ -298,16 +312,11 @@ static void report_missing(const kretry_adapter_t *a,
                            const size_t *missing,
                            size_t n,
                            kretry_diags_t *d) {
-        char who[300], what[400];
-        const char *file = a->conf->topology_file;
-        principal(a, who, sizeof(who));
+        char hint[1200];
         for (size_t i = 0; i < n; i++) {
-                const kretry_acl_t *b = &need->items[missing[i]];
-                kretry_acl_describe(b, what, sizeof(what));
-                kretry_diag_add(d, KRETRY_DIAG_ERROR, 0, 0,
-                                "missing ACL: %s (%s): `kretry topology "
-                                "acls %s --principal %s --apply` grants it",
-                                what, b->why, *file ? file : "FILE", who);
+                kretry_acl_hint(a, &need->items[missing[i]], hint,
+                                sizeof(hint));
+                kretry_diag_add(d, KRETRY_DIAG_ERROR, 0, 0, "%s", hint);
         }
 }
 
@@ -388,10 +397,13 @@ kretry_startup_check(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         kretry_diags_init(&d);
         kretry_diags_init(&acl);
         int misfit = 0, lacking = 0;
+        int64_t deadline = kretry_mono_ms() + c->topology_check_timeout_ms;
         rd_kafka_resp_err_t err = check_settled(a, rk, &d, &misfit);
+        /* Within the check's bound, but never less than half a second: a
+         * cluster slow to list its topics still answers the question. */
+        int left = kretry_left_ms(deadline, -1);
         if (!err)
-                lacking =
-                        authz_check(a, rk, c->topology_check_timeout_ms, &acl);
+                lacking = authz_check(a, rk, left < 500 ? 500 : left, &acl);
         rd_kafka_destroy(rk);
         kretry_err_t rc = KRETRY_ERR_OK;
         if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION) {

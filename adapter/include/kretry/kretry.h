@@ -607,7 +607,8 @@ typedef struct kretry_adapter_s kretry_adapter_t;
  * looked at again with fresh metadata for up to 2 s (within that timeout)
  * before it counts: a broker lists a topic a moment after it was created.
  * Called on the thread that will drive the adapter; blocks at most that timeout
- * for the check.
+ * for the check (plus half a second at most for the ACL question when the
+ * metadata took it all).
  *
  * Before that, it refuses a librdkafka older than 2.6.1 loaded at run time
  * (the build requires 2.6.1, but another of the same soname can be found
