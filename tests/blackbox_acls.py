@@ -21,7 +21,10 @@ secure-props USER` (the same KRETRY_KAFKA_DIR). 77 without it.
    export (and for operator dlq replay) work with exactly the role's
    bindings; each binding removed in turn makes one of them fail.
 6. A wrong password: `kretry run` exits non-zero within seconds with one
-   line saying the cluster refused the credentials, not a reconnect loop.
+   line saying the cluster refused the credentials, not a reconnect loop;
+   a client certificate no CA of the cluster signed (the mTLS listener):
+   `kretry run` and `topology apply` exit non-zero saying the TLS
+   handshake failed.
 
 usage: blackbox_acls.py PATH/TO/kretry
 Exit 0 on success, 1 on failure, 77 (skipped) without a secured cluster.
@@ -422,9 +425,50 @@ def scenario(cli, path, tmp, log, source, bootstrap, admin, admin_p,
           "a wrong password: exit non-zero in %.1f s with one line saying "
           "the cluster refused the credentials (exit %d: %s)"
           % (took, rc, err[-600:]))
+    bad_certificate(cli, path, tmp, svc_ca=as_svc["K_CA"])
     print("ok: %d bindings, each needed; least privilege handled %d "
           "messages" % (len(need), MESSAGES + 1))
     return 0
+
+
+def bad_certificate(cli, path, tmp, svc_ca):
+    """A client certificate no CA of the cluster signed, on the mTLS
+    listener: kretry run and topology apply exit non-zero, saying the TLS
+    handshake failed."""
+    mtls = subprocess.run([os.path.join(ROOT, "scripts", "kafka.sh"),
+                           "mtls-bootstrap"], capture_output=True,
+                          timeout=60).stdout.decode().strip()
+    key, cert = os.path.join(tmp, "bad.key"), os.path.join(tmp, "bad.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                    "-subj", "/CN=svc"], capture_output=True, check=True,
+                   timeout=60)
+    with open(path) as f:
+        text = f.read()
+    text = text.replace("  security.protocol: SASL_SSL\n"
+                        "  sasl.mechanism: SCRAM-SHA-512\n"
+                        "  sasl.username: ${K_USER}\n"
+                        "  sasl.password: ${K_PASSWORD}\n",
+                        "  security.protocol: SSL\n"
+                        "  ssl.certificate.location: %s\n"
+                        "  ssl.key.location: %s\n" % (cert, key))
+    bad = os.path.join(tmp, "badcert.yaml")
+    with open(bad, "w") as f:
+        f.write(text)
+    env = dict(os.environ, K_BOOTSTRAP=mtls, K_CA=svc_ca)
+    t0 = time.monotonic()
+    rc, err = run_refused(cli, bad, env, tmp, 4)
+    took = time.monotonic() - t0
+    lines = [l for l in err.splitlines() if "TLS handshake failed" in l]
+    check(rc != 0 and len(lines) == 1 and took < 8,
+          "a refused certificate: kretry run exits non-zero in %.1f s with "
+          "one line saying the TLS handshake failed (exit %d: %s)"
+          % (took, rc, err[-600:]))
+    r = subprocess.run([cli, "topology", "apply", bad, "--yes"], env=env,
+                       capture_output=True, timeout=120)
+    check(r.returncode != 0 and "TLS handshake failed" in r.stderr.decode(),
+          "a refused certificate: topology apply fails saying so (exit %d: "
+          "%s)" % (r.returncode, r.stderr.decode()[-400:]))
 
 
 def acl_filter(acl):

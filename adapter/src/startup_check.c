@@ -24,15 +24,25 @@
 #include <string.h>
 #include <time.h>
 
-/* What the check client's error callback saw of a refused login, while
- * the check's thread serves its queue (rd_kafka_poll()). */
+/* What the check client's error callback saw of a refused login (a SASL
+ * failure, or a TLS handshake the broker or the client refused: a bad
+ * certificate), while the check's thread serves its queue
+ * (rd_kafka_poll()); auth_tls: the TLS kind. */
 static _Thread_local char auth_why[512];
+static _Thread_local int auth_tls;
 
 static void
 check_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
         (void)rk, (void)opaque;
-        if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION && !auth_why[0])
+        /* A broker that refuses the client's certificate answers with a TLS
+         * alert, which librdkafka reports as a failed receive. */
+        int tls = err == RD_KAFKA_RESP_ERR__SSL ||
+                  (err == RD_KAFKA_RESP_ERR__TRANSPORT &&
+                   strstr(reason, "SSL routines"));
+        if ((err == RD_KAFKA_RESP_ERR__AUTHENTICATION || tls) && !auth_why[0]) {
                 snprintf(auth_why, sizeof(auth_why), "%s", reason);
+                auth_tls = tls;
+        }
 }
 
 /* A client for the metadata only: the producer's configuration (bootstrap,
@@ -409,9 +419,10 @@ kretry_startup_check(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
                 /* Whatever topology.check says: an adapter would only try
                  * the same credentials again, forever. */
-                snprintf(errstr, errstr_size,
-                         "topology check: the cluster refused the "
-                         "credentials: %s",
+                snprintf(errstr, errstr_size, "topology check: %s: %s",
+                         auth_tls ? "the TLS handshake failed (a certificate "
+                                    "refused)"
+                                  : "the cluster refused the credentials",
                          auth_why);
                 rc = KRETRY_ERR_KAFKA;
         } else if (err) {

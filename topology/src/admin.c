@@ -18,8 +18,17 @@ static _Thread_local size_t auth_size;
 static void
 admin_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
         (void)rk, (void)opaque;
-        if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION && auth_dest)
-                snprintf(auth_dest, auth_size, "%s", reason);
+        /* A certificate the broker refuses comes back as a TLS alert on a
+         * failed receive. */
+        int tls = err == RD_KAFKA_RESP_ERR__SSL ||
+                  (err == RD_KAFKA_RESP_ERR__TRANSPORT &&
+                   strstr(reason, "SSL routines"));
+        if ((err == RD_KAFKA_RESP_ERR__AUTHENTICATION || tls) && auth_dest)
+                snprintf(auth_dest, auth_size, "%s%s",
+                         tls ? "the TLS handshake failed (a certificate "
+                               "refused): "
+                             : "",
+                         reason);
 }
 
 /* After a request to the cluster failed: appends to @p errstr what the
