@@ -273,7 +273,16 @@ def dlq_fails(cli, path, env, cmd):
 
 def dlq_roles(cli, path, tmp, source, admin, admin_p, as_svc, user, role):
     """@role's bindings, exactly: every command works; each removed in
-    turn: one of them fails."""
+    turn: one of them fails. The user (a test cluster's, for this test
+    alone) first loses every binding it had."""
+    from kafka.admin import (ACLFilter, ACLOperation, ACLPermissionType,
+                             ACLResourcePatternType, ResourcePatternFilter,
+                             ResourceType)
+    admin.delete_acls([ACLFilter(
+        "User:" + user, None, ACLOperation.ANY, ACLPermissionType.ANY,
+        ResourcePatternFilter(ResourceType.ANY, None,
+                              ACLResourcePatternType.ANY))])
+    await_acls(admin, "", set(), "%s without any binding" % user, user)
     up = props(user)
     env = dict(as_svc, K_USER=user, K_PASSWORD=up["sasl.password"])
     need = bindings(cli, path, env, user, role)
@@ -299,7 +308,12 @@ def dlq_roles(cli, path, tmp, source, admin, admin_p, as_svc, user, role):
 
 
 def main():
-    bootstrap = os.environ.get(ENV)
+    # scripts/test.sh's secured pass names the secured node's SASL_SSL
+    # listener KRETRY_TEST_BOOTSTRAP (with KRETRY_TEST_MTLS_BOOTSTRAP
+    # beside it, which no other pass sets).
+    bootstrap = os.environ.get(ENV) or (
+        os.environ.get("KRETRY_TEST_BOOTSTRAP")
+        if os.environ.get("KRETRY_TEST_MTLS_BOOTSTRAP") else None)
     if not bootstrap:
         print("SKIPPED: blackbox_acls needs the secured cluster of "
               "scripts/kafka.sh start --secure in %s (ACLs, SASL_SSL)" % ENV)
@@ -435,9 +449,9 @@ def bad_certificate(cli, path, tmp, svc_ca):
     """A client certificate no CA of the cluster signed, on the mTLS
     listener: kretry run and topology apply exit non-zero, saying the TLS
     handshake failed."""
-    mtls = subprocess.run([os.path.join(ROOT, "scripts", "kafka.sh"),
-                           "mtls-bootstrap"], capture_output=True,
-                          timeout=60).stdout.decode().strip()
+    mtls = os.environ.get("KRETRY_TEST_MTLS_BOOTSTRAP") or subprocess.run(
+        [os.path.join(ROOT, "scripts", "kafka.sh"), "mtls-bootstrap"],
+        capture_output=True, timeout=60).stdout.decode().strip()
     key, cert = os.path.join(tmp, "bad.key"), os.path.join(tmp, "bad.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
                     "-nodes", "-keyout", key, "-out", cert, "-days", "1",
