@@ -515,9 +515,13 @@ start() {
                 make_tls
         fi
         # A cluster id is 16 random bytes in URL-safe base64 without padding
-        # (what kafka-storage.sh random-uuid prints), made without a JVM.
-        [ -f "$dir/cluster.id" ] ||
+        # (what kafka-storage.sh random-uuid prints), made without a JVM;
+        # never one that starts with "-", which StorageTool's command line
+        # would read as an option (Kafka's own Uuid.randomUuid skips those
+        # too): one start in 64 would fail to format.
+        while [ ! -s "$dir/cluster.id" ] || [ "$(cut -c1 "$dir/cluster.id")" = - ]; do
                 head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$dir/cluster.id"
+        done
         write_log_config
         for i in $(seq "$n"); do
                 write_config "$i" "$n"

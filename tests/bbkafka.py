@@ -8,12 +8,21 @@ test needs are created on that real cluster through the admin API
 (kafka-python) under unique names, "orders-<pid>-<ms>-<n>" with its
 ".retry.N" tiers and ".dlq", waited for until the cluster's metadata lists
 them with a leader for every partition, and deleted when the test ends.
-Consumer groups get the same unique suffix there. A test names topics and
+Consumer groups get the same unique suffix there, and both start with
+KRETRY_TEST_NAME_PREFIX if set (for prefixed ACLs). A test names topics and
 groups by their fixed (logical) names and asks Cluster.name / .group for
 the ones to use: on dev-broker they are the same.
 
 Tests that only the mock can run call mock_only(): on a real cluster they
 exit 77 with a line starting "SKIPPED:" that says why.
+
+On a secured cluster (scripts/test.sh's secured pass) two files of
+librdkafka properties, one `key=value` a line, say who logs in:
+KRETRY_TEST_KAFKA_PROPS the test's own side (topics created, input
+produced, copies read: kcat, through KCAT_X, and kafka-python, through
+kafka_kwargs()), KRETRY_TEST_SERVICE_PROPS the kretry under test (its -X
+options, service_x(), or its topology file's kafka: section,
+service_yaml()), so that kretry runs with only the ACLs a service gets.
 """
 import os
 import select
@@ -25,8 +34,67 @@ import time
 
 SKIP = 77
 ENV = "KRETRY_TEST_BOOTSTRAP"
-# The mock's Nagle stays on; clients turn theirs off (KAFKA-MOCK.md).
-KCAT_X = ["-X", "socket.nagle.disable=true", "-X", "fetch.wait.max.ms=10"]
+KAFKA_PROPS = "KRETRY_TEST_KAFKA_PROPS"
+SERVICE_PROPS = "KRETRY_TEST_SERVICE_PROPS"
+
+
+def props(env):
+    """The properties of the file the environment variable @env names, in
+    order ([] when unset): [(key, value), ...]."""
+    path = os.environ.get(env)
+    if not path:
+        return []
+    out = []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\r\n")
+            if not line or line.startswith("#"):
+                continue
+            if "=" not in line:
+                raise AssertionError("%s=%s: not key=value: %r"
+                                     % (env, path, line))
+            out.append(tuple(line.split("=", 1)))
+    return out
+
+
+def kafka_kwargs():
+    """kafka-python's arguments for the test's own login
+    (KRETRY_TEST_KAFKA_PROPS; {} without). On a SASL listener kafka-python
+    is given the protocol version, or its producer may wait on metadata."""
+    p = dict(props(KAFKA_PROPS))
+    if not p:
+        return {}
+    names = {"security.protocol": "security_protocol",
+             "sasl.mechanism": "sasl_mechanism",
+             "sasl.username": "sasl_plain_username",
+             "sasl.password": "sasl_plain_password",
+             "ssl.ca.location": "ssl_cafile",
+             "ssl.certificate.location": "ssl_certfile",
+             "ssl.key.location": "ssl_keyfile"}
+    unknown = sorted(set(p) - set(names))
+    if unknown:
+        raise AssertionError("%s: no kafka-python argument for %s"
+                             % (KAFKA_PROPS, unknown))
+    kw = {names[k]: v for k, v in p.items()}
+    kw["api_version"] = (2, 5, 0)
+    return kw
+
+
+def service_x():
+    """`kretry run`'s -X options for the service's login
+    (KRETRY_TEST_SERVICE_PROPS)."""
+    return [a for k, v in props(SERVICE_PROPS) for a in ("-X", k + "=" + v)]
+
+
+def service_yaml():
+    """The same as lines of a topology file's kafka: section."""
+    return "".join('  %s: "%s"\n' % kv for kv in props(SERVICE_PROPS))
+
+
+# The mock's Nagle stays on; clients turn theirs off (KAFKA-MOCK.md). The
+# test's own login, if any, from its properties file (kcat -F).
+KCAT_X = ["-X", "socket.nagle.disable=true", "-X", "fetch.wait.max.ms=10"] + \
+    (["-F", os.environ[KAFKA_PROPS]] if os.environ.get(KAFKA_PROPS) else [])
 # Every test topic on a real cluster takes values up to 8 MiB, as the C
 # suites' (tests/testutil.c): above Kafka's default of 1 MiB; a tier or a
 # DLQ 128 KiB more for kretry's headers (KRETRY_COPY_HEADROOM, what
@@ -176,6 +244,8 @@ class Cluster:
         self.bootstrap = self.real
         self.created = []
         _seq[0] += 1
+        self.prefix = os.environ.get("KRETRY_TEST_NAME_PREFIX", "") \
+            if self.real else ""
         self.suffix = "-%d-%d-%d" % (os.getpid(),
                                      int(time.time() * 1000) % 100000000,
                                      _seq[0]) if self.real else ""
@@ -185,10 +255,10 @@ class Cluster:
         same on dev-broker, the source's unique name and the same tail on a
         real cluster."""
         base, dot, rest = logical.partition(".")
-        return base + self.suffix + dot + rest
+        return self.prefix + base + self.suffix + dot + rest
 
     def group(self, logical):
-        return logical + self.suffix
+        return self.prefix + logical + self.suffix
 
     def start(self, cli, dev_args=None, timeout=30):
         if not self.real:
@@ -207,7 +277,8 @@ class Cluster:
         want = {self.name(t): p for t, p in self.topics.items()}
         try:
             admin = KafkaAdminClient(bootstrap_servers=self.real,
-                                     request_timeout_ms=timeout * 1000)
+                                     request_timeout_ms=timeout * 1000,
+                                     **kafka_kwargs())
             try:
                 self.created = sorted(want)
                 resp = admin.create_topics(
@@ -245,7 +316,8 @@ class Cluster:
             time.sleep(0.1)
 
     def _listed(self, name, parts):
-        r = subprocess.run(["kcat", "-b", self.real, "-L", "-t", name],
+        r = subprocess.run(["kcat", "-b", self.real, "-L", "-t", name] +
+                           KCAT_X,
                            capture_output=True, timeout=15)
         if r.returncode != 0:
             return False
@@ -285,7 +357,8 @@ class Cluster:
         from kafka import KafkaAdminClient
         names, self.created = self.created, []
         try:
-            admin = KafkaAdminClient(bootstrap_servers=self.real)
+            admin = KafkaAdminClient(bootstrap_servers=self.real,
+                                     **kafka_kwargs())
             try:
                 resp = admin.delete_topics(names, timeout_ms=30000)
             finally:

@@ -49,8 +49,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import (SKIP, Cluster, chain, check, file_text,  # noqa: E402
-                     kcat)
+from bbkafka import (KCAT_X, SKIP, Cluster, chain, check,  # noqa: E402
+                     file_text, kcat, service_x)
 from blackbox_run import MOCK_X  # noqa: E402
 
 BINARY = bytes(range(256)) + b"\r\n\x00end"
@@ -141,7 +141,7 @@ class Run:
                     "--jitter", "0"]
         self.proc = subprocess.Popen(
             [cli, "run", "--bootstrap", k.bootstrap, "--verbose"] + base +
-            MOCK_X + args,
+            MOCK_X + service_x() + args,
             env=dict(os.environ, **(env or {})), stderr=self.err)
 
     def stop(self):
@@ -193,7 +193,8 @@ def produce_file(k, key, value, headers=()):
     with tempfile.NamedTemporaryFile() as f:
         f.write(value)
         f.flush()
-        args = [b"kcat", b"-b", k.bootstrap.encode(), b"-P", b"-t",
+        args = [b"kcat", b"-b", k.bootstrap.encode()] + \
+            [a.encode() for a in KCAT_X] + [b"-P", b"-t",
                 k.name("orders").encode(), b"-p", b"0", b"-k", key]
         for h in headers:
             args += [b"-H", h]

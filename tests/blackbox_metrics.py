@@ -23,7 +23,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import chain, check, group_x, kcat  # noqa: E402
+from bbkafka import chain, check, group_x, kcat, service_x  # noqa: E402
 from blackbox_run import MOCK_X, Setup, wait_for  # noqa: E402
 
 # "slow" is still in the handler when SIGTERM arrives; "fail" dead-letters.
@@ -74,7 +74,7 @@ class Run:
             [s.cli, "run", "--bootstrap", b, "--source", s.broker.name(source),
              "--group", s.broker.group(group), "--tiers", "200ms",
              "--max-attempts", "2", "--jitter", "0",
-             "--metrics", "127.0.0.1:0"] + MOCK_X + list(extra) +
+             "--metrics", "127.0.0.1:0"] + MOCK_X + service_x() + list(extra) +
             ["--exec", "exec sh " + s.handler],
             env=dict(os.environ, LOG=s.log), stderr=self.err)
         self.port = await_cond("kretry run prints the metrics address",
@@ -157,7 +157,8 @@ def check_http(s, port):
     st, _, _ = get(port, "/readyz", "HEAD")
     check(st == 200, "HEAD /readyz 200 (%s)" % st)
     r = subprocess.run(
-        [s.cli, "run", *group_x(), "--bootstrap", s.broker.bootstrap, "--source",
+        [s.cli, "run", *group_x(), *service_x(), "--bootstrap",
+         s.broker.bootstrap, "--source",
          "orders", "--group", "g", "--metrics", "127.0.0.1:%d" % port,
          "--exec", "true"], capture_output=True, timeout=30)
     err = r.stderr.decode(errors="replace")

@@ -22,7 +22,8 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ui_seed import (SEEDED, SKIP, UI, chain, check, get_json,  # noqa: E402
-                     http, seed, source_messages, start_cluster)
+                     http, kafka_kwargs, seed, service_yaml, source_messages,
+                     start_cluster)
 
 TOKEN = "0123456789abcdef-secret"
 
@@ -144,7 +145,7 @@ def step_dlq_rate(url, k):
         result["doc"] = get_json(q(url, "api/topologies", window="3s"))
     th = threading.Thread(target=ask)
     th.start()
-    prod = KafkaProducer(bootstrap_servers=k.bootstrap)
+    prod = KafkaProducer(bootstrap_servers=k.bootstrap, **kafka_kwargs())
     # inside the window: its first snapshot is taken within a second (the
     # server cannot be watched taking it); counted or not, 10 in 3 s is
     # far above the limit of 20 a minute
@@ -181,7 +182,8 @@ def step_avro(cli, k, d):
                         "schemas", "examples", "order.avsc")
     path = os.path.join(d, "pay.yaml")
     with open(path, "w") as f:
-        f.write("topologies:\n  - name: pay\n    source: %s\n"
+        f.write("kafka:\n" + service_yaml() + "  socket.nagle.disable: "
+                "\"true\"\ntopologies:\n  - name: pay\n    source: %s\n"
                 "    group: %s\n    retry: { tiers: [1s] }\n"
                 "    value: { format: avro, schema: %s, wire: raw }\n"
                 % (k.name("pay"), k.group("pay-service"), avsc))
@@ -189,7 +191,7 @@ def step_avro(cli, k, d):
         schema = avro.schema.parse(f.read())
     buf = io.BytesIO()
     avro.io.DatumWriter(schema).write(ORDER, avro.io.BinaryEncoder(buf))
-    prod = KafkaProducer(bootstrap_servers=k.bootstrap)
+    prod = KafkaProducer(bootstrap_servers=k.bootstrap, **kafka_kwargs())
     for v in (buf.getvalue(), b"not avro at all"):
         prod.send(k.name("pay.dlq"), key=b"o-1", value=v, partition=0,
                   headers=[("kretry-error-class", b"schema")]).get(10)

@@ -72,7 +72,7 @@ if(EXISTS /usr/bin/python3)
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_http.py
                      $<TARGET_FILE:kretry_cli> ${mode})
     set_tests_properties(blackbox_http_${mode} PROPERTIES TIMEOUT 90
-                         SKIP_RETURN_CODE 77 LABELS blackbox)
+                         SKIP_RETURN_CODE 77 LABELS "blackbox;secure")
   endforeach()
 endif()
 
@@ -87,7 +87,7 @@ if(EXISTS /usr/bin/python3)
                    ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_metrics.py
                    $<TARGET_FILE:kretry_cli>)
   set_tests_properties(blackbox_metrics PROPERTIES TIMEOUT 120
-                       SKIP_RETURN_CODE 77 LABELS blackbox)
+                       SKIP_RETURN_CODE 77 LABELS "blackbox;secure")
 endif()
 
 # kretry run --exec's children: orphan: none outlives a SIGKILL of kretry;
@@ -229,9 +229,36 @@ if(EXISTS /usr/bin/python3)
                        SKIP_RETURN_CODE 77 LABELS "blackbox;real")
 endif()
 
+# kretry run logged in with a client certificate (mTLS) on the secured
+# cluster of scripts/kafka.sh start --secure: every message handled, the
+# poison one dead-lettered; without the certificate nothing is. Only the
+# secured pass has that cluster (label secure-only: the other passes leave
+# it out; 77 without one).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_mtls
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_mtls.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_mtls PROPERTIES TIMEOUT 180
+                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
+endif()
+
+# The secured cluster itself opens no door: no anonymous or certificate-
+# less client, no wrong password, no user without ACLs, and the service
+# user only inside its names' prefix. Only the secured pass has it (77
+# without).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_secure_cluster
+           COMMAND /usr/bin/python3
+                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_secure_cluster.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_secure_cluster PROPERTIES TIMEOUT 180
+                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
+endif()
+
 # Least privilege on a secured real cluster (scripts/kafka.sh start
-# --secure, its SASL_SSL listener in KRETRY_TEST_SECURE_BOOTSTRAP; 77
-# without one): kretry run with exactly role run's bindings of `kretry
+# --secure, its SASL_SSL listener in KRETRY_TEST_SECURE_BOOTSTRAP, or the
+# secured pass's KRETRY_TEST_BOOTSTRAP; only that pass has it, label
+# secure-only; 77 without one): kretry run with exactly role run's bindings of `kretry
 # topology acls` handles messages (also under routing: transactional), each
 # binding removed is refused at start naming it; roles operator and ui work
 # with exactly their bindings and need each; a wrong password is one error
@@ -241,5 +268,5 @@ if(EXISTS /usr/bin/python3)
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_acls.py
                    $<TARGET_FILE:kretry_cli>)
   set_tests_properties(blackbox_acls PROPERTIES TIMEOUT 420
-                       SKIP_RETURN_CODE 77 LABELS "blackbox;real")
+                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
 endif()

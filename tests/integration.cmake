@@ -1,11 +1,13 @@
-kretry_add_suite(it_core TIMEOUT 240 LABELS integration SOURCES it_harness.c)
+# Label secure: also run on the secured cluster (scripts/test.sh), kretry
+# logged in as the service user with only its ACLs.
+kretry_add_suite(it_core TIMEOUT 240 LABELS "integration;secure" SOURCES it_harness.c)
 kretry_add_suite(it_faults TIMEOUT 480 LABELS integration SOURCES it_harness.c
                  SEPARATE test_session_timeout_refused)
 set_tests_properties(it_faults.test_session_timeout_refused PROPERTIES LABELS real)
 add_executable(it_worker it_worker.c)
 target_link_libraries(it_worker PRIVATE kretry_static)
 # test_kill_key_repeats_as_none: real Kafka only (label real).
-kretry_add_suite(it_kill TIMEOUT 480 LABELS integration SOURCES kill_harness.c
+kretry_add_suite(it_kill TIMEOUT 480 LABELS "integration;secure" SOURCES kill_harness.c
                  SEPARATE test_kill_key_repeats_as_none)
 set_tests_properties(it_kill.test_kill_key_repeats_as_none PROPERTIES LABELS real)
 # The routing=transactional kills need a real cluster (the mock's
@@ -58,7 +60,7 @@ kretry_add_suite(it_buffer TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_owner TIMEOUT 480 LABELS integration SOURCES it_harness.c)
 # routing=transactional: real Kafka only (the mock's transactions write no
 # markers); label real lets the mock pass skip it.
-kretry_add_suite(it_txn TIMEOUT 300 LABELS "integration;real" SOURCES it_harness.c)
+kretry_add_suite(it_txn TIMEOUT 300 LABELS "integration;real;secure" SOURCES it_harness.c)
 # Decided offsets handed from owner to owner; the chains need the mock's
 # refused copies, the forged metadata runs on both; test_chain_transactional
 # needs real Kafka (label real lets the mock pass skip it).

@@ -185,6 +185,10 @@ static void set(kretry_conf_t *conf, const char *n, const char *v) {
         }
 }
 
+static void service_prop(const char *name, const char *value, void *opaque) {
+        set(opaque, name, value);
+}
+
 kretry_conf_t *it_conf(it_env_t *env, ...) {
         kretry_conf_t *conf = kretry_conf_new();
         set(conf, "bootstrap.servers", kt_cluster_bootstrap(env->c));
@@ -196,6 +200,7 @@ kretry_conf_t *it_conf(it_env_t *env, ...) {
         set(conf, "consumer.fetch.wait.max.ms", "10");
         if (kt_consumer_protocol())
                 set(conf, "consumer.group.protocol", "consumer");
+        kt_env_props("KRETRY_TEST_SERVICE_PROPS", service_prop, conf);
         set(conf, "consumer.session.timeout.ms", "6000");
         set(conf, "consumer.heartbeat.interval.ms", "500");
         set(conf, "consumer.auto.commit.interval.ms", "100");

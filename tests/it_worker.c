@@ -18,6 +18,7 @@
 #include "kretry/kretry.h"
 #include "kt_protocol.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -136,6 +137,37 @@ static kretry_action_t handler(kretry_msg_t *msg, void *opaque) {
         return write_ok(buf) ? KRETRY_RETRY : KRETRY_OK;
 }
 
+/* The login of the kretry under test on a secured cluster: each
+ * `key=value` line of the file KRETRY_TEST_SERVICE_PROPS names
+ * (tests/testutil.h, kt_env_props; this process links no test library).
+ * Returns 0, or 1 after saying what was refused. */
+static int service_props(kretry_conf_t *conf) {
+        const char *path = getenv("KRETRY_TEST_SERVICE_PROPS");
+        if (!path || !*path)
+                return 0;
+        FILE *f = fopen(path, "r");
+        if (!f) {
+                fprintf(stderr, "it_worker: %s: %s\n", path, strerror(errno));
+                return 1;
+        }
+        char line[2048], err[512];
+        int rc = 0;
+        while (!rc && fgets(line, sizeof(line), f)) {
+                line[strcspn(line, "\r\n")] = '\0';
+                char *eq                    = strchr(line, '=');
+                if (!line[0] || line[0] == '#')
+                        continue;
+                if (!eq || (*eq = '\0', kretry_conf_set(conf, line, eq + 1, err,
+                                                        sizeof(err)))) {
+                        fprintf(stderr, "it_worker: %s: %s\n", path,
+                                eq ? err : line);
+                        rc = 1;
+                }
+        }
+        fclose(f);
+        return rc;
+}
+
 int main(int argc, char **argv) {
         char err[512];
         if (argc < 5) {
@@ -207,6 +239,8 @@ int main(int argc, char **argv) {
                         return 1;
                 }
         }
+        if (service_props(conf))
+                return 1;
         kretry_conf_set_handler(conf, ordered ? ordered_handler : handler,
                                 NULL);
         kretry_conf_set_log_cb(conf, log_cb, NULL);

@@ -4,9 +4,9 @@ kretry_add_suite(test_stats_calc LABELS unit)
 target_link_libraries(test_stats_calc PRIVATE PkgConfig::JANSSON m)
 # test_transactional_source needs a real cluster (KRETRY_TEST_BOOTSTRAP):
 # without one it is reported as skipped, on its own.
-kretry_add_suite(it_stats TIMEOUT 120 LABELS integration
+kretry_add_suite(it_stats TIMEOUT 120 LABELS "integration;secure"
                  SEPARATE test_transactional_source)
-set_tests_properties(it_stats.test_transactional_source PROPERTIES LABELS real)
+set_tests_properties(it_stats.test_transactional_source PROPERTIES LABELS "real;secure")
 target_link_libraries(it_stats PRIVATE PkgConfig::JANSSON)
 add_dependencies(it_stats kretry_cli)
 # The assertion messages format the command's output into a 2 KiB buffer

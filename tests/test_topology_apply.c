@@ -18,17 +18,26 @@ typedef struct {
         kretry_plan_t plan;
 } env_t;
 
+/* The login of KRETRY_TEST_SERVICE_PROPS (the secured pass: its admin)
+ * as lines of the kafka: section. */
+static void login_prop(const char *name, const char *value, void *opaque) {
+        char *login = opaque;
+        size_t n    = strlen(login);
+        snprintf(login + n, 2048 - n, "  %s: \"%s\"\n", name, value);
+}
+
 static void env_open(env_t *e,
                      const kt_cluster_t *c,
                      const char *source,
                      const char *topics) {
-        char yaml[1024], err[512];
+        char yaml[3072], login[2048] = "", err[512];
         kretry_diags_t d;
+        kt_env_props("KRETRY_TEST_SERVICE_PROPS", login_prop, login);
         snprintf(yaml, sizeof(yaml),
-                 "kafka:\n  bootstrap.servers: \"%s\"\n"
+                 "kafka:\n  bootstrap.servers: \"%s\"\n%s"
                  "topologies:\n  - source: %s\n    group: g\n"
                  "    retry: { tiers: [1s, 10s] }\n    topics: { %s }\n",
-                 kt_cluster_bootstrap(c), source, topics);
+                 kt_cluster_bootstrap(c), login, source, topics);
         kretry_diags_init(&d);
         memset(e, 0, sizeof(*e));
         e->f = kretry_topology_file_parse(yaml, strlen(yaml), "t.yaml", &d);

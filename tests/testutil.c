@@ -159,6 +159,44 @@ kt_cluster_t *kt_cluster_new(int brokers) {
 
 static void kt_delete_real_topics(kt_cluster_t *c);
 
+void kt_env_props(const char *env,
+                  void (*set)(const char *name,
+                              const char *value,
+                              void *opaque),
+                  void *opaque) {
+        const char *path = getenv(env);
+        if (!path || !*path)
+                return;
+        FILE *f = fopen(path, "r");
+        if (!f)
+                kt_fatal(env, path);
+        char line[2048];
+        while (fgets(line, sizeof(line), f)) {
+                line[strcspn(line, "\r\n")] = '\0';
+                if (!line[0] || line[0] == '#')
+                        continue;
+                char *eq = strchr(line, '=');
+                if (!eq)
+                        kt_fatal(env, line);
+                *eq = '\0';
+                set(line, eq + 1, opaque);
+        }
+        fclose(f);
+}
+
+/* A property of KRETRY_TEST_KAFKA_PROPS on a test client's conf. */
+static void kt_client_prop(const char *name, const char *value, void *opaque) {
+        char errstr[256];
+        if (rd_kafka_conf_set(opaque, name, value, errstr, sizeof(errstr)) !=
+            RD_KAFKA_CONF_OK)
+                kt_fatal(name, errstr);
+}
+
+/* A property of KRETRY_TEST_SERVICE_PROPS in a topology's kafka: section. */
+static void kt_yaml_prop(const char *name, const char *value, void *opaque) {
+        fprintf(opaque, "  %s: \"%s\"\n", name, value);
+}
+
 void kt_cluster_destroy(kt_cluster_t *c) {
         if (!c)
                 return;
@@ -225,8 +263,14 @@ int kt_classic_protocol(const char *why) {
 
 void kt_unique_name(const char *prefix, char *name, size_t name_size) {
         static atomic_int seq;
-        snprintf(name, name_size, "%s-%d-%lld-%d", prefix, (int)getpid(),
-                 (long long)(kt_wall_ms() % 100000000),
+        /* KRETRY_TEST_NAME_PREFIX: every topic and group of the run starts
+         * with it, so that prefixed ACLs can grant the service exactly the
+         * suites' names (scripts/test.sh's secured pass). */
+        const char *all = getenv("KRETRY_TEST_NAME_PREFIX");
+        if (all && !strncmp(prefix, all, strlen(all)))
+                all = "";
+        snprintf(name, name_size, "%s%s-%d-%lld-%d", all ? all : "", prefix,
+                 (int)getpid(), (long long)(kt_wall_ms() % 100000000),
                  atomic_fetch_add(&seq, 1));
 }
 
@@ -294,7 +338,10 @@ void kt_write_topology(const kt_cluster_t *c,
                 "kafka:\n"
                 "  bootstrap.servers: \"%s\"\n"
                 "  socket.nagle.disable: \"true\"\n"
-                "  consumer.fetch.wait.max.ms: \"10\"\n"
+                "  consumer.fetch.wait.max.ms: \"10\"\n",
+                c->bootstrap);
+        kt_env_props("KRETRY_TEST_SERVICE_PROPS", kt_yaml_prop, f);
+        fprintf(f,
                 "topologies:\n"
                 "  - name: orders\n"
                 "    source: %s\n"
@@ -302,7 +349,7 @@ void kt_write_topology(const kt_cluster_t *c,
                 "    retry:\n"
                 "      tiers: %s\n"
                 "%s",
-                c->bootstrap, source, group, tiers, extra);
+                source, group, tiers, extra);
         fclose(f);
 }
 
@@ -319,6 +366,7 @@ rd_kafka_conf_t *kt_rdkafka_conf(const kt_cluster_t *c) {
         };
         for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
                 rd_kafka_conf_set(conf, kv[i][0], kv[i][1], NULL, 0);
+        kt_env_props("KRETRY_TEST_KAFKA_PROPS", kt_client_prop, conf);
         return conf;
 }
 

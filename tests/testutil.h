@@ -84,6 +84,21 @@ void kt_trace(const char *fac, const char *msg);
 /* Prints the recorded lines of the last @p ms milliseconds to stderr. */
 void kt_trace_dump(const char *why, int ms);
 
+/* Each `key=value` line of the file the environment variable @p env names
+ * (blank lines and `#` comments skipped), given to @p set in order; none
+ * when @p env is unset or empty. A file that cannot be read, or a line
+ * without `=`, stops the test. The real passes on a secured cluster
+ * (scripts/test.sh) name two such files: KRETRY_TEST_KAFKA_PROPS, the
+ * login of the test's own clients (topics created, input produced, copies
+ * and offsets read), and KRETRY_TEST_SERVICE_PROPS, that of the kretry
+ * under test (the adapter's configuration, a topology file's kafka:
+ * section), so that kretry runs with only the ACLs a service gets. */
+void kt_env_props(const char *env,
+                  void (*set)(const char *name,
+                              const char *value,
+                              void *opaque),
+                  void *opaque);
+
 /* A Kafka cluster for one test. */
 typedef struct kt_cluster_s kt_cluster_t;
 
@@ -135,7 +150,8 @@ int kt_cluster_topic_named(kt_cluster_t *c, const char *name, int partitions);
 /* The same for a version changelog: compacted on a real cluster (the
  * adapter's topology check refuses one that is not). */
 int kt_cluster_changelog(kt_cluster_t *c, const char *name, int partitions);
-/* A unique name with @p prefix (for groups). */
+/* A unique name with @p prefix (for groups), after the run's
+ * KRETRY_TEST_NAME_PREFIX if set (and @p prefix does not start with it). */
 void kt_unique_name(const char *prefix, char *name, size_t name_size);
 
 /* Write @p path: a topology file for the kretry commands with one topology

@@ -8,4 +8,6 @@ kretry_add_suite(test_topology_conf TIMEOUT 60)
 # it is reported as skipped, on its own; label real puts it in the real
 # pass of scripts/test.sh.
 kretry_add_suite(test_topology_apply TIMEOUT 120 SEPARATE test_real_apply)
-set_tests_properties(test_topology_apply.test_real_apply PROPERTIES LABELS real)
+# secure-admin: on the secured cluster too, logged in as its admin (applying
+# a topology creates topics and alters their configuration).
+set_tests_properties(test_topology_apply.test_real_apply PROPERTIES LABELS "real;secure-admin")

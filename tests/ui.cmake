@@ -18,7 +18,7 @@ if(EXISTS /usr/bin/python3)
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_ui.py
                    $<TARGET_FILE:kretry_cli>)
   set_tests_properties(blackbox_ui PROPERTIES TIMEOUT 120
-                       SKIP_RETURN_CODE 77 LABELS "blackbox;nogroup")
+                       SKIP_RETURN_CODE 77 LABELS "blackbox;nogroup;secure")
 endif()
 
 # Slow and hostile clients at the socket level: 200 stalled connections,

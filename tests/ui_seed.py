@@ -13,7 +13,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bbkafka import (SKIP, Broker, Cluster, chain,  # noqa: E402,F401
-                     dev_broker_args)
+                     dev_broker_args, kafka_kwargs, service_yaml)
 
 TOPOLOGY = """\
 kafka:
@@ -80,7 +80,7 @@ def start_cluster(cli, d, extra=None):
 
 def seed(k):
     from kafka import KafkaProducer
-    prod = KafkaProducer(bootstrap_servers=k.bootstrap)
+    prod = KafkaProducer(bootstrap_servers=k.bootstrap, **kafka_kwargs())
     msgs = seeded()
     for m in msgs:
         h = [("kretry-error-class", m["class"].encode()),
@@ -110,6 +110,7 @@ def source_messages(k, want, timeout=15):
     nothing in one poll."""
     from kafka import KafkaConsumer, TopicPartition
     c = KafkaConsumer(bootstrap_servers=k.bootstrap, enable_auto_commit=False,
+                      **kafka_kwargs(),
                       auto_offset_reset="earliest", group_id=None)
     src = k.name("orders")
     tps = [TopicPartition(src, 0), TopicPartition(src, 1)]
@@ -136,7 +137,8 @@ def source_messages(k, want, timeout=15):
 def topology_file(d, k):
     path = os.path.join(d, "orders.yaml")
     with open(path, "w") as f:
-        f.write(TOPOLOGY % (k.name("orders"), k.group("orders-service")))
+        f.write(TOPOLOGY.replace("kafka:\n", "kafka:\n" + service_yaml(), 1)
+                % (k.name("orders"), k.group("orders-service")))
     return path
 
 
