@@ -100,6 +100,7 @@ static void test_operator_and_ui(void) {
                                      "Read topic orders.retry.2\n"
                                      "Read topic orders.dlq\n"
                                      "Describe group g\n"
+                                     "Describe group kretry-dlq-reader\n"
                                      "Write topic orders\n"
                                      "Read group g.kretry-replay\n");
         kretry_acls_clear(&a);
@@ -112,7 +113,7 @@ static void test_operator_and_ui(void) {
         }
         KT_ASSERT(strstr(render(&a), "Describe group g.kretry-replay\n") !=
                   NULL);
-        KT_ASSERT_INT_EQ(a.cnt, 6);
+        KT_ASSERT_INT_EQ(a.cnt, 7);
         kretry_acls_clear(&a);
         kretry_acl_role_t r;
         KT_ASSERT(kretry_acl_role_parse("ui-replay", &r) == 0 &&

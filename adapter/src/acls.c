@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The suffix of replay's progress group (adapter/ops/dlq_replay.c). */
+/* The group id of the DLQ readers of dlq inspect, dlq export and the
+ * page's browser (adapter/ops/dlq_reader.c), and the suffix of replay's
+ * progress group (adapter/ops/dlq_replay.c). */
+#define DLQ_READER_GROUP "kretry-dlq-reader"
 #define REPLAY_GROUP_SUFFIX ".kretry-replay"
 
 int kretry_acl_role_parse(const char *s, kretry_acl_role_t *role) {
@@ -128,6 +131,9 @@ static int read_role(kretry_acls_t *a, const kretry_acl_chain_t *c) {
                     "dlq inspect, export and replay read it");
         rc |= group(a, c->group, RD_KAFKA_ACL_OPERATION_DESCRIBE,
                     "stats reads the group's committed offsets");
+        rc |= group(a, DLQ_READER_GROUP, RD_KAFKA_ACL_OPERATION_DESCRIBE,
+                    "the DLQ readers look up its coordinator (they never "
+                    "join or commit)");
         rc |= group(a, replay, RD_KAFKA_ACL_OPERATION_DESCRIBE,
                     "stats reads the replay's progress");
         return rc ? -1 : 0;

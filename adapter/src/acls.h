@@ -21,9 +21,10 @@
  *   replay and export read the DLQ; stats reads the oldest waiting message
  *   of each topic), Write on the source (replay), Describe on the group
  *   (stats reads its committed offsets), Read on {group}.kretry-replay
- *   (replay commits its progress there, stats reads it). The readers of
- *   inspect and export carry a group id but never ask its coordinator
- *   anything that needs a grant.
+ *   (replay commits its progress there, stats reads it), Describe on
+ *   kretry-dlq-reader (the group id of the readers of inspect, export and
+ *   the page: librdkafka looks up its coordinator, and a refusal reaches
+ *   the reader as an error when it comes before the reader is done).
  * - ui: what stats, inspect and export need (operator without replay:
  *   Describe on {group}.kretry-replay, whose progress the page shows, no
  *   Write); with replay, operator's bindings.
