@@ -149,7 +149,8 @@ set_tests_properties(install_check PROPERTIES TIMEOUT 60 LABELS cli)
 # usage naming that command: the top-level usage (what a command without
 # --help might print) does not count.
 foreach(cmd "demo" "run" "dev-broker" "topology" "topology validate"
-            "topology describe" "topology plan" "topology apply" "dlq"
+            "topology describe" "topology plan" "topology apply"
+            "topology acls" "dlq"
             "dlq inspect" "dlq replay" "dlq export" "stats" "ui")
   string(REPLACE " " ";" args "${cmd}")
   string(REPLACE " " "_" tname "${cmd}")
@@ -158,6 +159,21 @@ foreach(cmd "demo" "run" "dev-broker" "topology" "topology validate"
                    $<TARGET_FILE:kretry_cli> ${args} --help)
   set_tests_properties(cli_help_${tname} PROPERTIES LABELS cli)
 endforeach()
+
+# kretry topology acls prints the bindings and the kafka-acls.sh command of
+# each (the DLQ's Write for role run); --principal is required (64).
+add_test(NAME cli_topology_acls
+         COMMAND ${KRETRY_EXPECT} --stdout 0
+                 "^kafka-acls.sh --bootstrap-server HOST:PORT .* --allow-principal User:svc --operation Write --topic orders.dlq$"
+                 $<TARGET_FILE:kretry_cli> topology acls
+                 ${PROJECT_SOURCE_DIR}/topology/examples/minimal.yaml
+                 --principal User:svc)
+add_test(NAME cli_topology_acls_principal
+         COMMAND ${KRETRY_EXPECT} 64 "--principal TYPE:NAME is required"
+                 $<TARGET_FILE:kretry_cli> topology acls
+                 ${PROJECT_SOURCE_DIR}/topology/examples/minimal.yaml)
+set_tests_properties(cli_topology_acls cli_topology_acls_principal
+                     PROPERTIES LABELS cli)
 
 # A clean stop (SIGTERM, exit 0) and a restart repeat nothing that was
 # decided, under each ordering; leave: the stopped member leaves the group
@@ -280,5 +296,21 @@ if(EXISTS /usr/bin/python3)
                    ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_secure_revoked.py
                    $<TARGET_FILE:kretry_cli>)
   set_tests_properties(blackbox_secure_revoked PROPERTIES TIMEOUT 180
+                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
+endif()
+
+# Least privilege on a secured real cluster (scripts/kafka.sh start
+# --secure, its SASL_SSL listener in KRETRY_TEST_SECURE_BOOTSTRAP, or the
+# secured pass's KRETRY_TEST_BOOTSTRAP; only that pass has it, label
+# secure-only; 77 without one): kretry run with exactly role run's bindings of `kretry
+# topology acls` handles messages (also under routing: transactional), each
+# binding removed is refused at start naming it; roles operator and ui work
+# with exactly their bindings and need each; a wrong password is one error
+# and a non-zero exit.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME blackbox_acls
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_acls.py
+                   $<TARGET_FILE:kretry_cli>)
+  set_tests_properties(blackbox_acls PROPERTIES TIMEOUT 420
                        SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
 endif()

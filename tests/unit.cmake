@@ -7,6 +7,7 @@ kretry_add_suite(test_keys)
 kretry_add_suite(test_stats)
 kretry_add_suite(test_breaker)
 kretry_add_suite(test_secret)
+kretry_add_suite(test_acls)
 # Not a test: renders docs/properties.md (scripts/gen-properties.sh).
 add_executable(gen_properties gen_properties.c)
 target_link_libraries(gen_properties PRIVATE kretry_static)

@@ -1,13 +1,14 @@
 /*
- * kretry topology validate|describe|plan|apply FILE: the operator's side of
- * a topology file. Loading, validation and planning are library code; this
- * file parses options, prints, and asks before it changes a cluster.
+ * kretry topology validate|describe|plan|apply|acls FILE: the operator's
+ * side of a topology file. Loading, validation and planning are library code;
+ * this file parses options, prints, and asks before it changes a cluster.
  */
 #include "admin.h"
 #include "cli.h"
 #include "cli_util.h"
 #include "ops_time.h"
 #include "plan.h"
+#include "topo_acls.h"
 #include "topology.h"
 #include "topology_render.h"
 
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #define DEFAULT_TIMEOUT_MS 5000
+#define MAX_X 64
 
 typedef struct {
         const char *file;
@@ -26,6 +28,11 @@ typedef struct {
         int json;
         int yes;
         int timeout_ms;
+        const char *principal; /* acls */
+        const char *role;
+        int apply;
+        const char *xprops[MAX_X];
+        size_t xcnt;
 } opts_t;
 
 static void usage(FILE *out) {
@@ -36,7 +43,11 @@ static void usage(FILE *out) {
                 "       kretry topology plan FILE [--output text|json] "
                 "[--bootstrap HOSTS] [--timeout MS]\n"
                 "       kretry topology apply FILE [--yes] "
-                "[--bootstrap HOSTS] [--timeout MS]\n\n"
+                "[--bootstrap HOSTS] [--timeout MS]\n"
+                "       kretry topology acls FILE --principal User:NAME "
+                "[--role ROLE] [--name N]\n"
+                "                            [--apply] [--bootstrap HOSTS] "
+                "[-X NAME=VALUE]... [--timeout MS]\n\n"
                 "validate  check the file; errors and warnings on stderr as "
                 "FILE:LINE:COL: text\n"
                 "describe  the retry chain as a person reads it, with the "
@@ -48,7 +59,20 @@ static void usage(FILE *out) {
                 "apply     perform the plan (asks first unless --yes); never "
                 "shrinks or deletes;\n"
                 "          returns once the cluster shows every change (at "
-                "most --timeout more)\n\n"
+                "most --timeout more)\n"
+                "acls      the ACL bindings (ALLOW, any host) a principal "
+                "needs, one a line with\n"
+                "          what kretry does with it, then the kafka-acls.sh "
+                "commands that grant\n"
+                "          them; --apply creates them (CreateAcls) as the "
+                "client of the file's\n"
+                "          kafka: section with the -X properties over it: "
+                "the admin's credentials.\n"
+                "          ROLE: run (default: kretry run, or a service on the "
+                "library),\n"
+                "          operator (stats, dlq inspect, replay, export), ui "
+                "(kretry ui without\n"
+                "          replay), ui-replay (kretry ui with replay)\n\n"
                 "--bootstrap overrides the file's kafka: bootstrap.servers; "
                 "--timeout bounds each\n"
                 "cluster request (default %d ms). The file format: "
@@ -69,6 +93,14 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                         o->bootstrap = argv[++i];
                 else if (!strcmp(a, "--timeout") && v)
                         o->timeout_ms = atoi(argv[++i]);
+                else if (!strcmp(a, "--principal") && v)
+                        o->principal = argv[++i];
+                else if (!strcmp(a, "--role") && v)
+                        o->role = argv[++i];
+                else if (!strcmp(a, "--apply"))
+                        o->apply = 1;
+                else if (!strcmp(a, "-X") && v && o->xcnt < MAX_X)
+                        o->xprops[o->xcnt++] = argv[++i];
                 else if (!strcmp(a, "--output") && v &&
                          (!strcmp(v, "json") || !strcmp(v, "text")))
                         o->json = !strcmp(argv[++i], "json");
@@ -317,6 +349,104 @@ static int do_apply(const opts_t *o) {
         return rc;
 }
 
+/* The bindings, one a line, then the commands that grant them. */
+static void print_acls(const opts_t *o,
+                       const kretry_topology_file_t *f,
+                       const kretry_acls_t *acls) {
+        char line[1024], bootstrap[512] = "";
+        for (size_t i = 0; i < kretry_topology_prop_count(f); i++)
+                if (!strcmp(kretry_topology_prop_at(f, i)->name,
+                            "bootstrap.servers"))
+                        snprintf(bootstrap, sizeof(bootstrap), "%s",
+                                 kretry_topology_prop_at(f, i)->value);
+        if (o->bootstrap)
+                snprintf(bootstrap, sizeof(bootstrap), "%s", o->bootstrap);
+        printf("# %s, role %s: %zu ACL binding(s), ALLOW on any host\n",
+               o->principal, o->role ? o->role : "run", acls->cnt);
+        for (size_t i = 0; i < acls->cnt; i++) {
+                const kretry_acl_t *b = &acls->items[i];
+                printf("%s %s %s %s%s  # %s\n", o->principal,
+                       kretry_acl_op_name(b->op),
+                       kretry_acl_restype_name(b->restype), b->name,
+                       b->pattern == RD_KAFKA_RESOURCE_PATTERN_PREFIXED
+                               ? " (prefixed)"
+                               : "",
+                       b->why);
+        }
+        printf("# the same with Kafka's tool, as an admin (admin.properties: "
+               "its client properties):\n");
+        for (size_t i = 0; i < acls->cnt; i++) {
+                kretry_acl_command(&acls->items[i], o->principal, bootstrap,
+                                   line, sizeof(line));
+                printf("%s\n", line);
+        }
+}
+
+static int apply_acls(const opts_t *o,
+                      const kretry_topology_file_t *f,
+                      const kretry_acls_t *acls) {
+        char err[512];
+        rd_kafka_t *rk = kretry_admin_new_x(f, o->bootstrap, o->xprops, o->xcnt,
+                                            err, sizeof(err));
+        if (!rk) {
+                fprintf(stderr, "kretry topology: %s\n", err);
+                return 1;
+        }
+        char(*why)[256] = calloc(acls->cnt + 1, sizeof(*why));
+        int failed      = why ? kretry_admin_create_acls(rk, acls, o->principal,
+                                                         o->timeout_ms, why)
+                              : 1;
+        for (size_t i = 0; why && i < acls->cnt; i++) {
+                char what[512];
+                kretry_acl_describe(&acls->items[i], what, sizeof(what));
+                if (why[i][0])
+                        fprintf(stderr, "kretry topology: %s for %s: %s\n",
+                                what, o->principal, why[i]);
+                else
+                        printf("created: %s for %s\n", what, o->principal);
+        }
+        if (failed)
+                fprintf(stderr, "kretry topology: %d binding(s) not created\n",
+                        failed);
+        free(why);
+        rd_kafka_destroy(rk);
+        return failed ? 1 : 0;
+}
+
+static int do_acls(const opts_t *o) {
+        kretry_acl_role_t role = KRETRY_ACL_ROLE_RUN;
+        if (!o->principal || !strchr(o->principal, ':') ||
+            (o->role && kretry_acl_role_parse(o->role, &role))) {
+                fprintf(stderr, "kretry topology acls: %s\n",
+                        !o->principal ? "--principal TYPE:NAME is required "
+                                        "(e.g. User:svc)"
+                        : !strchr(o->principal, ':')
+                                ? "--principal is TYPE:NAME (e.g. User:svc)"
+                                : "--role is run, operator, ui or ui-replay");
+                return KRETRY_EX_USAGE;
+        }
+        kretry_topology_file_t *f = load(o->file);
+        if (!f)
+                return 1;
+        kretry_acls_t acls = {0};
+        int r              = kretry_topology_acls(f, o->name, role, &acls);
+        int rc             = 1;
+        if (r == -2)
+                fprintf(stderr, "%s: no topology named \"%s\"\n", o->file,
+                        o->name);
+        else if (r)
+                fprintf(stderr, "kretry topology: out of memory\n");
+        else if (o->apply)
+                rc = apply_acls(o, f, &acls);
+        else {
+                print_acls(o, f, &acls);
+                rc = 0;
+        }
+        kretry_acls_clear(&acls);
+        kretry_topology_file_destroy(f);
+        return rc;
+}
+
 int cmd_topology(int argc, char **argv) {
         static const struct {
                 const char *name;
@@ -324,7 +454,8 @@ int cmd_topology(int argc, char **argv) {
         } subs[] = {{"validate", do_validate},
                     {"describe", do_describe},
                     {"plan", do_plan},
-                    {"apply", do_apply}};
+                    {"apply", do_apply},
+                    {"acls", do_acls}};
         opts_t o;
         /* --help anywhere ("kretry topology plan --help" too). */
         for (int i = 1; i < argc; i++)

@@ -758,6 +758,15 @@ void kretry_workers_revoke(kretry_adapter_t *a,
 kretry_err_t
 kretry_startup_check(kretry_adapter_t *a, char *errstr, size_t errstr_size);
 
+/* startup_check.c: "missing ACL: Write on topic orders.dlq (why):
+ * `kretry topology acls FILE --principal User:NAME --apply` grants it"
+ * for binding @p b (an acls.h kretry_acl_t) into @p dest. */
+struct kretry_acl_s;
+void kretry_acl_hint(const kretry_adapter_t *a,
+                     const struct kretry_acl_s *b,
+                     char *dest,
+                     size_t size);
+
 /* restore.c: rebuild ordering chains and the version store of the source
  * partitions in @p l before any of their messages is handled. */
 void kretry_restore(kretry_adapter_t *a,

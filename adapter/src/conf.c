@@ -159,9 +159,10 @@ static const struct prop {
          0, 0, "fail",
          "before subscribing, check on the cluster that every tier, the DLQ "
          "and the version changelog exist with at least the source's "
-         "partitions and the changelog is compacted, never creating a topic; "
-         "fail: refuse to start; warn: log the problems and start; off: skip "
-         "the check",
+         "partitions and the changelog is compacted, never creating a topic, "
+         "and, on a cluster with an authorizer, that the client may do what "
+         "the chain needs (each missing ACL named); fail: refuse to start; "
+         "warn: log the problems and start; off: skip the check",
          "fail|warn|off"},
         {"topology.check.timeout.ms", PROP_INT,
          offsetof(kretry_conf_t, topology_check_timeout_ms), 100, 600000,

@@ -22,6 +22,7 @@
  *
  * Polling thread only (adapter_int.h).
  */
+#include "acls.h"
 #include "adapter_int.h"
 
 #include <stdlib.h>
@@ -87,6 +88,37 @@ kretry_txn_conf(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         return KRETRY_ERR_OK;
 }
 
+/* "; missing ACL: Write on transactional-id ..." for the producer's id:
+ * kretry's own (kretry.{group}.{instance}) by their prefix, as `kretry
+ * topology acls` grants them, an operator's exactly. */
+static void txn_acl_hint(const kretry_adapter_t *a, char *dest, size_t size) {
+        char id[1024], prefix[300], hint[1500];
+        size_t n = sizeof(id);
+        if (rd_kafka_conf_get(a->conf->producer, "transactional.id", id, &n) !=
+            RD_KAFKA_CONF_OK)
+                return;
+        snprintf(prefix, sizeof(prefix), "kretry.%s.", a->group);
+        int own              = strncmp(id, prefix, strlen(prefix)) != 0;
+        kretry_acls_t need   = {0};
+        kretry_acl_chain_t c = {a->topics[0],
+                                a->topics + 1,
+                                a->topic_cnt - 1,
+                                a->dlq,
+                                a->versions_topic,
+                                a->group,
+                                1,
+                                own ? id : NULL};
+        if (!kretry_acls_add(&need, &c, KRETRY_ACL_ROLE_RUN))
+                for (size_t i = 0; i < need.cnt; i++)
+                        if (need.items[i].restype ==
+                            RD_KAFKA_RESOURCE_TRANSACTIONAL_ID) {
+                                kretry_acl_hint(a, &need.items[i], hint,
+                                                sizeof(hint));
+                                snprintf(dest, size, "; %s", hint);
+                        }
+        kretry_acls_clear(&need);
+}
+
 kretry_err_t
 kretry_txn_init(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         if (!a->txn.on)
@@ -95,9 +127,15 @@ kretry_txn_init(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
                 a->producer, a->conf->topology_check_timeout_ms);
         if (!e)
                 return KRETRY_ERR_OK;
-        snprintf(errstr, errstr_size,
-                 "routing transactional: init_transactions: %s",
-                 rd_kafka_error_string(e));
+        int n = snprintf(errstr, errstr_size,
+                         "routing transactional: init_transactions: %s",
+                         rd_kafka_error_string(e));
+        /* No cluster reports the operations allowed on a transactional id
+         * (the startup check cannot ask): the refusal names the grant. */
+        if (rd_kafka_error_code(e) ==
+                    RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED &&
+            n > 0 && (size_t)n < errstr_size)
+                txn_acl_hint(a, errstr + n, errstr_size - (size_t)n);
         rd_kafka_error_destroy(e);
         return KRETRY_ERR_KAFKA;
 }

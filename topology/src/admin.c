@@ -20,8 +20,17 @@ static _Thread_local size_t auth_size;
 static void
 admin_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
         (void)rk, (void)opaque;
-        if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION && auth_dest)
-                snprintf(auth_dest, auth_size, "%s", reason);
+        /* A certificate the broker refuses comes back as a TLS alert on a
+         * failed receive. */
+        int tls = err == RD_KAFKA_RESP_ERR__SSL ||
+                  (err == RD_KAFKA_RESP_ERR__TRANSPORT &&
+                   strstr(reason, "SSL routines"));
+        if ((err == RD_KAFKA_RESP_ERR__AUTHENTICATION || tls) && auth_dest)
+                snprintf(auth_dest, auth_size, "%s%s",
+                         tls ? "the TLS handshake failed (a certificate "
+                               "refused): "
+                             : "",
+                         reason);
 }
 
 /* After a request to the cluster failed: appends to @p errstr what the
@@ -43,6 +52,31 @@ rd_kafka_t *kretry_admin_new(const kretry_topology_file_t *f,
                              const char *bootstrap,
                              char *errstr,
                              size_t errstr_size) {
+        return kretry_admin_new_x(f, bootstrap, NULL, 0, errstr, errstr_size);
+}
+
+/* "name=value" into @p conf. */
+static int
+set_x(rd_kafka_conf_t *conf, const char *x, char *errstr, size_t errstr_size) {
+        char name[256];
+        const char *eq = strchr(x, '=');
+        if (!eq || eq == x || (size_t)(eq - x) >= sizeof(name)) {
+                snprintf(errstr, errstr_size, "-X %s: expected NAME=VALUE", x);
+                return -1;
+        }
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - x), x);
+        return rd_kafka_conf_set(conf, name, eq + 1, errstr, errstr_size) ==
+                               RD_KAFKA_CONF_OK
+                       ? 0
+                       : -1;
+}
+
+rd_kafka_t *kretry_admin_new_x(const kretry_topology_file_t *f,
+                               const char *bootstrap,
+                               const char *const *xprops,
+                               size_t xcnt,
+                               char *errstr,
+                               size_t errstr_size) {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         /* The library never prints: librdkafka's own logger would write
          * connection errors to stderr. What the cluster did not answer is
@@ -62,6 +96,9 @@ rd_kafka_t *kretry_admin_new(const kretry_topology_file_t *f,
                         goto err;
                 }
         }
+        for (size_t i = 0; i < xcnt; i++)
+                if (set_x(conf, xprops[i], errstr, errstr_size))
+                        goto err;
         if (bootstrap &&
             rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr,
                               errstr_size) != RD_KAFKA_CONF_OK)
@@ -491,5 +528,74 @@ int kretry_admin_apply(rd_kafka_t *rk, kretry_plan_t *plan, int timeout_ms) {
         }
         for (size_t i = 0; i < plan->cnt; i++)
                 failed += plan->actions[i].done < 0;
+        return failed;
+}
+
+int kretry_admin_create_acls(rd_kafka_t *rk,
+                             const kretry_acls_t *acls,
+                             const char *principal,
+                             int timeout_ms,
+                             char (*why)[256]) {
+        rd_kafka_AclBinding_t **b = calloc(acls->cnt + 1, sizeof(*b));
+        rd_kafka_queue_t *q       = rd_kafka_queue_new(rk);
+        char err[256]             = "out of memory";
+        int failed                = (int)acls->cnt;
+        for (size_t i = 0; b && i < acls->cnt; i++) {
+                const kretry_acl_t *a = &acls->items[i];
+                b[i]                  = rd_kafka_AclBinding_new(
+                                         a->restype, a->name, a->pattern, principal, "*", a->op,
+                                         RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW, err, sizeof(err));
+                if (!b[i])
+                        goto out;
+        }
+        if (!b || !q)
+                goto out;
+        rd_kafka_AdminOptions_t *o = kretry_admin_options(
+                rk, RD_KAFKA_ADMIN_OP_CREATEACLS, timeout_ms);
+        rd_kafka_CreateAcls(rk, b, acls->cnt, o, q);
+        rd_kafka_AdminOptions_destroy(o);
+        rd_kafka_event_t *ev = kretry_admin_wait(q, timeout_ms);
+        const rd_kafka_CreateAcls_result_t *r =
+                ev ? rd_kafka_event_CreateAcls_result(ev) : NULL;
+        if (!r || rd_kafka_event_error(ev)) {
+                snprintf(err, sizeof(err), "%s",
+                         ev ? rd_kafka_event_error_string(ev)
+                            : "no answer in time");
+                auth_failure(rk, err, sizeof(err));
+        } else {
+                size_t n;
+                const rd_kafka_acl_result_t **res =
+                        rd_kafka_CreateAcls_result_acls(r, &n);
+                failed = 0;
+                for (size_t i = 0; i < acls->cnt; i++) {
+                        const rd_kafka_error_t *e =
+                                i < n ? rd_kafka_acl_result_error(res[i])
+                                      : NULL;
+                        /* The name first: the broker's text may be long
+                         * (a refused request's whole description). */
+                        if (i >= n)
+                                snprintf(why[i], sizeof(why[i]),
+                                         "not answered");
+                        else if (e)
+                                snprintf(why[i], sizeof(why[i]), "%s: %s",
+                                         rd_kafka_error_name(e),
+                                         rd_kafka_error_string(e));
+                        else
+                                why[i][0] = '\0';
+                        failed += why[i][0] != '\0';
+                }
+        }
+        if (ev)
+                rd_kafka_event_destroy(ev);
+out:
+        if (failed == (int)acls->cnt && acls->cnt && !why[0][0])
+                for (size_t i = 0; i < acls->cnt; i++)
+                        snprintf(why[i], sizeof(why[i]), "%s", err);
+        for (size_t i = 0; b && i < acls->cnt; i++)
+                if (b[i])
+                        rd_kafka_AclBinding_destroy(b[i]);
+        free(b);
+        if (q)
+                rd_kafka_queue_destroy(q);
         return failed;
 }

@@ -9,6 +9,7 @@
 #ifndef KRETRY_TOPO_ADMIN_H
 #define KRETRY_TOPO_ADMIN_H
 
+#include "acls.h"
 #include "meta.h"
 #include "plan.h"
 #include "topology.h"
@@ -23,6 +24,25 @@ rd_kafka_t *kretry_admin_new(const kretry_topology_file_t *f,
                              const char *bootstrap,
                              char *errstr,
                              size_t errstr_size);
+
+/* Same, with @p xcnt "name=value" properties (-X) set after the file's,
+ * before @p bootstrap. */
+rd_kafka_t *kretry_admin_new_x(const kretry_topology_file_t *f,
+                               const char *bootstrap,
+                               const char *const *xprops,
+                               size_t xcnt,
+                               char *errstr,
+                               size_t errstr_size);
+
+/* Create @p acls as ALLOW bindings for @p principal on any host
+ * (CreateAcls; Kafka keeps one copy of a binding created twice). @p why
+ * (acls->cnt entries) gets, per binding, "" when it was created or the
+ * cluster's reason. Returns how many failed. */
+int kretry_admin_create_acls(rd_kafka_t *rk,
+                             const kretry_acls_t *acls,
+                             const char *principal,
+                             int timeout_ms,
+                             char (*why)[256]);
 
 /* Snapshot the topics @p topos need into @p meta (zeroed by the caller).
  * Returns 0; 1 when the topics are known but their retention is not (a

@@ -185,10 +185,13 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *   topology.check: before subscribing, kretry_adapter_new() reads the
  *       cluster's metadata (never creating a topic) and checks that every
  *       tier, the DLQ and the version changelog exist with at least the
- *       source's partitions, and that the changelog is compacted; fail:
+ *       source's partitions, and that the changelog is compacted, and,
+ *       on a cluster with an authorizer, that the client's principal has
+ *       every ACL binding of `kretry topology acls --role run`; fail:
  *       refuse to start (kretry_adapter_new() returns NULL with one line
  *       per problem in errstr); warn: log the problems and start; off:
- *       skip it [fail]
+ *       skip it [fail]. Credentials the cluster refuses stop the check
+ *       (fail or warn) at once with an error.
  *   topology.check.timeout.ms: bounded wait for that metadata (and the
  *       changelog's cleanup.policy) [10000]
  *   stats.interval.ms: how often the stats callback runs (0: never) [0]
@@ -602,12 +605,15 @@ typedef struct kretry_adapter_s kretry_adapter_t;
  *
  * First checks the cluster's topics (topology.check): with `fail`, a tier,
  * DLQ or changelog that is missing, has fewer partitions than the source or
- * (the changelog) is not compacted, and metadata that cannot be read within
- * topology.check.timeout.ms, make it return NULL. A misfit is looked at
- * again with fresh metadata for up to 2 s (within that timeout) before it
- * counts: a broker lists a topic a moment after it was created. Called on
- * the thread that will drive the adapter; blocks at most that timeout for
- * the check.
+ * (the changelog) is not compacted, an ACL binding the chain needs that the
+ * cluster's authorizer reports missing (each named), and metadata that
+ * cannot be read within topology.check.timeout.ms, make it return NULL;
+ * with `fail` or `warn`, so do credentials the cluster refuses. A misfit is
+ * looked at again with fresh metadata for up to 2 s (within that timeout)
+ * before it counts: a broker lists a topic a moment after it was created.
+ * Called on the thread that will drive the adapter; blocks at most that timeout
+ * for the check (plus half a second at most for the ACL question when the
+ * metadata took it all).
  *
  * Before that, it refuses a librdkafka older than 2.6.1 loaded at run time
  * (the build requires 2.6.1, but another of the same soname can be found
