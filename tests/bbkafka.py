@@ -149,6 +149,27 @@ def check(cond, what):
         raise AssertionError(what)
     print("ok -", what)
 
+def wait_for(what, cond, timeout):
+    """Poll @cond every 100 ms until it holds ("ok - @what"), or fail when
+    @timeout seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out: " + what)
+        time.sleep(0.1)
+    print("ok -", what)
+
+
+def run(main):
+    """A black-box script's exit: main()'s status, or 1 with "FAIL - ..."
+    when a check failed."""
+    try:
+        sys.exit(main())
+    except AssertionError as e:
+        print("FAIL -", e)
+        sys.exit(1)
+
+
 
 def kcat(bootstrap, args, stdin=None):
     r = subprocess.run(["kcat", "-b", bootstrap] + KCAT_X + args,

@@ -34,7 +34,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import Broker, check, file_text  # noqa: E402
+from bbkafka import Broker, check, file_text, wait_for  # noqa: E402
 
 CLIENT_ID = "kretry-orders"
 SCOPE = "kafka.produce kafka.consume"
@@ -89,15 +89,6 @@ class TokenEndpoint(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
-
-
-def wait_for(what, cond, timeout):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out: " + what)
-        time.sleep(0.1)
-    print("ok -", what)
 
 
 def main():

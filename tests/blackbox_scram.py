@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import check, group_x  # noqa: E402
+from bbkafka import check, group_x, run  # noqa: E402
 
 ENV = "KRETRY_TEST_SCRAM_BOOTSTRAP"
 USER = "kretry"
@@ -156,8 +156,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except AssertionError as e:
-        print("FAIL -", e)
-        sys.exit(1)
+    run(main)

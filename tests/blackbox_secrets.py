@@ -40,7 +40,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bbkafka import (SKIP, Broker, check, file_text, group_x,  # noqa: E402
-                     kcat, real_bootstrap)
+                     kcat, real_bootstrap, wait_for)
 
 SCRAM = os.environ.get("KRETRY_TEST_SCRAM_BOOTSTRAP")
 MESSAGES = ["m0", "m1", "m2", "poison"]
@@ -140,15 +140,6 @@ class Service(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
-
-
-def wait_for(what, cond, timeout):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out: " + what)
-        time.sleep(0.1)
-    print("ok -", what)
 
 
 def get(url, headers=None):

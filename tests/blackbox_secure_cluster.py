@@ -24,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import Cluster, check, props  # noqa: E402
+from bbkafka import Cluster, check, props, run  # noqa: E402
 
 KAFKA_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                         "scripts", "kafka.sh")
@@ -105,8 +105,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except AssertionError as e:
-        print("FAIL -", e)
-        sys.exit(1)
+    run(main)

@@ -29,7 +29,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import check, kafka_kwargs, props  # noqa: E402
+from bbkafka import check, kafka_kwargs, props, run  # noqa: E402
 
 HANDLER = 'v=$(cat); echo "$v" >> "$LOG"; [ "$v" = poison ] && exit 2; exit 0'
 
@@ -244,8 +244,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except AssertionError as e:
-        print("FAIL -", e)
-        sys.exit(1)
+    run(main)

@@ -25,37 +25,18 @@ target_compile_options(test_http_rules PRIVATE -Wno-format-truncation)
 
 # kretry dev-broker against independent clients (kcat, kafka-python); exits
 # 77 (skipped) when either is missing, and on a real cluster.
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_dev_broker
-           COMMAND /usr/bin/python3
-                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_dev_broker.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_dev_broker PROPERTIES TIMEOUT 60
-                       SKIP_RETURN_CODE 77 LABELS blackbox)
-else()
-  message(STATUS "blackbox_dev_broker: /usr/bin/python3 not found, not registered")
-endif()
+kretry_add_py_test(blackbox_dev_broker SCRIPT blackbox_dev_broker.py TIMEOUT 60
+                   LABELS blackbox)
 
 # kretry run with a shell handler on kretry dev-broker; needs kcat (77 when
 # it is missing), uses kafka-python for a NUL-byte key when present.
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_run
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_run.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_run PROPERTIES TIMEOUT 90
-                       SKIP_RETURN_CODE 77 LABELS blackbox)
-endif()
+kretry_add_py_test(blackbox_run SCRIPT blackbox_run.py TIMEOUT 90
+                   LABELS blackbox)
 
 # kretry run --concurrency: commands at once, one per key; needs kcat (77
 # when it is missing).
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_concurrency
-           COMMAND /usr/bin/python3
-                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_concurrency.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_concurrency PROPERTIES TIMEOUT 90
-                       SKIP_RETURN_CODE 77 LABELS blackbox)
-endif()
+kretry_add_py_test(blackbox_concurrency SCRIPT blackbox_concurrency.py TIMEOUT 90
+                   LABELS blackbox)
 
 # kretry run --http against an HTTP server the test starts (Python's
 # http.server): routes: every answer class routes as specified, body and
@@ -67,29 +48,18 @@ endif()
 # certificate; framing: a header that frames or routes the request, in a
 # flag or in the topology file, refused with exit 64. Need kcat (avro:
 # python3-avro, tls: openssl; 77 when missing).
-if(EXISTS /usr/bin/python3)
-  foreach(mode routes concurrency ahead down topology avro tls framing)
-    add_test(NAME blackbox_http_${mode}
-             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_http.py
-                     $<TARGET_FILE:kretry_cli> ${mode})
-    set_tests_properties(blackbox_http_${mode} PROPERTIES TIMEOUT 90
-                         SKIP_RETURN_CODE 77 LABELS "blackbox;secure")
-  endforeach()
-endif()
+foreach(mode routes concurrency ahead down topology avro tls framing)
+  kretry_add_py_test(blackbox_http_${mode} SCRIPT blackbox_http.py TIMEOUT 90
+                     LABELS blackbox secure ARGS ${mode})
+endforeach()
 
 # kretry run --metrics as an orchestrator and Prometheus see it: /readyz
 # after the assignment (an idle member too) and 503 once SIGTERM arrives,
 # /metrics following the messages handled, /healthz (503 while the polling
 # thread is held past its bound), 404, 405, an address
 # in use refused with 64; needs kcat (77 when it is missing).
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_metrics
-           COMMAND /usr/bin/python3
-                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_metrics.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_metrics PROPERTIES TIMEOUT 120
-                       SKIP_RETURN_CODE 77 LABELS "blackbox;secure")
-endif()
+kretry_add_py_test(blackbox_metrics SCRIPT blackbox_metrics.py TIMEOUT 120
+                   LABELS blackbox secure)
 
 # kretry run --exec's children: orphan: none outlives a SIGKILL of kretry;
 # script, pipeline, compound, background: nor does any process of the
@@ -97,15 +67,10 @@ endif()
 # forced: a second SIGTERM ends them and their background processes;
 # value: a 1 MiB value whole on stdin, KRETRY_VALUE_LEN its length. Need
 # kcat (77 when it is missing).
-if(EXISTS /usr/bin/python3)
-  foreach(mode orphan script pipeline compound background forced value)
-    add_test(NAME blackbox_exec_${mode}
-             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_exec.py
-                     $<TARGET_FILE:kretry_cli> ${mode})
-    set_tests_properties(blackbox_exec_${mode} PROPERTIES TIMEOUT 90
-                         SKIP_RETURN_CODE 77 LABELS blackbox)
-  endforeach()
-endif()
+foreach(mode orphan script pipeline compound background forced value)
+  kretry_add_py_test(blackbox_exec_${mode} SCRIPT blackbox_exec.py TIMEOUT 90
+                     LABELS blackbox ARGS ${mode})
+endforeach()
 
 # A malformed --http URL stops kretry run before it connects to anything.
 add_test(NAME cli_http_bad_url
@@ -116,14 +81,8 @@ set_tests_properties(cli_http_bad_url PROPERTIES LABELS cli)
 
 # kretry run's shutdown stays bounded when the broker dies with the SIGTERM;
 # needs kcat (77 when it is missing) and the mock (77 on a real cluster).
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_shutdown
-           COMMAND /usr/bin/python3
-                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_shutdown.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_shutdown PROPERTIES TIMEOUT 120
-                       SKIP_RETURN_CODE 77 LABELS blackbox)
-endif()
+kretry_add_py_test(blackbox_shutdown SCRIPT blackbox_shutdown.py TIMEOUT 120
+                   LABELS blackbox)
 
 # kretry demo runs the whole story on its embedded cluster: every order must
 # reach an end (OK or the DLQ) and the table must show each route taken.
@@ -179,31 +138,21 @@ set_tests_properties(cli_topology_acls cli_topology_acls_principal
 # decided, under each ordering; leave: the stopped member leaves the group
 # at once (the one that stays is given its partitions before a session
 # timeout). Need kcat (77 when it is missing).
-if(EXISTS /usr/bin/python3)
-  foreach(ordering none partition key leave)
-    add_test(NAME blackbox_restart_${ordering}
-             COMMAND /usr/bin/python3
-                     ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_restart.py
-                     $<TARGET_FILE:kretry_cli> ${ordering})
-    set_tests_properties(blackbox_restart_${ordering} PROPERTIES TIMEOUT 150
-                         SKIP_RETURN_CODE 77 LABELS blackbox)
-  endforeach()
-endif()
+foreach(ordering none partition key leave)
+  kretry_add_py_test(blackbox_restart_${ordering} SCRIPT blackbox_restart.py TIMEOUT 150
+                     LABELS blackbox ARGS ${ordering})
+endforeach()
 
 # kretry run's topology check as an operator meets it: dlq: a missing DLQ,
 # changelog: a missing version changelog, refused with exit 1, the problem
 # and the fix, and the check creates neither; compact: a changelog without
 # compaction refused, on real Kafka only (the mock cannot answer
 # DescribeConfigs: 77 there, label real). Need kcat (77 when missing).
+foreach(mode dlq changelog compact)
+  kretry_add_py_test(blackbox_topology_check_${mode} SCRIPT blackbox_topology_check.py TIMEOUT 90
+                     LABELS blackbox ARGS ${mode})
+endforeach()
 if(EXISTS /usr/bin/python3)
-  foreach(mode dlq changelog compact)
-    add_test(NAME blackbox_topology_check_${mode}
-             COMMAND /usr/bin/python3
-                     ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_topology_check.py
-                     $<TARGET_FILE:kretry_cli> ${mode})
-    set_tests_properties(blackbox_topology_check_${mode} PROPERTIES TIMEOUT 90
-                         SKIP_RETURN_CODE 77 LABELS blackbox)
-  endforeach()
   set_tests_properties(blackbox_topology_check_compact PROPERTIES
                        LABELS "blackbox;real")
 endif()
@@ -211,26 +160,15 @@ endif()
 # kretry run -X routing=transactional SIGKILLed twice mid-flow, on real
 # Kafka only (77 on the mock, label real): read read_committed, no tier or
 # DLQ copy twice, every message at its end. Needs kcat (77 when missing).
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_txn_kill
-           COMMAND /usr/bin/python3
-                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_txn_kill.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_txn_kill PROPERTIES TIMEOUT 240
-                       SKIP_RETURN_CODE 77 LABELS "blackbox;real")
-endif()
+kretry_add_py_test(blackbox_txn_kill SCRIPT blackbox_txn_kill.py TIMEOUT 240
+                   LABELS blackbox real)
 
 # kretry on a SCRAM-SHA-256 and a SCRAM-SHA-512 login to real Kafka (the
 # listener of scripts/kafka.sh start --scram, in KRETRY_TEST_SCRAM_BOOTSTRAP;
 # 77 without one): topology apply, run, dlq inspect; a wrong password
 # refused with the cluster's word.
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_scram
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_scram.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_scram PROPERTIES TIMEOUT 240
-                       SKIP_RETURN_CODE 77 LABELS "blackbox;real")
-endif()
+kretry_add_py_test(blackbox_scram SCRIPT blackbox_scram.py TIMEOUT 240
+                   LABELS blackbox real)
 
 # No secret in anything kretry prints or serves (topology validate,
 # describe, apply; run --verbose with debug=all, its /metrics; --exec and
@@ -239,65 +177,38 @@ endif()
 # the password from a ${file:} and from ${VAR}: logged in with SCRAM on
 # KRETRY_TEST_SCRAM_BOOTSTRAP, the same secrets merely configured on
 # dev-broker.
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_secrets
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_secrets.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_secrets PROPERTIES TIMEOUT 240
-                       SKIP_RETURN_CODE 77 LABELS "blackbox")
-endif()
+kretry_add_py_test(blackbox_secrets SCRIPT blackbox_secrets.py TIMEOUT 240
+                   LABELS blackbox)
 
 # OAUTHBEARER with OIDC client credentials passed through to librdkafka:
 # it asks a token endpoint on loopback (in the script) with the client id
 # and the secret (from ${file:}) and the scope; the secret and the token
 # are in no output. On dev-broker always (no broker validates the token).
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_oidc
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_oidc.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_oidc PROPERTIES TIMEOUT 120
-                       SKIP_RETURN_CODE 77 LABELS "blackbox;nogroup")
-endif()
+kretry_add_py_test(blackbox_oidc SCRIPT blackbox_oidc.py TIMEOUT 120
+                   LABELS blackbox nogroup)
 
 # kretry run logged in with a client certificate (mTLS) on the secured
 # cluster of scripts/kafka.sh start --secure: every message handled, the
 # poison one dead-lettered; without the certificate nothing is. Only the
 # secured pass has that cluster (label secure-only: the other passes leave
 # it out; 77 without one).
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_mtls
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_mtls.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_mtls PROPERTIES TIMEOUT 180
-                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
-endif()
+kretry_add_py_test(blackbox_mtls SCRIPT blackbox_mtls.py TIMEOUT 180
+                   LABELS secure secure-only)
 
 # The secured cluster itself opens no door: no anonymous or certificate-
 # less client, no wrong password, no user without ACLs, and the service
 # user only inside its names' prefix. Only the secured pass has it (77
 # without).
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_secure_cluster
-           COMMAND /usr/bin/python3
-                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_secure_cluster.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_secure_cluster PROPERTIES TIMEOUT 180
-                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
-endif()
+kretry_add_py_test(blackbox_secure_cluster SCRIPT blackbox_secure_cluster.py TIMEOUT 180
+                   LABELS secure secure-only)
 
 # A permission lost while kretry runs, on the secured cluster: the DLQ's
 # Write denied, a poison message: /readyz 503 within 5 s, the refusal
 # counted and said once, one SIGTERM ends within 5 s, nothing lost (granted
 # again, a second run dead-letters it). Only the secured pass has that
 # cluster (77 without).
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_secure_revoked
-           COMMAND /usr/bin/python3
-                   ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_secure_revoked.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_secure_revoked PROPERTIES TIMEOUT 180
-                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
-endif()
+kretry_add_py_test(blackbox_secure_revoked SCRIPT blackbox_secure_revoked.py TIMEOUT 180
+                   LABELS secure secure-only)
 
 # Least privilege on a secured real cluster (scripts/kafka.sh start
 # --secure, its SASL_SSL listener in KRETRY_TEST_SECURE_BOOTSTRAP, or the
@@ -307,10 +218,5 @@ endif()
 # binding removed is refused at start naming it; roles operator and ui work
 # with exactly their bindings and need each; a wrong password is one error
 # and a non-zero exit.
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_acls
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_acls.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_acls PROPERTIES TIMEOUT 420
-                       SKIP_RETURN_CODE 77 LABELS "secure;secure-only")
-endif()
+kretry_add_py_test(blackbox_acls SCRIPT blackbox_acls.py TIMEOUT 420
+                   LABELS secure secure-only)

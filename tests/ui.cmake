@@ -13,33 +13,19 @@ target_link_libraries(test_ui_history PRIVATE kretry_ops)
 # kretry ui joins no consumer group (label nogroup: scripts/test.sh runs
 # these once on real Kafka, not again under the consumer group protocol).
 # Exits 77 (skipped) when kafka-python or python3-avro is missing.
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_ui
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_ui.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_ui PROPERTIES TIMEOUT 120
-                       SKIP_RETURN_CODE 77 LABELS "blackbox;nogroup;secure")
-endif()
+kretry_add_py_test(blackbox_ui SCRIPT blackbox_ui.py TIMEOUT 120
+                   LABELS blackbox nogroup secure)
 
 # Slow and hostile clients at the socket level: 200 stalled connections,
 # one client's share, the idle timeout, and the request rules (one Host,
 # the JSON media type, known filter values, the query's length).
-if(EXISTS /usr/bin/python3)
-  add_test(NAME blackbox_ui_limits
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/blackbox_ui_limits.py
-                   $<TARGET_FILE:kretry_cli>)
-  set_tests_properties(blackbox_ui_limits PROPERTIES TIMEOUT 120
-                       SKIP_RETURN_CODE 77 LABELS "blackbox;nogroup")
-endif()
+kretry_add_py_test(blackbox_ui_limits SCRIPT blackbox_ui_limits.py TIMEOUT 120
+                   LABELS blackbox nogroup)
 
 # The page in headless Chromium: the rendered DOM shows the seeded rows and
 # the overview's figures; the screenshot stays in artefacts/ui_page.png of
 # the build directory. Exits 77 only where Chromium (or kafka-python) is
 # not installed (scripts/install-deps.sh --test installs both).
-if(EXISTS /usr/bin/python3)
-  add_test(NAME browser_ui
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/browser_ui.py
-                   $<TARGET_FILE:kretry_cli> ${CMAKE_BINARY_DIR}/artefacts)
-  set_tests_properties(browser_ui PROPERTIES TIMEOUT 180
-                       SKIP_RETURN_CODE 77 LABELS "blackbox;nogroup")
-endif()
+kretry_add_py_test(browser_ui SCRIPT browser_ui.py TIMEOUT 180
+                   LABELS blackbox nogroup
+                   ARGS ${CMAKE_BINARY_DIR}/artefacts)

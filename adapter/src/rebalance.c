@@ -147,6 +147,21 @@ static int close_call_done(kretry_adapter_t *a, rd_kafka_t *rk) {
                (a->close_unassigned || rd_kafka_consumer_closed(rk));
 }
 
+/* What an assign or unassign call answered, if it failed (@p error is
+ * destroyed). */
+static void assign_failed(kretry_adapter_t *a,
+                          rd_kafka_error_t *error,
+                          rd_kafka_resp_err_t aerr) {
+        if (error) {
+                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
+                           rd_kafka_error_string(error));
+                rd_kafka_error_destroy(error);
+        } else if (aerr) {
+                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
+                           rd_kafka_err2str(aerr));
+        }
+}
+
 /* An assignment served while closing: librdkafka takes the call as a full
  * unassign (close_call_done); nothing of it is taken on. */
 static void close_assign(kretry_adapter_t *a,
@@ -161,14 +176,7 @@ static void close_assign(kretry_adapter_t *a,
         else if (!incremental)
                 aerr = rd_kafka_assign(rk, l);
         a->close_unassigned |= incremental >= 0;
-        if (error) {
-                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
-                           rd_kafka_error_string(error));
-                rd_kafka_error_destroy(error);
-        } else if (aerr) {
-                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
-                           rd_kafka_err2str(aerr));
-        }
+        assign_failed(a, error, aerr);
 }
 
 void kretry_rebalance_cb(rd_kafka_t *rk,
@@ -257,14 +265,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                         aerr = rd_kafka_assign(rk, NULL);
                 a->close_unassigned |= a->closed && incremental >= 0;
         }
-        if (error) {
-                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
-                           rd_kafka_error_string(error));
-                rd_kafka_error_destroy(error);
-        } else if (aerr) {
-                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
-                           rd_kafka_err2str(aerr));
-        }
+        assign_failed(a, error, aerr);
         rd_kafka_topic_partition_list_destroy(l);
 }
 
