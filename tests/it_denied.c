@@ -59,14 +59,14 @@ static it_env_t *mock_env(rd_kafka_mock_cluster_t **mock) {
         return NULL;
 }
 
-/* Every Produce refused for want of an ACL, until cleared. */
+/* Every request of @p api refused with @p err, until cleared. */
 #define DENIALS 1000
-static void deny_produce(rd_kafka_mock_cluster_t *mock) {
+static void
+deny(rd_kafka_mock_cluster_t *mock, int16_t api, rd_kafka_resp_err_t err) {
         static rd_kafka_resp_err_t errs[DENIALS];
         for (int i = 0; i < DENIALS; i++)
-                errs[i] = RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
-        rd_kafka_mock_push_request_errors_array(mock, 0 /* Produce */, DENIALS,
-                                                errs);
+                errs[i] = err;
+        rd_kafka_mock_push_request_errors_array(mock, api, DENIALS, errs);
 }
 
 static kretry_adapter_t *denied_adapter(it_env_t *env) {
@@ -77,6 +77,18 @@ static kretry_adapter_t *denied_adapter(it_env_t *env) {
         return it_adapter(conf);
 }
 
+/* An adapter whose first message fails and whose DLQ copy of it the
+ * cluster refused for want of an ACL. */
+static kretry_adapter_t *copy_denied(it_env_t *env,
+                                     rd_kafka_mock_cluster_t *mock) {
+        it_produce(env, 0, "k", "fail-0", NULL);
+        deny(mock, 0 /* Produce */,
+             RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+        kretry_adapter_t *a = denied_adapter(env);
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_DENIED_COPIES, 1, 20000));
+        return a;
+}
+
 /* The DLQ copy of a failed message is refused: said once, counted once,
  * in the gauge, the offset uncommitted and marked; a close is prompt. */
 static void test_copy_denied_close_prompt(void) {
@@ -84,11 +96,8 @@ static void test_copy_denied_close_prompt(void) {
         it_env_t *env = mock_env(&mock);
         if (!env)
                 return;
-        it_produce(env, 0, "k", "fail-0", NULL);
-        deny_produce(mock);
-        kretry_adapter_t *a = denied_adapter(env);
-        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_DENIED_COPIES, 1, 20000));
-        int64_t t0 = kt_now_ms();
+        kretry_adapter_t *a = copy_denied(env, mock);
+        int64_t t0          = kt_now_ms();
         while (counter(a, KRETRY_COUNTER_DENIED_NOW) < 1 &&
                kt_now_ms() - t0 < 5000)
                 kretry_adapter_poll(a, 20);
@@ -135,10 +144,7 @@ static void test_copy_denied_then_granted(void) {
         it_env_t *env = mock_env(&mock);
         if (!env)
                 return;
-        it_produce(env, 0, "k", "fail-0", NULL);
-        deny_produce(mock);
-        kretry_adapter_t *a = denied_adapter(env);
-        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_DENIED_COPIES, 1, 20000));
+        kretry_adapter_t *a = copy_denied(env, mock);
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_DENIED_NOW), 1);
         rd_kafka_mock_clear_request_errors(mock, 0 /* Produce */);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ, 1, 20000));
@@ -159,14 +165,11 @@ static void test_commit_denied(void) {
         it_env_t *env = mock_env(&mock);
         if (!env)
                 return;
-        static rd_kafka_resp_err_t errs[DENIALS];
-        for (int i = 0; i < DENIALS; i++)
-                errs[i] = RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED;
         kretry_adapter_t *a = denied_adapter(env);
         it_produce(env, 0, "k", "ok-0", NULL);
         KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 30000));
-        rd_kafka_mock_push_request_errors_array(mock, 8 /* OffsetCommit */,
-                                                DENIALS, errs);
+        deny(mock, 8 /* OffsetCommit */,
+             RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
         it_produce(env, 0, "k", "ok-1", NULL);
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DENIED_COMMITS, 1, 10000));
         KT_ASSERT(counter(a, KRETRY_COUNTER_DENIED_NOW) >= 1);
