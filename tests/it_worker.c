@@ -244,12 +244,19 @@ int main(int argc, char **argv) {
         kretry_conf_set_handler(conf, ordered ? ordered_handler : handler,
                                 NULL);
         kretry_conf_set_log_cb(conf, log_cb, NULL);
+        /* A SIGTERM while the adapter is made (a test stops a worker it
+         * has just started) waits until the handler can stop it. */
+        sigset_t term;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        sigprocmask(SIG_BLOCK, &term, NULL);
         adapter = kretry_adapter_new(conf, err, sizeof(err));
         if (!adapter) {
                 fprintf(stderr, "it_worker: %s\n", err);
                 return 1;
         }
         signal(SIGTERM, on_term);
+        sigprocmask(SIG_UNBLOCK, &term, NULL);
         kretry_err_t e    = kretry_adapter_run(adapter);
         long long commits = (long long)kretry_adapter_counter(
                 adapter, KRETRY_COUNTER_TXN_COMMITS, 0);
