@@ -100,12 +100,16 @@ def one_mechanism(cli, bootstrap, mechanism, tmp):
           "chain (exit %d: %s)" % (mechanism, r.returncode,
                                    r.stderr.decode().strip()[-300:]))
 
-    err = open(os.path.join(tmp, "%s.err" % mechanism), "wb")
+    err_path = os.path.join(tmp, "%s.err" % mechanism)
+    err = open(err_path, "wb")
     run = subprocess.Popen([cli, "run", "--topology", path, *group_x(),
-                            "--exec", HANDLER], env=env, stderr=err)
+                            "--verbose", "--exec", HANDLER], env=env,
+                           stderr=err)
     try:
         want = {"m%d" % i for i in range(MESSAGES)} | {"poison"}
-        deadline = time.monotonic() + 90
+        # Long enough for a join under the consumer group protocol on a
+        # loaded machine; what kretry said is shown if it is not enough.
+        deadline = time.monotonic() + 180
         dlq = []
         while time.monotonic() < deadline:
             if handled(log) >= want:
@@ -113,9 +117,17 @@ def one_mechanism(cli, bootstrap, mechanism, tmp):
                 if dlq:
                     break
             time.sleep(0.2)
+        if not handled(log) >= want:
+            with open(err_path, errors="replace") as f:
+                said = [l for l in f.read().splitlines()
+                        if "REBALANCE" in l or "WARNING" in l or
+                        "ERROR" in l]
+            print("# kretry run said (assignments, warnings, errors):\n# " +
+                  "\n# ".join(said[-40:]))
         check(handled(log) >= want, "%s: kretry run handled all %d "
-              "messages (%d)" % (mechanism, len(want),
-                                 len(handled(log) & want)))
+              "messages (%d; missing %s)"
+              % (mechanism, len(want), len(handled(log) & want),
+                 sorted(want - handled(log))))
         check([d.get("key") for d in dlq] == ["kp"],
               "%s: the poison message is the one dead letter, read back "
               "with dlq inspect (%s)" % (mechanism, dlq))

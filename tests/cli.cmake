@@ -167,7 +167,7 @@ kretry_add_py_test(blackbox_txn_kill SCRIPT blackbox_txn_kill.py TIMEOUT 240
 # listener of scripts/kafka.sh start --scram, in KRETRY_TEST_SCRAM_BOOTSTRAP;
 # 77 without one): topology apply, run, dlq inspect; a wrong password
 # refused with the cluster's word.
-kretry_add_py_test(blackbox_scram SCRIPT blackbox_scram.py TIMEOUT 240
+kretry_add_py_test(blackbox_scram SCRIPT blackbox_scram.py TIMEOUT 480
                    LABELS blackbox real)
 
 # No secret in anything kretry prints or serves (topology validate,
