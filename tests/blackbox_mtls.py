@@ -22,7 +22,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import Cluster, chain, check, group_x, kcat, props, run  # noqa: E402
+from bbkafka import Cluster, chain, check, group_x, kcat, props  # noqa: E402
+from bbkafka import run as run_main  # noqa: E402
 
 MESSAGES = 10
 HANDLER = 'v=$(cat); echo "$v" >> "$LOG"; [ "$v" = poison ] && exit 2; exit 0'
@@ -121,4 +122,4 @@ def main():
 
 
 if __name__ == "__main__":
-    run(main)
+    run_main(main)
