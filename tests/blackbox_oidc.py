@@ -137,8 +137,13 @@ def main():
                      asked, 30)
             # Asked is not yet set: the answer is handled on librdkafka's
             # thread, which logs it (slower under the sanitizers).
-            wait_for("librdkafka set the token it received (debug log)",
-                     lambda: "OAUTHBEARER token" in file_text(err), 30)
+            try:
+                wait_for("librdkafka set the token it received (debug log)",
+                         lambda: "OAUTHBEARER token" in file_text(err), 30)
+            except AssertionError:
+                print("# kretry run's output, last lines:\n# " + "\n# ".join(
+                    file_text(err).splitlines()[-25:]))
+                raise
             run.send_signal(signal.SIGTERM)
             run.wait(timeout=60)
             out = file_text(err)

@@ -179,13 +179,17 @@ kretry_add_py_test(blackbox_scram SCRIPT blackbox_scram.py TIMEOUT 480
 # dev-broker.
 kretry_add_py_test(blackbox_secrets SCRIPT blackbox_secrets.py TIMEOUT 240
                    LABELS blackbox)
-
+# Not in the sanitizer pass (label nosanitizer): librdkafka 2.14.2 decodes
+# the token's payload into a buffer it does not end with a NUL and parses
+# it as a string (rd_kafka_jwt_b64_decode_payload, then cJSON_Parse): a
+# heap over-read AddressSanitizer stops on, in librdkafka, whenever the
+# payload's base64 needs no padding.
 # OAUTHBEARER with OIDC client credentials passed through to librdkafka:
 # it asks a token endpoint on loopback (in the script) with the client id
 # and the secret (from ${file:}) and the scope; the secret and the token
 # are in no output. On dev-broker always (no broker validates the token).
 kretry_add_py_test(blackbox_oidc SCRIPT blackbox_oidc.py TIMEOUT 120
-                   LABELS blackbox nogroup)
+                   LABELS blackbox nogroup nosanitizer)
 
 # kretry run logged in with a client certificate (mTLS) on the secured
 # cluster of scripts/kafka.sh start --secure: every message handled, the
