@@ -221,26 +221,22 @@ static void eval_age(stats_report_t *r, const stats_topic_t *t) {
 static void eval_stuck(stats_report_t *r, const stats_topic_t *t, int c) {
         static const char *const names[STATS_STUCK_CAUSES] = {"copy_too_large",
                                                               "copy_denied"};
+        /* What the destination refuses, and the fix around its name. */
+        static const char *const why[STATS_STUCK_CAUSES][3] = {
+                {"as too large", "raise max.message.bytes of ", ""},
+                {"for want of an ACL", "grant Write on ",
+                 " to the service's principal"}};
         stats_alert_t *a = alert_add(r, names[c], t);
         if (!a)
                 return;
-        a->state       = STATS_ALERT_FIRING;
-        a->value       = t->stuck_parts[c];
-        const char *by = t->stuck_by[c];
-        if (c == STATS_STUCK_TOO_LARGE)
-                snprintf(a->text, sizeof(a->text),
-                         "copy_too_large: %.160s [%d]%s is stuck: %.160s "
-                         "refuses its copy as too large; raise "
-                         "max.message.bytes of %.160s",
-                         t->topic, t->stuck_first[c],
-                         t->stuck_parts[c] > 1 ? " and others" : "", by, by);
-        else
-                snprintf(a->text, sizeof(a->text),
-                         "copy_denied: %.160s [%d]%s is stuck: %.160s refuses "
-                         "its copy for want of an ACL; grant Write on %.160s "
-                         "to the service's principal",
-                         t->topic, t->stuck_first[c],
-                         t->stuck_parts[c] > 1 ? " and others" : "", by, by);
+        a->state = STATS_ALERT_FIRING;
+        a->value = t->stuck_parts[c];
+        snprintf(a->text, sizeof(a->text),
+                 "%s: %.160s [%d]%s is stuck: %.160s refuses its copy %s; "
+                 "%s%.160s%s",
+                 names[c], t->topic, t->stuck_first[c],
+                 t->stuck_parts[c] > 1 ? " and others" : "", t->stuck_by[c],
+                 why[c][0], why[c][1], t->stuck_by[c], why[c][2]);
 }
 
 int stats_evaluate(stats_report_t *r) {

@@ -1023,8 +1023,7 @@ static void consumed(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
         kretry_part_t *part = assigned_part(a, rkm);
         if (part && part->first < 0)
                 part->first = rkm->offset;
-        if (part &&
-            atomic_load_explicit(&a->stats.read_denied, memory_order_relaxed))
+        if (part)
                 read_granted(a, part);
         if (!part)
                 rd_kafka_message_destroy(rkm);
