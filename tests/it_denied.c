@@ -41,13 +41,6 @@ static int64_t counter(kretry_adapter_t *a, kretry_counter_t c) {
         return kretry_adapter_counter(a, c, 0);
 }
 
-/* Poll @p a for @p ms. */
-static void poll_for(kretry_adapter_t *a, int ms) {
-        int64_t end = kt_now_ms() + ms;
-        while (kt_now_ms() < end)
-                kretry_adapter_poll(a, 20);
-}
-
 static it_env_t *mock_env(rd_kafka_mock_cluster_t **mock) {
         it_env_t *env = it_env_new("50ms", 1);
         *mock         = kt_mock_only(env->c,
@@ -103,7 +96,7 @@ static void test_copy_denied_close_prompt(void) {
                 kretry_adapter_poll(a, 20);
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_DENIED_NOW), 1);
         /* Tried again at 50, 100, 200, 400, 800 ms: one ERROR for all. */
-        poll_for(a, 2000);
+        it_poll_for(a, 2000);
         KT_ASSERT(counter(a, KRETRY_COUNTER_PRODUCE_ERRORS) >= 3);
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_DENIED_COPIES), 1);
         pthread_mutex_lock(&logs.lock);

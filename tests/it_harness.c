@@ -449,3 +449,8 @@ int it_tier_at_end(it_env_t *env, int32_t p) {
         int64_t end = it_end_offset(env, env->tiers[0], p);
         return c > 0 && (c == end || c == end - 1);
 }
+
+void it_poll_for(kretry_adapter_t *a, int ms) {
+        for (int64_t until = kt_now_ms() + ms; kt_now_ms() < until;)
+                kretry_adapter_poll(a, 20);
+}

@@ -80,6 +80,9 @@ int it_run_until(kretry_adapter_t *a,
                  it_env_t *env,
                  int timeout_ms);
 
+/* Poll @p a for @p ms. */
+void it_poll_for(kretry_adapter_t *a, int ms);
+
 /* Poll until counter @p c (all tiers) reaches @p n or @p timeout_ms passes;
  * returns whether it did. */
 int it_wait_counter(kretry_adapter_t *a,

@@ -129,12 +129,6 @@ mock_env(const char *tiers, int parts, rd_kafka_mock_cluster_t **mock) {
         "consumer.heartbeat.interval.ms", "100",                               \
                 "consumer.session.timeout.ms", "4000"
 
-/* Poll @p a for @p ms. */
-static void poll_for(kretry_adapter_t *a, int ms) {
-        for (int64_t until = kt_now_ms() + ms; kt_now_ms() < until;)
-                kretry_adapter_poll(a, 20);
-}
-
 /* Poll @p a until @p env's group has committed @p want on source
  * partition @p p, at most @p timeout_ms; returns the last committed
  * offset seen. */
@@ -146,7 +140,7 @@ static int64_t poll_until_committed(kretry_adapter_t *a,
         int64_t deadline = kt_now_ms() + timeout_ms, c;
         while ((c = kt_committed(env->c, env->group, env->source, p)) != want &&
                kt_now_ms() < deadline)
-                poll_for(a, 200);
+                it_poll_for(a, 200);
         return c;
 }
 
@@ -342,7 +336,7 @@ static void stale_handle(int a_async) {
                 fprintf(stderr, "  A's handle and B's are the same pointer\n");
         /* A's handle again: not a held message. */
         KT_ASSERT_INT_EQ(kretry_msg_complete(ha, KRETRY_OK), -1);
-        poll_for(a, 500);
+        it_poll_for(a, 500);
         /* B is still undecided: not OK, its offset not committed. */
         KT_ASSERT_INT_EQ(counter(a, KRETRY_COUNTER_OK), ok0);
         KT_ASSERT(kt_committed(env->c, env->group, env->source, 0) < 2);
@@ -1059,7 +1053,7 @@ static void lost_with_batch(const char *assignor) {
         deadline = kt_now_ms() + 20000;
         while (batch_missing(&st, missing, sizeof(missing)) &&
                kt_now_ms() < deadline)
-                poll_for(a, 100);
+                it_poll_for(a, 100);
         char line[400] = "";
         int64_t ooo = logged(1, "OFFSET", "out of order", line, sizeof(line));
         KT_CHECK_MSG(ooo < 0, CU_FALSE,
