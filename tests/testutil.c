@@ -152,6 +152,9 @@ kt_cluster_t *kt_cluster_new(int brokers) {
         c->mock = rd_kafka_mock_cluster_new(c->rk, brokers);
         if (!c->mock)
                 kt_fatal("mock cluster", "could not start");
+        /* As the real test cluster (scripts/kafka.sh): a group's first
+         * join is not held back 3 s waiting for more members. */
+        rd_kafka_mock_group_initial_rebalance_delay_ms(c->mock, 0);
         snprintf(c->bootstrap, sizeof(c->bootstrap), "%s",
                  rd_kafka_mock_cluster_bootstraps(c->mock));
         return c;
