@@ -605,6 +605,47 @@ static void test_commit_errors(void) {
         chaos_destroy();
 }
 
+/* A periodic commit that the coordinator answers with a timeout is sent
+ * again by librdkafka a second later: the close's commit waits for it.
+ * Sent after the close's, the older offsets it carries would be the ones
+ * that stay (planted: the close not waiting for it, or librdkafka's own
+ * auto-commit, which sends one every interval whatever is in flight:
+ * committed at 17 or 18 of 30, 5 runs of 5 each). */
+static void test_retried_commit_before_close(void) {
+        rd_kafka_mock_cluster_t *mock = chaos_new("30ms", 1);
+        if (skip_without(mock, "it_cluster test_kill_coordinator kills the "
+                               "group coordinator's node "
+                               "during a rebalance"))
+                return;
+        for (int i = 0; i < 10; i++)
+                it_produce(ch.env, 0, "k", "ok-a", NULL);
+        kretry_conf_t *conf = chaos_conf("consumer.retry.backoff.ms", "1000");
+        char err[256];
+        KT_REQUIRE(kretry_conf_set(conf, "consumer.retry.backoff.max.ms",
+                                   "1000", err, sizeof(err)) == KRETRY_ERR_OK);
+        kretry_adapter_t *a = it_adapter(conf);
+        int64_t deadline    = kt_now_ms() + 20000;
+        while (committed(ch.env->source, 0) != 10 && kt_now_ms() < deadline)
+                drive(a, 20);
+        KT_REQUIRE(committed(ch.env->source, 0) == 10);
+        /* The next commit times out and goes again a second later, while
+         * twenty calls of 9 ms decide the rest. */
+        fail_next(mock, 1, 8 /* OffsetCommit */,
+                  RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT, NULL, 1);
+        for (int i = 0; i < 20; i++)
+                it_produce(ch.env, 0, "k", "work9", NULL);
+        while (counter(a, KRETRY_COUNTER_OK) < 30 && kt_now_ms() < deadline)
+                drive(a, 5);
+        KT_REQUIRE(counter(a, KRETRY_COUNTER_OK) == 30);
+        KT_CHECK_MSG(!errors_left(mock, 1, 8), CU_FALSE,
+                     "the commit's timeout was not used while deciding");
+        kretry_adapter_destroy(a);
+        int64_t c = committed(ch.env->source, 0);
+        KT_CHECK_MSG(c == 30, CU_FALSE,
+                     "committed at %lld of 30 after the close", (long long)c);
+        chaos_destroy();
+}
+
 /* JoinGroup and SyncGroup errors on the first join, then Heartbeat errors
  * that force a rebalance mid-stream (and more join errors on the rejoin):
  * every message ends as its value says; repeats are allowed (at least once)
@@ -813,6 +854,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_ordered_head_copy_refused_committed),
                 KT_TEST(test_fetch_errors),
                 KT_TEST(test_commit_errors),
+                KT_TEST(test_retried_commit_before_close),
                 KT_TEST(test_group_errors),
                 KT_TEST(test_leaders_and_broker_down),
                 KT_END};

@@ -893,9 +893,11 @@ static int committed_one(kretry_adapter_t *a, it_env_t *env) {
 /* The cluster gone with nothing in flight: the handlers and copies are
  * done at once, so the close does not wait out revoke.timeout.ms for a
  * coordinator that does not answer; the commit and the leave get their
- * own few seconds (KRETRY_COMMIT_GRACE_MS, KRETRY_CLOSE_GRACE_MS) and the
- * timeout is reported. An operator's SIGTERM after the broker went away
- * ends in seconds, not in revoke.timeout.ms + 5 s. */
+ * own few seconds (KRETRY_COMMIT_GRACE_MS, KRETRY_CLOSE_GRACE_MS). Here
+ * everything was committed before the cluster went: no commit is left to
+ * wait for and the close may end at once, without a timeout to report
+ * (nothing is consumed again). An operator's SIGTERM after the broker went
+ * away ends in seconds, not in revoke.timeout.ms + 5 s. */
 static void test_close_cluster_gone_idle(void) {
         it_env_t *env                 = it_env_new("30ms", 1);
         rd_kafka_mock_cluster_t *mock = mock_or_skip(env, KT_WHOLE_CLUSTER);
@@ -914,8 +916,9 @@ static void test_close_cluster_gone_idle(void) {
         kretry_err_t err = kretry_adapter_close(a);
         int64_t closed   = kt_now_ms() - t0;
         kretry_adapter_destroy(a);
-        fprintf(stderr, "  close %lld ms\n", (long long)closed);
-        KT_ASSERT_INT_EQ(err, KRETRY_ERR_TIMED_OUT);
+        fprintf(stderr, "  close %lld ms: %s\n", (long long)closed,
+                kretry_err2str(err));
+        KT_ASSERT(err == KRETRY_ERR_OK || err == KRETRY_ERR_TIMED_OUT);
         KT_CHECK_MSG(closed < 3000 + 5000 + 2000, CU_FALSE,
                      "close took %lld ms with nothing in flight "
                      "(revoke.timeout.ms 25000)",

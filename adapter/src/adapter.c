@@ -301,8 +301,10 @@ void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part) {
                            "storing %s [%d] offset %lld: %s",
                            a->topics[part->tier], (int)part->partition,
                            (long long)off, rd_kafka_err2str(err));
-        else
-                part->stored = off;
+        else {
+                part->stored    = off;
+                a->commit_dirty = 1;
+        }
 }
 
 int kretry_store_begin(kretry_adapter_t *a) {
@@ -445,6 +447,16 @@ static rd_kafka_t *client_new(kretry_adapter_t *a,
 static kretry_err_t
 setup_clients(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         a->kip848   = kretry_conf_consumer_protocol(a->conf->consumer);
+        char ms[32];
+        size_t ms_size = sizeof(ms);
+        a->commit_interval_ms =
+                rd_kafka_conf_get(a->conf->consumer, "auto.commit.interval.ms",
+                                  ms, &ms_size) == RD_KAFKA_CONF_OK
+                        ? atoi(ms)
+                        : 100;
+        /* As librdkafka's auto-commit: the first one interval after the
+         * start. */
+        a->commit_at = kretry_mono_ms() + a->commit_interval_ms;
         a->consumer = client_new(a, RD_KAFKA_CONSUMER, a->conf->consumer,
                                  errstr, errstr_size);
         if (!a->consumer)
@@ -491,7 +503,8 @@ setup_clients(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         a->pq                     = rd_kafka_queue_get_main(a->producer);
         a->tq                     = rd_kafka_queue_new(a->consumer);
         a->sq                     = rd_kafka_queue_new(a->consumer);
-        if (!a->cq || !a->tq || !a->sq) {
+        a->kq                     = rd_kafka_queue_new(a->consumer);
+        if (!a->cq || !a->tq || !a->sq || !a->kq) {
                 /* The consumer queue is NULL without a group (librdkafka
                  * makes none): never here, a group is required. */
                 snprintf(errstr, errstr_size,
@@ -503,6 +516,7 @@ setup_clients(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         rd_kafka_queue_io_event_enable(a->sq, a->efd, &one, sizeof(one));
         rd_kafka_queue_io_event_enable(a->cq, a->efd, &one, sizeof(one));
         rd_kafka_queue_io_event_enable(a->pq, a->efd, &one, sizeof(one));
+        rd_kafka_queue_io_event_enable(a->kq, a->efd, &one, sizeof(one));
         return KRETRY_ERR_OK;
 }
 
@@ -1123,6 +1137,7 @@ static int step(kretry_adapter_t *a) {
         n += release_stalled(a);
         n += consume(a);
         kretry_workers_flush(a); /* what was consumed goes to the handler */
+        kretry_commit_periodic(a, mono);
         if (n && (a->versions_topic || a->conf->ordering == KRETRY_ORDER_KEY))
                 kretry_stats_gauges(a);
         kretry_stats_maybe_emit(a, now);
@@ -1167,6 +1182,9 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
         int64_t later = kretry_workers_later_at(a);
         if (later)
                 next = sooner(next, later - mono);
+        int64_t commit = kretry_commit_next(a);
+        if (commit >= 0)
+                next = sooner(next, commit - mono);
         /* Partition forwards are renewed every second. */
         if (a->forward_at > 0)
                 next = sooner(next, a->forward_at - mono);
@@ -1288,6 +1306,7 @@ static void silence_consumer(kretry_adapter_t *a) {
         rd_kafka_queue_io_event_enable(a->cq, -1, NULL, 0);
         rd_kafka_queue_io_event_enable(a->tq, -1, NULL, 0);
         rd_kafka_queue_io_event_enable(a->sq, -1, NULL, 0);
+        rd_kafka_queue_io_event_enable(a->kq, -1, NULL, 0);
 }
 
 /* Leave the group, bounded: librdkafka's own consumer close waits for the
@@ -1433,6 +1452,8 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
                 rd_kafka_queue_destroy(a->tq);
         if (a->sq)
                 rd_kafka_queue_destroy(a->sq);
+        if (a->kq)
+                rd_kafka_queue_destroy(a->kq);
         if (a->cq)
                 rd_kafka_queue_destroy(a->cq);
         if (a->consumer)

@@ -309,6 +309,14 @@ struct kretry_adapter_s {
         rd_kafka_topic_t *vrkt; /* producer handle of the version changelog */
         rd_kafka_queue_t *cq, *pq;
         rd_kafka_queue_t *tq; /* tier partitions' messages, served first */
+        /* The periodic commit (at least once, commit.c): one at a time, its
+         * answer on kq, so that a commit librdkafka retries never lands
+         * after a later one and takes the committed offset back. */
+        rd_kafka_queue_t *kq;
+        int commit_inflight;
+        int commit_dirty;       /* an offset stored since the last one */
+        int64_t commit_at;      /* kretry_mono_ms: the next may go */
+        int commit_interval_ms; /* auto.commit.interval.ms */
         rd_kafka_queue_t *sq; /* source partitions' messages: cq carries
                                  only the group's events (rebalance.c) */
         int64_t forward_at;   /* next renewal of the partition forwards */
@@ -426,7 +434,8 @@ void kretry_log(kretry_adapter_t *a,
 
 /* commit.c: the answer to a commit, watched for refusals for want of an
  * ACL (KRETRY_COUNTER_DENIED_COMMITS); kretry_commit_cb is the consumer's
- * offset_commit_cb (auto-commit's answers). Polling thread. */
+ * offset_commit_cb (the answers of commits made without a queue). Polling
+ * thread. */
 void kretry_commit_result(kretry_adapter_t *a,
                           rd_kafka_resp_err_t err,
                           const rd_kafka_topic_partition_list_t *offsets);
@@ -520,6 +529,16 @@ int kretry_commit_add(kretry_adapter_t *a,
                       rd_kafka_topic_partition_list_t **l,
                       const kretry_part_t *part,
                       int decided_only);
+/* The periodic commit of the stored offsets, every auto.commit.interval.ms
+ * while something new was stored, never two at a time: serves the answer
+ * of the one in flight, sends the next when due. kretry_commit_settle
+ * waits (until @p deadline, kretry_mono_ms) for the one in flight, so that
+ * a commit made after it is the one that stays. Polling thread. */
+void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono);
+void kretry_commit_settle(kretry_adapter_t *a, int64_t deadline);
+/* When the next periodic commit is due (kretry_mono_ms), -1: none. */
+int64_t kretry_commit_next(const kretry_adapter_t *a);
+
 /* Finish the in-flight copies of the partitions of @p l (those refused as
  * too large aside) until @p deadline, commit synchronously (for a close: at
  * most KRETRY_COMMIT_GRACE_MS once the copies are done, however early that

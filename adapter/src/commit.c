@@ -1,9 +1,13 @@
 /*
  * Commits: where each partition's outcomes stand, sent to the group.
  *
- * At least once, librdkafka's auto-commit sends the stored offsets (the
- * lowest undecided offset of each partition, kretry_part_store) every
- * auto.commit.interval.ms, skipping rebalances. On revocation and close,
+ * At least once, the stored offsets (the lowest undecided offset of each
+ * partition, kretry_part_store) are committed every
+ * auto.commit.interval.ms while something new is stored, one commit at a
+ * time: librdkafka retries a commit that timed out, and with two in flight
+ * the retried older one could land last and take the committed offset
+ * back (librdkafka's own auto-commit sends one per interval whatever is
+ * in flight, so kretry does not use it). On revocation and close,
  * the partitions' copies are awaited and the commit is synchronous and
  * bounded, with the offsets decided above each commit's offset as its
  * metadata (offsets.h), so that the next owner handles none of them again.
@@ -80,6 +84,56 @@ void kretry_commit_cb(rd_kafka_t *rk,
                       void *opaque) {
         (void)rk;
         kretry_commit_result(opaque, err, offsets);
+}
+
+/* The answer @p ev to the periodic commit. */
+static void periodic_answered(kretry_adapter_t *a, rd_kafka_event_t *ev) {
+        if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT) {
+                rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
+                kretry_commit_result(a, err,
+                                     rd_kafka_event_topic_partition_list(ev));
+                a->commit_inflight = 0;
+                /* Refused (a rebalance, the coordinator moving): the next
+                 * period sends the stored offsets again. */
+                if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET &&
+                    err != RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST)
+                        a->commit_dirty = 1;
+        }
+        rd_kafka_event_destroy(ev);
+}
+
+void kretry_commit_settle(kretry_adapter_t *a, int64_t deadline) {
+        int left;
+        while (a->commit_inflight &&
+               (left = kretry_left_ms(deadline, 100)) > 0) {
+                rd_kafka_event_t *ev = rd_kafka_queue_poll(a->kq, left);
+                if (ev)
+                        periodic_answered(a, ev);
+        }
+}
+
+void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono) {
+        rd_kafka_event_t *ev;
+        while (a->commit_inflight && (ev = rd_kafka_queue_poll(a->kq, 0)))
+                periodic_answered(a, ev);
+        if (a->txn.on || a->commit_inflight || !a->commit_dirty ||
+            mono < a->commit_at)
+                return;
+        a->commit_dirty = 0;
+        a->commit_at    = mono + a->commit_interval_ms;
+        /* NULL: the stored offsets of the assignment, with their metadata;
+         * librdkafka refuses it for a lost assignment. */
+        if (rd_kafka_commit_queue(a->consumer, NULL, a->kq, NULL, NULL))
+                a->commit_dirty = 1;
+        else
+                a->commit_inflight = 1;
+}
+
+int64_t kretry_commit_next(const kretry_adapter_t *a) {
+        /* The answer to the one in flight wakes the loop (kq's event). */
+        if (a->txn.on || !a->commit_dirty || a->commit_inflight)
+                return -1;
+        return a->commit_at;
 }
 
 /* Commit @p offsets (NULL: the stored offsets) and wait for the answer
@@ -184,9 +238,9 @@ static void commit_decided(kretry_adapter_t *a,
                 return;
         rd_kafka_resp_err_t err = commit_bounded(a, d, deadline);
         if (!err) {
-                /* librdkafka commits the stored offset of a partition it
-                 * removes from the assignment (auto-commit), without
-                 * metadata: that commit would replace this one. */
+                /* The stored offsets go no more: a periodic commit of a
+                 * partition still assigned would send them without the
+                 * metadata and replace this one. */
                 rd_kafka_topic_partition_list_t *none =
                         rd_kafka_topic_partition_list_copy(d);
                 for (int i = 0; i < none->cnt; i++)
@@ -243,6 +297,9 @@ void kretry_drain_and_commit(kretry_adapter_t *a,
         int64_t now = kretry_mono_ms();
         if (a->closed && now < deadline)
                 deadline = now;
+        /* The periodic commit in flight first: answered after this one,
+         * it would take the committed offsets back. */
+        kretry_commit_settle(a, deadline + KRETRY_COMMIT_GRACE_MS);
         rd_kafka_resp_err_t err =
                 commit_bounded(a, NULL, deadline + KRETRY_COMMIT_GRACE_MS);
         if (!err || err == RD_KAFKA_RESP_ERR__NO_OFFSET)

@@ -228,7 +228,7 @@ static const struct {
         int consumer; /* 1: consumer, 0: producer */
 } fixed[] = {
         {"enable.auto.offset.store", "false", 1},
-        {"enable.auto.commit", "true", 1},
+        {"enable.auto.commit", "false", 1},
         {"enable.partition.eof", "false", 1},
         {"enable.idempotence", "true", 0},
         {"acks", "all", 0},
