@@ -446,7 +446,7 @@ static rd_kafka_t *client_new(kretry_adapter_t *a,
 
 static kretry_err_t
 setup_clients(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
-        a->kip848   = kretry_conf_consumer_protocol(a->conf->consumer);
+        a->kip848 = kretry_conf_consumer_protocol(a->conf->consumer);
         char ms[32];
         size_t ms_size = sizeof(ms);
         a->commit_interval_ms =
@@ -457,8 +457,8 @@ setup_clients(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         /* As librdkafka's auto-commit: the first one interval after the
          * start. */
         a->commit_at = kretry_mono_ms() + a->commit_interval_ms;
-        a->consumer = client_new(a, RD_KAFKA_CONSUMER, a->conf->consumer,
-                                 errstr, errstr_size);
+        a->consumer  = client_new(a, RD_KAFKA_CONSUMER, a->conf->consumer,
+                                  errstr, errstr_size);
         if (!a->consumer)
                 return KRETRY_ERR_KAFKA;
         a->producer = client_new(a, RD_KAFKA_PRODUCER, a->conf->producer,

@@ -317,9 +317,9 @@ struct kretry_adapter_s {
         int commit_dirty;       /* an offset stored since the last one */
         int64_t commit_at;      /* kretry_mono_ms: the next may go */
         int commit_interval_ms; /* auto.commit.interval.ms */
-        rd_kafka_queue_t *sq; /* source partitions' messages: cq carries
-                                 only the group's events (rebalance.c) */
-        int64_t forward_at;   /* next renewal of the partition forwards */
+        rd_kafka_queue_t *sq;   /* source partitions' messages: cq carries
+                                   only the group's events (rebalance.c) */
+        int64_t forward_at;     /* next renewal of the partition forwards */
         /* Source messages taken from sq in one batch (one queue lock for up
          * to KRETRY_SBUF_MAX), handed out one at a time (adapter.c
          * take_source): librdkafka counts them consumed already, so they

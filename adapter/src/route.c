@@ -140,9 +140,9 @@ static void mark_stuck(kretry_adapter_t *a,
         snprintf(md, len, "%s%s", mark, dest);
         rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(
                 l, a->topics[part->tier], part->partition);
-        tp->offset              = at;
-        tp->metadata            = md; /* freed with the list */
-        tp->metadata_size       = len - 1;
+        tp->offset        = at;
+        tp->metadata      = md; /* freed with the list */
+        tp->metadata_size = len - 1;
         kretry_commit_settle(a, kretry_mono_ms() + 1000);
         rd_kafka_resp_err_t err = rd_kafka_commit(a->consumer, l, 1);
         if (err)
