@@ -170,6 +170,13 @@ endif()
 kretry_add_py_test(blackbox_txn_kill SCRIPT blackbox_txn_kill.py TIMEOUT 240
                    LABELS blackbox real)
 
+# A restart in place with static membership (consumer.group.instance.id),
+# on real Kafka only (77 on the mock, label real), under both group
+# protocols: no rebalance reaches the other member, nothing lost, nothing
+# handled twice. Needs kcat (77 when missing).
+kretry_add_py_test(blackbox_static SCRIPT blackbox_static.py TIMEOUT 120
+                   LABELS blackbox real)
+
 # kretry on a SCRAM-SHA-256 and a SCRAM-SHA-512 login to real Kafka (the
 # listener of scripts/kafka.sh start --scram, in KRETRY_TEST_SCRAM_BOOTSTRAP;
 # 77 without one): topology apply, run, dlq inspect; a wrong password
