@@ -171,9 +171,9 @@ def run(main):
 
 
 
-def kcat(bootstrap, args, stdin=None):
+def kcat(bootstrap, args, stdin=None, timeout=15):
     r = subprocess.run(["kcat", "-b", bootstrap] + KCAT_X + args,
-                       input=stdin, capture_output=True, timeout=15)
+                       input=stdin, capture_output=True, timeout=timeout)
     if r.returncode != 0:
         raise AssertionError("kcat %s failed (%d): %s" %
                              (" ".join(args), r.returncode,

@@ -33,10 +33,8 @@ def main():
     mock_only("blackbox_shutdown",
               "the test kills the broker process together with kretry's "
               "SIGTERM",
-              "no suite covers it: the whole cluster must vanish at the "
-              "SIGTERM, and the shared broker is not the test's to stop; "
-              "it_cluster (label kafka3) kills one node of three, which "
-              "leaves a cluster to close against")
+              "blackbox_broker_gone, on a broker of its own, hung "
+              "(SIGSTOP) and dead (SIGKILL) at the SIGTERM")
     s = Setup(__doc__, HANDLER, chain("orders", 1, 2))
     if s.status is not None:
         return s.status

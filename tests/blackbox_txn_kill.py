@@ -11,7 +11,10 @@ the flow. Read back read_committed (kcat, librdkafka's default isolation),
 every DLQ copy and every tier copy is there exactly once: nothing the
 killed instances copied in their unfinished transactions appears, nothing
 decided twice was copied twice. Every message reached its end (handled OK,
-or in the DLQ). The handler itself may have run a message more than once:
+or in the DLQ). Each kill landed with a transaction open: what the tier and
+the DLQ held right after it (read read_uncommitted) includes copies of the
+killed instance that never become visible read_committed, though it logged
+no abort of its own. The handler itself may have run a message more than once:
 that is what stays at least once.
 
 usage: blackbox_txn_kill.py PATH/TO/kretry
@@ -26,11 +29,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import chain, check, group_x, kcat, real_bootstrap  # noqa: E402
+from bbkafka import (chain, check, file_text, group_x, kcat,  # noqa: E402
+                     real_bootstrap)
 from blackbox_run import Setup  # noqa: E402
 
 MESSAGES = 400
 PARTITIONS = 2
+TOPICS = ("orders.retry.1", "orders.dlq")
 
 # One line per call: id, attempt. id % 4 == 0 fails, == 1 fails once.
 HANDLER = r"""
@@ -77,13 +82,32 @@ def start(s, err):
         env=dict(os.environ, LOG=s.log), stderr=err)
 
 
-def copies(s, topic, timeout):
-    """The ids of @topic's records read read_committed, in a Counter."""
+def records(s, topic, isolation, timeout):
+    """{(partition, offset): id} of @topic's records read with @isolation
+    (read_committed or read_uncommitted), within @timeout seconds."""
     out = kcat(s.broker.bootstrap,
                ["-C", "-t", s.broker.name(topic), "-o", "beginning", "-e",
-                "-X", "isolation.level=read_committed", "-f", "%s\\n"])
-    return collections.Counter(int(l.split(":")[0]) for l in
-                               out.splitlines() if ":" in l)
+                "-X", "isolation.level=" + isolation, "-f", "%p %o %s\\n"],
+               timeout=timeout)
+    recs = {}
+    for line in out.splitlines():
+        f = line.split(" ", 2)
+        if len(f) == 3 and ":" in f[2]:
+            recs[(int(f[0]), int(f[1]))] = int(f[2].split(":")[0])
+    return recs
+
+
+def copies(s, topic, timeout):
+    """The ids of @topic's records read read_committed, in a Counter."""
+    return collections.Counter(
+        records(s, topic, "read_committed", timeout).values())
+
+
+def written(s, timeout):
+    """Every record of the tier and the DLQ, in a transaction or not:
+    {(topic, partition, offset)}."""
+    return {(t, p, o) for t in TOPICS
+            for (p, o) in records(s, t, "read_uncommitted", timeout)}
 
 
 def wait_calls(path, n, timeout):
@@ -111,15 +135,19 @@ def main():
              stdin=b"".join(b"k%d|%d:x\n" % (i % 40, i)
                             for i in range(MESSAGES)))
         kills = 0
+        at_kill = []  # what the tier and the DLQ held after each kill
         for at in (MESSAGES // 4, MESSAGES // 2):
-            err = open(os.path.join(s.tmp.name, "run%d.err" % kills), "wb")
+            err = open(os.path.join(s.tmp.name, "run%d.err" % kills), "w+b")
             run = start(s, err)
             check(wait_calls(s.log, at, 120),
                   "instance %d handled %d calls" % (kills + 1, at))
             run.send_signal(signal.SIGKILL)
             run.wait(timeout=10)
+            # Nothing writes now: the killed instance's copies are all
+            # there, the next one has not started.
+            at_kill.append((written(s, 15), file_text(err)))
             kills += 1
-        err = open(os.path.join(s.tmp.name, "last.err"), "wb")
+        err = open(os.path.join(s.tmp.name, "last.err"), "w+b")
         run = start(s, err)
         # A killed instance's open transaction holds the tiers' readers
         # back until the broker aborts it (transaction.timeout.ms, 10 s,
@@ -131,9 +159,30 @@ def main():
         done = ended(calls(s.log))
         check(len(done) == MESSAGES, "every message reached its end in the "
               "handler (%d of %d)" % (len(done), MESSAGES))
+        # Each kill landed with a transaction open: a copy the killed
+        # instance wrote is never visible read_committed though the
+        # instance aborted nothing (kretry logs every abort), so the
+        # transaction it was in was open when the kill came (the broker
+        # aborted it later: the last instance has read past it).
+        visible = {(t, p, o) for t in TOPICS for (p, o) in
+                   records(s, t, "read_committed", 15)}
+        before = set()
+        for k, (recs, text) in enumerate(at_kill):
+            hidden = recs - before - visible
+            print("# kill %d: %d copies written by the instance, %d of them "
+                  "never visible" % (k + 1, len(recs - before), len(hidden)))
+            check("transaction aborted" not in text,
+                  "instance %d aborted no transaction of its own" % (k + 1))
+            check(hidden, "kill %d landed with a transaction open (%d copies "
+                  "in it, aborted)" % (k + 1, len(hidden)))
+            before = recs
         # Let the last instance commit its last transaction, then stop it.
         run.send_signal(signal.SIGTERM)
-        check(run.wait(timeout=60) == 0, "SIGTERM: exit 0")
+        rc = run.wait(timeout=60)
+        if rc != 0:
+            print("--- last kretry run stderr (tail) ---\n" +
+                  file_text(err)[-3000:])
+        check(rc == 0, "SIGTERM: exit 0 (got %s)" % rc)
         dlq = copies(s, "orders.dlq", 15)
         tier = copies(s, "orders.retry.1", 15)
         want_dlq = {i for i in range(MESSAGES) if i % 4 == 0}

@@ -84,6 +84,13 @@ set_tests_properties(cli_http_bad_url PROPERTIES LABELS cli)
 kretry_add_py_test(blackbox_shutdown SCRIPT blackbox_shutdown.py TIMEOUT 120
                    LABELS blackbox)
 
+# The same bound on real Kafka (label real: 77 on the mock), the broker
+# hung (SIGSTOP) and then dead (SIGKILL) with kretry's SIGTERM: exit 1
+# within revoke.timeout.ms + 5 s. It starts a broker of its own
+# (scripts/kafka.sh, KRETRY_KAFKA_PORT + 20): the shared one stays up.
+kretry_add_py_test(blackbox_broker_gone SCRIPT blackbox_broker_gone.py
+                   TIMEOUT 240 LABELS blackbox real)
+
 # kretry demo runs the whole story on its embedded cluster: every order must
 # reach an end (OK or the DLQ) and the table must show each route taken.
 add_test(NAME cli_demo
@@ -161,6 +168,13 @@ endif()
 # Kafka only (77 on the mock, label real): read read_committed, no tier or
 # DLQ copy twice, every message at its end. Needs kcat (77 when missing).
 kretry_add_py_test(blackbox_txn_kill SCRIPT blackbox_txn_kill.py TIMEOUT 240
+                   LABELS blackbox real)
+
+# A restart in place with static membership (consumer.group.instance.id),
+# on real Kafka only (77 on the mock, label real), under both group
+# protocols: no rebalance reaches the other member, nothing lost, nothing
+# handled twice. Needs kcat (77 when missing).
+kretry_add_py_test(blackbox_static SCRIPT blackbox_static.py TIMEOUT 120
                    LABELS blackbox real)
 
 # kretry on a SCRAM-SHA-256 and a SCRAM-SHA-512 login to real Kafka (the
