@@ -104,6 +104,15 @@ add_test(NAME install_check
                  "${KRETRY_SANITIZER}" "${KRETRY_RDKAFKA_PCDIR}")
 set_tests_properties(install_check PROPERTIES TIMEOUT 60 LABELS cli)
 
+# examples/ built against a fresh install (find_package and pkg-config)
+# and against the build tree's package, each example then run as a service
+# on its own kretry dev-broker until SIGTERM (tests/examples_check.sh).
+add_test(NAME examples_check
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/examples_check.sh ${CMAKE_BINARY_DIR}
+                 ${PROJECT_SOURCE_DIR} "${KRETRY_RDKAFKA_PCDIR}" "${KRETRY_SANITIZER}")
+set_tests_properties(examples_check PROPERTIES TIMEOUT 120 LABELS cli
+                     SKIP_RETURN_CODE 77)
+
 # Every command and sub-command answers --help with exit 0 and, on stdout, a
 # usage naming that command: the top-level usage (what a command without
 # --help might print) does not count.
