@@ -113,6 +113,13 @@ add_test(NAME examples_check
 set_tests_properties(examples_check PROPERTIES TIMEOUT 120 LABELS cli
                      SKIP_RETURN_CODE 77)
 
+# The manual pages render (man -l, no groff warning) and show the usage of
+# the --help they are made from (tests/man_check.sh).
+add_test(NAME man_pages
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/man_check.sh $<TARGET_FILE:kretry_cli>
+                 ${CMAKE_BINARY_DIR}/man ${KRETRY_MAN_COMMANDS})
+set_tests_properties(man_pages PROPERTIES LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 60)
+
 # Every command and sub-command answers --help with exit 0 and, on stdout, a
 # usage naming that command: the top-level usage (what a command without
 # --help might print) does not count.
