@@ -19,9 +19,10 @@ libcyaml-dev libavro-dev libcunit1-dev libmicrohttpd-dev libcurl4-openssl-dev"
 # for bench_callgrind (instructions per message), chromium for browser_ui
 # (kretry ui's page rendered in a real browser, headless), openssl to make
 # the certificates of blackbox_http_tls, help2man to make the manual pages
-# from --help and man-db to render them (man_pages). A test
+# from --help and man-db to render them (man_pages), doxygen for the HTML
+# API reference. A test
 # whose tool is missing reports itself skipped; CI fails on that.
-TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin binutils clang-format valgrind chromium openssl help2man man-db"
+TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin binutils clang-format valgrind chromium openssl help2man man-db doxygen"
 # Real Apache Kafka for the tests' second pass and the bench (scripts/kafka.sh
 # fetches the broker's jars with Maven and runs them on Java 17); never a
 # dependency of kretry itself.
