@@ -240,3 +240,11 @@ kretry_add_py_test(blackbox_secure_revoked SCRIPT blackbox_secure_revoked.py TIM
 # and a non-zero exit.
 kretry_add_py_test(blackbox_acls SCRIPT blackbox_acls.py TIMEOUT 420
                    LABELS secure secure-only)
+
+# The Debian packages build from debian/ (dpkg-buildpackage, on a copy of
+# the tree) and lintian finds no error in them (scripts/package-deb.sh);
+# scripts/deb-clean-check.sh installs them on a clean Debian 12 (root).
+add_test(NAME deb_package
+         COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/package-deb.sh ${CMAKE_BINARY_DIR}/deb)
+set_tests_properties(deb_package PROPERTIES TIMEOUT 300 LABELS "package;nosanitizer"
+                     SKIP_RETURN_CODE 77)
