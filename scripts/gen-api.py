@@ -10,10 +10,11 @@ functions, each with its declaration and comment. With --check it writes
 nothing and fails (exit 1) when a public function (KRETRY_EXPORT) or type
 has no doc comment, or when OUT differs from what it would write.
 """
+import os
 import re
 import sys
 
-ROOT = __file__.rsplit("/scripts/", 1)[0]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def clean(comment):
