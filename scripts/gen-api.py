@@ -63,7 +63,7 @@ def to_markdown(lines):
             if kind.startswith("return"):
                 cur = "**Returns** " + rest
             elif kind == "param":
-                m = re.match(r"([\w, ]+?)\s+(.*)", rest) or re.match(r"(.*)()", rest)
+                m = re.match(r"(\w+(?:\s*,\s*\w+)*)\s+(.*)", rest) or re.match(r"(.*)()", rest)
                 names = ", ".join("`%s`" % n.strip() for n in m.group(1).split(","))
                 cur = "- **%s**: %s" % (names, m.group(2))
             else:
