@@ -18,9 +18,13 @@ libcyaml-dev libavro-dev libcunit1-dev libmicrohttpd-dev libcurl4-openssl-dev"
 # nm for install_check, clang-format for scripts/check-format.sh, valgrind
 # for bench_callgrind (instructions per message), chromium for browser_ui
 # (kretry ui's page rendered in a real browser, headless), openssl to make
-# the certificates of blackbox_http_tls. A test
+# the certificates of blackbox_http_tls, help2man to make the manual pages
+# from --help and man-db to render them (man_pages), doxygen for the HTML
+# API reference, dpkg-dev, debhelper and lintian for deb_package (the
+# Debian packages, scripts/package-deb.sh), debootstrap for
+# scripts/deb-clean-check.sh. A test
 # whose tool is missing reports itself skipped; CI fails on that.
-TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin binutils clang-format valgrind chromium openssl"
+TEST_PKGS="kcat python3 python3-kafka python3-avro avro-bin binutils clang-format valgrind chromium openssl help2man man-db doxygen dpkg-dev debhelper lintian debootstrap"
 # Real Apache Kafka for the tests' second pass and the bench (scripts/kafka.sh
 # fetches the broker's jars with Maven and runs them on Java 17); never a
 # dependency of kretry itself.

@@ -111,6 +111,22 @@ add_test(NAME install_check
                  "${KRETRY_SANITIZER}" "${KRETRY_RDKAFKA_PCDIR}")
 set_tests_properties(install_check PROPERTIES TIMEOUT 60 LABELS cli)
 
+# examples/ built against a fresh install (find_package and pkg-config)
+# and against the build tree's package, each example then run as a service
+# on its own kretry dev-broker until SIGTERM (tests/examples_check.sh).
+add_test(NAME examples_check
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/examples_check.sh ${CMAKE_BINARY_DIR}
+                 ${PROJECT_SOURCE_DIR} "${KRETRY_RDKAFKA_PCDIR}" "${KRETRY_SANITIZER}")
+set_tests_properties(examples_check PROPERTIES TIMEOUT 120 LABELS cli
+                     SKIP_RETURN_CODE 77)
+
+# The manual pages render (man -l, no groff warning) and show the usage of
+# the --help they are made from (tests/man_check.sh).
+add_test(NAME man_pages
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/man_check.sh $<TARGET_FILE:kretry_cli>
+                 ${CMAKE_BINARY_DIR}/man ${KRETRY_MAN_COMMANDS})
+set_tests_properties(man_pages PROPERTIES LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 60)
+
 # Every command and sub-command answers --help with exit 0 and, on stdout, a
 # usage naming that command: the top-level usage (what a command without
 # --help might print) does not count.
@@ -238,3 +254,11 @@ kretry_add_py_test(blackbox_secure_revoked SCRIPT blackbox_secure_revoked.py TIM
 # and a non-zero exit.
 kretry_add_py_test(blackbox_acls SCRIPT blackbox_acls.py TIMEOUT 420
                    LABELS secure secure-only)
+
+# The Debian packages build from debian/ (dpkg-buildpackage, on a copy of
+# the tree) and lintian finds no error in them (scripts/package-deb.sh);
+# scripts/deb-clean-check.sh installs them on a clean Debian 12 (root).
+add_test(NAME deb_package
+         COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/package-deb.sh ${CMAKE_BINARY_DIR}/deb)
+set_tests_properties(deb_package PROPERTIES TIMEOUT 300 LABELS "package;nosanitizer"
+                     SKIP_RETURN_CODE 77)

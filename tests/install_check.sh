@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the build into a scratch prefix, builds a program against it with
-# pkg-config, runs it, and checks the shared library exports only kretry_*
-# and finds, without LD_LIBRARY_PATH, the librdkafka kretry was built with.
+# pkg-config, runs it, and checks that the shared library exports exactly
+# the functions kretry.h declares, has a SONAME and finds, without
+# LD_LIBRARY_PATH, the librdkafka kretry was built with.
 #   install_check.sh BUILD_DIR SANITIZERS RDKAFKA_PC_DIR
 set -eu
 build="$1"
@@ -43,9 +44,25 @@ if [ "$(readlink -f "$loaded")" != "$(readlink -f "$want")" ]; then
         echo "the program loads librdkafka from '$loaded', not $want" >&2
         exit 1
 fi
-others=$(nm -D --defined-only "$libdir/libkretry.so" | awk '{print $3}' | grep -v '^kretry_' || true)
-if [ -n "$others" ]; then
-        echo "exported symbols outside the public API:" $others >&2
+# The shared library exports exactly the functions kretry.h declares
+# (KRETRY_EXPORT), no more and no fewer, and carries a SONAME.
+header=$(find "$dir/prefix" -path '*/kretry/kretry.h')
+grep -v '^#define KRETRY_EXPORT' "$header" | tr '\n' ' ' |
+        grep -o 'KRETRY_EXPORT[^(;]*(' | grep -o '[A-Za-z_0-9]*($' | tr -d '(' |
+        sort >"$dir/declared"
+nm -D --defined-only "$libdir/libkretry.so" | awk '{print $3}' | sort >"$dir/exported"
+if ! diff -u "$dir/declared" "$dir/exported" >"$dir/symbols.diff"; then
+        echo "the exports of libkretry.so (+) differ from kretry.h's declarations (-):" >&2
+        grep '^[-+][a-z_]' "$dir/symbols.diff" >&2
         exit 1
 fi
+soname=$(objdump -p "$libdir/libkretry.so" | awk '$1 == "SONAME" { print $2 }')
+case "$soname" in
+libkretry.so.[0-9]*) ;;
+*)
+        echo "libkretry.so has no versioned SONAME ('$soname')" >&2
+        exit 1
+        ;;
+esac
+echo "libkretry.so: SONAME $soname, $(wc -l <"$dir/exported") symbols, those of kretry.h"
 echo "install: header, libraries and kretry.pc work from $dir/prefix"

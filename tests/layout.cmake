@@ -8,3 +8,9 @@ add_test(NAME check_layout_planted
                  "adapter/src/shape.c:[0-9]+: engine includes \"topology.h\" of topology"
                  sh ${CMAKE_CURRENT_SOURCE_DIR}/check_layout_planted.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(check_layout_planted PROPERTIES LABELS unit)
+
+# Every public function and type of kretry.h has a doc comment, and
+# docs/api.md is what scripts/gen-api.py makes of the header now.
+add_test(NAME api_reference
+         COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/scripts/gen-api.py --check)
+set_tests_properties(api_reference PROPERTIES LABELS unit)

@@ -38,7 +38,8 @@ typedef struct {
 static void usage(FILE *out) {
         fprintf(out,
                 "usage: kretry dev-broker [--brokers N] "
-                "[--topic NAME[:PARTITIONS]]... [--verbose]\n\n"
+                "[--topic NAME[:PARTITIONS]]...\n"
+                "                         [--topology FILE] [--verbose]\n\n"
                 "Run librdkafka's in-memory mock Kafka cluster until "
                 "SIGINT/SIGTERM.\n"
                 "The first line of stdout is the bootstrap list "

@@ -87,7 +87,12 @@ KRETRY_EXPORT const char *kretry_err2name(kretry_err_t err);
 /** @name Configuration */
 /**@{*/
 
-/** A configuration object: kretry properties plus librdkafka properties. */
+/**
+ * A configuration object: kretry properties plus librdkafka properties.
+ * Not locked: one thread at a time uses it. The caller owns it until
+ * kretry_adapter_new() succeeds with it; the kretry_conf_*() calls never
+ * block and, unless they say otherwise, cannot fail.
+ */
 typedef struct kretry_conf_s kretry_conf_t;
 
 /**
@@ -255,7 +260,14 @@ KRETRY_EXPORT size_t kretry_conf_properties_dump(char *dest, size_t dest_size);
 /** @name Messages seen by the handler */
 /**@{*/
 
-/** A read-only view of one message, borrowed until the handler returns. */
+/**
+ * A read-only view of one message, borrowed until the handler returns (a
+ * held one: until kretry_msg_complete()). The kretry_msg_*() calls may be
+ * made from the thread running the handler, or for a held message from any
+ * one thread at a time; what they return is borrowed for as long as the
+ * message. They never block; on a handle that is no longer valid they
+ * read NULL, -1 or 0.
+ */
 typedef struct kretry_msg_s kretry_msg_t;
 
 /** The handler's answer. */
@@ -505,7 +517,9 @@ typedef void(kretry_log_cb_t)(kretry_log_level_t level,
                               const char *message,
                               void *opaque);
 
-/** @brief Set the handler (required) and its opaque. */
+/** @brief Set the handler (required) and its opaque, before
+ *         kretry_adapter_new(); @p opaque stays the caller's and must
+ *         outlive the adapter. */
 KRETRY_EXPORT void kretry_conf_set_handler(kretry_conf_t *conf,
                                            kretry_handler_t *handler,
                                            void *opaque);
@@ -544,7 +558,8 @@ KRETRY_EXPORT void kretry_conf_set_stats_cb(kretry_conf_t *conf,
  *        kretry_assigned_partitions, kretry_topic_waiting_messages,
  *        kretry_partition_waiting_messages,
  *        kretry_topic_oldest_held_age_seconds).
- *        A figure the document does not carry is left out.
+ *        A figure the document does not carry is left out. Any thread:
+ *        it reads only @p json.
  * @returns the length the full text needs (without NUL); @p dest gets it
  *          NUL-terminated, truncated to @p dest_size; 0 for invalid JSON.
  */
@@ -597,7 +612,12 @@ KRETRY_EXPORT kretry_err_t kretry_conf_load_topology(kretry_conf_t *conf,
 /** @name Adapter */
 /**@{*/
 
-/** A running retry adapter: one consumer and one producer. */
+/**
+ * A running retry adapter: one consumer and one producer. Unless a call
+ * says otherwise (kretry_adapter_stop(), kretry_adapter_counter(),
+ * kretry_adapter_stats_json()), call it from the one thread that drives
+ * the adapter, never from a callback or the handler.
+ */
 typedef struct kretry_adapter_s kretry_adapter_t;
 
 /**
@@ -702,7 +722,9 @@ KRETRY_EXPORT int kretry_adapter_next_timeout_ms(kretry_adapter_t *adapter);
  */
 KRETRY_EXPORT kretry_err_t kretry_adapter_close(kretry_adapter_t *adapter);
 
-/** @brief Close (if needed) and free the adapter. Accepts NULL. */
+/** @brief Close (if needed) and free the adapter. Accepts NULL. Held
+ *         messages not completed are abandoned (see kretry_msg_complete());
+ *         the handler's and callbacks' opaque stay the caller's. */
 KRETRY_EXPORT void kretry_adapter_destroy(kretry_adapter_t *adapter);
 
 /** Counters kept by an adapter. */
