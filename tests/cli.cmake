@@ -134,8 +134,9 @@ add_test(NAME cli_topology_acls_principal
 set_tests_properties(cli_topology_acls cli_topology_acls_principal
                      PROPERTIES LABELS cli)
 
-# A clean stop (SIGTERM, exit 0) and a restart repeat nothing that was
-# decided, under each ordering; leave: the stopped member leaves the group
+# A stop (SIGTERM) that leaves offsets decided above an undecided one and a
+# restart repeat nothing that was decided, under each ordering (the stop's
+# commit metadata read with kafka-python); leave: the stopped member leaves the group
 # at once (the one that stays is given its partitions before a session
 # timeout). Need kcat (77 when it is missing).
 foreach(ordering none partition key leave)
