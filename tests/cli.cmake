@@ -54,7 +54,8 @@ foreach(mode routes concurrency ahead down topology avro tls framing)
 endforeach()
 
 # kretry run --metrics as an orchestrator and Prometheus see it: /readyz
-# after the assignment (an idle member too) and 503 once SIGTERM arrives,
+# 503 while another member holds the group, 200 after the assignment (an
+# idle member too) and 503 once SIGTERM arrives,
 # /metrics following the messages handled, /healthz (503 while the polling
 # thread is held past its bound), 404, 405, an address
 # in use refused with 64; needs kcat (77 when it is missing).
