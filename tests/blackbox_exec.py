@@ -236,7 +236,9 @@ def mode_forced(s):
         run.send_signal(signal.SIGTERM)
         t0 = time.monotonic()
         rc = run.wait(timeout=FORCED_S + 10)
-        check(rc != 0, "a forced stop exits non-zero (%d)" % rc)
+        check(rc == 128 + signal.SIGTERM,
+              "a forced stop exits 128 + SIGTERM = %d (got %d)" %
+              (128 + signal.SIGTERM, rc))
         for pid, what in zip(pids, ("the handler", "its background child")):
             gone = await_exit(pid, max(0.1, FORCED_S -
                                        (time.monotonic() - t0)))

@@ -65,8 +65,8 @@ kretry_add_py_test(blackbox_metrics SCRIPT blackbox_metrics.py TIMEOUT 120
 # kretry run --exec's children: orphan: none outlives a SIGKILL of kretry;
 # script, pipeline, compound, background: nor does any process of the
 # handler's process group where the shell forks (the guard);
-# forced: a second SIGTERM ends them and their background processes;
-# value: a 1 MiB value whole on stdin, KRETRY_VALUE_LEN its length. Need
+# forced: a second SIGTERM ends them and their background processes, exit
+# 128 + SIGTERM; value: a 1 MiB value whole on stdin, KRETRY_VALUE_LEN its length. Need
 # kcat (77 when it is missing).
 foreach(mode orphan script pipeline compound background forced value)
   kretry_add_py_test(blackbox_exec_${mode} SCRIPT blackbox_exec.py TIMEOUT 90
