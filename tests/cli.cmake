@@ -66,9 +66,11 @@ kretry_add_py_test(blackbox_metrics SCRIPT blackbox_metrics.py TIMEOUT 120
 # script, pipeline, compound, background: nor does any process of the
 # handler's process group where the shell forks (the guard);
 # forced: a second SIGTERM ends them and their background processes, exit
-# 128 + SIGTERM; value: a 1 MiB value whole on stdin, KRETRY_VALUE_LEN its length. Need
-# kcat (77 when it is missing).
-foreach(mode orphan script pipeline compound background forced value)
+# 128 + SIGTERM; bound: a stop past revoke.timeout.ms sends SIGTERM to the
+# commands still running, their process groups included, SIGKILL 2 s
+# later, their offsets uncommitted; value: a 1 MiB value whole on stdin,
+# KRETRY_VALUE_LEN its length. Need kcat (77 when it is missing).
+foreach(mode orphan script pipeline compound background forced bound value)
   kretry_add_py_test(blackbox_exec_${mode} SCRIPT blackbox_exec.py TIMEOUT 90
                      LABELS blackbox ARGS ${mode})
 endforeach()
