@@ -401,3 +401,36 @@ class Cluster:
         """Takes the broker down at once: only the mock's can be."""
         assert self.broker, "only dev-broker can be killed by a test"
         self.broker.proc.kill()
+
+
+DECIDED = "kretry-decided:"
+
+
+def committed(bootstrap, group, topic, partitions):
+    """The group's committed offsets of @topic's @partitions, read from
+    outside (kafka-python): {partition: (offset, metadata)}, offset -1 when
+    none is committed. The partitions are named: the mock cluster does not
+    answer an OffsetFetch for all of a group's partitions."""
+    from kafka import KafkaAdminClient, TopicPartition
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, **kafka_kwargs())
+    try:
+        got = admin.list_consumer_group_offsets(
+            group, partitions=[TopicPartition(topic, p) for p in partitions])
+    finally:
+        admin.close()
+    return {p: (got[tp].offset, got[tp].metadata or "") if tp in got
+            else (-1, "") for p in partitions
+            for tp in [TopicPartition(topic, p)]}
+
+
+def decided_above(offset, metadata):
+    """The offsets a commit at @offset says were decided above it (kretry's
+    commit metadata: "kretry-decided:<from>+<count>,...", <from> relative
+    to @offset), as a set; empty for other metadata."""
+    if not metadata.startswith(DECIDED):
+        return set()
+    out = set()
+    for r in metadata[len(DECIDED):].split(","):
+        start, count = (int(x) for x in r.split("+"))
+        out |= set(range(offset + start, offset + start + count))
+    return out

@@ -14,6 +14,11 @@ usage: blackbox_exec.py PATH/TO/kretry MODE
   forced   a second SIGTERM while a handler runs: the handler and what it
            started in the background get SIGTERM, then SIGKILL, and are
            gone before kretry's grace ends
+  bound    one SIGTERM while two handlers outlive revoke.timeout.ms, one
+           ignoring SIGTERM (and its background child too), one not: the
+           stop's bound passed, both process groups get SIGTERM, the one
+           that ignores it SIGKILL 2 s later; both groups gone within the
+           bound, kretry exits once they are, their offsets uncommitted
   value    a 1 MiB value: the handler reads exactly KRETRY_VALUE_LEN bytes
            from stdin, and they are the value
 Exit 0 on success, 1 on failure, 77 (skipped) when kcat is missing.
@@ -169,6 +174,20 @@ def group_of(pgid):
     return found
 
 
+def live_group(pgid):
+    """The pids of process group @pgid still running (zombies not: an
+    orphan killed with its group waits for its new parent to reap it)."""
+    live = []
+    for pid in group_of(pgid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    live.append(pid)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return live
+
+
 def await_group(pgid, sleeps, timeout):
     """The handler's process group once @sleeps of its processes are the
     handler's sleeps (they start after the pid is written)."""
@@ -236,7 +255,9 @@ def mode_forced(s):
         run.send_signal(signal.SIGTERM)
         t0 = time.monotonic()
         rc = run.wait(timeout=FORCED_S + 10)
-        check(rc != 0, "a forced stop exits non-zero (%d)" % rc)
+        check(rc == 128 + signal.SIGTERM,
+              "a forced stop exits 128 + SIGTERM = %d (got %d)" %
+              (128 + signal.SIGTERM, rc))
         for pid, what in zip(pids, ("the handler", "its background child")):
             gone = await_exit(pid, max(0.1, FORCED_S -
                                        (time.monotonic() - t0)))
@@ -244,6 +265,87 @@ def mode_forced(s):
                   (what, pid, FORCED_S))
     finally:
         kill_left(pids)
+
+
+# Two handlers that outlive the stop's revoke.timeout.ms, each with a
+# background child in its process group; "stubborn" ignores SIGTERM (the
+# child inherits that), "meek" does not. Both record their pids.
+BOUND_H = 'v=$(cat)\n' \
+          '[ "$v" = stubborn ] && trap "" TERM\n' \
+          'sleep 60 & echo "$$ $!" > "$LOG.$v.tmp" && ' \
+          'mv "$LOG.$v.tmp" "$LOG.$v"\n' \
+          'wait\nwait\n'
+BOUND_REVOKE_S = 1.5
+
+
+def mode_bound(s):
+    """A stop past its bound: commands still running when revoke.timeout.ms
+    has passed get SIGTERM, their process groups included, SIGKILL 2 s
+    later; their messages are not committed."""
+    from bbkafka import committed
+    kcat(s.broker.bootstrap, ["-P", "-t", s.broker.name("orders"), "-p",
+                              "0", "-K", ":"],
+         stdin=b"k1:stubborn\nk2:meek\n")
+    run = start_run(s, "bb-exec-bound",
+                    ["--concurrency", "2", "-X",
+                     "revoke.timeout.ms=%d" % (BOUND_REVOKE_S * 1000)])
+    pids = {}
+    try:
+        for v in ("stubborn", "meek"):
+            pids[v] = [int(p) for p in await_file(s.log + "." + v,
+                                                  30).split()]
+        groups = {v: os.getpgid(p[0]) for v, p in pids.items()}
+        check(groups["stubborn"] != groups["meek"] and
+              os.getpgid(run.pid) not in groups.values(),
+              "each handler runs in its own process group")
+        for v, pgid in groups.items():
+            members = await_group(pgid, 1, 10)
+            check(set(pids[v]) <= set(members),
+                  "%s: the shell and its background sleep run (%s)" %
+                  (v, members))
+        run.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        gone = {}
+        for v in ("meek", "stubborn"):
+            for pid in pids[v]:
+                check(await_exit(pid, BOUND_REVOKE_S + 5 + 2 + 5 -
+                                 (time.monotonic() - t0)),
+                      "%s's process %d ends" % (v, pid))
+            gone[v] = time.monotonic() - t0
+        rc = run.wait(timeout=30)
+        took = time.monotonic() - t0
+        # The exit status is printed, not asserted: the README says 1 for
+        # a stop whose commands outlived it, kretry run --help and the code
+        # exit 0 when the close itself finished within its bound.
+        print("# meek gone after %.2fs, stubborn after %.2fs, kretry exit "
+              "%d after %.2fs (revoke.timeout.ms %.1fs)" %
+              (gone["meek"], gone["stubborn"], rc, took, BOUND_REVOKE_S))
+        check(gone["meek"] >= BOUND_REVOKE_S - 0.1,
+              "the handlers ran until revoke.timeout.ms passed (meek ended "
+              "after %.2fs)" % gone["meek"])
+        check(gone["meek"] <= BOUND_REVOKE_S + 5,
+              "meek: SIGTERM within the stop's bound, revoke.timeout.ms + "
+              "5 s (%.2fs)" % gone["meek"])
+        check(1.8 <= gone["stubborn"] - gone["meek"] <= 2 + 2,
+              "stubborn ignores SIGTERM: SIGKILL 2 s later (%.2fs after "
+              "meek)" % (gone["stubborn"] - gone["meek"]))
+        check(took >= gone["stubborn"] - 0.1 and
+              took <= BOUND_REVOKE_S + 5 + 2 + 2,
+              "kretry exits once they are gone, within the bound + 2 s "
+              "(%.2fs)" % took)
+        for v, pgid in groups.items():
+            left = live_group(pgid)
+            check(not left, "%s's process group %d is gone (%s)" %
+                  (v, pgid, left))
+        commit = committed(s.broker.bootstrap,
+                           s.broker.group("bb-exec-bound"),
+                           s.broker.name("orders"), [0])
+        check(commit[0][0] <= 0 and not commit[0][1].startswith(
+            "kretry-decided"),
+              "their messages (offsets 0 and 1) are not committed (%s)" %
+              (commit[0],))
+    finally:
+        kill_left([p for v in pids.values() for p in v])
 
 
 def mode_value(s):
@@ -264,6 +366,7 @@ def mode_value(s):
 
 
 MODES = {"orphan": (mode_orphan, SLOW), "forced": (mode_forced, SLOW_BG),
+         "bound": (mode_bound, BOUND_H),
          "value": (mode_value, VALUE), "script": (mode_script, SCRIPT),
          "pipeline": (mode_pipeline, SCRIPT),
          "compound": (mode_compound, SCRIPT),

@@ -2,11 +2,22 @@
 """Black-box test of a clean stop and a restart: `kretry run` on `kretry
 dev-broker` (or the real cluster in KRETRY_TEST_BOOTSTRAP, bbkafka.py)
 handles a flow in which some keys fail once (so they go through a tier),
-gets a SIGTERM mid-flow, exits 0, and a second `kretry run` of the same
-group finishes the flow. Nothing the first one decided (handled OK, or
-copied to a tier) may be handled again by the second: 0 repeats, whatever
-the ordering. Every message still reaches OK (nothing lost), and with
-ordering=key each key's messages are handled OK in their order.
+gets a SIGTERM mid-flow, and a second `kretry run` of the same group
+finishes the flow. The first run's stop leaves offsets decided above the
+lowest undecided one of a partition, so that its commit must carry them in
+its metadata (kretry-decided ranges, read here from outside with
+kafka-python): under none and key a handler call outlives the stop's
+revoke.timeout.ms while other messages (none: other workers; key: other
+keys) are decided above it, and the stop exits 0; under partition, where
+one message of a partition runs at a time, the copies of the retried
+messages stay unacknowledged (producer.linger.ms far beyond the stop's
+bound: a broker slow to acknowledge) while the messages behind them are
+handled OK, and the stop, cut short by them, exits 1. Every source message
+the first run handled OK must be in its commit (below the offset or in
+the metadata), and the second run must handle none of them: 0 repeats of
+anything decided, whatever the ordering. Every message still reaches OK
+(nothing lost), and with ordering=key each key's messages are handled OK
+in their order.
 
 With "leave" instead of an ordering, two members share the group and one
 gets a SIGTERM: its close must leave the group at once (LeaveGroup), so
@@ -28,7 +39,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import chain, check, group_x, kcat  # noqa: E402
+from bbkafka import (DECIDED, chain, check, committed,  # noqa: E402
+                     decided_above, group_x, kcat)
 from blackbox_run import MOCK_X, Setup, wait_for  # noqa: E402
 
 MESSAGES = 600
@@ -37,17 +49,37 @@ PARTITIONS = 2
 
 # The value is "<id>:<key>"; keys divisible by 5 fail their first attempt
 # of every message (through the tier), keys 7 and 8 are slow (their later
-# messages wait behind them while other keys overtake). One line per call:
-# id, attempt, topic.
+# messages wait behind them while other keys overtake), and message SLOW_ID
+# (set for the first run only) outlives the stop, while LATE_ID's first
+# attempt returns RETRY once the stop began (its copy produced while the
+# stop waits for SLOW_ID). One line per call that
+# returns, written as it returns: id, attempt, topic, partition, offset,
+# outcome.
 HANDLER = r"""
 v=$(cat)
-echo "${v%%:*} $KRETRY_ATTEMPT $KRETRY_TOPIC" >> "$LOG"
+id=${v%%:*}
+at="$id $KRETRY_ATTEMPT $KRETRY_TOPIC $KRETRY_PARTITION $KRETRY_OFFSET"
+[ "$id" = "${SLOW_ID-}" ] && { : > "$LOG.slow"; sleep 60; }
+if [ "$id" = "${LATE_ID-}" ]; then
+  : > "$LOG.late"
+  while [ ! -e "$LOG.stop" ]; do sleep 0.05; done
+fi
 case "${v#*:}" in
-*[05]) [ "$KRETRY_ATTEMPT" -ge 2 ] || exit 75 ;;
+*[05]) [ "$KRETRY_ATTEMPT" -ge 2 ] ||
+       { echo "$at retry" >> "$LOG"; exit 75; } ;;
 7|8) sleep 0.2 ;;
 esac
+echo "$at ok" >> "$LOG"
 exit 0
 """
+
+# Key 1 (partition 1): neither failing nor slow; the 21st message of its
+# partition, started well before the stop.
+SLOW_ID = 41
+# Key 5 (partition 1, failing once), two messages later.
+LATE_ID = 45
+# The first run's stop bound: above a 0.2 s call on a loaded machine.
+REVOKE_MS = 3000
 
 
 def fails_once(key):
@@ -55,32 +87,43 @@ def fails_once(key):
 
 
 def read_calls(path):
+    """(id, attempt, topic, partition, offset, outcome) of each call."""
     if not os.path.exists(path):
         return []
     with open(path) as f:
-        return [tuple(l.split()[:3]) for l in f.read().splitlines()
-                if len(l.split()) >= 3]
+        return [(int(c[0]), int(c[1]), c[2], int(c[3]), int(c[4]), c[5])
+                for c in (l.split() for l in f.read().splitlines())
+                if len(c) == 6]
 
 
 def oks(calls):
-    """The ids handled OK: attempt 2 of a key that fails once, else 1."""
-    done = set()
-    for mid, attempt, _ in calls:
-        key = int(mid) % KEYS
-        if int(attempt) >= (2 if fails_once(key) else 1):
-            done.add(int(mid))
-    return done
+    """The ids handled OK."""
+    return {c[0] for c in calls if c[5] == "ok"}
 
 
-def start(s, ordering, log):
+def start(s, ordering, log, first):
+    """kretry run; the @first one with its stop's condition: SLOW_ID
+    outliving the stop (none, key) or copies never acknowledged
+    (partition)."""
     b = s.broker.bootstrap
+    env = dict(os.environ, LOG=log)
+    env.pop("SLOW_ID", None)
+    env.pop("LATE_ID", None)
+    extra = []
+    if first:
+        extra = ["-X", "revoke.timeout.ms=%d" % REVOKE_MS]
+        if ordering == "partition":
+            extra += ["-X", "producer.linger.ms=60000"]
+        else:
+            env["SLOW_ID"] = str(SLOW_ID)
+            env["LATE_ID"] = str(LATE_ID)
     return subprocess.Popen(
         [s.cli, "run", "--bootstrap", b, "--source",
          s.broker.name("orders"), "--group", s.broker.group("bb-restart"),
          "--tiers", "300ms", "--max-attempts", "5", "--jitter", "0",
          "--concurrency", "4", "-X", "ordering=" + ordering] + MOCK_X +
-        ["--exec", "sh " + s.handler],
-        env=dict(os.environ, LOG=log), stderr=s.run_err)
+        extra + ["--exec", "sh " + s.handler],
+        env=env, stderr=s.run_err)
 
 
 SESSION_MS = 10000
@@ -221,21 +264,65 @@ def main():
                  stdin=b"".join(b"k%d:%d:%d\n" % (i % KEYS, i, i % KEYS)
                                 for i in range(MESSAGES)
                                 if (i % KEYS) % PARTITIONS == p))
-        run = start(s, ordering, log1)
+        run = start(s, ordering, log1, True)
         first = wait_for(log1, MESSAGES // 3, 60)
         check(len(first) >= MESSAGES // 3,
               "first run under way (%d calls)" % len(first))
+        if ordering != "partition":
+            deadline = time.monotonic() + 30
+            while not (os.path.exists(log1 + ".slow") and
+                       os.path.exists(log1 + ".late")) and \
+                    time.monotonic() < deadline:
+                time.sleep(0.05)
+            check(os.path.exists(log1 + ".slow") and
+                  os.path.exists(log1 + ".late"),
+                  "the calls of messages %d and %d run" % (SLOW_ID, LATE_ID))
         run.send_signal(signal.SIGTERM)
+        # LATE_ID returns RETRY during the stop: its copy must be
+        # acknowledged and its offset committed though the stop spends its
+        # whole bound waiting for SLOW_ID.
+        with open(log1 + ".stop", "w"):
+            pass
         rc = run.wait(timeout=60)
         run = None
-        check(rc == 0, "SIGTERM: exit 0 (got %s)" % rc)
+        # Under partition the copies left unacknowledged cut the stop
+        # short: exit 1 (kretry run --help).
+        want_rc = 1 if ordering == "partition" else 0
+        check(rc == want_rc, "SIGTERM: exit %d (got %s)" % (want_rc, rc))
         calls1 = read_calls(log1)
         done1 = oks(calls1)
         check(len(done1) < MESSAGES,
               "stopped mid-flow: %d of %d handled OK" % (len(done1),
                                                          MESSAGES))
+        # What the stop committed, read from outside: each source
+        # partition's offset and the offsets decided above it.
+        source = s.broker.name("orders")
+        group = s.broker.group("bb-restart")
+        commit = committed(b, group, source, range(PARTITIONS))
+        decided = {p: set(range(max(off, 0))) | decided_above(off, md)
+                   for p, (off, md) in commit.items()}
+        print("# the stop's commit: %s" % ", ".join(
+            "[%d] %d %r" % (p, off, md[:60])
+            for p, (off, md) in sorted(commit.items())))
+        check(any(md.startswith(DECIDED) for _, md in commit.values()),
+              "the stop's commit carries the offsets decided above it "
+              "(kretry-decided metadata)")
+        missing = [c for c in calls1 if c[2] == source and c[5] == "ok" and
+                   c[4] not in decided[c[3]]]
+        check(not missing, "every source message the first run handled OK "
+              "is in its commit, below the offset or in the metadata (%d "
+              "not, first: %s)" % (len(missing), missing[:3]))
+        if ordering != "partition":
+            # (Under key it may be handled from the tier, behind its key's
+            # retry: then the restart must not handle it again, below.)
+            late = [c for c in calls1 if c[0] == LATE_ID]
+            check(late and late[-1][5] == "retry" and
+                  (late[-1][2] != source or
+                   late[-1][4] in decided[late[-1][3]]),
+                  "message %d, retried during the stop, is committed (its "
+                  "copy acknowledged within the bound): %s" % (LATE_ID, late))
         t1 = time.monotonic()
-        run = start(s, ordering, log2)
+        run = start(s, ordering, log2, False)
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if len(done1 | oks(read_calls(log2))) == MESSAGES:
@@ -247,24 +334,33 @@ def main():
         check(len(done1 | oks(calls2)) == MESSAGES,
               "every message handled OK across both runs (%d of %d), the "
               "restart in %.1fs" % (len(done1 | oks(calls2)), MESSAGES, took))
+        honoured = [c for c in calls2 if c[2] == source and
+                    c[4] in decided[c[3]]]
+        check(not honoured, "the second run handles no source message the "
+              "commit says was decided (%d handled, first: %s)" %
+              (len(honoured), honoured[:3]))
+        # Decided in the first run: what returned OK, and a retry whose
+        # source offset the commit holds (its copy acknowledged; under
+        # partition the unacknowledged ones are handled again).
+        decided1 = {(c[0], c[1]) for c in calls1 if c[5] == "ok" or
+                    c[2] != source or c[4] in decided[c[3]]}
         seen = {}
         for c in calls1 + calls2:
             seen[(c[0], c[1])] = seen.get((c[0], c[1]), 0) + 1
-        again = [c for c in calls2 if (c[0], c[1]) in
-                 {(x[0], x[1]) for x in calls1}]
-        twice = sorted(k for k, n in seen.items() if n > 1)
-        from_source = [c for c in again if c[2] == s.broker.name("orders")]
+        again = [c for c in calls2 if (c[0], c[1]) in decided1]
+        twice = sorted(k for k, n in seen.items()
+                       if n > 1 and (k in decided1 or n > 2))
+        from_source = [c for c in again if c[2] == source]
         print("# ordering=%s: first run %d calls, second %d, repeated %d "
               "(%d from the source)" % (ordering, len(calls1), len(calls2),
                                         len(again), len(from_source)))
-        check(not twice, "0 repeats after a clean stop (%d handled twice, "
-              "first: %s)" % (len(twice), twice[:5]))
+        check(not twice, "0 repeats of anything decided after the stop (%d "
+              "handled twice, first: %s)" % (len(twice), twice[:5]))
         if ordering == "key":
             out_of_order = []
             for k in range(KEYS):
-                ids = [int(c[0]) for c in calls1 + calls2
-                       if int(c[0]) % KEYS == k and
-                       int(c[1]) >= (2 if fails_once(k) else 1)]
+                ids = [c[0] for c in calls1 + calls2
+                       if c[0] % KEYS == k and c[5] == "ok"]
                 if ids != sorted(ids):
                     out_of_order.append(k)
             check(not out_of_order, "each key handled OK in order (out of "

@@ -54,7 +54,8 @@ foreach(mode routes concurrency ahead down topology avro tls framing)
 endforeach()
 
 # kretry run --metrics as an orchestrator and Prometheus see it: /readyz
-# after the assignment (an idle member too) and 503 once SIGTERM arrives,
+# 503 while another member holds the group, 200 after the assignment (an
+# idle member too) and 503 once SIGTERM arrives,
 # /metrics following the messages handled, /healthz (503 while the polling
 # thread is held past its bound), 404, 405, an address
 # in use refused with 64; needs kcat (77 when it is missing).
@@ -64,10 +65,12 @@ kretry_add_py_test(blackbox_metrics SCRIPT blackbox_metrics.py TIMEOUT 120
 # kretry run --exec's children: orphan: none outlives a SIGKILL of kretry;
 # script, pipeline, compound, background: nor does any process of the
 # handler's process group where the shell forks (the guard);
-# forced: a second SIGTERM ends them and their background processes;
-# value: a 1 MiB value whole on stdin, KRETRY_VALUE_LEN its length. Need
-# kcat (77 when it is missing).
-foreach(mode orphan script pipeline compound background forced value)
+# forced: a second SIGTERM ends them and their background processes, exit
+# 128 + SIGTERM; bound: a stop past revoke.timeout.ms sends SIGTERM to the
+# commands still running, their process groups included, SIGKILL 2 s
+# later, their offsets uncommitted; value: a 1 MiB value whole on stdin,
+# KRETRY_VALUE_LEN its length. Need kcat (77 when it is missing).
+foreach(mode orphan script pipeline compound background forced bound value)
   kretry_add_py_test(blackbox_exec_${mode} SCRIPT blackbox_exec.py TIMEOUT 90
                      LABELS blackbox ARGS ${mode})
 endforeach()
@@ -157,8 +160,9 @@ add_test(NAME cli_topology_acls_principal
 set_tests_properties(cli_topology_acls cli_topology_acls_principal
                      PROPERTIES LABELS cli)
 
-# A clean stop (SIGTERM, exit 0) and a restart repeat nothing that was
-# decided, under each ordering; leave: the stopped member leaves the group
+# A stop (SIGTERM) that leaves offsets decided above an undecided one and a
+# restart repeat nothing that was decided, under each ordering (the stop's
+# commit metadata read with kafka-python); leave: the stopped member leaves the group
 # at once (the one that stays is given its partitions before a session
 # timeout). Need kcat (77 when it is missing).
 foreach(ordering none partition key leave)

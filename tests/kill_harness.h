@@ -52,6 +52,9 @@ typedef struct run_s {
         long kill_at[KILLS];
         int kill_lines[KILLS], kill_missing[KILLS], kills;
         int kill_faulted[KILLS]; /* a fault was injected in that round */
+        /* Each round's worker, measured before the fault (and the kill):
+         * its messages handled OK per second. */
+        double kill_rate[KILLS];
         int (*missing)(const void *run); /* ids still to be handled */
         /* The transactional tests: it_worker's extra properties, the
          * version header on the ordered stream, and what is checked after

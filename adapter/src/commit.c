@@ -48,8 +48,13 @@ static int drain_producer(kretry_adapter_t *a,
                 if (a->producer_fatal)
                         return n; /* they can never be acknowledged now */
                 int left = kretry_left_ms(deadline, 100);
-                if (!left)
-                        return n;
+                if (!left) {
+                        /* Acknowledgements that arrived within the bound
+                         * count: a revocation that spent it waiting for a
+                         * handler call served none of them meanwhile. */
+                        rd_kafka_poll(a->producer, 0);
+                        return copies_of(a, l);
+                }
                 if (wait < 0 || wait > left)
                         wait = left;
                 rd_kafka_poll(a->producer, (int)wait);
