@@ -314,9 +314,6 @@ def mode_bound(s):
             gone[v] = time.monotonic() - t0
         rc = run.wait(timeout=30)
         took = time.monotonic() - t0
-        # The exit status is printed, not asserted: the README says 1 for
-        # a stop whose commands outlived it, kretry run --help and the code
-        # exit 0 when the close itself finished within its bound.
         print("# meek gone after %.2fs, stubborn after %.2fs, kretry exit "
               "%d after %.2fs (revoke.timeout.ms %.1fs)" %
               (gone["meek"], gone["stubborn"], rc, took, BOUND_REVOKE_S))
@@ -329,6 +326,8 @@ def mode_bound(s):
         check(1.8 <= gone["stubborn"] - gone["meek"] <= 2 + 2,
               "stubborn ignores SIGTERM: SIGKILL 2 s later (%.2fs after "
               "meek)" % (gone["stubborn"] - gone["meek"]))
+        check(rc == 1, "a stop whose commands outlived its bound was cut "
+              "short: exit 1 (got %d)" % rc)
         check(took >= gone["stubborn"] - 0.1 and
               took <= BOUND_REVOKE_S + 5 + 2 + 2,
               "kretry exits once they are gone, within the bound + 2 s "

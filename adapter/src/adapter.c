@@ -1378,7 +1378,8 @@ kretry_err_t kretry_adapter_close(kretry_adapter_t *a) {
         a->txn.abort_by = close_deadline(a, t0 + a->conf->revoke_timeout_ms +
                                                     KRETRY_CLOSE_GRACE_MS);
         kretry_txn_abort(a, NULL);
-        int timed_out = cut || a->inflight > 0 || a->failed;
+        int timed_out =
+                cut || a->close_abandoned || a->inflight > 0 || a->failed;
         purge_producer(a);
         return timed_out ? KRETRY_ERR_TIMED_OUT : KRETRY_ERR_OK;
 }

@@ -358,6 +358,10 @@ struct kretry_adapter_s {
         kretry_rng_t rng;
         atomic_int stop;
         int closed;
+        /* The close's revocation reached revoke.timeout.ms with handler
+         * calls running: their messages are not committed, the close was
+         * cut short (KRETRY_ERR_TIMED_OUT). */
+        int close_abandoned;
         int close_cut; /* leaving the group was cut short at its bound */
         int64_t close_revoked; /* when the close's revocation was done */
         /* The close made its assign or unassign call (rebalance.c): the

@@ -1162,6 +1162,8 @@ void kretry_workers_revoke(kretry_adapter_t *a,
                                    "revoked partitions still undecided after "
                                    "%d ms; their results will be discarded",
                                    n, a->conf->revoke_timeout_ms);
+                        if (a->closed)
+                                a->close_abandoned = 1;
                         break;
                 }
                 struct timespec ts;

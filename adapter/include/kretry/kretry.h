@@ -717,7 +717,8 @@ KRETRY_EXPORT int kretry_adapter_next_timeout_ms(kretry_adapter_t *adapter);
  * thread of its own.
  *
  * @returns KRETRY_ERR_OK, or KRETRY_ERR_TIMED_OUT when the close was cut
- *          short or copies were still unacknowledged (their offsets stay
+ *          short, handler calls were still running at revoke.timeout.ms
+ *          or copies were still unacknowledged (their offsets stay
  *          uncommitted: they will be consumed again).
  */
 KRETRY_EXPORT kretry_err_t kretry_adapter_close(kretry_adapter_t *adapter);
