@@ -196,38 +196,17 @@ static int await_lines(run_t *r, pid_t pid, int lines) {
         return 1;
 }
 
-/* Until the group's committed offsets of the source or the tier move
- * (asked every 2 ms, for at most 150 ms, one and a half commit intervals,
- * so that the kill still lands mid-stream): a kill right after a periodic
- * commit repeats what was decided since it and what was in flight, so
- * what else a kill repeats stands out instead of drowning in where the
- * kill fell within the commit interval. */
-static void await_commit(run_t *r) {
+/* The source's and the tier's partitions, whose commits the rounds read. */
+static rd_kafka_topic_partition_list_t *committed_list(const run_t *r) {
         char tier[200];
         snprintf(tier, sizeof(tier), "%s.retry.1", r->src);
-        rd_kafka_t *rk = kt_group_client(r->c, r->grp);
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(6);
         for (int p = 0; p < 3; p++) {
                 rd_kafka_topic_partition_list_add(l, r->src, p);
                 rd_kafka_topic_partition_list_add(l, tier, p);
         }
-        int64_t was = INT64_MIN, deadline = kt_now_ms() + 150;
-        while (kt_now_ms() < deadline) {
-                if (!rd_kafka_committed(rk, l, 1000)) {
-                        int64_t sum = 0;
-                        for (int i = 0; i < l->cnt; i++)
-                                sum += l->elems[i].offset > 0
-                                               ? l->elems[i].offset
-                                               : 0;
-                        if (was != INT64_MIN && sum != was)
-                                break;
-                        was = sum;
-                }
-                kt_nap_ms(2);
-        }
-        rd_kafka_topic_partition_list_destroy(l);
-        rd_kafka_destroy(rk);
+        return l;
 }
 
 /* The source's and the tier's committed offsets, summed; INT64_MIN when
@@ -240,6 +219,29 @@ static int64_t committed_sum(rd_kafka_t *rk,
         for (int i = 0; i < l->cnt; i++)
                 sum += l->elems[i].offset > 0 ? l->elems[i].offset : 0;
         return sum;
+}
+
+/* Until the group's committed offsets of the source or the tier move
+ * (asked every 2 ms, for at most 150 ms, one and a half commit intervals,
+ * so that the kill still lands mid-stream): a kill right after a periodic
+ * commit repeats what was decided since it and what was in flight, so
+ * what else a kill repeats stands out instead of drowning in where the
+ * kill fell within the commit interval. */
+static void await_commit(run_t *r) {
+        rd_kafka_t *rk                     = kt_group_client(r->c, r->grp);
+        rd_kafka_topic_partition_list_t *l = committed_list(r);
+        int64_t was = INT64_MIN, deadline = kt_now_ms() + 150;
+        while (kt_now_ms() < deadline) {
+                int64_t sum = committed_sum(rk, l);
+                if (sum != INT64_MIN) {
+                        if (was != INT64_MIN && sum != was)
+                                break;
+                        was = sum;
+                }
+                kt_nap_ms(2);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_destroy(rk);
 }
 
 /* routing=transactional: offsets commit with each transaction, on
@@ -255,15 +257,8 @@ static int transactional(const run_t *r) {
  * round @p k, and the group's commits, which must move twice within
  * CADENCE_MS (every auto.commit.interval.ms while messages are decided). */
 static void measure_round(run_t *r, pid_t pid, int k) {
-        char tier[200];
-        snprintf(tier, sizeof(tier), "%s.retry.1", r->src);
-        rd_kafka_t *rk = kt_group_client(r->c, r->grp);
-        rd_kafka_topic_partition_list_t *l =
-                rd_kafka_topic_partition_list_new(6);
-        for (int p = 0; p < 3; p++) {
-                rd_kafka_topic_partition_list_add(l, r->src, p);
-                rd_kafka_topic_partition_list_add(l, tier, p);
-        }
+        rd_kafka_t *rk                     = kt_group_client(r->c, r->grp);
+        rd_kafka_topic_partition_list_t *l = committed_list(r);
         int64_t t0 = kt_now_ms(), was = committed_sum(rk, l), now;
         int lines0 = read_log(r, pid), moves = 0;
         while ((now = kt_now_ms()) < t0 + CADENCE_MS && moves < 2 &&
