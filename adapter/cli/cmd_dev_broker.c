@@ -70,7 +70,13 @@ static void usage(FILE *out) {
                 "while it runs (44 s at librdkafka's default), and refuses "
                 "commits meanwhile:\n"
                 "give its consumers a short session, e.g. kretry run -X "
-                "consumer.session.timeout.ms=6000\n",
+                "consumer.session.timeout.ms=6000\n"
+                "It answers a fetch of empty partitions after "
+                "fetch.wait.max.ms (500 ms by\n"
+                "default) whatever arrives meanwhile: with tiers shorter "
+                "than that, add\n"
+                "-X consumer.fetch.wait.max.ms=10 to have retries on "
+                "time.\n",
                 MAX_BROKERS);
 }
 
