@@ -136,17 +136,34 @@ def main():
                             for i in range(MESSAGES)))
         kills = 0
         at_kill = []  # what the tier and the DLQ held after each kill
+        hidden_before = set()  # open at an earlier kill, never visible
         for at in (MESSAGES // 4, MESSAGES // 2):
-            err = open(os.path.join(s.tmp.name, "run%d.err" % kills), "w+b")
-            run = start(s, err)
-            check(wait_calls(s.log, at, 120),
-                  "instance %d handled %d calls" % (kills + 1, at))
-            run.send_signal(signal.SIGKILL)
-            run.wait(timeout=10)
-            # Nothing writes now: the killed instance's copies are all
-            # there, the next one has not started.
-            at_kill.append((written(s, 15), file_text(err)))
-            kills += 1
+            # A kill may fall between two transactions (one every 200 ms):
+            # then the instance is started and killed again, 20 calls on,
+            # until a kill leaves copies of an open transaction behind
+            # (written, not readable read_committed right after it).
+            for again in range(4):
+                err = open(os.path.join(s.tmp.name, "run%d.err" % kills),
+                           "w+b")
+                run = start(s, err)
+                n = at + 20 * again
+                check(wait_calls(s.log, n, 120),
+                      "instance %d handled %d calls" % (kills + 1, n))
+                run.send_signal(signal.SIGKILL)
+                run.wait(timeout=10)
+                # Nothing writes now: the killed instance's copies are all
+                # there, the next one has not started.
+                recs = written(s, 15)
+                now = {(t, p, o) for t in TOPICS for (p, o) in
+                       records(s, t, "read_committed", 15)}
+                open_now = recs - now - hidden_before
+                kills += 1
+                if open_now:
+                    break
+                print("# kill %d fell between two transactions: again" %
+                      kills)
+            hidden_before |= open_now
+            at_kill.append((recs, file_text(err)))
         err = open(os.path.join(s.tmp.name, "last.err"), "w+b")
         run = start(s, err)
         # A killed instance's open transaction holds the tiers' readers

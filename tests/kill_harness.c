@@ -292,16 +292,18 @@ static void measure_round(run_t *r, pid_t pid, int k) {
 static void kill_round(run_t *r) {
         rd_kafka_mock_cluster_t *mock = kt_cluster_mock(r->c);
         int missing                   = r->missing(r);
-        /* Somewhere in the first half of what is left, so that later kills
-         * still land mid-stream, and (when the stream is long enough) after
-         * 200 lines of this worker's: at 2 ms a message several commit
-         * intervals have passed, so a kill repeats what the last ~100 ms
-         * and the messages in flight hold, and commits that stopped or
-         * grew rare would repeat the whole worker's work, past
+        /* Somewhere in the first third of what is left, so that later
+         * kills still land mid-stream though the round's measurement
+         * (measure_round, until the commits moved twice) and the naps
+         * before the kill let the worker go on, and (when the stream is
+         * long enough) after 200 lines of this worker's: at 2 ms a message
+         * several commit intervals have passed, so a kill repeats what the
+         * last ~100 ms and the messages in flight hold, and commits that
+         * stopped or grew rare would repeat the whole worker's work, past
          * KILL_REPEATS_PLAIN. */
         int least  = missing / 4 < 200 ? missing / 4 + 1 : 200;
         int target = least + (int)kt_rand_below(
-                                     &rng, (unsigned)(missing - least) / 2 + 1);
+                                     &rng, (unsigned)(missing - least) / 3 + 1);
         unsigned fault = kt_rand_below(&rng, 6);
         /* KRETRY_TEST_KILL_FAULTS=0: plain kills only (the same kill
          * points), to measure what the commit interval alone repeats. */
