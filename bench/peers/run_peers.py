@@ -71,13 +71,15 @@ def settings(side, sc):
     if side == "kretry":
         return {"config": "kretry defaults (kretry_bench)", "timer_slack_ns": 1,
                 "commit_interval_ms": 100 if sc == "kill" else 5000,
-                "retry_delay_ms": {"delay": 1000, "kill": 30}.get(sc, 0),
+                "retry_delay_ms": {"delay": 1000, "kill": 30,
+                                   "tier_mem": 3600000}.get(sc, 0),
                 "tier_buffer_total_bytes": 64 << 20}
     if side == "spring":
         return {"config": "RetryTopicConfiguration, Spring defaults",
                 "concurrency": {"kill": 3, "tier_mem": 1, "parallel": 16}.get(sc, PARTITIONS),
                 "commit": "AckMode BATCH, commitRecovered", "heap_max": HEAP,
-                "retry_delay_ms": {"delay": 1000, "kill": 30}.get(sc, 0)}
+                "retry_delay_ms": {"delay": 1000, "kill": 30,
+                                   "tier_mem": 3600000}.get(sc, 0)}
     return {"config": "pc " + side, "heap_max": HEAP,
             "commit_interval_ms": 5000 if side == "pc_defaults" else 100,
             "retry_delay_ms": 1000 if side == "pc_defaults" else 30}
