@@ -233,6 +233,7 @@ class Harness:
                 "heap_max_kb": w.get("heap_max_kb"),
                 "rss_waiting_kb": w["rss_kb"], "rss_growth_kb": g,
                 "bytes_per_waiting_msg": g * 1024 / n, "paused": w["paused"],
+                "held": w.get("held"),  # false: not every retry partition paused in time
                 "load_max": max(w["load_max"], em["load_max"])}
 
     def pc_parallel(self, ordering):
@@ -425,7 +426,8 @@ def print_table(res):
             print(f"  {side:13s} empty {fmt_n(v['rss_empty_kb'])}, waiting "
                   f"{fmt_n(v['rss_waiting_kb'])}, growth {fmt_n(v['rss_growth_kb'])} "
                   f"({fmt_n(v['bytes_per_waiting_msg'], 1)}, {lo:,.1f}-{hi:,.1f}; "
-                  f"{v['runs']} runs)")
+                  f"{v['runs']} runs)" + (f", retry partitions paused {v['paused']} of 256"
+                                          if "paused" in v else ""))
     k = res.get("kill")
     if k:
         print("\nrepeats per SIGKILL (handlings beyond one a message, per kill)")
