@@ -20,10 +20,14 @@ restart handled (the consumer had them but did not hand them out), "lost"
 the ones that are still unhandled after it (committed past, never handled).
 
 kretry: build-bench/bench/peers_kill_worker (tests/it_worker.c: kretry's
-defaults, retry.tiers=30ms, session.timeout.ms 3000). Spring: SpringKill, a
-30 ms retry topic and a DLT, the same session settings. Parallel Consumer:
-PcKill, maxConcurrency 1, ordering KEY; it has no dead-letter topic (i % 11
-is skipped) and retries a failed record in place.
+defaults, commits every 100 ms, retry.tiers=30ms, session.timeout.ms 3000).
+Spring: SpringKill, the configuration of its throughput rows (non-blocking
+retries at Spring's defaults, concurrency 3 = the partitions), a 30 ms retry
+topic and a DLT, the same session settings. Parallel Consumer: PcKill,
+maxConcurrency 1, ordering KEY, retrying a failed record in place; "pc" with
+commitInterval 100 ms and a 30 ms retry delay (kretry's), "pc_defaults" at
+its defaults (5 s, 1 s). It has no dead-letter topic (i % 11 is skipped).
+Every peer JVM at run_peers.HEAP.
 """
 import json
 import os
@@ -119,11 +123,11 @@ def unhandled(h, missing, coords, group, calls, pids):
 
 
 def one_run(h, side, seed):
-    from run_peers import cp
+    from run_peers import cp, JVM
     rng = random.Random(seed)
     t = h.name("kill-" + side)
     names = {"kretry": [t, t + ".retry.1", t + ".dlq"],
-             "spring": [t, t + "-retry", t + "-dlt"], "pc": [t]}[side]
+             "spring": [t, t + "-retry", t + "-dlt"]}.get(side, [t])
     h.topics("create", 3, names)
     out = f"/tmp/{t}.out"
     try:
@@ -133,12 +137,16 @@ def one_run(h, side, seed):
         worker = os.path.join(os.path.dirname(h.kbin), "peers_kill_worker")
         props = dict(bootstrap=h.boot, topic=t, group=t + "-g", out=out,
                      messages=N, delay_ms=30, concurrency=1, ordering="KEY")
+        if side == "spring":
+            props["concurrency"] = 3  # one consumer a partition
+        if side == "pc":
+            props.update(commit_interval_ms=100, retry_delay_ms=30)
         jprops = [f"-Dbench.{k}={v}" for k, v in props.items()]
         cmd = {"kretry": [worker, h.boot, t, t + "-g", out],
-               "spring": ["java", "-cp", cp("spring")] + jprops +
-               ["kretry.peers.spring.SpringKill"],
-               "pc": ["java", "-cp", cp("pc")] + jprops +
-               ["kretry.peers.pc.PcKill"]}[side]
+               "spring": ["java"] + JVM + ["-cp", cp("spring")] + jprops +
+               ["kretry.peers.spring.SpringKill"]}.get(
+                   side, ["java"] + JVM + ["-cp", cp("pc")] + jprops +
+                   ["kretry.peers.pc.PcKill"])
         kill_at, pids, after_kill = [], [], []
         for k in range(KILLS):
             missing = len(EXPECTED - seen_ids(read(out)))
@@ -154,7 +162,7 @@ def one_run(h, side, seed):
             p.send_signal(signal.SIGKILL)
             p.wait()
             kill_at.append(len(read(out)))
-            if side == "pc":  # what the next worker resumes from
+            if side.startswith("pc"):  # what the next worker resumes from
                 after_kill.append(committed(h, t + "-g"))
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
@@ -193,12 +201,16 @@ def one_run(h, side, seed):
                 pass
 
 
-def run(h, runs):
+def run(h, runs, sides=("kretry", "spring", "pc", "pc_defaults")):
+    from run_peers import settings
     res = {}
-    sides = ["kretry", "spring", "pc"]
+    sides = list(sides)
     for r in range(runs):
         for side in (sides if r % 2 == 0 else sides[::-1]):
+            load0 = os.getloadavg()[0]
             v = one_run(h, side, 1000 + r)  # the same kill points per run
+            v["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+            v["settings"] = settings(side, "kill")
             print(f"bench peers kill run {r + 1}/{runs}: {side} {v}",
                   file=__import__("sys").stderr, flush=True)
             res.setdefault(side, []).append(v)
@@ -206,6 +218,8 @@ def run(h, runs):
                 "lost": sum(x["lost"] for x in v),
                 "stalled": sum(x.get("stalled", 0) for x in v),
                 "per_run": [x["repeats"] for x in v],
+                "per_kill_range": [min(x["per_kill"] for x in v), max(x["per_kill"] for x in v)],
+                "loads": [x["load"] for x in v], "settings": v[0]["settings"],
                 "unhandled": [dict(x["unhandled"], run=n + 1, stalled=x["stalled"],
                                    lost=x["lost"])
                               for n, x in enumerate(v) if "unhandled" in x]}

@@ -13,9 +13,11 @@ medians: a table, or one JSON object with --output json.
 
 --runs: runs a side of every scenario (5); medians, and in the JSON every
 run. --only: some of delay,retry_hop,dead_letter,parallel,kill,tier_mem.
---spring-messages: Spring at its defaults (2,000: it hops about 50 a
-second); --spring-tuned-messages: Spring tuned (60,000, kretry's size;
-half of it for delay). kretry's sizes are kretry_bench's (60,000; delay
+--spring-messages: Spring's messages a run (10,000: at concurrency 8 it
+hops several hundred a second, a window of 10 s or more; the delay input
+is produced at 10,000/s as kretry's). --spring-tuned-messages: ignored
+(the "tuned" Spring configuration is gone: it set seekAfterError(false)
+on every container, the retry-topic ones included). kretry's sizes are kretry_bench's (60,000; delay
 100,000; tier_mem 1,000,000).
 
 Each kretry side is `kretry_bench --only S --runs 1` (its own topics, a
@@ -54,13 +56,42 @@ def measure_side(side, fn, rows):
     log(f"  {json.dumps(v)}")
     rows.setdefault(side, []).append(v)
 
+# Every peer JVM (Spring, Parallel Consumer; not the producer or the admin
+# tools) runs with this fixed heap limit, so its memory is bounded as
+# kretry's is by tier.buffer.total.bytes (64 MiB at its defaults).
+HEAP = os.environ.get("KRETRY_PEERS_HEAP", "256m")
+JVM = [f"-Xmx{HEAP}"]
+# Spring: one consumer a partition (concurrency = the partition count of the
+# scenario's topics), Spring's and the Java client's defaults otherwise.
+PARTITIONS = 8
+
+
+def settings(side, sc):
+    """What each side ran with, recorded in every run's JSON line."""
+    if side == "kretry":
+        return {"config": "kretry defaults (kretry_bench)", "timer_slack_ns": 1,
+                "commit_interval_ms": 100 if sc == "kill" else 5000,
+                "retry_delay_ms": {"delay": 1000, "kill": 30,
+                                   "tier_mem": 3600000}.get(sc, 0),
+                "tier_buffer_total_bytes": 64 << 20}
+    if side == "spring":
+        return {"config": "RetryTopicConfiguration, Spring defaults",
+                "concurrency": {"kill": 3, "tier_mem": 1, "parallel": 16}.get(sc, PARTITIONS),
+                "commit": "AckMode BATCH, commitRecovered", "heap_max": HEAP,
+                "retry_delay_ms": {"delay": 1000, "kill": 30,
+                                   "tier_mem": 3600000}.get(sc, 0)}
+    return {"config": "pc " + side, "heap_max": HEAP,
+            "commit_interval_ms": 5000 if side == "pc_defaults" else 100,
+            "retry_delay_ms": 1000 if side == "pc_defaults" else 30}
+
+
 def cp(module):
     return f"{HERE}/{module}/target/classes:{HERE}/{module}/target/lib/*"
 
 
 def java(module, main, props, timeout=900, check=True):
-    cmd = ["java", "-XX:+UseSerialGC" if main.endswith("Produce") else "-Xshare:auto",
-           "-cp", cp(module)]
+    cmd = ["java"] + (["-XX:+UseSerialGC"] if main.endswith("Produce") else JVM) + \
+        ["-cp", cp(module)]
     cmd += [f"-Dbench.{k}={v}" for k, v in props.items()] + [main]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=timeout)
@@ -125,13 +156,13 @@ class Harness:
                 c["slept_us_per_msg"]} for c in p["combinations"]
                 if c["concurrency"] == 16}
 
-    def spring(self, sc, n, tuned, rate=0):
+    def spring(self, sc, n, rate=0):
         t = self.name(sc)
         names = [t, t + "-retry", t + "-dlt"]
         self.topics("create", 8, names)
         try:
             props = dict(bootstrap=self.boot, topic=t, group=t + "-g",
-                         messages=n, tuned=int(tuned))
+                         messages=n, concurrency=PARTITIONS)
             main = {"delay": "SpringDelay", "retry_hop": "SpringRetryHop",
                     "dead_letter": "SpringDeadLetter"}[sc]
             if sc == "delay":
@@ -143,7 +174,7 @@ class Harness:
             self.topics("delete", 0, names)
 
     def spring_delay(self, props, t, n, rate):
-        cmd = ["java", "-cp", cp("spring")] + \
+        cmd = ["java"] + JVM + ["-cp", cp("spring")] + \
             [f"-Dbench.{k}={v}" for k, v in props.items()] + \
             ["kretry.peers.spring.SpringDelay"]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -190,15 +221,19 @@ class Harness:
             props = dict(bootstrap=self.boot, topic=topic, group=self.name("mem-g"),
                          delay_ms=3600000, paused=paused)
             procs.append(subprocess.Popen(
-                ["java", "-cp", cp("spring")] +
+                ["java"] + JVM + ["-cp", cp("spring")] +
                 [f"-Dbench.{k}={v}" for k, v in props.items()] +
                 ["kretry.peers.spring.SpringTierMem"],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
         w, em = (last_json(p.communicate(timeout=900)[0]) for p in procs)
         g = w["rss_kb"] - em["rss_kb"]
         return {"messages": n, "partitions": 256, "rss_empty_kb": em["rss_kb"],
+                "heap_after_gc_kb": w.get("heap_after_gc_kb"),
+                "heap_after_gc_empty_kb": em.get("heap_after_gc_kb"),
+                "heap_max_kb": w.get("heap_max_kb"),
                 "rss_waiting_kb": w["rss_kb"], "rss_growth_kb": g,
                 "bytes_per_waiting_msg": g * 1024 / n, "paused": w["paused"],
+                "held": w.get("held"),  # false: not every retry partition paused in time
                 "load_max": max(w["load_max"], em["load_max"])}
 
     def pc_parallel(self, ordering):
@@ -236,11 +271,10 @@ def run_side(h, sc, side, sm, stm):
     elif sc == "parallel":
         v = h.spring_parallel()
     elif sc == "delay":
-        v = h.spring(sc, sm if side == "spring" else stm // 2,
-                     side == "spring_tuned", rate=10000)
+        v = h.spring(sc, sm, rate=10000)
     else:
-        v = h.spring(sc, sm if side == "spring" else stm,
-                     side == "spring_tuned")
+        v = h.spring(sc, sm)
+    v["settings"] = settings(side, sc)
     return v
 
 
@@ -252,7 +286,7 @@ def tier_mem(h, runs):
         for side in ("kretry", "spring")[::1 if r % 2 == 0 else -1]:
             log(f"bench peers tier_mem run {r + 1}/{runs}: {side}")
             fn = h.kretry_tier_mem if side == "kretry" else h.spring_tier_mem
-            measure_side(side, lambda: fn(1000000), rows)
+            measure_side(side, lambda: dict(fn(1000000), settings=settings(side, "tier_mem")), rows)
     out = {}
     for side, rs in rows.items():
         keys = [k for k, v in rs[0].items() if isinstance(v, (int, float))]
@@ -276,7 +310,7 @@ def main():
         print(__doc__.split("\n\n", 1)[1].strip())
         return
     kbin, runs, only, fmt = a[0], 5, SCENARIOS, "table"
-    sm, stm = 2000, 60000
+    sm, stm = 10000, 0
     i = 1
     while i < len(a):
         if a[i] == "--runs":
@@ -317,7 +351,7 @@ def main():
             continue
         rows = {}
         for r in range(runs):
-            sides = ["kretry", "spring", "spring_tuned"]
+            sides = ["kretry", "spring"]
             if sc == "parallel":
                 sides = ["kretry", "pc", "spring"]
             if r % 2:
@@ -331,12 +365,16 @@ def main():
             if sc == "parallel" and side in ("kretry", "pc"):
                 out[side] = {o: {"secs": statistics.median(x[o]["secs"] for x in rs),
                                  "slept_us": statistics.median(x[o]["slept_us"] for x in rs)}
-                             for o in rs[0] if o != "load"}
+                             for o in rs[0] if o not in ("load", "settings")}
+                out[side]["settings"] = rs[0].get("settings")
                 continue
             keys = [k for k, v in rs[0].items() if isinstance(v, (int, float))
                     and not isinstance(v, bool)]
             out[side] = {k: med(rs, k) for k in keys}
             out[side]["runs"] = len(rs)
+            out[side]["settings"] = rs[0].get("settings")
+            out[side]["range"] = {k: [min(x[k] for x in rs), max(x[k] for x in rs)]
+                                  for k in keys if all(k in x for x in rs)}
         res[sc] = out
         res.setdefault("per_run", {})[sc] = rows  # every run, for the ranges
     res["load_end"] = os.getloadavg()[0]
@@ -388,7 +426,8 @@ def print_table(res):
             print(f"  {side:13s} empty {fmt_n(v['rss_empty_kb'])}, waiting "
                   f"{fmt_n(v['rss_waiting_kb'])}, growth {fmt_n(v['rss_growth_kb'])} "
                   f"({fmt_n(v['bytes_per_waiting_msg'], 1)}, {lo:,.1f}-{hi:,.1f}; "
-                  f"{v['runs']} runs)")
+                  f"{v['runs']} runs)" + (f", retry partitions paused {v['paused']} of 256"
+                                          if "paused" in v else ""))
     k = res.get("kill")
     if k:
         print("\nrepeats per SIGKILL (handlings beyond one a message, per kill)")

@@ -82,7 +82,6 @@ public final class SpringSide {
     static final Set<String> assigned = ConcurrentHashMap.newKeySet();
     static volatile boolean ready;
     static final Set<String> paused = ConcurrentHashMap.newKeySet();
-    static boolean tuned;
     static FileOutputStream killOut;
     static final String pid = Long.toString(ProcessHandle.current().pid());
 
@@ -147,17 +146,9 @@ public final class SpringSide {
     @Configuration
     @EnableKafka
     public static class Config extends RetryTopicConfigurationSupport {
-        /** -Dbench.tuned=1: the error handler keeps the records after a failed
-         * one instead of seeking back and fetching them again, and commits a
-         * recovered record's offset with the next batch, not synchronously. */
-        @Override
-        protected void configureCustomizers(CustomizersConfigurer c) {
-            if (tuned)
-                c.customizeErrorHandler(eh -> {
-                    eh.setSeekAfterError(false);
-                    eh.setCommitRecovered(false);
-                });
-        }
+        // Spring's own error handling for the retry topics: nothing customised
+        // (DefaultErrorHandler with seek after error and commitRecovered, as
+        // the reference's "Non-Blocking Retries" sets them up).
 
         @Bean
         public Listener listener() {
@@ -197,6 +188,9 @@ public final class SpringSide {
                 DefaultKafkaConsumerFactory<byte[], byte[]> cf) {
             var f = new ConcurrentKafkaListenerContainerFactory<byte[], byte[]>();
             f.setConsumerFactory(cf);
+            // one consumer a partition (-Dbench.concurrency = the partition
+            // count), for the main and the retry-topic containers alike
+            f.setConcurrency(Integer.parseInt(Bench.prop("concurrency", "1")));
             f.getContainerProperties().setConsumerRebalanceListener(new ConsumerAwareRebalanceListener() {
                 @Override
                 public void onPartitionsAssigned(Consumer<?, ?> c, Collection<TopicPartition> parts) {
@@ -219,8 +213,6 @@ public final class SpringSide {
             p.put("bootstrap.servers", Bench.prop("bootstrap"));
             p.put("key.serializer", ByteArraySerializer.class);
             p.put("value.serializer", ByteArraySerializer.class);
-            if (tuned) // the recoverer waits for each copy's acknowledgement
-                p.put("linger.ms", 0);
             KafkaTemplate<byte[], byte[]> t = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(p));
             t.setProducerListener(new ProducerListener<>() {
                 @Override
@@ -252,7 +244,6 @@ public final class SpringSide {
         scenario = sc;
         topic = Bench.prop("topic");
         n = Bench.longProp("messages", 0);
-        tuned = Bench.prop("tuned", "0").equals("1");
         if (sc.equals("delay"))
             lateUs = new long[(int) n];
         if (sc.equals("kill"))
@@ -276,11 +267,11 @@ public final class SpringSide {
             j = new Bench.Json().put("peer", "spring").put("scenario", sc)
                     .put("error", completed.get() + " of " + n + " done (timed out)");
         else if (sc.equals("delay"))
-            j = Bench.lateness("spring", lateUs, Math.min(late.get(), lateUs.length)).put("tuned", tuned);
+            j = Bench.lateness("spring", lateUs, Math.min(late.get(), lateUs.length)).put("concurrency", Bench.prop("concurrency", "1"));
         else {
-            j = Bench.throughput("spring", sc, n, window).put("tuned", tuned);
+            j = Bench.throughput("spring", sc, n, window).put("concurrency", Bench.prop("concurrency", "1"));
             if (sc.equals("parallel"))
-                j.put("concurrency", Bench.prop("concurrency")).put("slept_us", (double) sleptUs.get() / n);
+                j.put("slept_us", (double) sleptUs.get() / n);
         }
         j.print();
         ctx.close();
@@ -318,7 +309,13 @@ public final class SpringSide {
             }
         }
         long[] rss = Bench.rssKb();
+        // the heap in use after a full collection, beside the RSS (the JVM
+        // keeps the heap it grew to, up to -Xmx)
+        System.gc();
+        Runtime rt = Runtime.getRuntime();
+        long heapKb = (rt.totalMemory() - rt.freeMemory()) / 1024;
         new Bench.Json().put("peer", "spring").put("scenario", "tier_mem").put("paused", paused.size())
+                .put("heap_after_gc_kb", heapKb).put("heap_max_kb", rt.maxMemory() / 1024)
                 .put("held", held).put("settled", settled).put("rss_kb", rss[0]).put("hwm_kb", rss[1])
                 .put("load_max", Bench.loadavg()).print();
     }
