@@ -1167,7 +1167,8 @@ static void print_json(const opts_t *o,
                        int par_ran) {
         printf("{\"quick\": %s, \"runs\": %d, \"partitions\": %d, "
                "\"keys\": %ld, \"scenarios\": [",
-               o->quick ? "true" : "false", o->runs, bench_partitions(), o->keys);
+               o->quick ? "true" : "false", o->runs, bench_partitions(),
+               o->keys);
         for (int i = 0; i < cnt; i++) {
                 if (i > 0)
                         printf(", ");
@@ -1313,7 +1314,8 @@ static void print_table(const opts_t *o,
                         int par_ran) {
         printf("kretry benchmarks: %s, median of %d run(s), %d partitions, "
                "%ld keys\n\n",
-               o->quick ? "quick" : "full", o->runs, bench_partitions(), o->keys);
+               o->quick ? "quick" : "full", o->runs, bench_partitions(),
+               o->keys);
         printf("%-12s %12s %12s %6s %7s %9s %9s %10s %10s %5s\n", "scenario",
                "kretry msg/s", "raw msg/s", "ratio", "target", "kretry us",
                "raw us", "kretry RSS", "raw RSS", "load");

@@ -258,7 +258,7 @@ fail:
 
 /* The group's first pass: every message routed as KIND says. */
 static int fill(long n) {
-        state_t s      = {.fill = 1, .restore_ms = -1};
+        state_t s           = {.fill = 1, .restore_ms = -1};
         kretry_adapter_t *a = adapter(&s);
         if (!a)
                 return 1;
@@ -266,8 +266,8 @@ static int fill(long n) {
         while (s.routed < n && now_ms() - t0 < 1800e3)
                 if (kretry_adapter_poll(a, 100) == KRETRY_ERR_FATAL)
                         break;
-        fprintf(stderr, "kretry_scale: %s %ld: %ld routed in %.1f s\n", kind,
-                n, s.routed, (now_ms() - t0) / 1e3);
+        fprintf(stderr, "kretry_scale: %s %ld: %ld routed in %.1f s\n", kind, n,
+                s.routed, (now_ms() - t0) / 1e3);
         kretry_adapter_close(a);
         kretry_adapter_destroy(a);
         return s.routed < n;
@@ -278,9 +278,9 @@ static int measure(int run, int out_fd) {
         snprintf(prefix, sizeof(prefix), "probe%02d-", run);
         if (produce(prefix, 1))
                 return 1;
-        state_t s = {.restore_ms = -1};
-        double ld = loadavg();
-        s.t_start = now_ms();
+        state_t s           = {.restore_ms = -1};
+        double ld           = loadavg();
+        s.t_start           = now_ms();
         kretry_adapter_t *a = adapter(&s);
         if (!a)
                 return 1;
@@ -293,8 +293,7 @@ static int measure(int run, int out_fd) {
         if (!s.t_first || !s.t_assigned)
                 return 1;
         char line[256];
-        int len = snprintf(line, sizeof(line),
-                           "%.1f %.1f %.1f %ld %.2f\n",
+        int len = snprintf(line, sizeof(line), "%.1f %.1f %.1f %ld %.2f\n",
                            s.t_assigned - s.t_start, s.t_first - s.t_assigned,
                            s.restore_ms, rss, ld);
         return write(out_fd, line, (size_t)len) != len;
@@ -352,7 +351,42 @@ static double med(double *v, int n) {
         return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* kretry_scale BOOTSTRAP raw-idle GROUP TOPIC...: the baseline of the idle
+ * curve, a plain librdkafka consumer (the defaults kretry's consumer starts
+ * from, auto.offset.reset=latest) subscribed to the same topics, polling
+ * until SIGTERM. */
+static int raw_idle(int argc, char **argv) {
+        char err[512];
+        rd_kafka_conf_t *c = rd_kafka_conf_new();
+        if (rd_kafka_conf_set(c, "bootstrap.servers", argv[1], err,
+                              sizeof(err)) ||
+            rd_kafka_conf_set(c, "group.id", argv[3], err, sizeof(err))) {
+                fprintf(stderr, "kretry_scale: %s\n", err);
+                return 1;
+        }
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof(err));
+        if (!rk) {
+                fprintf(stderr, "kretry_scale: %s\n", err);
+                return 1;
+        }
+        rd_kafka_poll_set_consumer(rk);
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(argc - 4);
+        for (int i = 4; i < argc; i++)
+                rd_kafka_topic_partition_list_add(l, argv[i],
+                                                  RD_KAFKA_PARTITION_UA);
+        rd_kafka_subscribe(rk, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        for (;;) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 1000);
+                if (m)
+                        rd_kafka_message_destroy(m);
+        }
+}
+
 int main(int argc, char **argv) {
+        if (argc >= 5 && !strcmp(argv[2], "raw-idle"))
+                return raw_idle(argc, argv);
         if (argc != 5) {
                 fprintf(stderr,
                         "usage: kretry_scale BOOTSTRAP tier|versions|dlq N "
@@ -385,7 +419,7 @@ int main(int argc, char **argv) {
         int got = 0;
         for (int i = 0; i < runs; i++) {
                 int fd;
-                int rc = in_child(do_measure, i, &fd);
+                int rc        = in_child(do_measure, i, &fd);
                 char buf[256] = {0};
                 ssize_t len   = read(fd, buf, sizeof(buf) - 1);
                 close(fd);

@@ -2,13 +2,16 @@
 """bench/run --scale: how kretry's costs grow, on a real cluster.
 
 usage: scale.py KRETRY_CLI KRETRY_SCALE BOOTSTRAP [--runs N] [--only PART]
-                [--sizes 10000,100000] [--out FILE.json]
+                [--sizes 10000,100000] [--partitions 8,64,512]
+                [--messages N] [--window S] [--out FILE.json]
 
 PART: idle (CPU of an idle `kretry run` and `kretry ui` at 8 and 512
 partitions), restore (assignment -> first message handled against waiting
 tier copies, changelog keys and parked DLQ copies, with the resident
 memory after it; bench/scale.c does one curve), partitions (resident memory
-of an idle `kretry run` against source partitions). Every point is the
+of an idle `kretry run` against source partitions), throughput (kretry_bench's
+happy and retry_hop, kretry against raw librdkafka, at 8, 64 and 512
+partitions: --partitions LIST, --messages N for both). Every point is the
 median of --runs, printed with the load average (1 min) at its start.
 One JSON object (every point, every run) is written to --out; the table
 goes to stdout. bench/README.md, "scale".
@@ -127,9 +130,15 @@ def part_idle(o, doc):
         name = "scale-idle%d-%s" % (parts, tag)
         path = topology(d, name, parts, o["bootstrap"])
         apply(o["cli"], path)
-        for prog in ("run", "ui"):
+        for prog in ("run", "raw", "ui"):
             if prog == "run":
                 argv = [o["cli"], "run", "-f", path, "--exec", "true"]
+                settle = 20 if parts > 8 else 12
+            elif prog == "raw":
+                # librdkafka alone, subscribed to what kretry run consumes
+                argv = [o["scale"], o["bootstrap"], "raw-idle",
+                        name + "-raw", name, name + ".retry.1",
+                        name + ".retry.2"]
                 settle = 20 if parts > 8 else 12
             else:
                 argv = [o["cli"], "ui", "-f", path, "--listen",
@@ -140,9 +149,10 @@ def part_idle(o, doc):
                   "rss_kib": rss,
                   "cpu_pct": statistics.median(r["cpu_pct"] for r in runs)}
             doc["idle"].append(pt)
-            print("idle  kretry %-3s %4d partitions: %.3f %% of a core "
+            print("idle  %-10s %4d partitions: %.3f %% of a core "
                   "(median of %d x %d s; %s; loads %s), RSS %d KiB" % (
-                      prog, parts, pt["cpu_pct"], len(runs), o["window"],
+                      "raw" if prog == "raw" else "kretry " + prog,
+                      parts, pt["cpu_pct"], len(runs), o["window"],
                       " ".join("%.3f" % r["cpu_pct"] for r in runs),
                       " ".join("%.1f" % r["load"] for r in runs), rss),
                   flush=True)
@@ -199,13 +209,42 @@ def part_partitions(o, doc):
                   " ".join("%.1f" % r["load"] for r in runs)), flush=True)
 
 
+def part_throughput(o, doc):
+    """kretry_bench's happy and retry_hop (kretry against raw librdkafka,
+    same input, same run) with every topic at 8, 64, 512 partitions."""
+    bench = os.path.join(os.path.dirname(o["scale"]), "kretry_bench")
+    doc["throughput"] = []
+    for parts in o["parts"]:
+        for sc, n in (("happy", o["happy_n"]), ("retry_hop", o["hop_n"])):
+            env = dict(os.environ, KRETRY_BENCH_BOOTSTRAP=o["bootstrap"],
+                       KRETRY_BENCH_PARTITIONS=str(parts))
+            r = subprocess.run([bench, "--only", sc, "--runs", str(o["runs"]),
+                                "--messages", str(n), "--output", "json"],
+                               env=env, stdout=subprocess.PIPE, text=True)
+            try:
+                x = json.loads(r.stdout)["scenarios"][0]
+            except (ValueError, KeyError, IndexError):
+                print("throughput %s %d partitions: kretry_bench exited %d" % (
+                    sc, parts, r.returncode), flush=True)
+                continue
+            x["partitions"] = parts
+            x["messages"] = n
+            doc["throughput"].append(x)
+            print("thru  %-9s %4d partitions, %d msgs: kretry %s/s, raw %s/s, "
+                  "ratio %s (median of %d; highest load %s)" % (
+                      sc, parts, n, x.get("kretry_msgs_per_s"),
+                      x.get("raw_msgs_per_s"), x.get("ratio"), o["runs"],
+                      x.get("load_max")), flush=True)
+
+
 def main():
     a = sys.argv[1:]
     if len(a) < 3:
         print(__doc__, file=sys.stderr)
         return 64
     o = {"cli": a[0], "scale": a[1], "bootstrap": a[2], "runs": 3,
-         "only": None, "sizes": [10000, 100000], "out": None, "window": 20}
+         "only": None, "sizes": [10000, 100000], "out": None, "window": 20,
+         "parts": [8, 64, 512], "happy_n": 200000, "hop_n": 60000}
     i = 3
     while i < len(a):
         k, v = a[i], a[i + 1] if i + 1 < len(a) else None
@@ -217,6 +256,10 @@ def main():
             o["sizes"] = [int(x) for x in v.split(",")]
         elif k == "--out":
             o["out"] = v
+        elif k == "--partitions":
+            o["parts"] = [int(x) for x in v.split(",")]
+        elif k == "--messages":
+            o["happy_n"] = o["hop_n"] = int(v)
         elif k == "--window":
             o["window"] = int(v)
         else:
@@ -226,13 +269,16 @@ def main():
     doc = {"bootstrap": o["bootstrap"], "started": time.strftime(
         "%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cores": os.cpu_count()}
     for part, fn in (("idle", part_idle), ("restore", part_restore),
-                     ("partitions", part_partitions)):
+                     ("partitions", part_partitions),
+                     ("throughput", part_throughput)):
         if o["only"] in (None, part):
             fn(o, doc)
-    doc["ended"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    if o["out"]:
-        with open(o["out"], "w") as f:
-            json.dump(doc, f, indent=1)
+            # after every part: a run cut short keeps what it measured
+            doc["ended"] = time.strftime("%Y-%m-%d %H:%M:%S UTC",
+                                         time.gmtime())
+            if o["out"]:
+                with open(o["out"], "w") as f:
+                    json.dump(doc, f, indent=1)
     return 0
 
 
