@@ -10,7 +10,10 @@
  *   versions  versioning.header=version, the handler returns OK: N keys in
  *             the compacted changelog;
  *   dlq       ordering=key with ordering.on.dead.letter=park_key, the
- *             handler returns FAIL: N copies in the DLQ, N parked keys.
+ *             handler returns FAIL: N copies in the DLQ, N parked keys;
+ *   dlq-lifted  the same DLQ written under ordering.on.dead.letter=continue
+ *             (no key parked), measured under park_key: what the restore
+ *             costs when the DLQ holds no parked key at all.
  * Then RUNS times: one probe message with a fresh key goes to the source and
  * a new adapter of the same group starts; reported per run: adapter start ->
  * assignment (the REBALANCE log line), assignment -> the probe handled, the
@@ -207,7 +210,7 @@ static kretry_action_t handler(kretry_msg_t *m, void *op) {
         }
         if (!strcmp(kind, "tier"))
                 return KRETRY_RETRY;
-        if (!strcmp(kind, "dlq"))
+        if (!strncmp(kind, "dlq", 3))
                 return KRETRY_FAIL;
         return KRETRY_OK;
 }
@@ -238,7 +241,8 @@ static kretry_adapter_t *adapter(state_t *s) {
             kretry_conf_set(c, "versioning.header", "version", err,
                             sizeof(err)))
                 goto fail;
-        if (!strcmp(kind, "dlq") &&
+        if ((!strcmp(kind, "dlq") ||
+             (!strcmp(kind, "dlq-lifted") && !s->fill)) &&
             kretry_conf_set(c, "ordering.on.dead.letter", "park_key", err,
                             sizeof(err)))
                 goto fail;
@@ -388,9 +392,9 @@ int main(int argc, char **argv) {
         if (argc >= 5 && !strcmp(argv[2], "raw-idle"))
                 return raw_idle(argc, argv);
         if (argc != 5) {
-                fprintf(stderr,
-                        "usage: kretry_scale BOOTSTRAP tier|versions|dlq N "
-                        "RUNS\n");
+                fprintf(stderr, "usage: kretry_scale BOOTSTRAP "
+                                "tier|versions|dlq|dlq-lifted N "
+                                "RUNS\n");
                 return 64;
         }
         bootstrap = argv[1];
@@ -398,7 +402,7 @@ int main(int argc, char **argv) {
         long n    = atol(argv[3]);
         int runs  = atoi(argv[4]);
         if (strcmp(kind, "tier") && strcmp(kind, "versions") &&
-            strcmp(kind, "dlq"))
+            strcmp(kind, "dlq") && strcmp(kind, "dlq-lifted"))
                 return 64;
         if (runs < 1 || runs > MAX_RUNS || n < 1)
                 return 64;

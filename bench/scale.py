@@ -2,7 +2,8 @@
 """bench/run --scale: how kretry's costs grow, on a real cluster.
 
 usage: scale.py KRETRY_CLI KRETRY_SCALE BOOTSTRAP [--runs N] [--only PART]
-                [--sizes 10000,100000] [--partitions 8,64,512]
+                [--sizes 10000,100000] [--kinds tier,versions,dlq,dlq-lifted]
+                [--partitions 8,64,512]
                 [--messages N] [--window S] [--out FILE.json]
 
 PART: idle (CPU of an idle `kretry run` and `kretry ui` at 8 and 512
@@ -160,7 +161,7 @@ def part_idle(o, doc):
 
 def part_restore(o, doc):
     doc["restore"] = []
-    for kind in ("tier", "versions", "dlq"):
+    for kind in o["kinds"]:
         for n in o["sizes"]:
             r = subprocess.run([o["scale"], o["bootstrap"], kind, str(n),
                                 str(o["runs"])], stdout=subprocess.PIPE,
@@ -171,7 +172,7 @@ def part_restore(o, doc):
                 continue
             pt = json.loads(r.stdout)
             doc["restore"].append(pt)
-            print("restore %-8s %8d: assigned -> first handled %7.0f ms, "
+            print("restore %-10s %8d: assigned -> first handled %7.0f ms, "
                   "restore %7.0f ms, RSS %6d KiB (median of %d; %s ms; "
                   "loads %s)" % (
                       kind, n, pt["first_ms"], pt["restore_ms"],
@@ -244,7 +245,8 @@ def main():
         return 64
     o = {"cli": a[0], "scale": a[1], "bootstrap": a[2], "runs": 3,
          "only": None, "sizes": [10000, 100000], "out": None, "window": 20,
-         "parts": [8, 64, 512], "happy_n": 200000, "hop_n": 60000}
+         "parts": [8, 64, 512],
+         "kinds": ["tier", "versions", "dlq", "dlq-lifted"], "happy_n": 200000, "hop_n": 60000}
     i = 3
     while i < len(a):
         k, v = a[i], a[i + 1] if i + 1 < len(a) else None
@@ -256,6 +258,8 @@ def main():
             o["sizes"] = [int(x) for x in v.split(",")]
         elif k == "--out":
             o["out"] = v
+        elif k == "--kinds":
+            o["kinds"] = v.split(",")
         elif k == "--partitions":
             o["parts"] = [int(x) for x in v.split(",")]
         elif k == "--messages":
