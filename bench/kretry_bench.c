@@ -205,6 +205,14 @@ static void broker_stop(child_t *b, const bench_job_t *job) {
         b->pid = 0;
 }
 
+/* Partitions of every topic of a run: BENCH_PARTITIONS, or
+ * KRETRY_BENCH_PARTITIONS (bench/run --scale's throughput curve). */
+static int bench_partitions(void) {
+        const char *e = getenv("KRETRY_BENCH_PARTITIONS");
+        int p         = e ? atoi(e) : 0;
+        return p >= 1 && p <= 4096 ? p : BENCH_PARTITIONS;
+}
+
 static void job_init(bench_job_t *job, bench_kind_t kind, long n) {
         const char *real = getenv("KRETRY_BENCH_BOOTSTRAP");
         memset(job, 0, sizeof(*job));
@@ -231,7 +239,7 @@ static void job_init(bench_job_t *job, bench_kind_t kind, long n) {
         snprintf(job->versions, sizeof(job->versions), "%s-k.%s.versions",
                  job->group, job->source);
         job->timeout_s  = 120;
-        job->partitions = BENCH_PARTITIONS;
+        job->partitions = bench_partitions();
         snprintf(job->empty_source, sizeof(job->empty_source), "%s-empty",
                  job->source);
         snprintf(job->empty_tier, sizeof(job->empty_tier), "%s.retry.1",
@@ -1159,7 +1167,8 @@ static void print_json(const opts_t *o,
                        int par_ran) {
         printf("{\"quick\": %s, \"runs\": %d, \"partitions\": %d, "
                "\"keys\": %ld, \"scenarios\": [",
-               o->quick ? "true" : "false", o->runs, BENCH_PARTITIONS, o->keys);
+               o->quick ? "true" : "false", o->runs, bench_partitions(),
+               o->keys);
         for (int i = 0; i < cnt; i++) {
                 if (i > 0)
                         printf(", ");
@@ -1305,7 +1314,8 @@ static void print_table(const opts_t *o,
                         int par_ran) {
         printf("kretry benchmarks: %s, median of %d run(s), %d partitions, "
                "%ld keys\n\n",
-               o->quick ? "quick" : "full", o->runs, BENCH_PARTITIONS, o->keys);
+               o->quick ? "quick" : "full", o->runs, bench_partitions(),
+               o->keys);
         printf("%-12s %12s %12s %6s %7s %9s %9s %10s %10s %5s\n", "scenario",
                "kretry msg/s", "raw msg/s", "ratio", "target", "kretry us",
                "raw us", "kretry RSS", "raw RSS", "load");

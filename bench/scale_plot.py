@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""bench/scale_plot.py OUTDIR FILE.json...: the PNGs of bench/README.md's
+"scale" section from bench/run --scale's --out files (Debian's
+python3-matplotlib): scale-restore.png, scale-memory.png,
+scale-throughput.png. Points found in several files are all drawn."""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+LABEL = {"tier": "ordering=key: tier copies waiting",
+         "versions": "versioning: keys in the changelog",
+         "dlq": "park_key: copies in the DLQ, each a parked key",
+         "dlq-lifted": "park_key: copies in the DLQ, no key parked"}
+
+
+def main():
+    out, files = sys.argv[1], sys.argv[2:]
+    restore, parts, thru = [], [], []
+    for f in files:
+        d = json.load(open(f))
+        # a point measured again: the later file's
+        for p in d.get("restore", []):
+            restore = [q for q in restore
+                       if (q["kind"], q["n"]) != (p["kind"], p["n"])] + [p]
+        parts += d.get("partitions", [])
+        thru += d.get("throughput", [])
+
+    if restore:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for k in ("tier", "versions", "dlq", "dlq-lifted"):
+            pts = sorted((p["n"], p["first_ms"]) for p in restore
+                         if p["kind"] == k)
+            if pts:
+                ax.plot([x for x, _ in pts], [y for _, y in pts], "o-",
+                        label=LABEL[k])
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("size of the state (messages or keys), 8 partitions")
+        ax.set_ylabel("assignment -> first message handled (ms)")
+        ax.set_title("kretry: restore on assignment (median of runs, "
+                     "real Kafka)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "scale-restore.png"), dpi=90)
+
+    if restore or parts:
+        fig, axs = plt.subplots(1, 2, figsize=(10, 4.2))
+        for k in ("tier", "versions", "dlq", "dlq-lifted"):
+            pts = sorted((p["n"], p["rss_kib"] / 1024) for p in restore
+                         if p["kind"] == k)
+            if pts:
+                axs[0].plot([x for x, _ in pts], [y for _, y in pts], "o-",
+                            label=LABEL[k])
+        axs[0].set_xscale("log")
+        axs[0].set_xlabel("messages or keys (8 partitions)")
+        axs[0].set_ylabel("RSS once the first message is handled (MiB)")
+        axs[0].grid(True, which="both", alpha=0.3)
+        axs[0].legend(fontsize=7)
+        pts = sorted((p["partitions"], p["rss_kib"] / 1024) for p in parts)
+        if pts:
+            axs[1].plot([x for x, _ in pts], [y for _, y in pts], "o-")
+        axs[1].set_xscale("log", base=2)
+        axs[1].set_xlabel("source partitions (each with 2 tiers and a DLQ)")
+        axs[1].set_ylabel("RSS of an idle kretry run (MiB)")
+        axs[1].grid(True, which="both", alpha=0.3)
+        fig.suptitle("kretry: resident memory (median of runs, real Kafka)")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "scale-memory.png"), dpi=90)
+
+    if thru:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for sc in ("happy", "retry_hop"):
+            pts = sorted((p["partitions"], p["ratio"]) for p in thru
+                         if p["name"] == sc and p.get("ratio") is not None)
+            if pts:
+                ax.plot([x for x, _ in pts], [y for _, y in pts], "o-",
+                        label=sc if sc == "retry_hop" else
+                        "happy (input prefetched: not a throughput figure)")
+        ax.set_xscale("log", base=2)
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xlabel("partitions of every topic")
+        ax.set_ylabel("kretry msgs/s / raw librdkafka msgs/s")
+        ax.set_title("kretry: throughput against partitions (median of runs)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "scale-throughput.png"), dpi=90)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
