@@ -191,10 +191,14 @@ static void test_churn(void) {
                 while (sent < due && sent < r.nids)
                         produce_ordered(&r, sent++);
                 if (kt_now_ms() >= next_kill) {
-                        int m = (int)kt_rand_below(&rng, MEMBERS), st;
-                        KT_CHECK_MSG(waitpid(member[m], &st, WNOHANG) == 0,
-                                     CU_FALSE, "member %d ended by itself",
-                                     (int)member[m]);
+                        int m        = (int)kt_rand_below(&rng, MEMBERS), st;
+                        char how[64] = "";
+                        int ended    = waitpid(member[m], &st, WNOHANG) != 0;
+                        if (ended)
+                                describe_status(st, how, sizeof(how));
+                        KT_CHECK_MSG(!ended, CU_FALSE,
+                                     "member %d ended by itself (%s)",
+                                     (int)member[m], how);
                         kill(member[m], SIGKILL);
                         waitpid(member[m], &st, 0);
                         member[m] = spawn(r.c, r.src, r.grp, r.out, r.mode);

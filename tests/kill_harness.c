@@ -83,7 +83,7 @@ pid_t spawn(const kt_cluster_t *c,
         return spawn_ex(c, src, grp, out, mode, NULL, NULL);
 }
 
-static void describe_status(int st, char *buf, size_t size) {
+void describe_status(int st, char *buf, size_t size) {
         if (WIFEXITED(st))
                 snprintf(buf, size, "exit %d", WEXITSTATUS(st));
         else if (WIFSIGNALED(st))
@@ -292,18 +292,16 @@ static void measure_round(run_t *r, pid_t pid, int k) {
 static void kill_round(run_t *r) {
         rd_kafka_mock_cluster_t *mock = kt_cluster_mock(r->c);
         int missing                   = r->missing(r);
-        /* Somewhere in the first third of what is left, so that later
-         * kills still land mid-stream though the round's measurement
-         * (measure_round, until the commits moved twice) and the naps
-         * before the kill let the worker go on, and (when the stream is
-         * long enough) after 200 lines of this worker's: at 2 ms a message
-         * several commit intervals have passed, so a kill repeats what the
-         * last ~100 ms and the messages in flight hold, and commits that
-         * stopped or grew rare would repeat the whole worker's work, past
-         * KILL_REPEATS_PLAIN. */
-        int least  = missing / 4 < 200 ? missing / 4 + 1 : 200;
-        int target = least + (int)kt_rand_below(
-                                     &rng, (unsigned)(missing - least) / 3 + 1);
+        /* Somewhere in the first third of what is left once the round's
+         * measurement (measure_round: until the commits moved twice) is
+         * done, so that later kills still land mid-stream, and (when the
+         * stream is long enough) after 200 lines of this worker's: at 2 ms
+         * a message several commit intervals have passed, so a kill
+         * repeats what the last ~100 ms and the messages in flight hold,
+         * and commits that stopped or grew rare would repeat the whole
+         * worker's work, past KILL_REPEATS_PLAIN. */
+        int least      = missing / 4 < 200 ? missing / 4 + 1 : 200;
+        unsigned at    = kt_rand_below(&rng, 1000); /* where in that third */
         unsigned fault = kt_rand_below(&rng, 6);
         /* KRETRY_TEST_KILL_FAULTS=0: plain kills only (the same kill
          * points), to measure what the commit interval alone repeats. */
@@ -314,10 +312,18 @@ static void kill_round(run_t *r) {
         pid_t pid =
                 spawn_ex(r->c, r->src, r->grp, r->out, r->mode, r->props, NULL);
         const char *name = "none";
-        if (await_lines(r, pid, (target + 1) / 2)) {
+        if (await_lines(r, pid, (least + 1) / 2)) {
                 measure_round(r, pid, r->kills);
                 name = inject(mock, fault);
         }
+        /* What the worker handles meanwhile at the rate measured: the
+         * naps before the kill (extra_ms, and await_commit's 150 ms at
+         * most) must leave messages for it to land among. */
+        int done = read_log(r, pid), left = r->missing(r);
+        left -= (int)(r->kill_rate[r->kills] *
+                      (extra_ms + (r->kill_on_commit ? 150 : 0)) / 1000.0);
+        int target = (done > least ? done : least) +
+                     (int)((int64_t)at * (left > 0 ? left / 3 + 1 : 1) / 1000);
         if (!await_lines(r, pid, target)) {
                 kill(pid, SIGKILL);
                 waitpid(pid, NULL, 0);

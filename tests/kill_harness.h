@@ -82,6 +82,8 @@ void run_with_kills(run_t *r);
 
 /* Read the log; returns lines written by @p pid (all lines when 0). */
 int read_log(run_t *r, pid_t pid);
+/* "exit N" or "signal N" for waitpid status @p st. */
+void describe_status(int st, char *buf, size_t size);
 
 /* it_worker in @p mode (NULL: the plain stream) with the properties of
  * @p props (NAME=VALUE strings, NULL-terminated; may be NULL); its stderr
