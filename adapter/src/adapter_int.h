@@ -35,6 +35,7 @@
 #define KRETRY_ADAPTER_INT_H
 
 #include "breaker.h"
+#include "clock.h"
 #include "codec.h"
 #include "conf.h"
 #include "delay.h"
@@ -42,7 +43,10 @@
 #include "headers.h"
 #include "keychain.h"
 #include "latency.h"
+#include "log.h"
 #include "offsets.h"
+#include "owned.h"
+#include "part.h"
 #include "secret.h"
 #include "versions.h"
 
@@ -50,112 +54,6 @@
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
 #include <stdatomic.h>
-
-/* Owned copies of consumed messages (kretry_rkm_own) in arrival order,
- * linked through the copies themselves: queueing one allocates nothing
- * more. */
-typedef struct {
-        rd_kafka_message_t *head, *tail;
-        int cnt;
-        int64_t bytes; /* the copies' memory (kretry_rkm_size) */
-} kretry_rkm_fifo_t;
-
-/* One assignment of a consumed partition: the source (tier 0) or a tier.
- * Everything that belongs to the assignment lives here and dies with it:
- * offsets, the held tier message and its buffer, the gates, the key chains
- * and the version store. Made on assignment (kretry_part_assign), retired on
- * revocation or loss (kretry_part_retire: `assigned` 0, out of the table),
- * freed when its last reference goes. References: the table's while
- * assigned, one per job (workers.c) and one per copy record (route.c). A
- * job or a late delivery report of a retired assignment finds it retired
- * and is discarded: nothing stale reaches a later assignment of the same
- * partition, by construction. Polling thread only. */
-typedef struct kretry_part_s {
-        int tier;
-        int32_t partition;
-        int assigned;
-        int refs;
-        /* Copy records of this assignment not yet acknowledged, and of
-         * those the ones refused as too large (they cannot heal by waiting:
-         * a revocation does not wait for them). */
-        int copies, copies_stuck;
-        kretry_offsets_t offsets;
-        int64_t stored; /* last offset stored for commit, -1 none */
-        /* Offsets above the committed one that the previous owner decided
-         * (its commit's metadata, offsets.h; read by the restore): consumed
-         * again, they are acknowledged unhandled (route.c admit). */
-        kretry_decided_t decided;
-        /* Source partitions under ordering=key: the next source offset not
-         * yet consumed since the assignment (from the committed offset), or
-         * -1 when unknown. A tier copy of a message at or past it waits: an
-         * earlier message of its key may still be on the source (keyed.c,
-         * wait_for_source). */
-        int64_t src_next;
-        /* ... and the source's end (high watermark) when src_next was set,
-         * -1 unknown: a tier copy whose original offset lies past both
-         * (and past the end librdkafka last fetched) was made from nothing
-         * this partition held, and is never held back for it (keyed.c
-         * source_behind). */
-        int64_t src_end;
-        int64_t emit_hi; /* high watermark at the last stats document, -1 */
-        rd_kafka_message_t *held; /* tier message waiting for its due time,
-                                     in kretry's memory (kretry_rkm_own) */
-        int64_t held_due;
-        /* Tier messages consumed behind the held one, in offset order, in
-         * kretry's memory: the partition is paused only once they fill
-         * tier.buffer.messages or .bytes, or all buffers fill
-         * tier.buffer.total.bytes (behind_full; adapter.c
-         * behind_maybe_resume clears it), since a pause drops what
-         * librdkafka prefetched and the fetch after the resume can wait
-         * fetch.wait.max.ms. */
-        kretry_rkm_fifo_t behind;
-        int behind_full;
-        /* Tier partitions under ordering=key: copies that wait for their
-         * source partition to be consumed past them (keyed.c,
-         * wait_for_source), in consume order, in kretry's memory; the
-         * partition is paused while any waits (adapter.c). */
-        kretry_rkm_fifo_t src_wait;
-        int produce_failures; /* copies from here waiting to be re-produced */
-        int too_large_logged; /* a copy refused as too large was logged
-                                 since the partition last had none failing */
-        int beyond_logged;    /* a copy claiming an original offset beyond its
-                                 source partition was logged (keyed.c) */
-        int paused;           /* what we last asked librdkafka */
-        struct kretry_part_s *next_held; /* list of parts with a held message */
-        /* On the adapter's store_list, with a reference, while its stored
-         * offset waits for the end of a batch (kretry_store_end). */
-        int store_due;
-        struct kretry_part_s *next_store;
-        /* routing=transactional (txn.c): the first offset taken from
-         * librdkafka in this assignment (-1 none), where a rewind goes back
-         * to when the group has no committed offset; txn_dirty: an outcome
-         * was decided since the last transaction committed its offsets. */
-        int64_t first;
-        int txn_dirty;
-        /* routing=transactional: the offset sent with the open transaction
-         * and the last one a committed transaction carried (-1 none yet in
-         * this assignment), each with its decided-above metadata (malloc'd,
-         * NULL when none): where a rewind goes when the group's committed
-         * offset cannot be read (the cluster does not answer; txn.c
-         * rewind_to). */
-        int64_t txn_sent, txn_committed;
-        void *txn_sent_md, *txn_md;
-        size_t txn_sent_md_len, txn_md_len;
-        /* routing=transactional: a copy of it was refused as too large, so
-         * its transaction was aborted; paused until then (kretry_mono_ms)
-         * instead of failing the next one at once. */
-        int64_t blocked_until;
-        kretry_gate_t gate; /* ordering=partition: its messages in flight
-                               (workers.c) */
-        /* A revocation dealt with this assignment's handler calls (waited
-         * for them, gave up, or did not wait: lost): no later revocation of
-         * the same partition waits for them (workers.c running_in). */
-        int awaited;
-        /* Source partitions only: per-key state shared with the tier
-         * partitions of the same number (ordering key, versioning). */
-        kretry_chains_t chains;
-        kretry_versions_t versions;
-} kretry_part_t;
 
 /* One copy on its way to a tier or the DLQ. It borrows the consumed message's
  * key and value (no copy) and keeps the message until the broker
@@ -211,29 +109,6 @@ struct kretry_msg_s {
          * for memory (route.c). NULL while in use. */
         struct kretry_inflight_s *reserve;
 };
-
-/*
- * Messages the engine keeps: librdkafka's, or a held tier message copied into
- * kretry's own memory (owned.c), so that it does not keep its Fetch response
- * allocated while it waits. These serve both kinds; a copy must never reach
- * librdkafka's own message functions.
- */
-rd_kafka_message_t *kretry_rkm_own(rd_kafka_message_t *rkm); /* or rkm: OOM */
-int kretry_rkm_owned(const rd_kafka_message_t *rkm);
-rd_kafka_resp_err_t kretry_rkm_headers(const rd_kafka_message_t *rkm,
-                                       rd_kafka_headers_t **hdrsp);
-int64_t kretry_rkm_timestamp(const rd_kafka_message_t *rkm,
-                             rd_kafka_timestamp_type_t *tstype);
-void kretry_rkm_destroy(rd_kafka_message_t *rkm);
-/* The memory an owned copy of @p rkm takes (its own, if it is one): key,
- * value, headers and the record around them. */
-size_t kretry_rkm_size(const rd_kafka_message_t *rkm);
-
-/* Queue *@p rkmp as an owned copy (librdkafka's is destroyed) and set it to
- * NULL; -1 when it could not be copied (out of memory): *@p rkmp is then
- * the caller's still. */
-int kretry_rkm_fifo_push(kretry_rkm_fifo_t *f, rd_kafka_message_t **rkmp);
-rd_kafka_message_t *kretry_rkm_fifo_pop(kretry_rkm_fifo_t *f); /* or NULL */
 
 /* A copy's destination that is the version changelog, not a tier or DLQ. */
 #define KRETRY_DEST_VERSIONS (-1)
@@ -409,29 +284,6 @@ struct kretry_adapter_s {
         int64_t denied_said[KRETRY_DENIED_CAUSES];
 };
 
-/* The wall clock, ms since the epoch: what compares with Kafka timestamps
- * (due times, failure times, ages). */
-int64_t kretry_now_ms(void);
-/* Tests: a step of the wall clock, in ms, added to what kretry_now_ms()
- * reads (0 outside tests). */
-extern atomic_llong kretry_test_wall_step_ms;
-/* The monotonic clock, ms: every local deadline and backoff (revoke, close,
- * restore and startup bounds, copy backoffs, the breaker's cool-down), which
- * a step of the wall clock must not stretch. */
-int64_t kretry_mono_ms(void);
-/* ms from now until @p deadline (kretry_mono_ms), at least 0 and at most
- * @p cap (no cap when negative): how long a bounded wait may block. */
-int kretry_left_ms(int64_t deadline, int cap);
-void kretry_log(kretry_adapter_t *a,
-                kretry_log_level_t level,
-                const char *fac,
-                const char *fmt,
-                ...)
-#ifdef __GNUC__
-        __attribute__((format(printf, 4, 5)))
-#endif
-        ;
-
 /* commit.c: the answer to a commit, watched for refusals for want of an
  * ACL (KRETRY_COUNTER_DENIED_COMMITS); kretry_commit_cb is the consumer's
  * offset_commit_cb (the answers of commits made without a queue). Polling
@@ -453,41 +305,16 @@ void kretry_denied_note(kretry_adapter_t *a,
                         const char *what);
 
 /* adapter.c */
-/* librdkafka's log lines to the log callback; the client's opaque is the
- * adapter. */
-void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
-                           int level,
-                           const char *fac,
-                           const char *buf);
 /* A new assignment of partition @p p of topic @p tier (the one before, if
  * any, retired); NULL when memory is short. */
 kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p);
-/* The current assignment of @p p of topic @p tier, or NULL. */
-kretry_part_t *kretry_part_find(kretry_adapter_t *a, int tier, int32_t p);
-/* The current assignment of @p tp (an element of a partition list), or
- * NULL. */
-kretry_part_t *kretry_part_of(kretry_adapter_t *a,
-                              const rd_kafka_topic_partition_t *tp);
 /* The assignment ends: nothing of it is routed or committed any more; it is
  * freed when its last job and copy record are gone. */
 void kretry_part_retire(kretry_adapter_t *a, kretry_part_t *part);
-static inline kretry_part_t *kretry_part_ref(kretry_part_t *part) {
-        part->refs++;
-        return part;
-}
-void kretry_part_unref(kretry_part_t *part);
 void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
 /* kretry_part_update_pause for every partition: after the breaker or the
  * in-flight bound changed what every partition should be. */
 void kretry_update_pause_all(kretry_adapter_t *a);
-void kretry_part_store(kretry_adapter_t *a, kretry_part_t *part);
-/* Defer offset stores until kretry_store_end (returns the state to give
- * it: deferrals nest, the outermost one stores). */
-int kretry_store_begin(kretry_adapter_t *a);
-void kretry_store_end(kretry_adapter_t *a, int was);
-/* Store every deferred offset now, whatever deferral is open: before a
- * commit. */
-void kretry_store_flush(kretry_adapter_t *a);
 void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part);
 /* Destroy the batched source messages (a->sbuf) of the partitions of
  * @p l (NULL: all) at or past each element's offset (any offset below 0:
@@ -503,7 +330,6 @@ int kretry_wait_source(kretry_adapter_t *a,
                        rd_kafka_message_t *rkm);
 /* Pause (1) or resume (0) every assigned partition for the breaker. */
 void kretry_breaker_apply(kretry_adapter_t *a, int paused);
-int kretry_topic_index(const kretry_adapter_t *a, const char *topic);
 
 /* rebalance.c */
 void kretry_rebalance_cb(rd_kafka_t *rk,
