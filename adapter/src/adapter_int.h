@@ -1,6 +1,7 @@
 /*
  * Internals of kretry_adapter_t, shared by the files of the engine:
- * adapter.c (life cycle and poll loop), rebalance.c (assignment: tier
+ * adapter.c (life cycle and poll loop), intake.c (the queues, held
+ * messages and pauses), rebalance.c (assignment: tier
  * partitions follow their source partition), route.c (handler outcome ->
  * tier/DLQ copy -> delivery report -> offset), keyed.c (ordering key and
  * versions), workers.c (the handler's threads), msg.c (the handler's view),
@@ -129,7 +130,7 @@ typedef struct {
         atomic_llong txn_commits, txn_aborts;  /* txn.c */
         /* denied.h: refusals by cause; copies refused now (route.c), the
          * last commit refused (commit.c), a consumed topic refused
-         * (adapter.c: its index + 2, 1 unknown, 0 none), a copy of the
+         * (intake.c: its index + 2, 1 unknown, 0 none), a copy of the
          * transaction refused since the last one committed (txn.c) */
         atomic_llong denied[KRETRY_DENIED_CAUSES];
         atomic_llong denied_copies_now;
@@ -153,7 +154,7 @@ enum {
         KRETRY_CLASS_PARKED
 };
 
-/* Source messages taken from sq per queue lock (adapter.c). */
+/* Source messages taken from sq per queue lock (intake.c). */
 #define KRETRY_SBUF_MAX 16
 
 /* Owned by the polling thread (the contract above), except: conf (read by
@@ -196,7 +197,7 @@ struct kretry_adapter_s {
                                    only the group's events (rebalance.c) */
         int64_t forward_at;     /* next renewal of the partition forwards */
         /* Source messages taken from sq in one batch (one queue lock for up
-         * to KRETRY_SBUF_MAX), handed out one at a time (adapter.c
+         * to KRETRY_SBUF_MAX), handed out one at a time (intake.c
          * take_source): librdkafka counts them consumed already, so they
          * are ours to handle unless their assignment ends. Dropped: those
          * of the partitions of a rebalance event (revoked, lost or
@@ -304,7 +305,14 @@ void kretry_denied_note(kretry_adapter_t *a,
                         rd_kafka_resp_err_t err,
                         const char *what);
 
-/* adapter.c */
+/* intake.c: what the poll loop takes from the queues, and where it goes.
+ * Each returns how many messages it handed on: held messages due at
+ * @p now (wall clock) and copies whose source caught up; messages kept
+ * behind a held one whose turn came while they were stopped; one batch of
+ * consumed messages. */
+int kretry_intake_due(kretry_adapter_t *a, int64_t now);
+int kretry_intake_stalled(kretry_adapter_t *a);
+int kretry_intake_consume(kretry_adapter_t *a);
 /* A new assignment of partition @p p of topic @p tier (the one before, if
  * any, retired); NULL when memory is short. */
 kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p);
@@ -427,7 +435,7 @@ void kretry_process(kretry_adapter_t *a,
                     kretry_part_t *part,
                     rd_kafka_message_t *rkm);
 /* The counts kretry_process keeps of a consumed message, for one kept
- * behind a held message instead (adapter.c). */
+ * behind a held message instead (intake.c). */
 void kretry_count_consumed(kretry_adapter_t *a,
                            kretry_part_t *part,
                            const rd_kafka_message_t *rkm);

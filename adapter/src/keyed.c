@@ -179,7 +179,7 @@ static int source_behind(kretry_adapter_t *a,
 }
 
 /* The copy waits aside, in its partition's list of copies waiting for the
- * source (adapter.c), not in the partition's hold slot: a later message of
+ * source (intake.c), not in the partition's hold slot: a later message of
  * the partition may hold that slot until its own due time (held while this
  * copy waited for its turn, or released from behind it when it looked
  * before), and the copy must not go to the handler meanwhile. */

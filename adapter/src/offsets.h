@@ -117,7 +117,7 @@ void kretry_decided_free(kretry_decided_t *d);
  * Test only, never set in production: when set and it returns nonzero for
  * @p site, that allocation fails as if memory were exhausted. Sites:
  * "offsets" (this tracker's ring), "record" and "reserve" (route.c: a copy's
- * record and the one kept in reserve), "metadata" (adapter.c: a commit's
+ * record and the one kept in reserve), "metadata" (commit.c: a commit's
  * decided-above offsets). Called on the adapter's thread.
  */
 extern int (*kretry_test_alloc_fails)(const char *site);

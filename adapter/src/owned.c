@@ -28,7 +28,7 @@ static const char owned_marker = 'k';
  * value), then the name and the value bytes. A tier copy carries a dozen
  * kretry headers; as librdkafka's header list (one allocation per header)
  * they would take several times the message itself, and a buffer of
- * thousands of messages behind a held one (adapter.c) is read only when
+ * thousands of messages behind a held one (intake.c) is read only when
  * its turn comes. The list is built on the first read.
  */
 typedef struct {

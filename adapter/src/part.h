@@ -59,7 +59,7 @@ typedef struct kretry_part_s {
         /* Tier messages consumed behind the held one, in offset order, in
          * kretry's memory: the partition is paused only once they fill
          * tier.buffer.messages or .bytes, or all buffers fill
-         * tier.buffer.total.bytes (behind_full; adapter.c
+         * tier.buffer.total.bytes (behind_full; intake.c
          * behind_maybe_resume clears it), since a pause drops what
          * librdkafka prefetched and the fetch after the resume can wait
          * fetch.wait.max.ms. */
@@ -68,7 +68,7 @@ typedef struct kretry_part_s {
         /* Tier partitions under ordering=key: copies that wait for their
          * source partition to be consumed past them (keyed.c,
          * wait_for_source), in consume order, in kretry's memory; the
-         * partition is paused while any waits (adapter.c). */
+         * partition is paused while any waits (intake.c). */
         kretry_rkm_fifo_t src_wait;
         int produce_failures; /* copies from here waiting to be re-produced */
         int too_large_logged; /* a copy refused as too large was logged

@@ -57,7 +57,7 @@ static void assign_parts(kretry_adapter_t *a,
  * assignment and renewed every second (kretry_forward_parts_all): a dropped
  * forward would otherwise leave a tier partition's messages in its own
  * queue, never served, and send a source partition's to the consumer
- * queue (still served, see adapter.c next_message). */
+ * queue (still served, see intake.c next_message). */
 void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l) {
         rd_kafka_t *rk = a->consumer;
@@ -195,7 +195,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 return;
         }
 
-        /* Source messages batched for this thread (adapter.c take_source)
+        /* Source messages batched for this thread (intake.c take_source)
          * of these partitions belong to the assignment that ends, or ended
          * unseen: never handled nor committed under another one (l's
          * offsets are unset: all of each partition's). */

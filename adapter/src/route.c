@@ -618,7 +618,7 @@ void kretry_finish(kretry_adapter_t *a,
 }
 
 /* Held messages wait their due time in kretry's memory; the messages
- * consumed behind one wait behind it (adapter.c, keep_behind), and its
+ * consumed behind one wait behind it (intake.c, keep_behind), and its
  * partition is paused only when they fill tier.buffer.* or it is a source
  * partition (kretry_part_update_pause). dispatch_due hands them to
  * kretry_dispatch. */

@@ -69,7 +69,7 @@
  *
  * Memory: jobs waiting or running are bounded by max.inflight.messages,
  * and the bytes of their keys and values by max.inflight.bytes; at either
- * bound no message is taken from the tier and source queues (adapter.c
+ * bound no message is taken from the tier and source queues (intake.c
  * consume) while the consumer queue, which carries the group's events, is
  * still served. Nothing is paused: a pause would make librdkafka drop what
  * it prefetched, and the workers would idle while it is fetched again
@@ -78,7 +78,7 @@
  * bounds, so the bytes never pass the bound by more than one message, and a
  * message larger than the bound is still taken, at the latest when nothing
  * else is in flight (it never waits for room it cannot get). A tier message
- * held until due (adapter.c dispatch_due) is handed over when due whatever
+ * held until due (intake.c kretry_intake_due) is handed over when due whatever
  * the bounds: it is already in memory, at most one per tier partition, and
  * holding it longer would only delay its retry.
  *
@@ -915,7 +915,7 @@ static void pump(kretry_adapter_t *a) {
 }
 
 /* At max.inflight.messages or max.inflight.bytes nothing more is taken
- * (adapter.c consume); nothing is paused. */
+ * (intake.c kretry_intake_consume); nothing is paused. */
 static void update_full(kretry_adapter_t *a) {
         const kretry_workers_t *w = a->workers;
         a->full                   = w->jobs >= a->conf->max_inflight ||
