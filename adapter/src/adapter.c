@@ -6,9 +6,28 @@
  * poll(2) until an event, the next due message, or the caller's timeout.
  */
 #include "adapter_int.h"
+#include "breaker.h"
+#include "clock.h"
+#include "codec.h"
+#include "commit.h"
+#include "conf.h"
+#include "delay.h"
+#include "intake.h"
+#include "log.h"
+#include "msg.h"
+#include "part.h"
+#include "rebalance.h"
+#include "restore.h"
+#include "route.h"
+#include "secret.h"
+#include "startup_check.h"
+#include "stats.h"
+#include "txn.h"
+#include "workers.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

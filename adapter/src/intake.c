@@ -6,7 +6,17 @@
  * pause state of every assignment that follows from all that. Polling
  * thread only (adapter_int.h).
  */
+#include "intake.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "denied.h"
+#include "keyed.h"
+#include "log.h"
+#include "owned.h"
+#include "part.h"
+#include "route.h"
+#include "stats.h"
+#include "workers.h"
 
 #include <stdio.h>
 #include <string.h>

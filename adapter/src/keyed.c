@@ -12,7 +12,22 @@
  * higher version is written to the changelog before the offset of the
  * message that raised it is committed.
  */
+#include "keyed.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "codec.h"
+#include "conf.h"
+#include "delay.h"
+#include "headers.h"
+#include "intake.h"
+#include "keychain.h"
+#include "log.h"
+#include "msg.h"
+#include "owned.h"
+#include "part.h"
+#include "route.h"
+#include "versions.h"
+#include "workers.h"
 
 #include <string.h>
 

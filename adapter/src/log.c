@@ -2,7 +2,9 @@
  * Service: the log. kretry's lines and librdkafka's go to the application's
  * log callback, every secret value of the configuration scrubbed first.
  */
+#include "log.h"
 #include "adapter_int.h"
+#include "secret.h"
 
 #include <stdarg.h>
 #include <stdio.h>

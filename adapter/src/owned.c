@@ -15,7 +15,7 @@
  * kinds. A copy is marked by a NULL topic handle and a private pointer to
  * this file's marker, which no librdkafka message carries.
  */
-#include "adapter_int.h"
+#include "owned.h"
 
 #include <stdlib.h>
 #include <string.h>

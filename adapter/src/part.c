@@ -4,7 +4,13 @@
  * references, and the storing of its committable offset for the next
  * commit (with the offsets decided above it, commit.c). Polling thread.
  */
+#include "part.h"
 #include "adapter_int.h"
+#include "commit.h"
+#include "keychain.h"
+#include "log.h"
+#include "offsets.h"
+#include "versions.h"
 
 #include <stdlib.h>
 #include <string.h>

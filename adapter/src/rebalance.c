@@ -10,7 +10,17 @@
  * nothing of it routed or committed. Nothing is carried across a
  * rebalance.
  */
+#include "rebalance.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "conf.h"
+#include "drain.h"
+#include "intake.h"
+#include "log.h"
+#include "part.h"
+#include "restore.h"
+#include "txn.h"
+#include "workers.h"
 
 #include <string.h>
 

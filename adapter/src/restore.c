@@ -19,7 +19,18 @@
  * with a second consumer that never joins the group and never commits; the
  * whole of it is bounded by restore.timeout.ms.
  */
+#include "restore.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "conf.h"
+#include "headers.h"
+#include "keychain.h"
+#include "log.h"
+#include "offsets.h"
+#include "part.h"
+#include "stats.h"
+#include "txn.h"
+#include "versions.h"
 
 #include <stdlib.h>
 #include <string.h>

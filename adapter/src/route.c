@@ -7,7 +7,28 @@
  * offset is never stored, so nothing is dropped. Memory running out before
  * an outcome is decided holds the message the same way (retry_later).
  */
+#include "route.h"
 #include "adapter_int.h"
+#include "breaker.h"
+#include "clock.h"
+#include "codec.h"
+#include "commit.h"
+#include "conf.h"
+#include "delay.h"
+#include "denied.h"
+#include "headers.h"
+#include "intake.h"
+#include "keyed.h"
+#include "latency.h"
+#include "log.h"
+#include "msg.h"
+#include "offsets.h"
+#include "owned.h"
+#include "part.h"
+#include "stats.h"
+#include "txn.h"
+#include "versions.h"
+#include "workers.h"
 
 #include <assert.h>
 #include <stdlib.h>

@@ -14,9 +14,15 @@
  * dead letters forever. Credentials the cluster refuses end the check at
  * once. Runs on the thread that calls kretry_adapter_new().
  */
+#include "startup_check.h"
 #include "acls.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "conf.h"
+#include "diag.h"
+#include "log.h"
 #include "meta.h"
+#include "part.h"
 #include "shape.h"
 
 #include <stdio.h>

@@ -8,6 +8,10 @@
  * emitting sends nothing to the cluster.
  */
 #include "adapter_int.h"
+#include "latency.h"
+#include "owned.h"
+#include "part.h"
+#include "stats.h"
 
 #include <jansson.h>
 #include <stdlib.h>

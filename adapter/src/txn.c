@@ -22,8 +22,24 @@
  *
  * Polling thread only (adapter_int.h).
  */
+#include "txn.h"
 #include "acls.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "commit.h"
+#include "conf.h"
+#include "delay.h"
+#include "denied.h"
+#include "intake.h"
+#include "log.h"
+#include "offsets.h"
+#include "part.h"
+#include "rebalance.h"
+#include "restore.h"
+#include "route.h"
+#include "startup_check.h"
+#include "stats.h"
+#include "workers.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -105,10 +105,23 @@
  * read nothing, and kretry_msg_complete() only frees it.
  */
 #define _GNU_SOURCE /* SCHED_BATCH */
+#include "workers.h"
 #include "adapter_int.h"
+#include "breaker.h"
+#include "clock.h"
+#include "codec.h"
+#include "conf.h"
 #include "handles.h"
+#include "keychain.h"
+#include "log.h"
+#include "msg.h"
+#include "offsets.h"
+#include "owned.h"
+#include "part.h"
+#include "route.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
