@@ -1,4 +1,6 @@
 /*
+ * Loop: the life cycle and the poll loop, which calls the phases in order.
+ *
  * The adapter's life cycle and poll loop. One consumer (the source topic by
  * subscription, every tier by assignment alongside it) and one idempotent
  * producer (copies to tiers and the DLQ). Both clients signal an eventfd when

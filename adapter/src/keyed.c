@@ -1,4 +1,6 @@
 /*
+ * Phase: ordering by key and stale versions, around the handler.
+ *
  * Ordering by key and version discarding, around the handler (DESIGN §5).
  * Both keep their state per source partition (kretry_part_t of tier 0),
  * shared with the tier partitions of the same number, which follow it on

@@ -1,4 +1,6 @@
 /*
+ * Leaf: the per-partition offset tracker.
+ *
  * The per-partition offset tracker: which consumed offsets are still in
  * flight (handler running, copy not yet acknowledged) and the highest offset
  * that may be committed — never past the lowest one still in flight.

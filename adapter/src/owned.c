@@ -1,4 +1,6 @@
 /*
+ * Service: held messages in kretry's own memory.
+ *
  * Held tier messages in kretry's own memory.
  *
  * librdkafka hands out consumed messages without copying them: each one keeps

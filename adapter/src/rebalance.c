@@ -1,4 +1,6 @@
 /*
+ * Phase: assignment and revocation.
+ *
  * Assignment: the group assigns source partitions; the adapter adds, for
  * each source partition p, partition p of every tier ("tier partitions follow
  * their source partition"), whatever assignor the group uses, eager or

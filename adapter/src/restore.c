@@ -1,4 +1,6 @@
 /*
+ * Phase: per-key state rebuilt on assignment.
+ *
  * Rebuilding per-key state when source partitions are assigned, before any
  * of their messages is handled: the ordering chains from the tier partitions
  * (from the group's committed offset to the end: what is still in the retry

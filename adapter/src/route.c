@@ -1,4 +1,6 @@
 /*
+ * Phase: routing, from a consumed message to a durable outcome.
+ *
  * From a consumed message to a durable outcome: hold it until due, call the
  * handler, decide OK / tier / DLQ, produce the copy (borrowing key and value
  * from the consumed message), and on the broker's acknowledgement mark the

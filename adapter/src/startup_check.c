@@ -1,4 +1,6 @@
 /*
+ * Phase: the topology check before any client exists.
+ *
  * The topology check of kretry_adapter_new(), before any client of the
  * adapter exists: a producer's handle for a tier or the DLQ, or the
  * consumer's subscription, would make a broker that allows it create a

@@ -1,3 +1,4 @@
+/* Service: the counters and their JSON document. */
 #include "stats.h"
 #include "adapter_int.h"
 #include "clock.h"

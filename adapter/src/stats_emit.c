@@ -1,4 +1,6 @@
 /*
+ * Phase: the periodic stats callback.
+ *
  * The periodic stats callback (stats.interval.ms): every interval, on the
  * thread driving the adapter, one JSON document with the counters, handler
  * latency percentiles over the interval, and per consumed topic the

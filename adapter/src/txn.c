@@ -1,4 +1,6 @@
 /*
+ * Phase: transactions (routing=transactional).
+ *
  * routing=transactional: every copy kretry writes (to a tier, the DLQ, the
  * version changelog) and the consumed offsets of what they decide are
  * committed in one Kafka transaction (KIP-98), the offsets sent with the

@@ -1,4 +1,6 @@
 /*
+ * Phase: the handler's threads.
+ *
  * The handler's threads: up to handler.concurrency messages in the handler
  * at once, in the order the ordering allows.
  *
