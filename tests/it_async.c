@@ -8,7 +8,8 @@
  * aborted transactions of routing=transactional (real Kafka only).
  */
 #include "it_harness.h"
-#include "txn.h" /* kretry_test_txn_fails */
+#include "restore.h" /* kretry_test_txn_blind */
+#include "txn.h"     /* kretry_test_txn_fails */
 
 #include <pthread.h>
 #include <stdatomic.h>

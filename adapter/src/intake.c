@@ -2,9 +2,9 @@
  * Phase: intake. What the poll loop takes from the consumer's queues and
  * where each message goes: to the handler (route.c), behind a held tier
  * message in kretry's memory, or back to be fetched again; held messages
- * handed on at their due time; copies waiting for their source; and the
- * pause state of every assignment that follows from all that. Polling
- * thread only (adapter_int.h).
+ * handed on at their due time; copies waiting for their source (keyed.c
+ * keeps them); the state each assignment's pause follows from (applied by
+ * kretry_part_update_pause, part.c). Polling thread only (adapter_int.h).
  */
 #include "intake.h"
 #include "adapter_int.h"
@@ -46,62 +46,6 @@ void kretry_part_retire(kretry_adapter_t *a, kretry_part_t *part) {
         kretry_part_update_pause(a, part); /* leave no pause behind */
         a->parts[part->tier][part->partition] = NULL;
         kretry_part_unref(part);
-}
-
-/* Messages @p part may keep behind a held one (tier.buffer.*): tier
- * partitions only; a source message is held only while memory runs out. */
-static int behind_cap(const kretry_adapter_t *a, const kretry_part_t *part) {
-        return part->tier > 0 ? a->conf->tier_buffer_msgs : 0;
-}
-
-void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
-        int want = part->assigned &&
-                   ((part->held && !behind_cap(a, part)) || part->behind_full ||
-                    part->src_wait.cnt > 0 || part->produce_failures > 0 ||
-                    a->breaker_paused ||
-                    (part->blocked_until &&
-                     part->blocked_until > kretry_mono_ms()));
-        if (want == part->paused)
-                return;
-        rd_kafka_topic_partition_list_t *l =
-                rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
-                                          part->partition);
-        rd_kafka_resp_err_t err =
-                want ? rd_kafka_pause_partitions(a->consumer, l)
-                     : rd_kafka_resume_partitions(a->consumer, l);
-        rd_kafka_topic_partition_list_destroy(l);
-        if (err)
-                kretry_log(a, KRETRY_LOG_ERR, "PAUSE", "%s %s [%d]: %s",
-                           want ? "pause" : "resume", a->topics[part->tier],
-                           (int)part->partition, rd_kafka_err2str(err));
-        part->paused = want;
-}
-
-void kretry_update_pause_all(kretry_adapter_t *a) {
-        for (int t = 0; t < a->topic_cnt; t++)
-                for (int p = 0; p < a->part_cap[t]; p++)
-                        if (a->parts[t][p])
-                                kretry_part_update_pause(a, a->parts[t][p]);
-}
-
-void kretry_breaker_apply(kretry_adapter_t *a, int paused) {
-        a->breaker_paused = paused;
-        kretry_workers_pause(a, paused);
-        atomic_store_explicit(&a->stats.breaker_open, paused,
-                              memory_order_relaxed);
-        kretry_update_pause_all(a);
-        if (paused)
-                kretry_log(a, KRETRY_LOG_WARNING, "BREAKER",
-                           "circuit open: %d transient failures in a row "
-                           "across %d or more keys; consumption paused for "
-                           "%lld ms",
-                           a->conf->breaker_failures, a->conf->breaker_keys,
-                           (long long)a->breaker.cooldown_cur_ms);
-        else
-                kretry_log(a, KRETRY_LOG_NOTICE, "BREAKER",
-                           "circuit half-open: consuming again; one success "
-                           "closes it");
 }
 
 /* The gauges of the messages kept behind held ones (all partitions'
@@ -151,7 +95,7 @@ static int behind_room(const kretry_adapter_t *a,
                        const kretry_part_t *part,
                        int64_t bytes) {
         const kretry_rkm_fifo_t *f = &part->behind;
-        return f->cnt < behind_cap(a, part) &&
+        return f->cnt < kretry_part_behind_cap(a, part) &&
                (!f->cnt || f->bytes + bytes <= a->conf->tier_buffer_bytes) &&
                buffered_total(a) + bytes <= a->conf->tier_buffer_total;
 }
@@ -163,7 +107,8 @@ static int behind_room(const kretry_adapter_t *a,
  * total falls (kretry_intake_stalled). */
 static void behind_maybe_resume(kretry_adapter_t *a, kretry_part_t *part) {
         const kretry_rkm_fifo_t *f = &part->behind;
-        if (part->behind_full && f->cnt <= behind_cap(a, part) / 2 &&
+        if (part->behind_full &&
+            f->cnt <= kretry_part_behind_cap(a, part) / 2 &&
             f->bytes <= a->conf->tier_buffer_bytes / 2) {
                 if (buffered_total(a) <= a->conf->tier_buffer_total / 4 * 3)
                         part->behind_full = 0;
@@ -189,25 +134,6 @@ static int release_behind(kretry_adapter_t *a, kretry_part_t *part) {
                 a->behind_stalled = 1;
         behind_maybe_resume(a, part);
         return n;
-}
-
-/* How often copies waiting for their source look again. */
-#define KRETRY_SOURCE_WAIT_MS 50
-
-/* The copy waits beside the partition's hold slot, which a later message
- * may hold until its own due time. The partition is paused while any copy
- * waits, so that the list holds no more than was consumed from it already;
- * the rest is fetched once the source caught up. */
-int kretry_wait_source(kretry_adapter_t *a,
-                       kretry_part_t *part,
-                       rd_kafka_message_t *rkm) {
-        if (kretry_rkm_fifo_push(&part->src_wait, &rkm))
-                return -1; /* no memory for the copy: still the caller's */
-        atomic_fetch_add_explicit(&a->stats.held, 1, memory_order_relaxed);
-        if (!a->src_wait_at)
-                a->src_wait_at = kretry_mono_ms() + KRETRY_SOURCE_WAIT_MS;
-        kretry_part_update_pause(a, part);
-        return 0;
 }
 
 /* The copies of @p part waiting for their source that may go now, to
@@ -407,7 +333,7 @@ keep_behind(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
             !kretry_rkm_fifo_push(f, &rkm)) {
                 kretry_count_consumed(a, part, f->tail);
                 count_buffered(a, 1, bytes);
-                if (f->cnt >= behind_cap(a, part) ||
+                if (f->cnt >= kretry_part_behind_cap(a, part) ||
                     f->bytes >= a->conf->tier_buffer_bytes ||
                     buffered_total(a) >= a->conf->tier_buffer_total) {
                         part->behind_full = 1;

@@ -26,24 +26,11 @@ kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p);
 /* The assignment ends: nothing of it is routed or committed any more; it is
  * freed when its last job and copy record are gone. */
 void kretry_part_retire(kretry_adapter_t *a, kretry_part_t *part);
-void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
-/* kretry_part_update_pause for every partition: after the breaker or the
- * in-flight bound changed what every partition should be. */
-void kretry_update_pause_all(kretry_adapter_t *a);
 void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part);
 /* Destroy the batched source messages (a->sbuf) of the partitions of
  * @p l (NULL: all) at or past each element's offset (any offset below 0:
  * all of the partition). */
 void kretry_sbuf_drop(kretry_adapter_t *a,
                       const rd_kafka_topic_partition_list_t *l);
-/* Keep @p rkm, a tier copy of @p part (taken), until its source partition
- * was consumed past it (kretry_keyed_source_behind), looked at again with
- * the held messages; then it goes to kretry_dispatch. 0, or -1 when there
- * was no memory to keep it (@p rkm is still the caller's). */
-int kretry_wait_source(kretry_adapter_t *a,
-                       kretry_part_t *part,
-                       rd_kafka_message_t *rkm);
-/* Pause (1) or resume (0) every assigned partition for the breaker. */
-void kretry_breaker_apply(kretry_adapter_t *a, int paused);
 
 #endif

@@ -21,7 +21,6 @@
 #include "conf.h"
 #include "delay.h"
 #include "headers.h"
-#include "intake.h"
 #include "keychain.h"
 #include "log.h"
 #include "msg.h"
@@ -362,4 +361,20 @@ int64_t kretry_keyed_failed(kretry_adapter_t *a,
                         (int64_t)kretry_chains_park(&src->chains, key, len, 1);
         kretry_chains_remove(&src->chains, key, len, m->orig_offset);
         return followers;
+}
+
+/* The copy waits beside the partition's hold slot, which a later message
+ * may hold until its own due time. The partition is paused while any copy
+ * waits, so that the list holds no more than was consumed from it already;
+ * the rest is fetched once the source caught up. */
+int kretry_wait_source(kretry_adapter_t *a,
+                       kretry_part_t *part,
+                       rd_kafka_message_t *rkm) {
+        if (kretry_rkm_fifo_push(&part->src_wait, &rkm))
+                return -1; /* no memory for the copy: still the caller's */
+        atomic_fetch_add_explicit(&a->stats.held, 1, memory_order_relaxed);
+        if (!a->src_wait_at)
+                a->src_wait_at = kretry_mono_ms() + KRETRY_SOURCE_WAIT_MS;
+        kretry_part_update_pause(a, part);
+        return 0;
 }

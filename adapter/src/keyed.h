@@ -29,4 +29,14 @@ int kretry_keyed_source_behind(kretry_adapter_t *a,
                                kretry_part_t *part,
                                const rd_kafka_message_t *rkm);
 
+/* How often copies waiting for their source look again. */
+#define KRETRY_SOURCE_WAIT_MS 50
+/* Keep @p rkm, a tier copy of @p part (taken), until its source partition
+ * was consumed past it (kretry_keyed_source_behind), looked at again with
+ * the held messages; then it goes to kretry_dispatch. 0, or -1 when there
+ * was no memory to keep it (@p rkm is still the caller's). */
+int kretry_wait_source(kretry_adapter_t *a,
+                       kretry_part_t *part,
+                       rd_kafka_message_t *rkm);
+
 #endif

@@ -1,11 +1,13 @@
 /*
  * Service: the partition table. Each assignment of a consumed partition
  * (kretry_part_t, part.h) by topic index and partition number, its
- * references, and the storing of its committable offset for the next
- * commit (with the offsets decided above it, commit.c). Polling thread.
+ * references, the list of those assigned, the storing of its committable
+ * offset for the next commit (with the offsets decided above it,
+ * commit.c), and its pause as its state asks. Polling thread.
  */
 #include "part.h"
 #include "adapter_int.h"
+#include "clock.h"
 #include "commit.h"
 #include "keychain.h"
 #include "log.h"
@@ -147,4 +149,55 @@ void kretry_store_end(kretry_adapter_t *a, int was) {
                 return;
         a->store_defer = 0;
         kretry_store_flush(a);
+}
+
+rd_kafka_topic_partition_list_t *
+kretry_assigned_list(kretry_adapter_t *a,
+                     const rd_kafka_topic_partition_list_t *except) {
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(8);
+        for (int t = 0; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++)
+                        if (a->parts[t][p] && a->parts[t][p]->assigned &&
+                            !(except && rd_kafka_topic_partition_list_find(
+                                                except, a->topics[t], p)))
+                                rd_kafka_topic_partition_list_add(
+                                        l, a->topics[t], p);
+        return l;
+}
+
+int kretry_part_behind_cap(const kretry_adapter_t *a,
+                           const kretry_part_t *part) {
+        return part->tier > 0 ? a->conf->tier_buffer_msgs : 0;
+}
+
+void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part) {
+        int want = part->assigned &&
+                   ((part->held && !kretry_part_behind_cap(a, part)) ||
+                    part->behind_full || part->src_wait.cnt > 0 ||
+                    part->produce_failures > 0 || a->breaker_paused ||
+                    (part->blocked_until &&
+                     part->blocked_until > kretry_mono_ms()));
+        if (want == part->paused)
+                return;
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, a->topics[part->tier],
+                                          part->partition);
+        rd_kafka_resp_err_t err =
+                want ? rd_kafka_pause_partitions(a->consumer, l)
+                     : rd_kafka_resume_partitions(a->consumer, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        if (err)
+                kretry_log(a, KRETRY_LOG_ERR, "PAUSE", "%s %s [%d]: %s",
+                           want ? "pause" : "resume", a->topics[part->tier],
+                           (int)part->partition, rd_kafka_err2str(err));
+        part->paused = want;
+}
+
+void kretry_update_pause_all(kretry_adapter_t *a) {
+        for (int t = 0; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++)
+                        if (a->parts[t][p])
+                                kretry_part_update_pause(a, a->parts[t][p]);
 }

@@ -1,7 +1,7 @@
 /*
  * Service: the partition table (part.c): one object per assignment of a
- * consumed partition, found by topic index and partition number, and the
- * storing of its committable offset. Polling thread.
+ * consumed partition, found by topic index and partition number, the
+ * storing of its committable offset, and its pause. Polling thread.
  */
 #ifndef KRETRY_PART_H
 #define KRETRY_PART_H
@@ -68,7 +68,7 @@ typedef struct kretry_part_s {
         /* Tier partitions under ordering=key: copies that wait for their
          * source partition to be consumed past them (keyed.c,
          * wait_for_source), in consume order, in kretry's memory; the
-         * partition is paused while any waits (intake.c). */
+         * partition is paused while any waits (kretry_part_update_pause). */
         kretry_rkm_fifo_t src_wait;
         int produce_failures; /* copies from here waiting to be re-produced */
         int too_large_logged; /* a copy refused as too large was logged
@@ -137,5 +137,22 @@ void kretry_store_end(kretry_adapter_t *a, int was);
 /* Store every deferred offset now, whatever deferral is open: before a
  * commit. */
 void kretry_store_flush(kretry_adapter_t *a);
+
+/* Every assigned partition (source and tiers) but those of @p except
+ * (NULL: none); the caller destroys it. */
+rd_kafka_topic_partition_list_t *
+kretry_assigned_list(kretry_adapter_t *a,
+                     const rd_kafka_topic_partition_list_t *except);
+/* Messages @p part may keep behind a held one (tier.buffer.*): tier
+ * partitions only; a source message is held only while memory runs out. */
+int kretry_part_behind_cap(const kretry_adapter_t *a,
+                           const kretry_part_t *part);
+/* Pause or resume @p part as its state asks (held, buffers full, copies
+ * waiting for their source or to be produced again, the breaker, a
+ * transaction's block). */
+void kretry_part_update_pause(kretry_adapter_t *a, kretry_part_t *part);
+/* kretry_part_update_pause for every partition: after the breaker or the
+ * in-flight bound changed what every partition should be. */
+void kretry_update_pause_all(kretry_adapter_t *a);
 
 #endif

@@ -281,21 +281,6 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
         rd_kafka_topic_partition_list_destroy(l);
 }
 
-rd_kafka_topic_partition_list_t *
-kretry_assigned_list(kretry_adapter_t *a,
-                     const rd_kafka_topic_partition_list_t *except) {
-        rd_kafka_topic_partition_list_t *l =
-                rd_kafka_topic_partition_list_new(8);
-        for (int t = 0; t < a->topic_cnt; t++)
-                for (int p = 0; p < a->part_cap[t]; p++)
-                        if (a->parts[t][p] && a->parts[t][p]->assigned &&
-                            !(except && rd_kafka_topic_partition_list_find(
-                                                except, a->topics[t], p)))
-                                rd_kafka_topic_partition_list_add(
-                                        l, a->topics[t], p);
-        return l;
-}
-
 void kretry_forward_parts_all(kretry_adapter_t *a) {
         rd_kafka_topic_partition_list_t *l = kretry_assigned_list(a, NULL);
         kretry_forward_parts(a, l);

@@ -18,10 +18,5 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
 void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l);
 void kretry_forward_parts_all(kretry_adapter_t *a);
-/* Every assigned partition (source and tiers) but those of @p except
- * (NULL: none); the caller destroys it. */
-rd_kafka_topic_partition_list_t *
-kretry_assigned_list(kretry_adapter_t *a,
-                     const rd_kafka_topic_partition_list_t *except);
 
 #endif

@@ -31,12 +31,13 @@
 #include "offsets.h"
 #include "part.h"
 #include "stats.h"
-#include "txn.h"
 #include "versions.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+int (*kretry_test_txn_blind)(void);
 
 typedef enum { R_TIER, R_VERSIONS, R_DLQ, R_SOURCE } restore_kind_t;
 

@@ -28,4 +28,9 @@ void kretry_restore_decided(kretry_adapter_t *a,
  * committed offset at or past the end). */
 int64_t kretry_restore_start(int64_t committed, int64_t lo, int64_t hi);
 
+/* Test only: when set and it returns nonzero, the group's committed
+ * offsets read after an abort (the rewind's and the restore's) are
+ * unknown, as while the cluster does not answer. Polling thread. */
+extern int (*kretry_test_txn_blind)(void);
+
 #endif

@@ -19,7 +19,6 @@
 #include "delay.h"
 #include "denied.h"
 #include "headers.h"
-#include "intake.h"
 #include "keyed.h"
 #include "latency.h"
 #include "log.h"

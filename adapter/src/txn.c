@@ -36,7 +36,6 @@
 #include "log.h"
 #include "offsets.h"
 #include "part.h"
-#include "rebalance.h"
 #include "restore.h"
 #include "route.h"
 #include "startup_check.h"
@@ -54,7 +53,6 @@
 #define KRETRY_TXN_SLICE_MS 500
 
 int (*kretry_test_txn_fails)(void);
-int (*kretry_test_txn_blind)(void);
 int (*kretry_test_txn_begin_fails)(void);
 
 kretry_err_t

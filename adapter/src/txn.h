@@ -45,10 +45,6 @@ void kretry_txn_unblock(kretry_adapter_t *a, int64_t mono);
  * transaction being committed fails as a broker's refusal would (it is
  * aborted and its partitions rewound). Polling thread. */
 extern int (*kretry_test_txn_fails)(void);
-/* Test only: when set and it returns nonzero, the group's committed
- * offsets read after an abort (the rewind's and the restore's) are
- * unknown, as while the cluster does not answer. Polling thread. */
-extern int (*kretry_test_txn_blind)(void);
 /* Test only: when set and it returns nonzero, begin_transaction fails with
  * a retriable error (the call is made again at the next step). Polling
  * thread. */

@@ -1249,3 +1249,22 @@ static int complete_job(void *obj, void *arg) {
 int kretry_msg_complete(kretry_msg_t *msg, kretry_action_t action) {
         return kretry_handle_take((kretry_handle_t)msg, complete_job, &action);
 }
+
+void kretry_breaker_apply(kretry_adapter_t *a, int paused) {
+        a->breaker_paused = paused;
+        kretry_workers_pause(a, paused);
+        atomic_store_explicit(&a->stats.breaker_open, paused,
+                              memory_order_relaxed);
+        kretry_update_pause_all(a);
+        if (paused)
+                kretry_log(a, KRETRY_LOG_WARNING, "BREAKER",
+                           "circuit open: %d transient failures in a row "
+                           "across %d or more keys; consumption paused for "
+                           "%lld ms",
+                           a->conf->breaker_failures, a->conf->breaker_keys,
+                           (long long)a->breaker.cooldown_cur_ms);
+        else
+                kretry_log(a, KRETRY_LOG_NOTICE, "BREAKER",
+                           "circuit half-open: consuming again; one success "
+                           "closes it");
+}

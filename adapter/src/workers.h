@@ -54,4 +54,7 @@ void kretry_workers_revoke(kretry_adapter_t *a,
                            const rd_kafka_topic_partition_list_t *l,
                            int64_t deadline);
 
+/* Pause (1) or resume (0) every assigned partition for the breaker. */
+void kretry_breaker_apply(kretry_adapter_t *a, int paused);
+
 #endif
