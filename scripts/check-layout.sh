@@ -6,6 +6,11 @@
 # ui) to the other, fails the check. tests/ and bench/ stand outside the
 # rooms and may include anything.
 #
+# Inside the engine (adapter/src) the same holds between its layers: the
+# loop drives the phases, the phases use the services, the services the
+# leaves (plain data, no adapter). A file includes the headers of its own
+# layer and of the layers below it, never of one above.
+#
 #   scripts/check-layout.sh [ROOT]   (default: this repository)
 set -eu
 root="${1:-$(dirname "$0")/..}"
@@ -25,6 +30,14 @@ ui       adapter/ui       common ops topology engine schemas include
 bin      adapter/bin      cli ui run common ops topology engine schemas include
 '
 
+# engine layer  its files (by name, .c and .h alike); any other file of
+# adapter/src is a leaf
+layers='
+loop     adapter
+phase    intake route workers keyed restore txn rebalance drain startup_check stats_emit msg_api
+service  adapter_int part commit msg stats owned handles clock log
+'
+
 echo "$rooms" | awk 'NF { print $2 }' | while read -r dir; do
         [ ! -d "$dir" ] || find "$dir" -name '*.[ch]'
 done | sort >/tmp/check-layout.$$.files
@@ -36,7 +49,7 @@ xargs grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' \
         sed 's/^\([^:]*\):\([0-9]*\):.*"\([^"]*\)".*/\1 \2 \3/' \
                 >/tmp/check-layout.$$.includes || true
 
-awk -v rooms="$rooms" -v files=/tmp/check-layout.$$.files '
+awk -v rooms="$rooms" -v layers="$layers" -v files=/tmp/check-layout.$$.files '
 BEGIN {
         n = split(rooms, lines, "\n")
         for (i = 1; i <= n; i++) {
@@ -47,6 +60,15 @@ BEGIN {
                 for (j = 3; j <= nf; j++)
                         allowed[f[1], f[j]] = 1
         }
+        n = split(layers, lines, "\n")
+        for (i = 1; i <= n; i++) {
+                if ((nf = split(lines[i], f, " ")) < 2)
+                        continue
+                rank[f[1]] = ++nlayers
+                for (j = 2; j <= nf; j++)
+                        layer_of[f[j]] = f[1]
+        }
+        rank["leaf"] = ++nlayers
         # Which room holds each header, by its path below the room.
         while ((getline path < files) > 0)
                 for (d = 1; d <= ndirs; d++)
@@ -56,6 +78,11 @@ BEGIN {
                                         twice[rel] = 1
                                 holder[rel] = room_of_dir[dirs[d]]
                         }
+}
+# The engine layer of a file of adapter/src, by its name.
+function layer(path,   name) {
+        name = path; sub(/^.*\//, "", name); sub(/\.[ch]$/, "", name)
+        return (name in layer_of) ? layer_of[name] : "leaf"
 }
 function room_of(path,   d) {
         for (d = 1; d <= ndirs; d++)
@@ -83,6 +110,12 @@ function room_of(path,   d) {
         } else if (to != from && !allowed[from, to]) {
                 printf "%s:%s: %s includes \"%s\" of %s: rooms point down " \
                        "(README.md, Layout)\n", file, line, from, hdr, to
+                bad++
+        } else if (from == "engine" && to == "engine" &&
+                   rank[layer(hdr)] < rank[layer(file)]) {
+                printf "%s:%s: %s includes \"%s\" of %s: engine layers " \
+                       "point down (README.md, Layout)\n", file, line,
+                       layer(file), hdr, layer(hdr)
                 bad++
         }
 }

@@ -7,8 +7,9 @@
  * completion after a revocation and after destroy began, and through the
  * aborted transactions of routing=transactional (real Kafka only).
  */
-#include "adapter_int.h" /* kretry_test_txn_fails */
 #include "it_harness.h"
+#include "restore.h" /* kretry_test_txn_blind */
+#include "txn.h"     /* kretry_test_txn_fails */
 
 #include <pthread.h>
 #include <stdatomic.h>

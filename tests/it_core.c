@@ -2,8 +2,8 @@
  * Integration tests of the engine on the test cluster: one message all the
  * way through — consume, handle, route, commit — for each outcome.
  */
-#include "adapter_int.h" /* owned.c, for test_owned_copy */
 #include "it_harness.h"
+#include "owned.h" /* owned.c, for test_owned_copy */
 
 #include <stdlib.h>
 #include <string.h>

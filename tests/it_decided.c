@@ -20,8 +20,8 @@
  * Untrusted metadata: a commit that says offsets past the partition's end
  * were decided is not believed; every message is handled.
  */
-#include "adapter_int.h"
 #include "it_harness.h"
+#include "txn.h"
 
 #include <librdkafka/rdkafka_mock.h>
 #include <stdatomic.h>

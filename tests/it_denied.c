@@ -9,6 +9,7 @@
  * the gauge falls back to 0.
  */
 #include "adapter_int.h" /* KRETRY_DENIED_METADATA */
+#include "headers.h"
 #include "it_harness.h"
 
 #include <librdkafka/rdkafka_mock.h>

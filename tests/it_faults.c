@@ -5,6 +5,7 @@
  * message age.
  */
 #include "adapter_int.h" /* the adapter's producer, for test_fatal_producer */
+#include "clock.h"
 #include "it_harness.h"
 #include "offsets.h" /* kretry_test_alloc_fails */
 

@@ -10,6 +10,8 @@
  */
 #include "adapter_int.h" /* the consumer's assignment, a partition's pause */
 #include "it_harness.h"
+#include "part.h"
+#include "rebalance.h"
 
 #include <time.h>
 

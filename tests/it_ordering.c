@@ -3,9 +3,9 @@
  * retries under random failures, the two on_dead_letter policies, stale
  * versions, and both states rebuilt by a new instance.
  */
-#include "adapter_int.h" /* kretry_test_txn_fails */
 #include "it_harness.h"
 #include "replay_headers.h"
+#include "txn.h" /* kretry_test_txn_fails */
 
 #include <stdarg.h>
 #include <stdatomic.h>

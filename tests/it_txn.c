@@ -8,8 +8,8 @@
  * test_begin_fails_offsets_kept, which checks there what the adapter
  * committed by its own record (and on real Kafka by the group's too).
  */
-#include "adapter_int.h" /* kretry_test_txn_fails */
 #include "it_harness.h"
+#include "txn.h"      /* kretry_test_txn_fails */
 #include "versions.h" /* kretry_version_decode */
 
 #include <stdlib.h>

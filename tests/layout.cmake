@@ -8,6 +8,11 @@ add_test(NAME check_layout_planted
                  "adapter/src/shape.c:[0-9]+: engine includes \"topology.h\" of topology"
                  sh ${CMAKE_CURRENT_SOURCE_DIR}/check_layout_planted.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(check_layout_planted PROPERTIES LABELS unit)
+add_test(NAME check_layout_planted_engine
+         COMMAND ${KRETRY_EXPECT} 1
+                 "adapter/src/part.c:[0-9]+: service includes \"route.h\" of phase"
+                 sh ${CMAKE_CURRENT_SOURCE_DIR}/check_layout_planted.sh ${PROJECT_SOURCE_DIR} engine)
+set_tests_properties(check_layout_planted_engine PROPERTIES LABELS unit)
 
 # Every public function and type of kretry.h has a doc comment, and
 # docs/api.md is what scripts/gen-api.py makes of the header now.

@@ -1,8 +1,8 @@
 /* Unit tests of the per-partition key stores: the hash map, the ordering
  * chains and the version store. */
-#include "adapter_int.h"
 #include "keychain.h"
 #include "keymap.h"
+#include "restore.h"
 #include "testutil.h"
 #include "versions.h"
 

@@ -1,3 +1,4 @@
+/* Leaf: the ACL bindings a retry chain needs. */
 #include "acls.h"
 
 #include <stdio.h>

@@ -1,4 +1,6 @@
 /*
+ * Leaf: the ACL bindings a retry chain needs.
+ *
  * Least privilege for a retry chain: the ACL bindings a principal needs to
  * run kretry on a chain (role run), to inspect, replay and export its DLQ
  * and read its stats (role operator), or to serve kretry ui (role ui), and

@@ -1,3 +1,4 @@
+/* Leaf: the circuit breaker. */
 #include "breaker.h"
 
 #include "keymap.h"

@@ -1,4 +1,6 @@
 /*
+ * Leaf: the circuit breaker.
+ *
  * The circuit breaker (DESIGN §4, storm control). When a run of transient
  * failures with no success in between reaches `failures` and spans at least
  * `distinct_keys` keys, the dependency is down, not the message: the breaker

@@ -1,3 +1,4 @@
+/* Leaf: the configuration and its property table. */
 #include "conf.h"
 
 #include "parse.h"

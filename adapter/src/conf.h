@@ -1,4 +1,6 @@
 /*
+ * Leaf: the configuration and its property table.
+ *
  * The configuration object behind kretry_conf_t: kretry's own properties,
  * driven by one declarative table in conf.c, plus the librdkafka properties
  * passed through to the consumer and the producer.

@@ -1,3 +1,4 @@
+/* Leaf: delay arithmetic: which tier, and when due. */
 #include "delay.h"
 
 void kretry_rng_seed(kretry_rng_t *rng, uint64_t seed) {

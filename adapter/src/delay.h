@@ -1,4 +1,6 @@
 /*
+ * Leaf: delay arithmetic: which tier, and when due.
+ *
  * Delay arithmetic: which tier a failed message goes to, and when it is due.
  * Pure functions over the tier table; the random source is explicit so tests
  * can pin it.

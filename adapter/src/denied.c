@@ -1,4 +1,6 @@
 /*
+ * Leaf: refusals for want of an ACL.
+ *
  * Refusals for want of an ACL (denied.h): which errors they are, and when
  * one is said again.
  */

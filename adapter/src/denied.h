@@ -1,4 +1,6 @@
 /*
+ * Leaf: refusals for want of an ACL.
+ *
  * Refusals for want of an ACL while running: a copy the cluster will not
  * take (Write on a tier, the DLQ or the changelog), a commit it will not
  * record (Read on the group), a topic it will not let the consumer read.

@@ -1,3 +1,4 @@
+/* Leaf: diagnostics of a topology file. */
 #include "diag.h"
 
 #include <stdarg.h>

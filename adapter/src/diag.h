@@ -1,4 +1,6 @@
 /*
+ * Leaf: diagnostics of a topology file.
+ *
  * Diagnostics of a topology file: every error and warning found, each with
  * the line and column (1-based; 0 when the problem has no position, e.g. a
  * file that cannot be read) it refers to. Loading collects all of them

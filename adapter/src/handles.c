@@ -1,4 +1,6 @@
 /*
+ * Service: the handles of held messages.
+ *
  * The table of held-message handles (handles.h). Slots are reused through
  * a free list; a slot's generation moves on every time its handle ends, so
  * a handle names one hold for 2^32 (2^16 on 32-bit) reuses of its slot.

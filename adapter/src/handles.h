@@ -1,4 +1,6 @@
 /*
+ * Service: the handles of held messages.
+ *
  * Handles of held messages (kretry_msg_hold): a slot of a process-wide
  * table and the slot's generation, packed into an odd pointer-sized value
  * that can never be a message's address. A handle lives from the hold to

@@ -1,3 +1,4 @@
+/* Leaf: the kretry-* header contract. */
 #include "headers.h"
 
 #include <stddef.h>

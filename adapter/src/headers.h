@@ -1,4 +1,6 @@
 /*
+ * Leaf: the kretry-* header contract.
+ *
  * The kretry-* header contract (DESIGN §3): decoding a message's retry chain
  * and building the headers of its copy in a tier or the DLQ. Values are UTF-8
  * decimal text. Malformed values never crash: each field says whether it was

@@ -1,3 +1,4 @@
+/* Leaf: per-key chains across retries. */
 #include "keychain.h"
 
 #include "offsets.h" /* kretry_test_alloc_fails */

@@ -1,4 +1,6 @@
 /*
+ * Leaf: per-key chains across retries.
+ *
  * Per-key ordering across retries (`ordering: key`), for one source
  * partition. For each key with messages in the retry chain, the original
  * source offsets still pending, in order, with the tier and due time where

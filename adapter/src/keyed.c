@@ -1,4 +1,6 @@
 /*
+ * Phase: ordering by key and stale versions, around the handler.
+ *
  * Ordering by key and version discarding, around the handler (DESIGN §5).
  * Both keep their state per source partition (kretry_part_t of tier 0),
  * shared with the tier partitions of the same number, which follow it on
@@ -12,7 +14,21 @@
  * higher version is written to the changelog before the offset of the
  * message that raised it is committed.
  */
+#include "keyed.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "codec.h"
+#include "conf.h"
+#include "delay.h"
+#include "headers.h"
+#include "keychain.h"
+#include "log.h"
+#include "msg.h"
+#include "owned.h"
+#include "part.h"
+#include "route.h"
+#include "versions.h"
+#include "workers.h"
 
 #include <string.h>
 
@@ -179,7 +195,7 @@ static int source_behind(kretry_adapter_t *a,
 }
 
 /* The copy waits aside, in its partition's list of copies waiting for the
- * source (adapter.c), not in the partition's hold slot: a later message of
+ * source (intake.c), not in the partition's hold slot: a later message of
  * the partition may hold that slot until its own due time (held while this
  * copy waited for its turn, or released from behind it when it looked
  * before), and the copy must not go to the handler meanwhile. */
@@ -345,4 +361,20 @@ int64_t kretry_keyed_failed(kretry_adapter_t *a,
                         (int64_t)kretry_chains_park(&src->chains, key, len, 1);
         kretry_chains_remove(&src->chains, key, len, m->orig_offset);
         return followers;
+}
+
+/* The copy waits beside the partition's hold slot, which a later message
+ * may hold until its own due time. The partition is paused while any copy
+ * waits, so that the list holds no more than was consumed from it already;
+ * the rest is fetched once the source caught up. */
+int kretry_wait_source(kretry_adapter_t *a,
+                       kretry_part_t *part,
+                       rd_kafka_message_t *rkm) {
+        if (kretry_rkm_fifo_push(&part->src_wait, &rkm))
+                return -1; /* no memory for the copy: still the caller's */
+        atomic_fetch_add_explicit(&a->stats.held, 1, memory_order_relaxed);
+        if (!a->src_wait_at)
+                a->src_wait_at = kretry_mono_ms() + KRETRY_SOURCE_WAIT_MS;
+        kretry_part_update_pause(a, part);
+        return 0;
 }

@@ -1,3 +1,4 @@
+/* Leaf: a hash map from message keys. */
 #include "keymap.h"
 
 #include <stdlib.h>

@@ -1,4 +1,6 @@
 /*
+ * Leaf: a hash map from message keys.
+ *
  * A hash map from message keys (byte strings) to a fixed-size value, owned
  * by one partition's state and used by the key-ordering chains and the
  * version store. Open addressing with linear probing and backward-shift

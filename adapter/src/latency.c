@@ -1,3 +1,4 @@
+/* Leaf: the handler latency histogram. */
 #include "latency.h"
 
 #include <string.h>

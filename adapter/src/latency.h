@@ -1,4 +1,6 @@
 /*
+ * Leaf: the handler latency histogram.
+ *
  * Handler latency: a fixed log-linear histogram (8 sub-buckets per power of
  * two of microseconds, up to ~2^31 us), so recording allocates nothing and
  * costs a few instructions; percentiles are read with at most 1/8 relative

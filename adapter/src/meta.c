@@ -1,3 +1,4 @@
+/* Leaf: what the cluster holds: topics and configs. */
 #include "meta.h"
 
 #include <stdio.h>

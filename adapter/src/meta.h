@@ -1,4 +1,6 @@
 /*
+ * Leaf: what the cluster holds: topics and configs.
+ *
  * What the cluster holds, as kretry needs it: a metadata snapshot (the
  * topics that exist, their partitions and the configuration that matters
  * to a chain) and the two look-ups that fill it beyond Metadata, which the

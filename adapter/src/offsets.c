@@ -1,3 +1,4 @@
+/* Leaf: the per-partition offset tracker. */
 #include "offsets.h"
 
 #include <stdio.h>

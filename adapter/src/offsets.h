@@ -1,4 +1,6 @@
 /*
+ * Leaf: the per-partition offset tracker.
+ *
  * The per-partition offset tracker: which consumed offsets are still in
  * flight (handler running, copy not yet acknowledged) and the highest offset
  * that may be committed — never past the lowest one still in flight.
@@ -117,7 +119,7 @@ void kretry_decided_free(kretry_decided_t *d);
  * Test only, never set in production: when set and it returns nonzero for
  * @p site, that allocation fails as if memory were exhausted. Sites:
  * "offsets" (this tracker's ring), "record" and "reserve" (route.c: a copy's
- * record and the one kept in reserve), "metadata" (adapter.c: a commit's
+ * record and the one kept in reserve), "metadata" (commit.c: a commit's
  * decided-above offsets). Called on the adapter's thread.
  */
 extern int (*kretry_test_alloc_fails)(const char *site);

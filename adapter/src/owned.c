@@ -1,4 +1,6 @@
 /*
+ * Service: held messages in kretry's own memory.
+ *
  * Held tier messages in kretry's own memory.
  *
  * librdkafka hands out consumed messages without copying them: each one keeps
@@ -15,7 +17,7 @@
  * kinds. A copy is marked by a NULL topic handle and a private pointer to
  * this file's marker, which no librdkafka message carries.
  */
-#include "adapter_int.h"
+#include "owned.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +30,7 @@ static const char owned_marker = 'k';
  * value), then the name and the value bytes. A tier copy carries a dozen
  * kretry headers; as librdkafka's header list (one allocation per header)
  * they would take several times the message itself, and a buffer of
- * thousands of messages behind a held one (adapter.c) is read only when
+ * thousands of messages behind a held one (intake.c) is read only when
  * its turn comes. The list is built on the first read.
  */
 typedef struct {

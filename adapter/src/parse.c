@@ -1,3 +1,4 @@
+/* Leaf: parsers of property values. */
 #include "parse.h"
 
 #include <ctype.h>

@@ -1,4 +1,6 @@
 /*
+ * Leaf: parsers of property values.
+ *
  * Parsers for the small value syntaxes kretry accepts in properties and
  * topology files: durations ("250ms", "10s", "1m", "2h", "7d"), percentages
  * ("20%") and comma-separated duration lists. Pure functions, no I/O.

@@ -1,4 +1,6 @@
 /*
+ * Phase: assignment and revocation.
+ *
  * Assignment: the group assigns source partitions; the adapter adds, for
  * each source partition p, partition p of every tier ("tier partitions follow
  * their source partition"), whatever assignor the group uses, eager or
@@ -10,7 +12,17 @@
  * nothing of it routed or committed. Nothing is carried across a
  * rebalance.
  */
+#include "rebalance.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "conf.h"
+#include "drain.h"
+#include "intake.h"
+#include "log.h"
+#include "part.h"
+#include "restore.h"
+#include "txn.h"
+#include "workers.h"
 
 #include <string.h>
 
@@ -57,7 +69,7 @@ static void assign_parts(kretry_adapter_t *a,
  * assignment and renewed every second (kretry_forward_parts_all): a dropped
  * forward would otherwise leave a tier partition's messages in its own
  * queue, never served, and send a source partition's to the consumer
- * queue (still served, see adapter.c next_message). */
+ * queue (still served, see intake.c next_message). */
 void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l) {
         rd_kafka_t *rk = a->consumer;
@@ -195,7 +207,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 return;
         }
 
-        /* Source messages batched for this thread (adapter.c take_source)
+        /* Source messages batched for this thread (intake.c take_source)
          * of these partitions belong to the assignment that ends, or ended
          * unseen: never handled nor committed under another one (l's
          * offsets are unset: all of each partition's). */
@@ -267,21 +279,6 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
         }
         assign_failed(a, error, aerr);
         rd_kafka_topic_partition_list_destroy(l);
-}
-
-rd_kafka_topic_partition_list_t *
-kretry_assigned_list(kretry_adapter_t *a,
-                     const rd_kafka_topic_partition_list_t *except) {
-        rd_kafka_topic_partition_list_t *l =
-                rd_kafka_topic_partition_list_new(8);
-        for (int t = 0; t < a->topic_cnt; t++)
-                for (int p = 0; p < a->part_cap[t]; p++)
-                        if (a->parts[t][p] && a->parts[t][p]->assigned &&
-                            !(except && rd_kafka_topic_partition_list_find(
-                                                except, a->topics[t], p)))
-                                rd_kafka_topic_partition_list_add(
-                                        l, a->topics[t], p);
-        return l;
 }
 
 void kretry_forward_parts_all(kretry_adapter_t *a) {

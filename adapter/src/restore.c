@@ -1,4 +1,6 @@
 /*
+ * Phase: per-key state rebuilt on assignment.
+ *
  * Rebuilding per-key state when source partitions are assigned, before any
  * of their messages is handled: the ordering chains from the tier partitions
  * (from the group's committed offset to the end: what is still in the retry
@@ -19,11 +21,23 @@
  * with a second consumer that never joins the group and never commits; the
  * whole of it is bounded by restore.timeout.ms.
  */
+#include "restore.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "conf.h"
+#include "headers.h"
+#include "keychain.h"
+#include "log.h"
+#include "offsets.h"
+#include "part.h"
+#include "stats.h"
+#include "versions.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+int (*kretry_test_txn_blind)(void);
 
 typedef enum { R_TIER, R_VERSIONS, R_DLQ, R_SOURCE } restore_kind_t;
 

@@ -1,4 +1,6 @@
 /*
+ * Phase: routing, from a consumed message to a durable outcome.
+ *
  * From a consumed message to a durable outcome: hold it until due, call the
  * handler, decide OK / tier / DLQ, produce the copy (borrowing key and value
  * from the consumed message), and on the broker's acknowledgement mark the
@@ -7,7 +9,27 @@
  * offset is never stored, so nothing is dropped. Memory running out before
  * an outcome is decided holds the message the same way (retry_later).
  */
+#include "route.h"
 #include "adapter_int.h"
+#include "breaker.h"
+#include "clock.h"
+#include "codec.h"
+#include "commit.h"
+#include "conf.h"
+#include "delay.h"
+#include "denied.h"
+#include "headers.h"
+#include "keyed.h"
+#include "latency.h"
+#include "log.h"
+#include "msg.h"
+#include "offsets.h"
+#include "owned.h"
+#include "part.h"
+#include "stats.h"
+#include "txn.h"
+#include "versions.h"
+#include "workers.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -618,7 +640,7 @@ void kretry_finish(kretry_adapter_t *a,
 }
 
 /* Held messages wait their due time in kretry's memory; the messages
- * consumed behind one wait behind it (adapter.c, keep_behind), and its
+ * consumed behind one wait behind it (intake.c, keep_behind), and its
  * partition is paused only when they fill tier.buffer.* or it is a source
  * partition (kretry_part_update_pause). dispatch_due hands them to
  * kretry_dispatch. */

@@ -1,3 +1,4 @@
+/* Leaf: secret properties and their mask. */
 #include "secret.h"
 
 #include <stdio.h>

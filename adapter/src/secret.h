@@ -1,4 +1,6 @@
 /*
+ * Leaf: secret properties and their mask.
+ *
  * Which configuration properties hold secrets, and the mask every printer
  * shows instead of their values. The one list: the CLI's error messages,
  * `kretry topology describe`, the topology checks, the DLQ and stats

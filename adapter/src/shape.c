@@ -1,3 +1,4 @@
+/* Leaf: a chain's expected shape on the cluster. */
 #include "shape.h"
 
 #include <stdio.h>

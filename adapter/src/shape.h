@@ -1,4 +1,6 @@
 /*
+ * Leaf: a chain's expected shape on the cluster.
+ *
  * Does the cluster hold the topics an adapter is about to use, in the shape
  * its guarantees need? Every tier, the DLQ and the version changelog must
  * exist with at least the source's partition count (a copy goes to the

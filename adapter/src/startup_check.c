@@ -1,4 +1,6 @@
 /*
+ * Phase: the topology check before any client exists.
+ *
  * The topology check of kretry_adapter_new(), before any client of the
  * adapter exists: a producer's handle for a tier or the DLQ, or the
  * consumer's subscription, would make a broker that allows it create a
@@ -14,9 +16,15 @@
  * dead letters forever. Credentials the cluster refuses end the check at
  * once. Runs on the thread that calls kretry_adapter_new().
  */
+#include "startup_check.h"
 #include "acls.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "conf.h"
+#include "diag.h"
+#include "log.h"
 #include "meta.h"
+#include "part.h"
 #include "shape.h"
 
 #include <stdio.h>

@@ -1,4 +1,12 @@
+/* Service: the counters and their JSON document. */
+#include "stats.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "denied.h"
+#include "keychain.h"
+#include "keymap.h"
+#include "log.h"
+#include "part.h"
 
 #include <jansson.h>
 #include <stdlib.h>

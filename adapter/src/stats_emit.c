@@ -1,4 +1,6 @@
 /*
+ * Phase: the periodic stats callback.
+ *
  * The periodic stats callback (stats.interval.ms): every interval, on the
  * thread driving the adapter, one JSON document with the counters, handler
  * latency percentiles over the interval, and per consumed topic the
@@ -8,6 +10,10 @@
  * emitting sends nothing to the cluster.
  */
 #include "adapter_int.h"
+#include "latency.h"
+#include "owned.h"
+#include "part.h"
+#include "stats.h"
 
 #include <jansson.h>
 #include <stdlib.h>

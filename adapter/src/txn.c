@@ -1,4 +1,6 @@
 /*
+ * Phase: transactions (routing=transactional).
+ *
  * routing=transactional: every copy kretry writes (to a tier, the DLQ, the
  * version changelog) and the consumed offsets of what they decide are
  * committed in one Kafka transaction (KIP-98), the offsets sent with the
@@ -22,8 +24,23 @@
  *
  * Polling thread only (adapter_int.h).
  */
+#include "txn.h"
 #include "acls.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "commit.h"
+#include "conf.h"
+#include "delay.h"
+#include "denied.h"
+#include "intake.h"
+#include "log.h"
+#include "offsets.h"
+#include "part.h"
+#include "restore.h"
+#include "route.h"
+#include "startup_check.h"
+#include "stats.h"
+#include "workers.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +53,6 @@
 #define KRETRY_TXN_SLICE_MS 500
 
 int (*kretry_test_txn_fails)(void);
-int (*kretry_test_txn_blind)(void);
 int (*kretry_test_txn_begin_fails)(void);
 
 kretry_err_t

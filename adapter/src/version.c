@@ -1,3 +1,4 @@
+/* Leaf: the library's version. */
 #include "kretry/kretry.h"
 
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* Leaf: the version store. */
 #include "versions.h"
 
 #include <string.h>

@@ -1,4 +1,6 @@
 /*
+ * Leaf: the version store.
+ *
  * The version store (`versioning`), for one source partition: per key, the
  * highest version handled OK. A message whose version is older (or equal,
  * with discard older_or_equal) is stale: acknowledged without calling the

@@ -1,4 +1,6 @@
 /*
+ * Phase: the handler's threads.
+ *
  * The handler's threads: up to handler.concurrency messages in the handler
  * at once, in the order the ordering allows.
  *
@@ -69,7 +71,7 @@
  *
  * Memory: jobs waiting or running are bounded by max.inflight.messages,
  * and the bytes of their keys and values by max.inflight.bytes; at either
- * bound no message is taken from the tier and source queues (adapter.c
+ * bound no message is taken from the tier and source queues (intake.c
  * consume) while the consumer queue, which carries the group's events, is
  * still served. Nothing is paused: a pause would make librdkafka drop what
  * it prefetched, and the workers would idle while it is fetched again
@@ -78,7 +80,7 @@
  * bounds, so the bytes never pass the bound by more than one message, and a
  * message larger than the bound is still taken, at the latest when nothing
  * else is in flight (it never waits for room it cannot get). A tier message
- * held until due (adapter.c dispatch_due) is handed over when due whatever
+ * held until due (intake.c kretry_intake_due) is handed over when due whatever
  * the bounds: it is already in memory, at most one per tier partition, and
  * holding it longer would only delay its retry.
  *
@@ -105,10 +107,23 @@
  * read nothing, and kretry_msg_complete() only frees it.
  */
 #define _GNU_SOURCE /* SCHED_BATCH */
+#include "workers.h"
 #include "adapter_int.h"
+#include "breaker.h"
+#include "clock.h"
+#include "codec.h"
+#include "conf.h"
 #include "handles.h"
+#include "keychain.h"
+#include "log.h"
+#include "msg.h"
+#include "offsets.h"
+#include "owned.h"
+#include "part.h"
+#include "route.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -915,7 +930,7 @@ static void pump(kretry_adapter_t *a) {
 }
 
 /* At max.inflight.messages or max.inflight.bytes nothing more is taken
- * (adapter.c consume); nothing is paused. */
+ * (intake.c kretry_intake_consume); nothing is paused. */
 static void update_full(kretry_adapter_t *a) {
         const kretry_workers_t *w = a->workers;
         a->full                   = w->jobs >= a->conf->max_inflight ||
@@ -1235,4 +1250,23 @@ static int complete_job(void *obj, void *arg) {
 
 int kretry_msg_complete(kretry_msg_t *msg, kretry_action_t action) {
         return kretry_handle_take((kretry_handle_t)msg, complete_job, &action);
+}
+
+void kretry_breaker_apply(kretry_adapter_t *a, int paused) {
+        a->breaker_paused = paused;
+        kretry_workers_pause(a, paused);
+        atomic_store_explicit(&a->stats.breaker_open, paused,
+                              memory_order_relaxed);
+        kretry_update_pause_all(a);
+        if (paused)
+                kretry_log(a, KRETRY_LOG_WARNING, "BREAKER",
+                           "circuit open: %d transient failures in a row "
+                           "across %d or more keys; consumption paused for "
+                           "%lld ms",
+                           a->conf->breaker_failures, a->conf->breaker_keys,
+                           (long long)a->breaker.cooldown_cur_ms);
+        else
+                kretry_log(a, KRETRY_LOG_NOTICE, "BREAKER",
+                           "circuit half-open: consuming again; one success "
+                           "closes it");
 }

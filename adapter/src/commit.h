@@ -1,0 +1,45 @@
+/*
+ * Service: commit building (commit.c): a partition's committable offset with
+ * the offsets decided above it as metadata, the periodic commit of the
+ * stored offsets, and the answers to commits. Polling thread.
+ */
+#ifndef KRETRY_COMMIT_H
+#define KRETRY_COMMIT_H
+
+#include "kretry/kretry.h"
+#include "part.h"
+
+#include <librdkafka/rdkafka.h>
+
+/* commit.c: the answer to a commit, watched for refusals for want of an
+ * ACL (KRETRY_COUNTER_DENIED_COMMITS); kretry_commit_cb is the consumer's
+ * offset_commit_cb (the answers of commits made without a queue). Polling
+ * thread. */
+void kretry_commit_result(kretry_adapter_t *a,
+                          rd_kafka_resp_err_t err,
+                          const rd_kafka_topic_partition_list_t *offsets);
+void kretry_commit_cb(rd_kafka_t *rk,
+                      rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *offsets,
+                      void *opaque);
+
+/* Add @p part to *@p l (made when NULL) at the offset its commit takes,
+ * with the offsets decided above that one as the commit's metadata
+ * (offsets.h). Not when it has no such offset, nor, with @p decided_only,
+ * when nothing above it was decided. 1 when added, 0 when not, -1 out of
+ * memory: not added, or added without its metadata (the offset alone). */
+int kretry_commit_add(kretry_adapter_t *a,
+                      rd_kafka_topic_partition_list_t **l,
+                      const kretry_part_t *part,
+                      int decided_only);
+/* The periodic commit of the stored offsets, every auto.commit.interval.ms
+ * while something new was stored, never two at a time: serves the answer
+ * of the one in flight, sends the next when due. kretry_commit_settle
+ * waits (until @p deadline, kretry_mono_ms) for the one in flight, so that
+ * a commit made after it is the one that stays. Polling thread. */
+void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono);
+void kretry_commit_settle(kretry_adapter_t *a, int64_t deadline);
+/* When the next periodic commit is due (kretry_mono_ms), -1: none. */
+int64_t kretry_commit_next(const kretry_adapter_t *a);
+
+#endif

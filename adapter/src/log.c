@@ -1,0 +1,48 @@
+/*
+ * Service: the log. kretry's lines and librdkafka's go to the application's
+ * log callback, every secret value of the configuration scrubbed first.
+ */
+#include "log.h"
+#include "adapter_int.h"
+#include "secret.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void kretry_log(kretry_adapter_t *a,
+                kretry_log_level_t level,
+                const char *fac,
+                const char *fmt,
+                ...) {
+        if (!a->conf->log_cb)
+                return;
+        char buf[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        kretry_secrets_scrub(&a->secrets, buf, sizeof(buf));
+        a->conf->log_cb(level, fac, buf, a->conf->log_opaque);
+}
+
+void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
+                           int level,
+                           const char *fac,
+                           const char *buf) {
+        kretry_adapter_t *a = rd_kafka_opaque(rk);
+        char facility[64], line[2048];
+        if (!a || !a->conf->log_cb)
+                return;
+        if (level < KRETRY_LOG_ERR)
+                level = KRETRY_LOG_ERR;
+        snprintf(facility, sizeof(facility), "rdkafka.%s", fac);
+        /* librdkafka masks its sensitive properties in its configuration
+         * dump; whatever else may quote a secret is masked here. */
+        if (a->secrets.cnt) {
+                snprintf(line, sizeof(line), "%s", buf);
+                kretry_secrets_scrub(&a->secrets, line, sizeof(line));
+                buf = line;
+        }
+        a->conf->log_cb((kretry_log_level_t)level, facility, buf,
+                        a->conf->log_opaque);
+}

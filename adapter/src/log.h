@@ -1,0 +1,28 @@
+/*
+ * Service: the log (log.c). kretry_log from the polling thread and the
+ * workers; kretry_rdkafka_log_cb from librdkafka's threads too.
+ */
+#ifndef KRETRY_LOG_H
+#define KRETRY_LOG_H
+
+#include "kretry/kretry.h"
+
+#include <librdkafka/rdkafka.h>
+
+void kretry_log(kretry_adapter_t *a,
+                kretry_log_level_t level,
+                const char *fac,
+                const char *fmt,
+                ...)
+#ifdef __GNUC__
+        __attribute__((format(printf, 4, 5)))
+#endif
+        ;
+/* librdkafka's log lines to the log callback; the client's opaque is the
+ * adapter. */
+void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
+                           int level,
+                           const char *fac,
+                           const char *buf);
+
+#endif
