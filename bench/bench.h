@@ -185,6 +185,9 @@ int bench_kretry_extra_props(struct kretry_conf_s *conf,
 
 /* Monotonic seconds. */
 double bench_mono(void);
+/* The 1-minute load average (-1: unknown): other work on the machine skews
+ * wall-clock rates, so every run reports it. */
+double bench_loadavg(void);
 /* CPU seconds used by this process, all threads. */
 double bench_cpu(void);
 

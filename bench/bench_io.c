@@ -20,6 +20,17 @@ double bench_mono(void) {
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+double bench_loadavg(void) {
+        double l = -1;
+        FILE *f  = fopen("/proc/loadavg", "r");
+        if (f) {
+                if (fscanf(f, "%lf", &l) != 1)
+                        l = -1;
+                fclose(f);
+        }
+        return l;
+}
+
 /* The process's CPU clock: every thread's time, to the nanosecond. */
 double bench_cpu(void) {
         struct timespec ts;

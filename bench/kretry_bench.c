@@ -447,18 +447,6 @@ typedef struct {
         char err[200];
 } summary_t;
 
-/* Other work on the machine skews wall-clock rates: report it. */
-static double loadavg(void) {
-        double l = -1;
-        FILE *f  = fopen("/proc/loadavg", "r");
-        if (f) {
-                if (fscanf(f, "%lf", &l) != 1)
-                        l = -1;
-                fclose(f);
-        }
-        return l;
-}
-
 static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         double kr[MAX_RUNS], rr[MAX_RUNS], ks[MAX_RUNS], rs[MAX_RUNS];
         double kc[MAX_RUNS], rc[MAX_RUNS], ratio[MAX_RUNS];
@@ -481,7 +469,7 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         for (int i = -o->warmup; i < o->runs; i++) {
                 bench_result_t k, r, w;
                 int kfirst  = (i & 1) == 0;
-                double load = loadavg();
+                double load = bench_loadavg();
                 if (load > s->load_max)
                         s->load_max = load;
                 if (run_pair(sc, n, kfirst, o->txn_ms, &k, &r, &w)) {
@@ -613,7 +601,7 @@ static void run_mem_scenario(const opts_t *o, mem_summary_t *m) {
          * warm-up does not change, and a run of 1,000,000 takes ~40 s. */
         for (int i = 0; i < o->runs; i++) {
                 bench_result_t r, wm, w, e;
-                double load = loadavg();
+                double load = bench_loadavg();
                 if (load > m->load_max)
                         m->load_max = load;
                 if (run_tier_mem(m->n, &r, &wm, &w, &e)) {
@@ -669,7 +657,7 @@ static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
         d->ran = 1;
         for (int i = 0; i < o->runs; i++) {
                 bench_result_t k;
-                double load = loadavg();
+                double load = bench_loadavg();
                 if (load > d->load_max)
                         d->load_max = load;
                 if (run_delay(o, d->n, d->fetch_default, d->backlog_ms, 0, 0,
@@ -728,7 +716,7 @@ static void run_tdelay_scenario(const opts_t *o, tdelay_summary_t *d) {
         }
         for (int i = 0; i < o->runs; i++) {
                 bench_result_t k[2];
-                double load = loadavg();
+                double load = bench_loadavg();
                 if (load > d->load_max)
                         d->load_max = load;
                 for (int j = 0; j < 2; j++) {
@@ -915,7 +903,7 @@ static void run_parallel_scenario(const opts_t *o, par_summary_t *ps) {
         for (int i = 0; i < o->runs; i++) {
                 double secs[PAR_ORDERINGS * PAR_CONCS];
                 double work[PAR_ORDERINGS * PAR_CONCS];
-                double load = loadavg();
+                double load = bench_loadavg();
                 if (load > ps->load_max)
                         ps->load_max = load;
                 if (run_parallel(ps->n, ps->combos, ps->ncombos, secs, work)) {

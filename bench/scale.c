@@ -22,6 +22,8 @@
  * child (the parent holds no librdkafka handle), so each run's memory is
  * its own. One JSON object on stdout: the medians and every run.
  */
+#include "bench.h"
+
 #include <kretry/kretry.h>
 
 #include <librdkafka/rdkafka.h>
@@ -44,17 +46,6 @@ static double now_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static double loadavg(void) {
-        double l = -1;
-        FILE *f  = fopen("/proc/loadavg", "r");
-        if (f) {
-                if (fscanf(f, "%lf", &l) != 1)
-                        l = -1;
-                fclose(f);
-        }
-        return l;
 }
 
 static long rss_kib(void) {
@@ -283,7 +274,7 @@ static int measure(int run, int out_fd) {
         if (produce(prefix, 1))
                 return 1;
         state_t s           = {.restore_ms = -1};
-        double ld           = loadavg();
+        double ld           = bench_loadavg();
         s.t_start           = now_ms();
         kretry_adapter_t *a = adapter(&s);
         if (!a)
