@@ -53,15 +53,38 @@ HANDLER = 'v=$(cat); echo "$v" >> "$LOG"; [ "$v" = poison ] && exit 2; exit 0'
 
 def produce(bootstrap, mechanism, topic):
     from kafka import KafkaProducer
+    # The first send creates the topic: until its partitions have leaders
+    # the broker answers LEADER_NOT_AVAILABLE, which kafka-python does not
+    # retry by default (retries=0) and only a send's future reports.
     p = KafkaProducer(bootstrap_servers=bootstrap,
                       security_protocol="SASL_PLAINTEXT",
                       sasl_mechanism=mechanism, sasl_plain_username=USER,
-                      sasl_plain_password=PASSWORD)
-    for i in range(MESSAGES):
-        p.send(topic, key=b"k%d" % i, value=b"m%d" % i)
-    p.send(topic, key=b"kp", value=b"poison")
+                      sasl_plain_password=PASSWORD, retries=10,
+                      retry_backoff_ms=200)
+    sent = [p.send(topic, key=b"k%d" % i, value=b"m%d" % i)
+            for i in range(MESSAGES)]
+    sent.append(p.send(topic, key=b"kp", value=b"poison"))
     p.flush(30)
+    for f in sent:
+        f.get(timeout=30)  # raises if the message was not written
     p.close()
+
+
+def end_offsets(bootstrap, mechanism, topic):
+    """{partition: end offset} of @topic, or the error reading it."""
+    from kafka import KafkaConsumer, TopicPartition
+    try:
+        c = KafkaConsumer(bootstrap_servers=bootstrap,
+                          security_protocol="SASL_PLAINTEXT",
+                          sasl_mechanism=mechanism, sasl_plain_username=USER,
+                          sasl_plain_password=PASSWORD)
+        tps = [TopicPartition(topic, p)
+               for p in sorted(c.partitions_for_topic(topic) or [])]
+        ends = {tp.partition: o for tp, o in c.end_offsets(tps).items()}
+        c.close()
+        return ends
+    except Exception as e:  # noqa: BLE001 (a diagnostic only)
+        return repr(e)
 
 
 def handled(log):
@@ -124,6 +147,8 @@ def one_mechanism(cli, bootstrap, mechanism, tmp):
                         "ERROR" in l]
             print("# kretry run said (assignments, warnings, errors):\n# " +
                   "\n# ".join(said[-40:]))
+            print("# the source holds: %s" % end_offsets(bootstrap,
+                                                         mechanism, source))
         check(handled(log) >= want, "%s: kretry run handled all %d "
               "messages (%d; missing %s)"
               % (mechanism, len(want), len(handled(log) & want),
