@@ -92,6 +92,8 @@ def step_overview_cached(url):
         time.sleep(select_wait)  # polling the server: its rounds are timed
         h = get_json(q(url, "api/history", topology="orders"))
     check(h["count"] >= 2, "history count %d" % h["count"])
+    check(h["idle_interval_ms"] == 60000, "idle interval %r"
+          % h.get("idle_interval_ms"))
     check(h["at_ms"] == sorted(h["at_ms"]), "history not oldest first")
     check(h["dlq_waiting"][-1] == SEEDED, "history DLQ %r" % h["dlq_waiting"])
     check([x["tier"] for x in h["tiers"]] == [1, 2], "tiers %r" % h["tiers"])

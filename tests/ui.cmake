@@ -9,6 +9,12 @@ kretry_add_suite(test_ui_history LABELS unit
                  SOURCES ${PROJECT_SOURCE_DIR}/adapter/ui/ui_history.c)
 target_include_directories(test_ui_history PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui)
 target_link_libraries(test_ui_history PRIVATE kretry_ops)
+# The figures thread's pace on the mock cluster: idle, watched, woken.
+kretry_add_suite(test_ui_figures TIMEOUT 120 LABELS integration
+                 SOURCES ${PROJECT_SOURCE_DIR}/adapter/ui/ui_figures.c
+                         ${PROJECT_SOURCE_DIR}/adapter/ui/ui_history.c)
+target_include_directories(test_ui_figures PRIVATE ${PROJECT_SOURCE_DIR}/adapter/ui)
+target_link_libraries(test_ui_figures PRIVATE kretry_ops)
 
 # kretry ui joins no consumer group (label nogroup: scripts/test.sh runs
 # these once on real Kafka, not again under the consumer group protocol).

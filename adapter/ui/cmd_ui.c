@@ -168,6 +168,9 @@ int cmd_ui(int argc, char **argv) {
         ui_opts_t o;
         ui_t ui = {0};
         char errstr[512];
+        const ui_figures_pace_t pace = {UI_FIGURES_INTERVAL_MS,
+                                        UI_FIGURES_IDLE_INTERVAL_MS,
+                                        UI_FIGURES_WATCH_MS};
         sigset_t set;
         int rc = parse_args(&o, argc, argv);
         if (rc)
@@ -192,7 +195,7 @@ int cmd_ui(int argc, char **argv) {
         pthread_mutex_init(&ui.lock, NULL);
         rc         = 1;
         ui.figures = ui_figures_start(ui.f, ui.bootstrap, ui.window_ms,
-                                      ui.timeout_ms, UI_FIGURES_INTERVAL_MS);
+                                      ui.timeout_ms, &pace);
         if (!ui.figures) {
                 fprintf(stderr, PROG ": cannot start taking figures\n");
         } else if (ui_server_start(&ui, errstr, sizeof(errstr))) {

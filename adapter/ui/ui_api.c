@@ -645,7 +645,7 @@ int ui_api_quick(const ui_req_t *q) {
         if (strcmp(q->method, "GET") && strcmp(q->method, "HEAD"))
                 return 0;
         if (!strcmp(q->path, "/api/topologies"))
-                return !param(q, "window") && ui_figures_ready(q->ui->figures);
+                return !param(q, "window") && ui_figures_fresh(q->ui->figures);
         return !strcmp(q->path, "/") || !strcmp(q->path, "/index.html") ||
                !strcmp(q->path, "/api/history") ||
                (!ui_parse_job_path(q->path, &id, &stop) && !stop);

@@ -19,31 +19,64 @@ typedef struct {
         ui_history_t *history;
 } slot_t;
 
-/* Settings are fixed at start. The slots and stop are guarded by lock and
- * written by the figures thread (stop: by ui_figures_stop()); cond
- * signals a finished round to waiting requests and a stop to the
- * thread. */
+/* Settings are fixed at start. Everything else is guarded by lock: the
+ * slots, round_at, round_idle and rounds are written by the figures
+ * thread, watched_at by requests (ui_figures_watch()), stop by
+ * ui_figures_stop(). cond signals a finished round to waiting requests,
+ * and a stop or a watcher after a quiet spell to the thread. Times named
+ * _at without _ms are CLOCK_MONOTONIC milliseconds. */
 struct ui_figures_s {
         const kretry_topology_file_t *f;
         const char *bootstrap;
-        int64_t window_ms, interval_ms;
+        int64_t window_ms;
+        ui_figures_pace_t pace;
         int timeout_ms;
         pthread_mutex_t lock;
         pthread_cond_t cond; /* CLOCK_MONOTONIC */
         slot_t *slots;
         size_t n;
+        int64_t watched_at; /* the last request; 0: none yet */
+        int64_t round_at;   /* when the last finished round started */
+        int round_idle;     /* nobody watched when it started */
+        uint64_t rounds;    /* rounds finished */
         int stop, started;
         pthread_t thread;
 };
 
+static int64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void deadline_at(struct timespec *ts, int64_t at) {
+        ts->tv_sec  = (time_t)(at / 1000);
+        ts->tv_nsec = (long)(at % 1000) * 1000000;
+}
+
 static void deadline_in(struct timespec *ts, int64_t ms) {
-        clock_gettime(CLOCK_MONOTONIC, ts);
-        ts->tv_sec += ms / 1000;
-        ts->tv_nsec += (long)(ms % 1000) * 1000000;
-        if (ts->tv_nsec >= 1000000000) {
-                ts->tv_sec++;
-                ts->tv_nsec -= 1000000000;
-        }
+        deadline_at(ts, mono_ms() + ms);
+}
+
+/* Under the lock. */
+static int watched(const ui_figures_t *g, int64_t now) {
+        return g->watched_at && now - g->watched_at < g->pace.watch_ms;
+}
+
+/* When the next round is due: an interval after the last one while
+ * someone watches, an idle interval otherwise. Under the lock. */
+static int64_t next_round_at(const ui_figures_t *g, int64_t now) {
+        return g->round_at + (watched(g, now) ? g->pace.interval_ms
+                                              : g->pace.idle_interval_ms);
+}
+
+/* The last round was taken while nobody watched and is older than an
+ * interval: a request waits for the next one (which its watch starts at
+ * once) rather than show figures up to an idle interval old. Under the
+ * lock. */
+static int stale(const ui_figures_t *g, int64_t now, int64_t margin_ms) {
+        return g->rounds && g->round_idle &&
+               now - g->round_at + margin_ms >= g->pace.interval_ms;
 }
 
 /* One topology's figures, taken without the lock, then published. */
@@ -70,20 +103,33 @@ static void take(ui_figures_t *g, slot_t *s) {
         stats_report_free(r);
 }
 
+/* Wait until the next round is due or a stop; a watcher arriving wakes
+ * the wait, which then measures again. Under the lock. */
+static void wait_round(ui_figures_t *g) {
+        struct timespec until;
+        int64_t due;
+        while (!g->stop && (due = next_round_at(g, mono_ms())) > mono_ms()) {
+                deadline_at(&until, due);
+                pthread_cond_timedwait(&g->cond, &g->lock, &until);
+        }
+}
+
 static void *run(void *arg) {
         ui_figures_t *g = arg;
-        struct timespec next;
         pthread_mutex_lock(&g->lock);
         while (!g->stop) {
-                deadline_in(&next, g->interval_ms);
+                int64_t at = mono_ms();
+                int idle   = !watched(g, at);
                 for (size_t i = 0; i < g->n && !g->stop; i++) {
                         pthread_mutex_unlock(&g->lock);
                         take(g, &g->slots[i]);
                         pthread_mutex_lock(&g->lock);
                 }
-                while (!g->stop &&
-                       pthread_cond_timedwait(&g->cond, &g->lock, &next) == 0)
-                        ;
+                g->round_at   = at;
+                g->round_idle = idle;
+                g->rounds++;
+                pthread_cond_broadcast(&g->cond);
+                wait_round(g);
         }
         pthread_mutex_unlock(&g->lock);
         return NULL;
@@ -93,16 +139,16 @@ ui_figures_t *ui_figures_start(const kretry_topology_file_t *f,
                                const char *bootstrap,
                                int64_t window_ms,
                                int timeout_ms,
-                               int64_t interval_ms) {
+                               const ui_figures_pace_t *pace) {
         pthread_condattr_t ca;
         ui_figures_t *g = calloc(1, sizeof(*g));
         if (!g)
                 return NULL;
-        g->f           = f;
-        g->bootstrap   = bootstrap;
-        g->window_ms   = window_ms;
-        g->timeout_ms  = timeout_ms;
-        g->interval_ms = interval_ms;
+        g->f          = f;
+        g->bootstrap  = bootstrap;
+        g->window_ms  = window_ms;
+        g->timeout_ms = timeout_ms;
+        g->pace       = *pace;
         pthread_mutex_init(&g->lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -152,11 +198,29 @@ static int all_done(const ui_figures_t *g) {
         return 1;
 }
 
-int ui_figures_ready(ui_figures_t *g) {
+/* A second of margin: what a polling thread found fresh is still fresh
+ * when it reads it, so ui_figures_reports() does not wait there. */
+int ui_figures_fresh(ui_figures_t *g) {
         pthread_mutex_lock(&g->lock);
-        int ready = all_done(g);
+        int ready = all_done(g) && !stale(g, mono_ms(), 1000);
         pthread_mutex_unlock(&g->lock);
         return ready;
+}
+
+void ui_figures_watch(ui_figures_t *g) {
+        pthread_mutex_lock(&g->lock);
+        int64_t now = mono_ms();
+        if (!watched(g, now))
+                pthread_cond_broadcast(&g->cond); /* the thread may be due */
+        g->watched_at = now;
+        pthread_mutex_unlock(&g->lock);
+}
+
+uint64_t ui_figures_rounds(ui_figures_t *g) {
+        pthread_mutex_lock(&g->lock);
+        uint64_t n = g->rounds;
+        pthread_mutex_unlock(&g->lock);
+        return n;
 }
 
 /* The report of slot @p s with its age; under the lock. */
@@ -181,9 +245,12 @@ json_t *ui_figures_reports(ui_figures_t *g,
         json_t *arr  = json_array();
         int64_t now  = dlq_now_ms();
         *computed_at = now;
+        ui_figures_watch(g);
         deadline_in(&until, wait_ms);
         pthread_mutex_lock(&g->lock);
-        while (!all_done(g) && !g->stop &&
+        /* a round that finishes from now on started after the watch */
+        uint64_t fresh = g->rounds + (stale(g, mono_ms(), 0) ? 1 : 0);
+        while ((!all_done(g) || g->rounds < fresh) && !g->stop &&
                pthread_cond_timedwait(&g->cond, &g->lock, &until) == 0)
                 ;
         *computed_at = now = dlq_now_ms();
@@ -216,13 +283,21 @@ json_t *ui_figures_reports(ui_figures_t *g,
 json_t *
 ui_figures_history(ui_figures_t *g, const char *name, int64_t since_ms) {
         json_t *j = NULL;
+        /* The ring holds UI_HISTORY_SAMPLES; idle rounds are further apart,
+         * so it may reach back further than the span. */
+        int64_t from = dlq_now_ms() - UI_HISTORY_SPAN_MS;
+        if (since_ms < from)
+                since_ms = from;
         pthread_mutex_lock(&g->lock);
         for (size_t i = 0; !j && i < g->n; i++)
                 if (!strcmp(name, g->slots[i].t->name)) {
                         j = ui_history_json(g->slots[i].history, since_ms);
                         json_object_set_new(j, "topology", json_string(name));
                         json_object_set_new(j, "interval_ms",
-                                            json_integer(g->interval_ms));
+                                            json_integer(g->pace.interval_ms));
+                        json_object_set_new(
+                                j, "idle_interval_ms",
+                                json_integer(g->pace.idle_interval_ms));
                 }
         pthread_mutex_unlock(&g->lock);
         return j;

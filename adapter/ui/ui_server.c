@@ -191,6 +191,9 @@ static enum MHD_Result dispatch(ui_t *ui,
                                 const char *method,
                                 conn_t *cn) {
         ui_req_t q = {ui, c, method, url, cn->body, cn->len};
+        /* Any authorised request means someone watches: the figures are
+         * taken at the interval again (a round now if one is due). */
+        ui_figures_watch(ui->figures);
         if (ui_api_quick(&q)) {
                 ui_reply_t rep = {.fd = -1};
                 ui_api_handle(&q, &rep);
