@@ -91,11 +91,14 @@ struct kretry_adapter_s {
         rd_kafka_topic_t *vrkt; /* producer handle of the version changelog */
         rd_kafka_queue_t *cq, *pq;
         rd_kafka_queue_t *tq; /* tier partitions' messages, served first */
-        /* The periodic commit (at least once, commit.c): one at a time, its
-         * answer on kq, so that a commit librdkafka retries never lands
+        /* The commits (at least once, commit.c): one at a time, their
+         * answers on kq, so that a commit librdkafka retries never lands
          * after a later one and takes the committed offset back. */
         rd_kafka_queue_t *kq;
-        int commit_inflight;
+        int commit_inflight; /* commits sent and not answered yet */
+        /* kretry_commit_sync's commit: answered, and with what. */
+        int commit_sync_done;
+        rd_kafka_resp_err_t commit_sync_err;
         int commit_dirty;       /* an offset stored since the last one */
         int64_t commit_at;      /* kretry_mono_ms: the next may go */
         int commit_interval_ms; /* auto.commit.interval.ms */

@@ -53,13 +53,17 @@ void kretry_commit_cb(rd_kafka_t *rk,
         kretry_commit_result(opaque, err, offsets);
 }
 
-/* The answer @p ev to the periodic commit. */
-static void periodic_answered(kretry_adapter_t *a, rd_kafka_event_t *ev) {
+/* The answer @p ev to a commit in flight. */
+static void commit_answered(kretry_adapter_t *a, rd_kafka_event_t *ev) {
         if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT) {
                 rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
                 kretry_commit_result(a, err,
                                      rd_kafka_event_topic_partition_list(ev));
-                a->commit_inflight = 0;
+                a->commit_inflight--;
+                if (rd_kafka_event_opaque(ev)) { /* kretry_commit_sync's */
+                        a->commit_sync_done = 1;
+                        a->commit_sync_err  = err;
+                }
                 /* Refused (a rebalance, the coordinator moving): the next
                  * period sends the stored offsets again. */
                 if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET &&
@@ -75,14 +79,14 @@ void kretry_commit_settle(kretry_adapter_t *a, int64_t deadline) {
                (left = kretry_left_ms(deadline, 100)) > 0) {
                 rd_kafka_event_t *ev = rd_kafka_queue_poll(a->kq, left);
                 if (ev)
-                        periodic_answered(a, ev);
+                        commit_answered(a, ev);
         }
 }
 
 void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono) {
         rd_kafka_event_t *ev;
         while (a->commit_inflight && (ev = rd_kafka_queue_poll(a->kq, 0)))
-                periodic_answered(a, ev);
+                commit_answered(a, ev);
         if (a->txn.on || a->commit_inflight || !a->commit_dirty ||
             mono < a->commit_at)
                 return;
@@ -93,7 +97,32 @@ void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono) {
         if (rd_kafka_commit_queue(a->consumer, NULL, a->kq, NULL, NULL))
                 a->commit_dirty = 1;
         else
-                a->commit_inflight = 1;
+                a->commit_inflight++;
+}
+
+rd_kafka_resp_err_t
+kretry_commit_sync(kretry_adapter_t *a,
+                   const rd_kafka_topic_partition_list_t *offsets,
+                   int64_t deadline) {
+        kretry_commit_settle(a, deadline);
+        /* Sent even when the one before is still unanswered at the
+         * deadline: the latest offsets go out all the same. */
+        rd_kafka_resp_err_t err =
+                rd_kafka_commit_queue(a->consumer, offsets, a->kq, NULL, a);
+        if (err)
+                return err;
+        a->commit_inflight++;
+        a->commit_sync_done = 0;
+        int left;
+        while (!a->commit_sync_done &&
+               (left = kretry_left_ms(deadline, 100)) > 0) {
+                rd_kafka_event_t *ev = rd_kafka_queue_poll(a->kq, left);
+                if (ev)
+                        commit_answered(a, ev);
+        }
+        /* Unanswered, it stays in flight: the next commit waits for it. */
+        return a->commit_sync_done ? a->commit_sync_err
+                                   : RD_KAFKA_RESP_ERR__TIMED_OUT;
 }
 
 int64_t kretry_commit_next(const kretry_adapter_t *a) {

@@ -39,6 +39,15 @@ int kretry_commit_add(kretry_adapter_t *a,
  * a commit made after it is the one that stays. Polling thread. */
 void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono);
 void kretry_commit_settle(kretry_adapter_t *a, int64_t deadline);
+/* Commit @p offsets (NULL: the stored offsets) after the commit in flight
+ * and wait for the answer until @p deadline (kretry_mono_ms): its error,
+ * or RD_KAFKA_RESP_ERR__TIMED_OUT (rd_kafka_commit() would wait for a
+ * group coordinator as long as it takes). Unanswered, it stays in flight:
+ * the next periodic commit waits for it. */
+rd_kafka_resp_err_t
+kretry_commit_sync(kretry_adapter_t *a,
+                   const rd_kafka_topic_partition_list_t *offsets,
+                   int64_t deadline);
 /* When the next periodic commit is due (kretry_mono_ms), -1: none. */
 int64_t kretry_commit_next(const kretry_adapter_t *a);
 

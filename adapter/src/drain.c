@@ -63,41 +63,6 @@ static int drain_producer(kretry_adapter_t *a,
  * revoke.timeout.ms. */
 #define KRETRY_COMMIT_GRACE_MS 3000
 
-/* Commit @p offsets (NULL: the stored offsets) and wait for the answer
- * until @p deadline: rd_kafka_commit() waits for a group coordinator as
- * long as it takes. */
-static rd_kafka_resp_err_t
-commit_bounded(kretry_adapter_t *a,
-               const rd_kafka_topic_partition_list_t *offsets,
-               int64_t deadline) {
-        rd_kafka_queue_t *q = rd_kafka_queue_new(a->consumer);
-        if (!q)
-                return RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
-        rd_kafka_resp_err_t err =
-                rd_kafka_commit_queue(a->consumer, offsets, q, NULL, NULL);
-        int left;
-        while (!err && (left = kretry_left_ms(deadline, 100)) > 0) {
-                rd_kafka_event_t *ev = rd_kafka_queue_poll(q, left);
-                if (!ev)
-                        continue;
-                int done =
-                        rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT;
-                if (done) {
-                        err = rd_kafka_event_error(ev);
-                        kretry_commit_result(
-                                a, err,
-                                rd_kafka_event_topic_partition_list(ev));
-                }
-                rd_kafka_event_destroy(ev);
-                if (done) {
-                        rd_kafka_queue_destroy(q);
-                        return err;
-                }
-        }
-        rd_kafka_queue_destroy(q);
-        return err ? err : RD_KAFKA_RESP_ERR__TIMED_OUT;
-}
-
 /* "topic[p]@offset ..." of every assigned partition with a stored offset. */
 static void stored_offsets(kretry_adapter_t *a, char *buf, size_t size) {
         size_t len = 0;
@@ -137,7 +102,7 @@ static void commit_decided(kretry_adapter_t *a,
         rd_kafka_topic_partition_list_t *d = decided_offsets(a, l);
         if (!d)
                 return;
-        rd_kafka_resp_err_t err = commit_bounded(a, d, deadline);
+        rd_kafka_resp_err_t err = kretry_commit_sync(a, d, deadline);
         if (!err) {
                 /* The stored offsets go no more: a periodic commit of a
                  * partition still assigned would send them without the
@@ -198,11 +163,11 @@ void kretry_drain_and_commit(kretry_adapter_t *a,
         int64_t now = kretry_mono_ms();
         if (a->closed && now < deadline)
                 deadline = now;
-        /* The periodic commit in flight first: answered after this one,
-         * it would take the committed offsets back. */
-        kretry_commit_settle(a, deadline + KRETRY_COMMIT_GRACE_MS);
+        /* After the periodic commit in flight (kretry_commit_sync):
+         * answered after this one, it would take the committed offsets
+         * back. */
         rd_kafka_resp_err_t err =
-                commit_bounded(a, NULL, deadline + KRETRY_COMMIT_GRACE_MS);
+                kretry_commit_sync(a, NULL, deadline + KRETRY_COMMIT_GRACE_MS);
         if (!err || err == RD_KAFKA_RESP_ERR__NO_OFFSET)
                 commit_decided(a, l, deadline + KRETRY_COMMIT_GRACE_MS);
         if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
