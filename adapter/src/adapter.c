@@ -141,7 +141,6 @@ static rd_kafka_t *client_new(kretry_adapter_t *a,
         if (type == RD_KAFKA_CONSUMER) {
                 kretry_conf_consumer_defaults(a->conf, rc);
                 rd_kafka_conf_set_rebalance_cb(rc, kretry_rebalance_cb);
-                rd_kafka_conf_set_offset_commit_cb(rc, kretry_commit_cb);
         } else {
                 rd_kafka_conf_set_dr_msg_cb(rc, kretry_dr_cb);
                 rd_kafka_conf_set_error_cb(rc, producer_error_cb);

@@ -45,14 +45,6 @@ void kretry_commit_result(kretry_adapter_t *a,
         }
 }
 
-void kretry_commit_cb(rd_kafka_t *rk,
-                      rd_kafka_resp_err_t err,
-                      rd_kafka_topic_partition_list_t *offsets,
-                      void *opaque) {
-        (void)rk;
-        kretry_commit_result(opaque, err, offsets);
-}
-
 /* The answer @p ev to a commit in flight. */
 static void commit_answered(kretry_adapter_t *a, rd_kafka_event_t *ev) {
         if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT) {
@@ -100,18 +92,37 @@ void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono) {
                 a->commit_inflight++;
 }
 
+/* Send @p offsets on kq after the commit in flight (waited for until
+ * @p deadline), counted in flight; @p opaque tells its answer apart. Sent
+ * even when the one before is still unanswered at the deadline: the
+ * latest offsets go out all the same. */
+static rd_kafka_resp_err_t
+commit_send(kretry_adapter_t *a,
+            const rd_kafka_topic_partition_list_t *offsets,
+            int64_t deadline,
+            void *opaque) {
+        kretry_commit_settle(a, deadline);
+        rd_kafka_resp_err_t err = rd_kafka_commit_queue(a->consumer, offsets,
+                                                        a->kq, NULL, opaque);
+        if (!err)
+                a->commit_inflight++;
+        return err;
+}
+
+rd_kafka_resp_err_t
+kretry_commit_send(kretry_adapter_t *a,
+                   const rd_kafka_topic_partition_list_t *offsets,
+                   int64_t deadline) {
+        return commit_send(a, offsets, deadline, NULL);
+}
+
 rd_kafka_resp_err_t
 kretry_commit_sync(kretry_adapter_t *a,
                    const rd_kafka_topic_partition_list_t *offsets,
                    int64_t deadline) {
-        kretry_commit_settle(a, deadline);
-        /* Sent even when the one before is still unanswered at the
-         * deadline: the latest offsets go out all the same. */
-        rd_kafka_resp_err_t err =
-                rd_kafka_commit_queue(a->consumer, offsets, a->kq, NULL, a);
+        rd_kafka_resp_err_t err = commit_send(a, offsets, deadline, a);
         if (err)
                 return err;
-        a->commit_inflight++;
         a->commit_sync_done = 0;
         int left;
         while (!a->commit_sync_done &&

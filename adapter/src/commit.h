@@ -12,16 +12,11 @@
 #include <librdkafka/rdkafka.h>
 
 /* commit.c: the answer to a commit, watched for refusals for want of an
- * ACL (KRETRY_COUNTER_DENIED_COMMITS); kretry_commit_cb is the consumer's
- * offset_commit_cb (the answers of commits made without a queue). Polling
- * thread. */
+ * ACL (KRETRY_COUNTER_DENIED_COMMITS). Every commit of the adapter's is
+ * answered on its commit queue (kq). Polling thread. */
 void kretry_commit_result(kretry_adapter_t *a,
                           rd_kafka_resp_err_t err,
                           const rd_kafka_topic_partition_list_t *offsets);
-void kretry_commit_cb(rd_kafka_t *rk,
-                      rd_kafka_resp_err_t err,
-                      rd_kafka_topic_partition_list_t *offsets,
-                      void *opaque);
 
 /* Add @p part to *@p l (made when NULL) at the offset its commit takes,
  * with the offsets decided above that one as the commit's metadata
@@ -39,6 +34,14 @@ int kretry_commit_add(kretry_adapter_t *a,
  * a commit made after it is the one that stays. Polling thread. */
 void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono);
 void kretry_commit_settle(kretry_adapter_t *a, int64_t deadline);
+/* Commit @p offsets after the commit in flight (waited for until
+ * @p deadline, kretry_mono_ms) without waiting for the answer, which the
+ * periodic commit serves; the next commit waits for it. Returns what
+ * librdkafka refused at once. */
+rd_kafka_resp_err_t
+kretry_commit_send(kretry_adapter_t *a,
+                   const rd_kafka_topic_partition_list_t *offsets,
+                   int64_t deadline);
 /* Commit @p offsets (NULL: the stored offsets) after the commit in flight
  * and wait for the answer until @p deadline (kretry_mono_ms): its error,
  * or RD_KAFKA_RESP_ERR__TIMED_OUT (rd_kafka_commit() would wait for a

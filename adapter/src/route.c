@@ -165,8 +165,8 @@ static void mark_stuck(kretry_adapter_t *a,
         tp->offset        = at;
         tp->metadata      = md; /* freed with the list */
         tp->metadata_size = len - 1;
-        kretry_commit_settle(a, kretry_mono_ms() + 1000);
-        rd_kafka_resp_err_t err = rd_kafka_commit(a->consumer, l, 1);
+        rd_kafka_resp_err_t err =
+                kretry_commit_send(a, l, kretry_mono_ms() + 1000);
         if (err)
                 kretry_log(a, KRETRY_LOG_WARNING, "PRODUCE",
                            "%s [%d]: the mark for kretry stats was not "
