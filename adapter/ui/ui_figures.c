@@ -1,6 +1,7 @@
 #include "ui_figures.h"
 
 #include "dlq_ops.h"
+#include "ops_time.h"
 #include "stats_collect.h"
 #include "ui_history.h"
 
@@ -43,19 +44,13 @@ struct ui_figures_s {
         pthread_t thread;
 };
 
-static int64_t mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void deadline_at(struct timespec *ts, int64_t at) {
         ts->tv_sec  = (time_t)(at / 1000);
         ts->tv_nsec = (long)(at % 1000) * 1000000;
 }
 
 static void deadline_in(struct timespec *ts, int64_t ms) {
-        deadline_at(ts, mono_ms() + ms);
+        deadline_at(ts, ops_mono_ms() + ms);
 }
 
 /* Under the lock. */
@@ -107,8 +102,10 @@ static void take(ui_figures_t *g, slot_t *s) {
  * the wait, which then measures again. Under the lock. */
 static void wait_round(ui_figures_t *g) {
         struct timespec until;
-        int64_t due;
-        while (!g->stop && (due = next_round_at(g, mono_ms())) > mono_ms()) {
+        while (!g->stop) {
+                int64_t now = ops_mono_ms(), due = next_round_at(g, now);
+                if (due <= now)
+                        return;
                 deadline_at(&until, due);
                 pthread_cond_timedwait(&g->cond, &g->lock, &until);
         }
@@ -118,7 +115,7 @@ static void *run(void *arg) {
         ui_figures_t *g = arg;
         pthread_mutex_lock(&g->lock);
         while (!g->stop) {
-                int64_t at = mono_ms();
+                int64_t at = ops_mono_ms();
                 int idle   = !watched(g, at);
                 for (size_t i = 0; i < g->n && !g->stop; i++) {
                         pthread_mutex_unlock(&g->lock);
@@ -202,14 +199,14 @@ static int all_done(const ui_figures_t *g) {
  * when it reads it, so ui_figures_reports() does not wait there. */
 int ui_figures_fresh(ui_figures_t *g) {
         pthread_mutex_lock(&g->lock);
-        int ready = all_done(g) && !stale(g, mono_ms(), 1000);
+        int ready = all_done(g) && !stale(g, ops_mono_ms(), 1000);
         pthread_mutex_unlock(&g->lock);
         return ready;
 }
 
 void ui_figures_watch(ui_figures_t *g) {
         pthread_mutex_lock(&g->lock);
-        int64_t now = mono_ms();
+        int64_t now = ops_mono_ms();
         if (!watched(g, now))
                 pthread_cond_broadcast(&g->cond); /* the thread may be due */
         g->watched_at = now;
@@ -249,7 +246,7 @@ json_t *ui_figures_reports(ui_figures_t *g,
         deadline_in(&until, wait_ms);
         pthread_mutex_lock(&g->lock);
         /* a round that finishes from now on started after the watch */
-        uint64_t fresh = g->rounds + (stale(g, mono_ms(), 0) ? 1 : 0);
+        uint64_t fresh = g->rounds + (stale(g, ops_mono_ms(), 0) ? 1 : 0);
         while ((!all_done(g) || g->rounds < fresh) && !g->stop &&
                pthread_cond_timedwait(&g->cond, &g->lock, &until) == 0)
                 ;
