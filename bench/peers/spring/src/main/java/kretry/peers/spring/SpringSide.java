@@ -127,7 +127,8 @@ public final class SpringSide {
             }
         }
 
-        void handle(ConsumerRecord<byte[], byte[]> r, String id, boolean retried) throws Exception {            switch (scenario) {
+        void handle(ConsumerRecord<byte[], byte[]> r, String id, boolean retried) throws Exception {
+            switch (scenario) {
                 case "delay" -> {
                     if (!retried)
                         throw new Transient("retry me");
