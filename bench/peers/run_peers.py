@@ -10,7 +10,7 @@ medians: a table, or one JSON object with --output json.
   bench/run --peers [--runs N] [--only a,b] [--output table|json]
                     [--kretry-messages N] [--spring-messages N]
                     [--delay-rate R] [--delay-messages N]
-                    [--blocking-delay-messages N]
+                    [--blocking-delay-messages N] [--mem-messages N]
   (run_peers.py KRETRY_BENCH_BIN [the same options])
 
 --runs: runs a side of every scenario (5); medians and ranges, and in the
@@ -24,7 +24,8 @@ rate for both so that their retries arrive at the same rate (100/s, 1,500:
 15 s; Spring's non-blocking retries fell behind at 200/s on a loaded
 2-core machine); --blocking-delay-messages, the same input for Spring's
 blocking retries, whose 1 s back-off holds its partition (80: at most one
-blocking retry a second a partition, 10 s at 8 partitions).
+blocking retry a second a partition, 10 s at 8 partitions); --mem-messages, the retries
+waiting in tier_mem (1,000,000; the same on both sides).
 
 Each kretry side is `kretry_bench --quick --only S --messages N --runs 1`
 (its own topics, no warm-up run, as no Java side has one;
@@ -312,15 +313,15 @@ def run_side(h, sc, side, o):
     return v
 
 
-def tier_mem(h, runs):
-    """RSS with 1,000,000 waiting, runs times a side, the sides alternating:
-    the medians, and each figure's range over the runs."""
+def tier_mem(h, runs, n):
+    """RSS with n waiting (1,000,000 by default), runs times a side, the
+    sides alternating: the medians, and each figure's range over the runs."""
     rows = {}
     for r in range(runs):
         for side in ("kretry", "spring")[::1 if r % 2 == 0 else -1]:
             log(f"bench peers tier_mem run {r + 1}/{runs}: {side}")
             fn = h.kretry_tier_mem if side == "kretry" else h.spring_tier_mem
-            measure_side(side, lambda: dict(fn(1000000), settings=settings(side, "tier_mem")), rows)
+            measure_side(side, lambda: dict(fn(n), settings=settings(side, "tier_mem")), rows)
     out = {}
     for side, rs in rows.items():
         keys = [k for k, v in rs[0].items() if isinstance(v, (int, float))]
@@ -345,10 +346,11 @@ def main():
         return
     kbin, runs, only, fmt = a[0], 5, SCENARIOS, "table"
     o = {"kretry_n": 1000000, "spring_n": 4000, "rate": 100, "delay_n": 1500,
-         "blocking_delay_n": 80}
+         "blocking_delay_n": 80, "mem_n": 1000000}
     sizes = {"--kretry-messages": "kretry_n", "--spring-messages": "spring_n",
              "--delay-rate": "rate", "--delay-messages": "delay_n",
-             "--blocking-delay-messages": "blocking_delay_n"}
+             "--blocking-delay-messages": "blocking_delay_n",
+             "--mem-messages": "mem_n"}
     i = 1
     while i < len(a):
         if a[i] == "--runs":
@@ -382,7 +384,7 @@ def main():
             continue
         if sc == "tier_mem":
             try:
-                res["tier_mem"] = tier_mem(h, runs)
+                res["tier_mem"] = tier_mem(h, runs, o["mem_n"])
             finally:
                 h.drop_tier_fill()
             continue
@@ -469,7 +471,7 @@ def print_table(res):
                     f"{o} {x['secs']:.3f} s" for o, x in v.items()))
     m = res.get("tier_mem")
     if m:
-        print("\ntier_mem: RSS with 1,000,000 messages waiting in a tier (KB; "
+        print(f"\ntier_mem: RSS with {res['sizes']['mem_n']:,} messages waiting in a tier (KB; "
               "bytes a waiting message: median, range)")
         for side, v in m.items():
             lo, hi = v["range"]["bytes_per_waiting_msg"]
