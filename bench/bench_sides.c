@@ -28,6 +28,17 @@ static const char *const common_props[][2] = {
 };
 #define COMMON_PROPS (sizeof(common_props) / sizeof(common_props[0]))
 
+/* A common property's value: KRETRY_BENCH_QUEUED_MIN replaces
+ * queued.min.messages' 1000000 on both sides (bench/peers runs them at
+ * librdkafka's default, 100000, as the Java clients beside them have no such
+ * setting). */
+static const char *common_value(size_t i) {
+        const char *q = getenv("KRETRY_BENCH_QUEUED_MIN");
+        if (q && *q && strstr(common_props[i][0], "queued.min.messages"))
+                return q;
+        return common_props[i][1];
+}
+
 /* Setup failed: say so instead of 'R', then report why. */
 static int setup_failed(int out_fd, const bench_result_t *res) {
         char c = 'E';
@@ -291,8 +302,8 @@ k_adapter(const bench_job_t *job, kside_t *k, char *err, size_t err_size) {
                 if (!(job->fetch_default &&
                       !strcmp(common_props[i][0],
                               "consumer.fetch.wait.max.ms")) &&
-                    kretry_conf_set(conf, common_props[i][0],
-                                    common_props[i][1], err, err_size))
+                    kretry_conf_set(conf, common_props[i][0], common_value(i),
+                                    err, err_size))
                         goto fail;
         if (bench_kretry_extra_props(conf, err, err_size))
                 goto fail;
@@ -476,7 +487,7 @@ r_conf(const bench_job_t *job, rside_t *r, int consumer) {
                                 continue;
                         n += 9;
                 }
-                rd_kafka_conf_set(conf, n, common_props[i][1], NULL, 0);
+                rd_kafka_conf_set(conf, n, common_value(i), NULL, 0);
         }
         rd_kafka_conf_set_opaque(conf, r);
         if (consumer) {

@@ -1,6 +1,6 @@
 /*
  * kretry_bench [--quick] [--output table|json] [--runs N] [--messages N]
- *              [--keys N] [--only NAME]
+ *              [--keys N] [--rate N] [--only NAME]
  *
  * Scenarios (bench/README.md): happy, retry_hop, dead_letter (kretry
  * against a raw librdkafka loop doing the same work, same input, same
@@ -23,7 +23,9 @@
  * delay_txn and hop_txn: the lateness of a retry through a 1 s and a 0 ms
  * tier in both modes. Real Kafka only (KRETRY_BENCH_BOOTSTRAP): on the mock
  * they are reported as skipped. --txn-interval MS: their
- * transaction.interval.ms (default 100).
+ * transaction.interval.ms (default 100). --rate N: the delay scenarios'
+ * input rate, messages a second (default 10,000). KRETRY_BENCH_QUEUED_MIN:
+ * queued.min.messages on both sides instead of 1,000,000.
  *
  * This process stays single-threaded and never calls librdkafka: the broker,
  * the producer and each measured side are forked children.
@@ -1379,7 +1381,7 @@ static void print_table(const opts_t *o,
 
 static void usage(FILE *f) {
         fprintf(f, "usage: kretry_bench [--quick] [--output table|json] "
-                   "[--runs N] [--messages N] [--keys N]\n"
+                   "[--runs N] [--messages N] [--keys N] [--rate N]\n"
                    "                    [--only happy|happy_c16|retry_hop|"
                    "dead_letter|ordered_versioned|delay|delay_default|"
                    "delay_backlog|tier_mem|"
@@ -1391,7 +1393,7 @@ static void usage(FILE *f) {
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
         memset(o, 0, sizeof(*o));
-        int runs = 0;
+        int runs = 0, rate = 0;
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i];
                 if (!strcmp(a, "--quick"))
@@ -1402,6 +1404,8 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                         runs = atoi(argv[++i]);
                 else if (!strcmp(a, "--messages") && i + 1 < argc)
                         o->messages = atol(argv[++i]);
+                else if (!strcmp(a, "--rate") && i + 1 < argc)
+                        rate = atoi(argv[++i]);
                 else if (!strcmp(a, "--keys") && i + 1 < argc)
                         o->keys = atol(argv[++i]);
                 else if (!strcmp(a, "--only") && i + 1 < argc)
@@ -1419,7 +1423,7 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
         o->runs    = runs > 0 ? runs : o->quick ? 1 : 5;
         o->warmup  = o->quick ? 0 : 1;
         o->delay_n = o->messages > 0 ? o->messages : o->quick ? 20000 : 100000;
-        o->delay_rate = 10000;
+        o->delay_rate = rate > 0 ? rate : 10000;
         o->mem_n = o->messages > 0 ? o->messages : o->quick ? 100000 : 1000000;
         if (o->keys <= 0)
                 o->keys = BENCH_KEYS;

@@ -23,7 +23,10 @@ kretry: build-bench/bench/peers_kill_worker (tests/it_worker.c: kretry's
 defaults, commits every 100 ms, retry.tiers=30ms, session.timeout.ms 3000).
 Spring: SpringKill, the configuration of its throughput rows (non-blocking
 retries at Spring's defaults, concurrency 3 = the partitions), a 30 ms retry
-topic and a DLT, the same session settings. Parallel Consumer: PcKill,
+topic and a DLT, the same session settings; "spring_blocking": blocking
+retries (a DefaultErrorHandler with a 30 ms FixedBackOff and a
+DeadLetterPublishingRecoverer to the DLT), concurrency 3; its first-failure
+mark is per process, as Parallel Consumer's. Parallel Consumer: PcKill,
 maxConcurrency 1, ordering KEY, retrying a failed record in place; "pc" with
 commitInterval 100 ms and a 30 ms retry delay (kretry's), "pc_defaults" at
 its defaults (5 s, 1 s). It has no dead-letter topic (i % 11 is skipped).
@@ -127,7 +130,8 @@ def one_run(h, side, seed):
     rng = random.Random(seed)
     t = h.name("kill-" + side)
     names = {"kretry": [t, t + ".retry.1", t + ".dlq"],
-             "spring": [t, t + "-retry", t + "-dlt"]}.get(side, [t])
+             "spring": [t, t + "-retry", t + "-dlt"],
+             "spring_blocking": [t, t + "-dlt"]}.get(side, [t])
     h.topics("create", 3, names)
     out = f"/tmp/{t}.out"
     try:
@@ -137,14 +141,17 @@ def one_run(h, side, seed):
         worker = os.path.join(os.path.dirname(h.kbin), "peers_kill_worker")
         props = dict(bootstrap=h.boot, topic=t, group=t + "-g", out=out,
                      messages=N, delay_ms=30, concurrency=1, ordering="KEY")
-        if side == "spring":
+        if side.startswith("spring"):
             props["concurrency"] = 3  # one consumer a partition
+        if side == "spring_blocking":  # DefaultErrorHandler, 30 ms back-off
+            props["mode"] = "blocking"
         if side == "pc":
             props.update(commit_interval_ms=100, retry_delay_ms=30)
         jprops = [f"-Dbench.{k}={v}" for k, v in props.items()]
+        spring = ["java"] + JVM + ["-cp", cp("spring")] + jprops + \
+            ["kretry.peers.spring.SpringKill"]
         cmd = {"kretry": [worker, h.boot, t, t + "-g", out],
-               "spring": ["java"] + JVM + ["-cp", cp("spring")] + jprops +
-               ["kretry.peers.spring.SpringKill"]}.get(
+               "spring": spring, "spring_blocking": spring}.get(
                    side, ["java"] + JVM + ["-cp", cp("pc")] + jprops +
                    ["kretry.peers.pc.PcKill"])
         kill_at, pids, after_kill = [], [], []
@@ -201,7 +208,8 @@ def one_run(h, side, seed):
                 pass
 
 
-def run(h, runs, sides=("kretry", "spring", "pc", "pc_defaults")):
+def run(h, runs, sides=("kretry", "spring", "spring_blocking", "pc",
+                        "pc_defaults")):
     from run_peers import settings
     res = {}
     sides = list(sides)

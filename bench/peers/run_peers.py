@@ -8,22 +8,35 @@ alternately (which side goes first alternates from run to run) and prints the
 medians: a table, or one JSON object with --output json.
 
   bench/run --peers [--runs N] [--only a,b] [--output table|json]
-                    [--spring-messages N] [--spring-tuned-messages N]
+                    [--kretry-messages N] [--spring-messages N]
+                    [--delay-rate R] [--delay-messages N]
+                    [--blocking-delay-messages N] [--mem-messages N]
   (run_peers.py KRETRY_BENCH_BIN [the same options])
 
---runs: runs a side of every scenario (5); medians, and in the JSON every
-run. --only: some of delay,retry_hop,dead_letter,parallel,kill,tier_mem.
---spring-messages: Spring's messages a run (10,000: at concurrency 8 it
-hops several hundred a second, a window of 10 s or more; the delay input
-is produced at 10,000/s as kretry's). --spring-tuned-messages: ignored
-(the "tuned" Spring configuration is gone: it set seekAfterError(false)
-on every container, the retry-topic ones included). kretry's sizes are kretry_bench's (60,000; delay
-100,000; tier_mem 1,000,000).
+--runs: runs a side of every scenario (5); medians and ranges, and in the
+JSON every run. --only: some of delay,retry_hop,dead_letter,parallel,kill,
+tier_mem. Sizes, chosen so that every side's measured window is 10 s or
+more on a 2-core machine: --kretry-messages, kretry's retry hop and
+dead-lettering messages a run (1,000,000); --spring-messages, Spring's
+(4,000, both configurations); --delay-rate and --delay-messages, the
+lateness input of kretry and of Spring's non-blocking retries, the same
+rate for both so that their retries arrive at the same rate (100/s, 1,500:
+15 s; Spring's non-blocking retries fell behind at 200/s on a loaded
+2-core machine); --blocking-delay-messages, the same input for Spring's
+blocking retries, whose 1 s back-off holds its partition (80: at most one
+blocking retry a second a partition, 10 s at 8 partitions); --mem-messages, the retries
+waiting in tier_mem (1,000,000; the same on both sides).
 
-Each kretry side is `kretry_bench --only S --runs 1` (its own topics, a
-warm-up run, then the measured one); each peer side is one JVM per run on
-fresh topics and a fresh group, after the harness produced the input in a
-separate JVM (so the peer's peak RSS is its own, as in kretry_bench).
+Each kretry side is `kretry_bench --quick --only S --messages N --runs 1`
+(its own topics, no warm-up run, as no Java side has one;
+queued.min.messages at librdkafka's default, 100,000, through
+KRETRY_BENCH_QUEUED_MIN, as the Java client has no such setting); each peer
+side is one JVM per run on fresh topics and a fresh group, after the
+harness produced the input in a separate JVM (so the peer's peak RSS is its
+own, as in kretry_bench). Spring runs in two configurations: non-blocking
+retries ("spring": a RetryTopicConfiguration at Spring's defaults) and
+blocking retries ("spring_blocking": a DefaultErrorHandler with a
+FixedBackOff and a DeadLetterPublishingRecoverer).
 """
 import json
 import os
@@ -73,9 +86,16 @@ def settings(side, sc):
                 "commit_interval_ms": 100 if sc == "kill" else 5000,
                 "retry_delay_ms": {"delay": 1000, "kill": 30,
                                    "tier_mem": 3600000}.get(sc, 0),
-                "tier_buffer_total_bytes": 64 << 20}
+                "tier_buffer_total_bytes": 64 << 20,
+                "warmup": False, "queued_min_messages": 100000}
+    if side == "spring_blocking":
+        return {"config": "DefaultErrorHandler(DeadLetterPublishingRecoverer, "
+                "FixedBackOff(delay, 1)), Spring defaults otherwise",
+                "concurrency": 3 if sc == "kill" else PARTITIONS,
+                "commit": "AckMode BATCH", "heap_max": HEAP, "warmup": False,
+                "retry_delay_ms": {"delay": 1000, "kill": 30}.get(sc, 0)}
     if side == "spring":
-        return {"config": "RetryTopicConfiguration, Spring defaults",
+        return {"config": "RetryTopicConfiguration, Spring defaults", "warmup": False,
                 "concurrency": {"kill": 3, "tier_mem": 1, "parallel": 16}.get(sc, PARTITIONS),
                 "commit": "AckMode BATCH, commitRecovered", "heap_max": HEAP,
                 "retry_delay_ms": {"delay": 1000, "kill": 30,
@@ -129,7 +149,9 @@ class Harness:
              dict(bootstrap=self.boot, topic=topic, messages=n, **kw))
 
     def kretry(self, args):
-        env = dict(os.environ, KRETRY_BENCH_BOOTSTRAP=self.boot)
+        # queued.min.messages at librdkafka's default: no Java side has it
+        env = dict(os.environ, KRETRY_BENCH_BOOTSTRAP=self.boot,
+                   KRETRY_BENCH_QUEUED_MIN="100000")
         r = subprocess.run([self.kbin] + args + ["--output", "json"], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, timeout=1800)
@@ -139,14 +161,21 @@ class Harness:
         return json.loads(r.stdout)
 
     # --- one run of each side --------------------------------------------
-    def kretry_throughput(self, sc):
-        s = self.kretry(["--only", sc, "--runs", "1"])["scenarios"][0]
+    def kretry_throughput(self, sc, n):
+        # --quick: no warm-up run (the Java sides have none); --messages
+        # sizes the window
+        s = self.kretry(["--quick", "--only", sc, "--runs", "1", "--messages",
+                         str(n)])["scenarios"][0]
         return {"msgs_per_s": s["kretry_msgs_per_s"], "cpu_us_per_msg":
                 s["kretry_cpu_us_per_msg"], "peak_rss_kb": s["peak_rss_kb"],
-                "messages": 60000, "load_max": s["load_max"]}
+                "messages": n, "secs": n / s["kretry_msgs_per_s"],
+                "load_max": s["load_max"]}
 
-    def kretry_delay(self):
-        return self.kretry(["--only", "delay", "--runs", "1"])["delay"]
+    def kretry_delay(self, n, rate):
+        d = self.kretry(["--quick", "--only", "delay", "--runs", "1",
+                         "--messages", str(n), "--rate", str(rate)])["delay"]
+        d["rate"] = rate
+        return d
 
     def kretry_parallel(self):
         # --quick at 10,000 messages: the three orderings at 16 handlers only
@@ -156,18 +185,20 @@ class Harness:
                 c["slept_us_per_msg"]} for c in p["combinations"]
                 if c["concurrency"] == 16}
 
-    def spring(self, sc, n, rate=0):
+    def spring(self, sc, n, rate=0, mode="nonblocking"):
         t = self.name(sc)
         names = [t, t + "-retry", t + "-dlt"]
         self.topics("create", 8, names)
         try:
             props = dict(bootstrap=self.boot, topic=t, group=t + "-g",
-                         messages=n, concurrency=PARTITIONS)
+                         messages=n, concurrency=PARTITIONS, mode=mode)
             main = {"delay": "SpringDelay", "retry_hop": "SpringRetryHop",
                     "dead_letter": "SpringDeadLetter"}[sc]
             if sc == "delay":
                 props["delay_ms"] = 1000
-                return self.spring_delay(props, t, n, rate)
+                v = self.spring_delay(props, t, n, rate)
+                v["rate"] = rate
+                return v
             self.produce(t, n)
             return last_json(java("spring", "kretry.peers.spring." + main, props))
         finally:
@@ -261,32 +292,36 @@ class Harness:
             self.topics("delete", 0, [t])
 
 
-def run_side(h, sc, side, sm, stm):
+def run_side(h, sc, side, o):
     if side == "kretry":
-        v = {"delay": h.kretry_delay, "parallel": h.kretry_parallel}.get(
-            sc, lambda: h.kretry_throughput(sc))()
+        v = {"delay": lambda: h.kretry_delay(o["delay_n"], o["rate"]),
+             "parallel": h.kretry_parallel}.get(
+            sc, lambda: h.kretry_throughput(sc, o["kretry_n"]))()
     elif side == "pc":
         v = {o.lower(): h.pc_parallel(o)
              for o in ("UNORDERED", "KEY", "PARTITION")}
     elif sc == "parallel":
         v = h.spring_parallel()
+    elif side == "spring_blocking":
+        v = h.spring(sc, o["blocking_delay_n"] if sc == "delay" else o["spring_n"],
+                     rate=o["rate"], mode="blocking")
     elif sc == "delay":
-        v = h.spring(sc, sm, rate=10000)
+        v = h.spring(sc, o["delay_n"], rate=o["rate"])
     else:
-        v = h.spring(sc, sm)
+        v = h.spring(sc, o["spring_n"])
     v["settings"] = settings(side, sc)
     return v
 
 
-def tier_mem(h, runs):
-    """RSS with 1,000,000 waiting, runs times a side, the sides alternating:
-    the medians, and each figure's range over the runs."""
+def tier_mem(h, runs, n):
+    """RSS with n waiting (1,000,000 by default), runs times a side, the
+    sides alternating: the medians, and each figure's range over the runs."""
     rows = {}
     for r in range(runs):
         for side in ("kretry", "spring")[::1 if r % 2 == 0 else -1]:
             log(f"bench peers tier_mem run {r + 1}/{runs}: {side}")
             fn = h.kretry_tier_mem if side == "kretry" else h.spring_tier_mem
-            measure_side(side, lambda: dict(fn(1000000), settings=settings(side, "tier_mem")), rows)
+            measure_side(side, lambda: dict(fn(n), settings=settings(side, "tier_mem")), rows)
     out = {}
     for side, rs in rows.items():
         keys = [k for k, v in rs[0].items() if isinstance(v, (int, float))]
@@ -310,7 +345,12 @@ def main():
         print(__doc__.split("\n\n", 1)[1].strip())
         return
     kbin, runs, only, fmt = a[0], 5, SCENARIOS, "table"
-    sm, stm = 10000, 0
+    o = {"kretry_n": 1000000, "spring_n": 4000, "rate": 100, "delay_n": 1500,
+         "blocking_delay_n": 80, "mem_n": 1000000}
+    sizes = {"--kretry-messages": "kretry_n", "--spring-messages": "spring_n",
+             "--delay-rate": "rate", "--delay-messages": "delay_n",
+             "--blocking-delay-messages": "blocking_delay_n",
+             "--mem-messages": "mem_n"}
     i = 1
     while i < len(a):
         if a[i] == "--runs":
@@ -319,10 +359,8 @@ def main():
             only = a[i + 1].split(",")
         elif a[i] == "--output":
             fmt = a[i + 1]
-        elif a[i] == "--spring-messages":
-            sm = int(a[i + 1])
-        elif a[i] == "--spring-tuned-messages":
-            stm = int(a[i + 1])
+        elif a[i] in sizes:
+            o[sizes[a[i]]] = int(a[i + 1])
         else:
             sys.exit(f"bench/run --peers: unknown option {a[i]}")
         i += 2
@@ -334,7 +372,8 @@ def main():
     subprocess.run(["mvn", "-q", "-B", "package"], cwd=HERE, check=True,
                    stdout=sys.stderr)
     h = Harness(kbin, boot)
-    res = {"bootstrap": boot, "runs": runs, "load_start": os.getloadavg()[0]}
+    res = {"bootstrap": boot, "runs": runs, "load_start": os.getloadavg()[0],
+           "sizes": o}
     for sc in only:
         if sc == "kill":
             import kill_peers
@@ -345,21 +384,20 @@ def main():
             continue
         if sc == "tier_mem":
             try:
-                res["tier_mem"] = tier_mem(h, runs)
+                res["tier_mem"] = tier_mem(h, runs, o["mem_n"])
             finally:
                 h.drop_tier_fill()
             continue
         rows = {}
         for r in range(runs):
-            sides = ["kretry", "spring"]
+            sides = ["kretry", "spring", "spring_blocking"]
             if sc == "parallel":
                 sides = ["kretry", "pc", "spring"]
             if r % 2:
                 sides.reverse()
             for side in sides:
                 log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
-                measure_side(side, lambda: run_side(h, sc, side, sm, stm),
-                             rows)
+                measure_side(side, lambda: run_side(h, sc, side, o), rows)
         out = {}
         for side, rs in rows.items():
             if sc == "parallel" and side in ("kretry", "pc"):
@@ -388,25 +426,39 @@ def fmt_n(v, d=0):
     return "-" if v is None else f"{v:,.{d}f}"
 
 
+def rng(v, key, d=0):
+    r = v.get("range", {}).get(key)
+    return "" if not r else f" ({fmt_n(r[0], d)}-{fmt_n(r[1], d)})"
+
+
 def print_table(res):
-    print(f"peers on {res['bootstrap']}, medians of {res['runs']} runs "
-          f"(load {res['load_start']:.2f} at start, {res['load_end']:.2f} at end)")
+    print(f"peers on {res['bootstrap']}, medians of {res['runs']} runs, "
+          f"ranges in brackets (load {res['load_start']:.2f} at start, "
+          f"{res['load_end']:.2f} at end)")
     d = res.get("delay")
     if d:
-        print("\ndelay through a 1 s tier (lateness ms: p50 / p99 / max, early)")
+        print("\ndelay through a 1 s tier (lateness ms: p50 / p99 / max, "
+              "early; input rate a second, window s)")
         for side, v in d.items():
-            print(f"  {side:13s} {v.get('messages', 0):>7,.0f} msgs  "
-                  f"{fmt_n(v.get('p50_ms'), 2)} / {fmt_n(v.get('p99_ms'), 2)} / "
-                  f"{fmt_n(v.get('max_ms'), 2)}  early {fmt_n(v.get('early'))}")
+            print(f"  {side:16s} {v.get('messages', 0):>7,.0f} msgs  "
+                  f"{fmt_n(v.get('p50_ms'), 2)} / {fmt_n(v.get('p99_ms'), 2)}"
+                  f"{rng(v, 'p99_ms', 2)} / {fmt_n(v.get('max_ms'), 2)}  early "
+                  f"{fmt_n(v.get('early'))}  at {fmt_n(v.get('rate'))}/s, "
+                  f"{fmt_n(v.get('secs'), 1)} s" +
+                  (f"; behind the input's due time p50 / p99 "
+                   f"{fmt_n(v['behind_input_p50_ms'])} / "
+                   f"{fmt_n(v['behind_input_p99_ms'])} ms"
+                   if v.get("behind_input_p50_ms") is not None else ""))
     for sc in ("retry_hop", "dead_letter"):
         t = res.get(sc)
         if not t:
             continue
-        print(f"\n{sc} (msgs/s, CPU us a message, peak RSS KB)")
+        print(f"\n{sc} (msgs/s, window s, CPU us a message, peak RSS KB)")
         for side, v in t.items():
-            print(f"  {side:13s} {v.get('messages', 0):>7,.0f} msgs  "
-                  f"{fmt_n(v.get('msgs_per_s')):>9} msgs/s  "
-                  f"{fmt_n(v.get('cpu_us_per_msg'), 1):>8} us  "
+            print(f"  {side:16s} {v.get('messages', 0):>9,.0f} msgs  "
+                  f"{fmt_n(v.get('msgs_per_s')):>9}{rng(v, 'msgs_per_s')} msgs/s  "
+                  f"{fmt_n(v.get('secs'), 1)}{rng(v, 'secs', 1)} s  "
+                  f"{fmt_n(v.get('cpu_us_per_msg'), 1):>8}{rng(v, 'cpu_us_per_msg', 1)} us  "
                   f"{fmt_n(v.get('peak_rss_kb')):>9} KB")
     p = res.get("parallel")
     if p:
@@ -419,7 +471,7 @@ def print_table(res):
                     f"{o} {x['secs']:.3f} s" for o, x in v.items()))
     m = res.get("tier_mem")
     if m:
-        print("\ntier_mem: RSS with 1,000,000 messages waiting in a tier (KB; "
+        print(f"\ntier_mem: RSS with {res['sizes']['mem_n']:,} messages waiting in a tier (KB; "
               "bytes a waiting message: median, range)")
         for side, v in m.items():
             lo, hi = v["range"]["bytes_per_waiting_msg"]
@@ -432,7 +484,9 @@ def print_table(res):
     if k:
         print("\nrepeats per SIGKILL (handlings beyond one a message, per kill)")
         for side, v in k.items():
-            print(f"  {side:13s} {fmt_n(v.get('repeats_per_kill'), 1)} "
+            lo, hi = v.get("per_kill_range", [None, None])
+            print(f"  {side:16s} {fmt_n(v.get('repeats_per_kill'), 1)} "
+                  f"({fmt_n(lo, 1)}-{fmt_n(hi, 1)}) "
                   f"(runs: {v.get('per_run')}); unhandled by the last worker, "
                   f"handled after a restart: {v.get('stalled', 0)}, lost: "
                   f"{v.get('lost', 0)}")

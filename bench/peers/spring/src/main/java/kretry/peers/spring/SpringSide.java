@@ -2,6 +2,7 @@ package kretry.peers.spring;
 
 import java.io.FileOutputStream;
 import java.math.BigInteger;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
@@ -32,12 +33,15 @@ import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
 import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.ConsumerAwareRebalanceListener;
+import org.springframework.kafka.listener.DeadLetterPublishingRecoverer;
+import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.retrytopic.RetryTopicConfiguration;
 import org.springframework.kafka.retrytopic.RetryTopicConfigurationBuilder;
 import org.springframework.kafka.retrytopic.RetryTopicConfigurationSupport;
 import org.springframework.kafka.support.ProducerListener;
 import org.springframework.scheduling.TaskScheduler;
 import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
+import org.springframework.util.backoff.FixedBackOff;
 
 /**
  * Spring Kafka as its users run it, without Spring Boot: an annotation
@@ -57,6 +61,15 @@ import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
  * retries; bench_work_us(offset) of sleep; -Dbench.concurrency containers),
  * kill (tests/it_worker.c's handler, OK lines appended to -Dbench.out),
  * tier_mem (a retry topic already holding copies not due for an hour).
+ *
+ * -Dbench.mode=blocking: Spring's blocking retries instead, as its reference
+ * sets them up ("DefaultErrorHandler" and "Publishing Dead-letter Records"):
+ * a DefaultErrorHandler on the container factory with a FixedBackOff (the
+ * retry delay, one retry) and a DeadLetterPublishingRecoverer writing to
+ * SOURCE-dlt (same partition), Permanent not retryable; no retry topic. A
+ * failed record is redelivered in place after the back-off, its partition
+ * held meanwhile; a record's first failure is remembered in memory (per
+ * process, as the handler's first attempt), so its redelivery succeeds.
  */
 public final class SpringSide {
     static final class Transient extends RuntimeException {
@@ -72,6 +85,11 @@ public final class SpringSide {
     }
 
     static String scenario, topic;
+    static boolean blocking;
+    /** blocking: records (topic/partition@offset) that failed once, and when (us). */
+    static final Map<String, Long> failedAt = new ConcurrentHashMap<>();
+    static long[] behindUs;
+    static final AtomicInteger behind = new AtomicInteger();
     static long n;
     static final Bench.Window window = new Bench.Window();
     static final CountDownLatch done = new CountDownLatch(1);
@@ -98,17 +116,36 @@ public final class SpringSide {
                 concurrency = "${bench.concurrency:1}")
         public void on(ConsumerRecord<byte[], byte[]> r) throws Exception {
             window.open();
-            boolean retried = r.topic().endsWith("-retry");
+            String id = r.topic() + "/" + r.partition() + "@" + r.offset();
+            boolean retried = blocking ? failedAt.containsKey(id) : r.topic().endsWith("-retry");
+            try {
+                handle(r, id, retried);
+            } catch (Transient e) {
+                if (blocking) // its redelivery is the retry
+                    failedAt.putIfAbsent(id, Bench.nowUs());
+                throw e;
+            }
+        }
+
+        void handle(ConsumerRecord<byte[], byte[]> r, String id, boolean retried) throws Exception {
             switch (scenario) {
                 case "delay" -> {
                     if (!retried)
                         throw new Transient("retry me");
                     long now = Bench.nowUs();
-                    Header h = r.headers().lastHeader("retry_topic-backoff-timestamp");
-                    long due = new BigInteger(h.value()).longValue();
+                    long dueUs;
+                    if (blocking) { // Spring's own due time: failure + back-off
+                        dueUs = failedAt.get(id) + Bench.longProp("delay_ms", 0) * 1000;
+                        int b = behind.getAndIncrement(); // and behind the input's own due time
+                        if (b < behindUs.length)
+                            behindUs[b] = now - (r.timestamp() + Bench.longProp("delay_ms", 0)) * 1000;
+                    } else {
+                        Header h = r.headers().lastHeader("retry_topic-backoff-timestamp");
+                        dueUs = new BigInteger(h.value()).longValue() * 1000;
+                    }
                     int i = late.getAndIncrement();
                     if (i < lateUs.length)
-                        lateUs[i] = now - due * 1000;
+                        lateUs[i] = now - dueUs;
                     complete();
                 }
                 case "retry_hop" -> {
@@ -185,9 +222,20 @@ public final class SpringSide {
 
         @Bean
         public ConcurrentKafkaListenerContainerFactory<byte[], byte[]> kafkaListenerContainerFactory(
-                DefaultKafkaConsumerFactory<byte[], byte[]> cf) {
+                DefaultKafkaConsumerFactory<byte[], byte[]> cf, KafkaTemplate<byte[], byte[]> t) {
             var f = new ConcurrentKafkaListenerContainerFactory<byte[], byte[]>();
             f.setConsumerFactory(cf);
+            if (blocking) {
+                // blocking retries as the reference gives them: the error
+                // handler's back-off, then the recoverer (SOURCE-dlt here,
+                // where Spring's default would be SOURCE.DLT)
+                var dlpr = new DeadLetterPublishingRecoverer(t,
+                        (rec, ex) -> new TopicPartition(rec.topic() + "-dlt", rec.partition()));
+                var eh = new DefaultErrorHandler(dlpr,
+                        new FixedBackOff(Long.parseLong(Bench.prop("delay_ms", "0")), 1));
+                eh.addNotRetryableExceptions(Permanent.class);
+                f.setCommonErrorHandler(eh);
+            }
             // one consumer a partition (-Dbench.concurrency = the partition
             // count), for the main and the retry-topic containers alike
             f.setConcurrency(Integer.parseInt(Bench.prop("concurrency", "1")));
@@ -197,7 +245,8 @@ public final class SpringSide {
                     for (TopicPartition tp : parts)
                         assigned.add(tp.topic());
                     boolean all = assigned.contains(topic)
-                            && (!(scenario.equals("delay") || scenario.equals("tier_mem")) || assigned.contains(topic + "-retry"));
+                            && (!(scenario.equals("delay") || scenario.equals("tier_mem")) || blocking
+                                    || assigned.contains(topic + "-retry"));
                     if (all && !ready) {
                         ready = true;
                         System.err.println("spring: ready");
@@ -227,7 +276,7 @@ public final class SpringSide {
 
         @Bean
         public @Nullable RetryTopicConfiguration retryTopics(KafkaTemplate<byte[], byte[]> t) {
-            if (scenario.equals("parallel"))
+            if (scenario.equals("parallel") || blocking)
                 return null;
             var b = RetryTopicConfigurationBuilder.newInstance().maxAttempts(2).doNotAutoCreateRetryTopics()
                     .notRetryOn(Permanent.class).dltHandlerMethod("listener", "dlt").includeTopic(topic);
@@ -242,10 +291,13 @@ public final class SpringSide {
 
     public static void run(String sc) throws Exception {
         scenario = sc;
+        blocking = Bench.prop("mode", "nonblocking").equals("blocking");
         topic = Bench.prop("topic");
         n = Bench.longProp("messages", 0);
-        if (sc.equals("delay"))
+        if (sc.equals("delay")) {
             lateUs = new long[(int) n];
+            behindUs = new long[(int) n];
+        }
         if (sc.equals("kill"))
             killOut = new FileOutputStream(Bench.prop("out"), true);
         if (sc.equals("parallel") && System.getProperty("bench.concurrency") == null)
@@ -266,10 +318,19 @@ public final class SpringSide {
         if (!ok)
             j = new Bench.Json().put("peer", "spring").put("scenario", sc)
                     .put("error", completed.get() + " of " + n + " done (timed out)");
-        else if (sc.equals("delay"))
+        else if (sc.equals("delay")) {
             j = Bench.lateness("spring", lateUs, Math.min(late.get(), lateUs.length)).put("concurrency", Bench.prop("concurrency", "1"));
-        else {
-            j = Bench.throughput("spring", sc, n, window).put("concurrency", Bench.prop("concurrency", "1"));
+            j.put("secs", window.secs());
+            if (blocking) { // behind the input's due time (produced + back-off)
+                long[] s = Arrays.copyOf(behindUs, Math.min(behind.get(), behindUs.length));
+                Arrays.sort(s);
+                j.put("behind_input_p50_ms", Bench.percentile(s, 50) / 1000.0)
+                        .put("behind_input_p99_ms", Bench.percentile(s, 99) / 1000.0)
+                        .put("behind_input_max_ms", (s.length > 0 ? s[s.length - 1] : 0) / 1000.0);
+            }
+        } else {
+            j = Bench.throughput("spring", sc, n, window).put("concurrency", Bench.prop("concurrency", "1"))
+                    .put("mode", blocking ? "blocking" : "nonblocking");
             if (sc.equals("parallel"))
                 j.put("slept_us", (double) sleptUs.get() / n);
         }
