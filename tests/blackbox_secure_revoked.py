@@ -150,7 +150,17 @@ def main():
                    for t in ts)
     check(wait(listed, 30, 0.2), "the chain's topics are listed")
     user = principal(service)
-    producer = KafkaProducer(**kw)
+    # On a loaded broker a send right after the topics were created can be
+    # answered NOT_LEADER / LEADER_NOT_AVAILABLE, which kafka-python does not
+    # retry by default (retries=0) and only the send's future reports.
+    producer = KafkaProducer(retries=10, retry_backoff_ms=200, **kw)
+
+    def send_all(sends):
+        futures = [producer.send(source, **s) for s in sends]
+        producer.flush(30)
+        # raises if a message was not written; else where each went
+        return [(m.partition, m.offset) for m in
+                (f.get(timeout=30) for f in futures)]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "topology.yaml")
         with open(path, "w") as f:
@@ -164,20 +174,19 @@ def main():
         denied = False
         try:
             url = "http://127.0.0.1:%d" % port
-            for i in range(4):
-                producer.send(source, key=b"k%d" % i, value=b"m%d" % i)
-            producer.flush(30)
+            at = send_all([dict(key=b"k%d" % i, value=b"m%d" % i)
+                           for i in range(4)])
             check(wait(lambda: len(handled(log)) >= 4, 60),
-                  "kretry run as %s handles 4 messages (%s; %s)"
-                  % (user, handled(log),
+                  "kretry run as %s handles 4 messages, written at %s "
+                  "(%s; %s)"
+                  % (user, at, handled(log),
                      open(errpath, errors="replace").read()[-1500:]))
             check(wait(lambda: get(url + "/readyz")[0] == 200, 30),
                   "/readyz answers 200 (%s)" % (get(url + "/readyz"),))
 
             deny_write(admin, user, dlq, True)
             denied = True
-            producer.send(source, key=b"kp", value=b"poison", partition=0)
-            producer.flush(30)
+            send_all([dict(key=b"kp", value=b"poison", partition=0)])
             check(wait(lambda: "poison" in handled(log), 30),
                   "the poison message is handled")
             t0 = time.monotonic()
