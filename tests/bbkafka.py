@@ -80,6 +80,25 @@ def kafka_kwargs():
     return kw
 
 
+def producer(**kw):
+    """A kafka-python producer that retries: right after a topic is created,
+    or on a loaded broker, a send can be answered NOT_LEADER or
+    LEADER_NOT_AVAILABLE, which kafka-python does not retry by default
+    (retries=0) and only the send's future reports (send_all reads them)."""
+    from kafka import KafkaProducer
+    return KafkaProducer(retries=10, retry_backoff_ms=200, **kw)
+
+
+def send_all(p, topic, sends):
+    """Each of @sends (KafkaProducer.send's keyword arguments) to @topic,
+    flushed; raises unless every one was written. Returns where each went:
+    [(partition, offset), ...]."""
+    futures = [p.send(topic, **s) for s in sends]
+    p.flush(30)
+    return [(m.partition, m.offset) for m in
+            (f.get(timeout=30) for f in futures)]
+
+
 def service_x():
     """`kretry run`'s -X options for the service's login
     (KRETRY_TEST_SERVICE_PROPS)."""

@@ -37,7 +37,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import check, group_x  # noqa: E402
+from bbkafka import check, group_x, producer, send_all  # noqa: E402
 
 ENV = "KRETRY_TEST_SECURE_BOOTSTRAP"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -160,14 +160,12 @@ def await_acls(admin, source, want, what, user="svc"):
 
 
 def produce(admin_props, bootstrap, topic):
-    from kafka import KafkaProducer
-    p = KafkaProducer(bootstrap_servers=bootstrap, api_version=(2, 5, 0),
-                      **kafka_args(admin_props))
-    for i in range(MESSAGES):
-        p.send(topic, key=b"k%d" % i, value=b"m%d" % i,
-               headers=[("version", b"1")])
-    p.send(topic, key=b"kp", value=b"poison", headers=[("version", b"1")])
-    p.flush(30)
+    p = producer(bootstrap_servers=bootstrap, api_version=(2, 5, 0),
+                 **kafka_args(admin_props))
+    v1 = [("version", b"1")]
+    send_all(p, topic, [dict(key=b"k%d" % i, value=b"m%d" % i, headers=v1)
+                        for i in range(MESSAGES)] +
+             [dict(key=b"kp", value=b"poison", headers=v1)])
     p.close()
 
 

@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import check, group_x, run  # noqa: E402
+from bbkafka import check, group_x, producer, run, send_all  # noqa: E402
 
 ENV = "KRETRY_TEST_SCRAM_BOOTSTRAP"
 USER = "kretry"
@@ -52,21 +52,15 @@ HANDLER = 'v=$(cat); echo "$v" >> "$LOG"; [ "$v" = poison ] && exit 2; exit 0'
 
 
 def produce(bootstrap, mechanism, topic):
-    from kafka import KafkaProducer
     # The first send creates the topic: until its partitions have leaders
-    # the broker answers LEADER_NOT_AVAILABLE, which kafka-python does not
-    # retry by default (retries=0) and only a send's future reports.
-    p = KafkaProducer(bootstrap_servers=bootstrap,
-                      security_protocol="SASL_PLAINTEXT",
-                      sasl_mechanism=mechanism, sasl_plain_username=USER,
-                      sasl_plain_password=PASSWORD, retries=10,
-                      retry_backoff_ms=200)
-    sent = [p.send(topic, key=b"k%d" % i, value=b"m%d" % i)
-            for i in range(MESSAGES)]
-    sent.append(p.send(topic, key=b"kp", value=b"poison"))
-    p.flush(30)
-    for f in sent:
-        f.get(timeout=30)  # raises if the message was not written
+    # the broker answers LEADER_NOT_AVAILABLE (bbkafka.producer retries).
+    p = producer(bootstrap_servers=bootstrap,
+                 security_protocol="SASL_PLAINTEXT",
+                 sasl_mechanism=mechanism, sasl_plain_username=USER,
+                 sasl_plain_password=PASSWORD)
+    send_all(p, topic, [dict(key=b"k%d" % i, value=b"m%d" % i)
+                        for i in range(MESSAGES)] +
+             [dict(key=b"kp", value=b"poison")])
     p.close()
 
 

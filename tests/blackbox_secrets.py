@@ -40,7 +40,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bbkafka import (SKIP, Broker, check, file_text, group_x,  # noqa: E402
-                     kcat, real_bootstrap, wait_for)
+                     kcat, producer, real_bootstrap, send_all, wait_for)
 
 SCRAM = os.environ.get("KRETRY_TEST_SCRAM_BOOTSTRAP")
 MESSAGES = ["m0", "m1", "m2", "poison"]
@@ -157,16 +157,14 @@ def produce(bootstrap, topic):
              stdin="".join("k%d:%s\n" % (i, m)
                            for i, m in enumerate(MESSAGES)).encode())
         return
-    from kafka import KafkaProducer
-    p = KafkaProducer(bootstrap_servers=bootstrap,
-                      security_protocol="SASL_PLAINTEXT",
-                      sasl_mechanism="SCRAM-SHA-512",
-                      sasl_plain_username="kretry",
-                      sasl_plain_password="kretry-secret",
-                      api_version=(2, 5, 0))
-    for i, m in enumerate(MESSAGES):
-        p.send(topic, key=b"k%d" % i, value=m.encode())
-    p.flush(30)
+    p = producer(bootstrap_servers=bootstrap,
+                 security_protocol="SASL_PLAINTEXT",
+                 sasl_mechanism="SCRAM-SHA-512",
+                 sasl_plain_username="kretry",
+                 sasl_plain_password="kretry-secret",
+                 api_version=(2, 5, 0))
+    send_all(p, topic, [dict(key=b"k%d" % i, value=m.encode())
+                        for i, m in enumerate(MESSAGES)])
     p.close()
 
 

@@ -29,7 +29,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bbkafka import check, kafka_kwargs, props, run  # noqa: E402
+from bbkafka import (check, kafka_kwargs, producer, props, run,  # noqa: E402
+                     send_all)
 
 HANDLER = 'v=$(cat); echo "$v" >> "$LOG"; [ "$v" = poison ] && exit 2; exit 0'
 
@@ -128,7 +129,7 @@ def main():
               "(scripts/test.sh's secured pass: KRETRY_TEST_BOOTSTRAP, "
               "KRETRY_TEST_KAFKA_PROPS, KRETRY_TEST_SERVICE_PROPS)")
         return 77
-    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
     cli = sys.argv[1]
     kw = dict(kafka_kwargs(), bootstrap_servers=bootstrap)
@@ -150,17 +151,7 @@ def main():
                    for t in ts)
     check(wait(listed, 30, 0.2), "the chain's topics are listed")
     user = principal(service)
-    # On a loaded broker a send right after the topics were created can be
-    # answered NOT_LEADER / LEADER_NOT_AVAILABLE, which kafka-python does not
-    # retry by default (retries=0) and only the send's future reports.
-    producer = KafkaProducer(retries=10, retry_backoff_ms=200, **kw)
-
-    def send_all(sends):
-        futures = [producer.send(source, **s) for s in sends]
-        producer.flush(30)
-        # raises if a message was not written; else where each went
-        return [(m.partition, m.offset) for m in
-                (f.get(timeout=30) for f in futures)]
+    p = producer(**kw)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "topology.yaml")
         with open(path, "w") as f:
@@ -174,7 +165,7 @@ def main():
         denied = False
         try:
             url = "http://127.0.0.1:%d" % port
-            at = send_all([dict(key=b"k%d" % i, value=b"m%d" % i)
+            at = send_all(p, source, [dict(key=b"k%d" % i, value=b"m%d" % i)
                            for i in range(4)])
             check(wait(lambda: len(handled(log)) >= 4, 60),
                   "kretry run as %s handles 4 messages, written at %s "
@@ -186,7 +177,8 @@ def main():
 
             deny_write(admin, user, dlq, True)
             denied = True
-            send_all([dict(key=b"kp", value=b"poison", partition=0)])
+            send_all(p, source, [dict(key=b"kp", value=b"poison",
+                                      partition=0)])
             check(wait(lambda: "poison" in handled(log), 30),
                   "the poison message is handled")
             t0 = time.monotonic()
@@ -246,7 +238,7 @@ def main():
             err.close()
             if denied:
                 deny_write(admin, user, dlq, False)
-            producer.close()
+            p.close()
             admin.delete_topics([source, source + ".retry.1", dlq])
             admin.close()
     return 0
