@@ -45,8 +45,8 @@ bin      adapter/bin      cli ui run common ops topology engine schemas include
 # adapter/src is a leaf
 layers='
 loop     adapter
-phase    intake route workers keyed restore txn rebalance drain startup_check stats_emit msg_api
-service  adapter_int part commit msg stats owned handles clock log
+phase    intake assign route workers keyed restore txn txn_open rebalance drain startup_check stats_emit msg_api
+service  adapter_int part commit job msg stats owned handles clock log
 '
 
 # Arrows of the drawing from calls still to be moved (from to): tolerated in
@@ -55,11 +55,6 @@ known_up='
 adapter_int part
 adapter_int stats
 stats part
-txn intake
-txn workers
-keyed workers
-keyed msg_api
-route msg_api
 '
 
 echo "$rooms" | awk 'NF { print $2 }' | while read -r dir; do
