@@ -16,10 +16,8 @@
 # undefined a symbol that the other's object defines (nm). In that drawing,
 # from includes and calls, with x.c and x.h one node, no arrow may point up
 # a layer and no circle may take more than two files: two that call each
-# other are a pair, three or more a knot. The arrows of known_up below are
-# the ones still to be moved: each is reported, and one that no longer
-# exists fails the check until it leaves the list. Without the objects only
-# the includes are checked, and the check says so.
+# other are a pair, three or more a knot. Without the objects only the
+# includes are checked, and the check says so.
 #
 #   scripts/check-layout.sh [ROOT [BUILD]]   (default: this repository)
 set -eu
@@ -47,14 +45,6 @@ layers='
 loop     adapter
 phase    intake assign route workers keyed restore txn txn_open rebalance drain startup_check stats_emit msg_api
 service  adapter_int part commit job msg stats owned handles clock log
-'
-
-# Arrows of the drawing from calls still to be moved (from to): tolerated in
-# a circle until they go, and they must go from this list when they do.
-known_up='
-adapter_int part
-adapter_int stats
-stats part
 '
 
 echo "$rooms" | awk 'NF { print $2 }' | while read -r dir; do
@@ -166,7 +156,7 @@ fi
         done
 } >/tmp/check-layout.$$.graph
 
-awk -v layers="$layers" -v known="$known_up" '
+awk -v layers="$layers" '
 function node(path) {
         sub(/^.*\//, "", path); sub(/\.c\.o$/, "", path); sub(/\.[ch]$/, "", path)
         return path
@@ -187,7 +177,7 @@ function arrow(a, b, sym) {
         else if (length(calls[a, b]) < 60)
                 calls[a, b] = calls[a, b] ", " sym
 }
-# How a arrow is drawn: the calls (some of them), or the include.
+# How an arrow is drawn: the calls (some of them), or the include.
 function why(a, b) {
         if ((a, b) in calls)
                 return "calls " calls[a, b] (((a, b) in incl) ? " (and includes it)" : "")
@@ -203,10 +193,6 @@ BEGIN {
                         layer_of[f[j]] = f[1]
         }
         rank["leaf"] = ++nlayers
-        n = split(known, lines, "\n")
-        for (i = 1; i <= n; i++)
-                if (split(lines[i], f, " ") == 2)
-                        tolerated[f[1], f[2]] = 1
 }
 $1 == "inc" { arrow(node($2), node($3), ""); next }
 $1 == "def" { owner[$3] = node($2); next }
@@ -218,8 +204,6 @@ function visit(v,   k, w, list, m) {
         m = split(succ[v], list, " ")
         for (k = 1; k <= m; k++) {
                 w = list[k]
-                if ((v, w) in tolerated)
-                        continue
                 if (!(w in index_of)) {
                         visit(w)
                         if (low[w] < low[v]) low[v] = low[w]
@@ -242,22 +226,12 @@ END {
         for (k in edge) {
                 split(k, p, SUBSEP)
                 arrows++
-                if (rank[layer(p[2])] < rank[layer(p[1])] && !((p[1], p[2]) in tolerated)) {
+                if (rank[layer(p[2])] < rank[layer(p[1])]) {
                         printf "adapter/src: %s (%s) -> %s (%s): %s: engine " \
                                "layers point down (README.md, Layout)\n",
                                p[1], layer(p[1]), p[2], layer(p[2]), why(p[1], p[2])
                         bad++
                 }
-        }
-        for (k in tolerated) {
-                split(k, p, SUBSEP)
-                if (!(k in edge)) {
-                        printf "check-layout: %s -> %s is gone: take it " \
-                               "from known_up\n", p[1], p[2]
-                        bad++
-                } else
-                        printf "check-layout: known, to be moved: %s -> %s " \
-                               "(%s)\n", p[1], p[2], why(p[1], p[2])
         }
         for (v in nodes)
                 if (!(v in index_of))
@@ -272,11 +246,9 @@ END {
                 oneway = ""; pairs = 0
                 for (i = 1; i <= m; i++)
                         for (j = 1; j <= m; j++) {
-                                if (i == j || !((list[i], list[j]) in edge) ||
-                                    ((list[i], list[j]) in tolerated))
+                                if (i == j || !((list[i], list[j]) in edge))
                                         continue
-                                if ((list[j], list[i]) in edge &&
-                                    !((list[j], list[i]) in tolerated)) {
+                                if ((list[j], list[i]) in edge) {
                                         if (i < j) pairs++
                                 } else
                                         oneway = oneway sprintf("\n  %s -> %s: %s",
@@ -285,7 +257,7 @@ END {
                 if (oneway == "" && pairs < m)
                         continue
                 printf "adapter/src: a circle of more than two files:%s%s\n",
-                       members[c], oneway == "" ? " (pairs only)" : oneway
+                       members[c], oneway == "" ? " (pairs that close a ring)" : oneway
                 bad++
         }
         if (bad) {
