@@ -22,7 +22,8 @@
  * down or, within a layer, at most back and forth with one other file: no
  * circle of three (scripts/check-layout.sh draws it from includes and
  * calls). This header includes leaves only, and kretry_part_t is only
- * pointed at here: part.h and stats.h include it, not the other way.
+ * pointed at here: part.c, stats.c, commit.c and log.c include it, not
+ * the other way.
  *
  * The threading contract, in one place:
  *   - The polling thread (the one that calls kretry_adapter_poll, _run,

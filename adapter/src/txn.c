@@ -22,6 +22,10 @@
  * every message decided in the aborted transaction is decided again. The
  * handler's own side effects stay at least once.
  *
+ * Here: the setup, the commit, the abort and the rewind, called by the
+ * loop, drain.c and rebalance.c; the open transaction route.c works in
+ * (begin, note, a copy failed) is txn_open.c's, below.
+ *
  * Polling thread only (adapter_int.h).
  */
 #include "txn.h"
