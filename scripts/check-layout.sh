@@ -150,6 +150,9 @@ fi
                         echo "inc $file $hdr"
                 done
         for o in "$objs"/*.c.o; do
+                # An object left from a source since removed is not drawn.
+                n="${o##*/}"
+                [ -e "adapter/src/${n%.o}" ] || continue
                 nm -P "$o" | awk -v f="${o##*/}" '
                         $2 == "U" { print "use", f, $1; next }
                         $2 ~ /^[TDBRCGS]$/ { print "def", f, $1 }'
