@@ -11,10 +11,19 @@
 # leaves (plain data, no adapter). A file includes the headers of its own
 # layer and of the layers below it, never of one above.
 #
-#   scripts/check-layout.sh [ROOT]   (default: this repository)
+# With the engine's objects built (BUILD, default build/ in ROOT) the engine
+# is also drawn from its calls: a file calls another when its object leaves
+# undefined a symbol that the other's object defines (nm). In that drawing,
+# from includes and calls, with x.c and x.h one node, no arrow may point up
+# a layer and no circle may take more than two files: two that call each
+# other are a pair, three or more a knot. Without the objects only the
+# includes are checked, and the check says so.
+#
+#   scripts/check-layout.sh [ROOT [BUILD]]   (default: this repository)
 set -eu
 root="${1:-$(dirname "$0")/..}"
 cd "$root"
+objs="${2:-build}/CMakeFiles/kretry_obj.dir/adapter/src"
 
 # room  directory         the rooms it may include, below it
 rooms='
@@ -34,8 +43,8 @@ bin      adapter/bin      cli ui run common ops topology engine schemas include
 # adapter/src is a leaf
 layers='
 loop     adapter
-phase    intake route workers keyed restore txn rebalance drain startup_check stats_emit msg_api
-service  adapter_int part commit msg stats owned handles clock log
+phase    intake assign route workers keyed restore txn txn_open rebalance drain startup_check stats_emit msg_api
+service  adapter_int part commit job msg stats owned handles clock log
 '
 
 echo "$rooms" | awk 'NF { print $2 }' | while read -r dir; do
@@ -127,3 +136,138 @@ END {
         }
         printf "check-layout: %d includes point down\n", checked
 }' /tmp/check-layout.$$.includes
+
+if [ ! -d "$objs" ] || ! ls "$objs"/*.c.o >/dev/null 2>&1; then
+        echo "check-layout: engine calls not checked: no objects in $objs" \
+             "(build first)"
+        exit 0
+fi
+{
+        # The engine's includes of its own headers, by node (x for x.c, x.h).
+        grep '^adapter/src/' /tmp/check-layout.$$.includes |
+                while read -r file line hdr; do
+                        [ -e "adapter/src/$hdr" ] || continue
+                        echo "inc $file $hdr"
+                done
+        for o in "$objs"/*.c.o; do
+                # An object left from a source since removed is not drawn.
+                n="${o##*/}"
+                [ -e "adapter/src/${n%.o}" ] || continue
+                nm -P "$o" | awk -v f="${o##*/}" '
+                        $2 == "U" { print "use", f, $1; next }
+                        $2 ~ /^[TDBRCGS]$/ { print "def", f, $1 }'
+        done
+} >/tmp/check-layout.$$.graph
+
+awk -v layers="$layers" '
+function node(path) {
+        sub(/^.*\//, "", path); sub(/\.c\.o$/, "", path); sub(/\.[ch]$/, "", path)
+        return path
+}
+function layer(n) { return (n in layer_of) ? layer_of[n] : "leaf" }
+function arrow(a, b, sym) {
+        if (a == b)
+                return
+        nodes[a] = nodes[b] = 1
+        if (!((a, b) in edge)) {
+                edge[a, b] = 1
+                succ[a] = succ[a] " " b
+        }
+        if (sym == "")
+                incl[a, b] = 1
+        else if (!((a, b) in calls))
+                calls[a, b] = sym
+        else if (length(calls[a, b]) < 60)
+                calls[a, b] = calls[a, b] ", " sym
+}
+# How an arrow is drawn: the calls (some of them), or the include.
+function why(a, b) {
+        if ((a, b) in calls)
+                return "calls " calls[a, b] (((a, b) in incl) ? " (and includes it)" : "")
+        return "includes it"
+}
+BEGIN {
+        n = split(layers, lines, "\n")
+        for (i = 1; i <= n; i++) {
+                if ((nf = split(lines[i], f, " ")) < 2)
+                        continue
+                rank[f[1]] = ++nlayers
+                for (j = 2; j <= nf; j++)
+                        layer_of[f[j]] = f[1]
+        }
+        rank["leaf"] = ++nlayers
+}
+$1 == "inc" { arrow(node($2), node($3), ""); next }
+$1 == "def" { owner[$3] = node($2); next }
+$1 == "use" { nu++; user[nu] = node($2); sym[nu] = $3 }
+# Tarjan: the strongly connected parts of the drawing.
+function visit(v,   k, w, list, m) {
+        index_of[v] = low[v] = ++counter
+        stack[++sp] = v; on[v] = 1
+        m = split(succ[v], list, " ")
+        for (k = 1; k <= m; k++) {
+                w = list[k]
+                if (!(w in index_of)) {
+                        visit(w)
+                        if (low[w] < low[v]) low[v] = low[w]
+                } else if (on[w] && index_of[w] < low[v])
+                        low[v] = index_of[w]
+        }
+        if (low[v] == index_of[v]) {
+                ++parts
+                do {
+                        w = stack[sp--]; on[w] = 0
+                        part_of[w] = parts; size[parts]++
+                        members[parts] = members[parts] " " w
+                } while (w != v)
+        }
+}
+END {
+        for (i = 1; i <= nu; i++)
+                if (sym[i] in owner)
+                        arrow(user[i], owner[sym[i]], sym[i])
+        for (k in edge) {
+                split(k, p, SUBSEP)
+                arrows++
+                if (rank[layer(p[2])] < rank[layer(p[1])]) {
+                        printf "adapter/src: %s (%s) -> %s (%s): %s: engine " \
+                               "layers point down (README.md, Layout)\n",
+                               p[1], layer(p[1]), p[2], layer(p[2]), why(p[1], p[2])
+                        bad++
+                }
+        }
+        for (v in nodes)
+                if (!(v in index_of))
+                        visit(v)
+        # A circle of more than two files: a part of three or more nodes
+        # with an arrow not answered by one back (that arrow closes a circle
+        # through a third node), or more pairs than a tree of them holds.
+        for (c = 1; c <= parts; c++) {
+                if (size[c] < 3)
+                        continue
+                m = split(members[c], list, " ")
+                oneway = ""; pairs = 0
+                for (i = 1; i <= m; i++)
+                        for (j = 1; j <= m; j++) {
+                                if (i == j || !((list[i], list[j]) in edge))
+                                        continue
+                                if ((list[j], list[i]) in edge) {
+                                        if (i < j) pairs++
+                                } else
+                                        oneway = oneway sprintf("\n  %s -> %s: %s",
+                                                list[i], list[j], why(list[i], list[j]))
+                        }
+                if (oneway == "" && pairs < m)
+                        continue
+                printf "adapter/src: a circle of more than two files:%s%s\n",
+                       members[c], oneway == "" ? " (pairs that close a ring)" : oneway
+                bad++
+        }
+        if (bad) {
+                printf "check-layout: %d knots or upward arrows in the " \
+                       "engine drawn from %d arrows\n", bad, arrows
+                exit 1
+        }
+        printf "check-layout: the engine drawn from includes and calls: %d " \
+               "arrows, none up, no circle of more than two files\n", arrows
+}' /tmp/check-layout.$$.graph

@@ -8,6 +8,7 @@
  * poll(2) until an event, the next due message, or the caller's timeout.
  */
 #include "adapter_int.h"
+#include "assign.h"
 #include "breaker.h"
 #include "clock.h"
 #include "codec.h"

@@ -19,9 +19,9 @@
 #include "adapter_int.h"
 #include "clock.h"
 #include "denied.h"
+#include "log.h"
 #include "offsets.h"
 #include "part.h"
-#include "stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,6 +8,7 @@
  */
 #include "intake.h"
 #include "adapter_int.h"
+#include "assign.h"
 #include "clock.h"
 #include "denied.h"
 #include "keyed.h"
@@ -24,62 +25,6 @@
 /* Messages consumed per poll before the loop looks at due messages and
  * delivery reports again. */
 #define KRETRY_POLL_BATCH 500
-
-kretry_part_t *kretry_part_assign(kretry_adapter_t *a, int tier, int32_t p) {
-        kretry_part_t *part = kretry_part_find(a, tier, p);
-        if (part) { /* assigned again without a revocation between */
-                part->awaited = 1; /* its calls: none waits for them */
-                kretry_part_retire(a, part);
-        }
-        return kretry_part_new(a, tier, p);
-}
-
-void kretry_part_retire(kretry_adapter_t *a, kretry_part_t *part) {
-        if (!part->assigned)
-                return;
-        /* A held message was not committed: the next owner fetches it
-         * again from the committed offset. */
-        kretry_part_drop_held(a, part);
-        kretry_workers_retire(a, part);
-        part->produce_failures = 0;
-        part->assigned         = 0;
-        kretry_part_update_pause(a, part); /* leave no pause behind */
-        a->parts[part->tier][part->partition] = NULL;
-        kretry_part_unref(part);
-}
-
-/* The gauges of the messages kept behind held ones (all partitions'
- * buffers together): @p cnt more messages taking @p bytes more. */
-static void count_buffered(kretry_adapter_t *a, int64_t cnt, int64_t bytes) {
-        atomic_fetch_add_explicit(&a->stats.buffered, cnt,
-                                  memory_order_relaxed);
-        atomic_fetch_add_explicit(&a->stats.buffered_bytes, bytes,
-                                  memory_order_relaxed);
-}
-
-void kretry_part_drop_held(kretry_adapter_t *a, kretry_part_t *part) {
-        rd_kafka_message_t *rkm;
-        kretry_rkm_fifo_t *f = &part->behind;
-        count_buffered(a, -f->cnt, -f->bytes);
-        while ((rkm = kretry_rkm_fifo_pop(f)))
-                kretry_rkm_destroy(rkm);
-        part->behind_full = 0;
-        atomic_fetch_sub_explicit(&a->stats.held, part->src_wait.cnt,
-                                  memory_order_relaxed);
-        while ((rkm = kretry_rkm_fifo_pop(&part->src_wait)))
-                kretry_rkm_destroy(rkm);
-        if (!part->held)
-                return;
-        for (kretry_part_t **pp = &a->held_list; *pp; pp = &(*pp)->next_held)
-                if (*pp == part) {
-                        *pp = part->next_held;
-                        break;
-                }
-        kretry_rkm_destroy(part->held);
-        part->held      = NULL;
-        part->next_held = NULL;
-        atomic_fetch_sub_explicit(&a->stats.held, 1, memory_order_relaxed);
-}
 
 /* Memory all buffers behind held messages take now (written on this
  * thread only). */
@@ -126,7 +71,7 @@ static int release_behind(kretry_adapter_t *a, kretry_part_t *part) {
         int n                = 0;
         while (f->cnt && !part->held && !a->full && !a->breaker_paused) {
                 rd_kafka_message_t *rkm = kretry_rkm_fifo_pop(f);
-                count_buffered(a, -1, -(int64_t)kretry_rkm_size(rkm));
+                kretry_count_buffered(a, -1, -(int64_t)kretry_rkm_size(rkm));
                 kretry_dispatch(a, part, rkm);
                 n++;
         }
@@ -332,7 +277,7 @@ keep_behind(kretry_adapter_t *a, kretry_part_t *part, rd_kafka_message_t *rkm) {
         if (!part->behind_full && behind_room(a, part, bytes) &&
             !kretry_rkm_fifo_push(f, &rkm)) {
                 kretry_count_consumed(a, part, f->tail);
-                count_buffered(a, 1, bytes);
+                kretry_count_buffered(a, 1, bytes);
                 if (f->cnt >= kretry_part_behind_cap(a, part) ||
                     f->bytes >= a->conf->tier_buffer_bytes ||
                     buffered_total(a) >= a->conf->tier_buffer_total) {
@@ -382,30 +327,6 @@ static rd_kafka_message_t *take_source(kretry_adapter_t *a) {
 }
 
 /* Whether @p m is of an element of @p l at or past its offset. */
-static int sbuf_in(const rd_kafka_message_t *m,
-                   const rd_kafka_topic_partition_list_t *l) {
-        for (int i = 0; i < l->cnt; i++)
-                if (l->elems[i].partition == m->partition &&
-                    (l->elems[i].offset < 0 ||
-                     m->offset >= l->elems[i].offset) &&
-                    !strcmp(l->elems[i].topic, rd_kafka_topic_name(m->rkt)))
-                        return 1;
-        return 0;
-}
-
-void kretry_sbuf_drop(kretry_adapter_t *a,
-                      const rd_kafka_topic_partition_list_t *l) {
-        int keep = a->sbuf_pos;
-        for (int i = a->sbuf_pos; i < a->sbuf_cnt; i++) {
-                rd_kafka_message_t *m = a->sbuf[i];
-                if (!l || sbuf_in(m, l))
-                        rd_kafka_message_destroy(m);
-                else
-                        a->sbuf[keep++] = m;
-        }
-        a->sbuf_cnt = keep;
-}
-
 /* The group's events first (served by consumer_poll: a message comes that
  * way only from a source partition whose forward is not set yet), then tier
  * messages: a source backlog prefetched ahead of them must not make due

@@ -21,6 +21,7 @@
 #include "conf.h"
 #include "delay.h"
 #include "headers.h"
+#include "job.h"
 #include "keychain.h"
 #include "log.h"
 #include "msg.h"
@@ -28,7 +29,6 @@
 #include "part.h"
 #include "route.h"
 #include "versions.h"
-#include "workers.h"
 
 #include <string.h>
 
@@ -72,7 +72,7 @@ static void dead_letter_after_key(kretry_adapter_t *a,
         kretry_msg_t *m = a->msg;
         kretry_chains_remove(&src->chains, m->rkm->key, m->rkm->key_len,
                              m->orig_offset);
-        kretry_msg_set_error(m, "KEY_PARKED",
+        kretry_msg_error_put(m, "KEY_PARKED",
                              "an earlier message of this key was "
                              "dead-lettered (ordering.on.dead.letter "
                              "park_key); replay the key to resume it");
@@ -190,8 +190,11 @@ static int source_behind(kretry_adapter_t *a,
         /* Consumed past it is not enough: a source message of the key
          * consumed meanwhile may still wait in the key's gate, behind this
          * copy, and must reach the chain first. */
-        return kretry_workers_source_waits(a, src, rkm->key, rkm->key_len,
-                                           c->orig_offset);
+        if (!a->workers || !rkm->key)
+                return 0;
+        return kretry_gate_source_waits(
+                kretry_chains_gate_find(&src->chains, rkm->key, rkm->key_len),
+                src, c->orig_offset);
 }
 
 /* The copy waits aside, in its partition's list of copies waiting for the

@@ -4,6 +4,8 @@
  */
 #include "log.h"
 #include "adapter_int.h"
+#include "clock.h"
+#include "denied.h"
 #include "secret.h"
 
 #include <stdarg.h>
@@ -45,4 +47,26 @@ void kretry_rdkafka_log_cb(const rd_kafka_t *rk,
         }
         a->conf->log_cb((kretry_log_level_t)level, facility, buf,
                         a->conf->log_opaque);
+}
+
+void kretry_denied_note(kretry_adapter_t *a,
+                        kretry_denied_cause_t cause,
+                        rd_kafka_resp_err_t err,
+                        const char *what) {
+        static const char *const grant[KRETRY_DENIED_CAUSES] = {
+                "the copy is produced again every 10 s at most, its partition "
+                "waits and its offset stays uncommitted until Write on that "
+                "topic is granted",
+                "offsets stay uncommitted (consumed again by the next owner) "
+                "until Read on the group is granted",
+                "nothing of it is consumed until Read and Describe on that "
+                "topic are granted"};
+        atomic_fetch_add_explicit(&a->stats.denied[cause], 1,
+                                  memory_order_relaxed);
+        int say = kretry_denied_say(a->denied_said, cause, kretry_mono_ms());
+        kretry_log(a, say ? KRETRY_LOG_ERR : KRETRY_LOG_DEBUG, "DENIED",
+                   "%s: %s: the cluster's ACLs do not allow it; %s (kretry "
+                   "topology acls prints what each role needs; said once a "
+                   "minute)",
+                   what, rd_kafka_err2str(err), grant[cause]);
 }

@@ -74,3 +74,27 @@ void kretry_msg_bind(kretry_msg_t *msg,
         msg->orig_ts     = c->orig_ts_ok ? c->orig_ts : ts;
         msg->first_failure_ts = c->first_failure_ok ? c->first_failure_ts : -1;
 }
+
+void kretry_msg_error_put(kretry_msg_t *msg,
+                          const char *code,
+                          const char *message) {
+        if (!msg->rkm)
+                return;
+        if (code) {
+                size_t n = strnlen(code, sizeof(msg->code) - 1);
+                memcpy(msg->code, code, n);
+                msg->code[n]  = '\0';
+                msg->has_code = 1;
+        }
+        if (message) {
+                size_t n = strnlen(message, msg->error_cap);
+                /* Never cut a UTF-8 sequence: back up to its first byte. */
+                if (n == msg->error_cap)
+                        while (n > 0 &&
+                               ((unsigned char)message[n] & 0xC0) == 0x80)
+                                n--;
+                memcpy(msg->error, message, n);
+                msg->error[n]  = '\0';
+                msg->has_error = 1;
+        }
+}

@@ -57,5 +57,11 @@ void kretry_msg_bind(kretry_msg_t *msg,
                      rd_kafka_message_t *rkm,
                      const char *topic,
                      int tier);
+/* The handler's error code and message on @p msg, a view bound to a
+ * message (kretry_msg_set_error() without the handle's look-up): @p code
+ * and @p message as far as they fit, NULL leaves either as it was. */
+void kretry_msg_error_put(kretry_msg_t *msg,
+                          const char *code,
+                          const char *message);
 
 #endif

@@ -141,25 +141,8 @@ void kretry_msg_set_error(kretry_msg_t *msg_,
                           const char *code,
                           const char *message) {
         kretry_msg_t *msg = (kretry_msg_t *)live(msg_);
-        if (!msg)
-                return;
-        if (code) {
-                size_t n = strnlen(code, sizeof(msg->code) - 1);
-                memcpy(msg->code, code, n);
-                msg->code[n]  = '\0';
-                msg->has_code = 1;
-        }
-        if (message) {
-                size_t n = strnlen(message, msg->error_cap);
-                /* Never cut a UTF-8 sequence: back up to its first byte. */
-                if (n == msg->error_cap)
-                        while (n > 0 &&
-                               ((unsigned char)message[n] & 0xC0) == 0x80)
-                                n--;
-                memcpy(msg->error, message, n);
-                msg->error[n]  = '\0';
-                msg->has_error = 1;
-        }
+        if (msg)
+                kretry_msg_error_put(msg, code, message);
 }
 
 void kretry_msg_set_retry_after(kretry_msg_t *msg_, int64_t after_ms) {

@@ -14,6 +14,7 @@
  */
 #include "rebalance.h"
 #include "adapter_int.h"
+#include "assign.h"
 #include "clock.h"
 #include "conf.h"
 #include "drain.h"

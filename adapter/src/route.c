@@ -27,7 +27,7 @@
 #include "owned.h"
 #include "part.h"
 #include "stats.h"
-#include "txn.h"
+#include "txn_open.h"
 #include "versions.h"
 #include "workers.h"
 
@@ -507,7 +507,7 @@ int kretry_decode_value(kretry_adapter_t *a, kretry_part_t *part) {
                                  &m->value_avro, reason, sizeof(reason)))
                 return 1;
         m->value_avro = NULL;
-        kretry_msg_set_error(m, "UNDECODABLE", reason);
+        kretry_msg_error_put(m, "UNDECODABLE", reason);
         kretry_copy_t cp = {.cls        = "schema",
                             .route      = KRETRY_ROUTE_DLQ,
                             .no_attempt = 1,
@@ -571,7 +571,7 @@ int kretry_prepare(kretry_adapter_t *a,
                 /* A tier message whose attempt count is missing or absurd
                  * cannot be placed in its chain: dead-letter it rather than
                  * risk retrying it forever. */
-                kretry_msg_set_error(m, "MALFORMED_HEADER",
+                kretry_msg_error_put(m, "MALFORMED_HEADER",
                                      "kretry-attempt header missing or not "
                                      "a number in 0..1000000");
                 kretry_copy_t cp = {.cls   = "schema",
@@ -619,7 +619,7 @@ void kretry_finish(kretry_adapter_t *a,
                 char why[64];
                 snprintf(why, sizeof(why), "handler returned invalid action %d",
                          (int)action);
-                kretry_msg_set_error(m, "INVALID_ACTION", why);
+                kretry_msg_error_put(m, "INVALID_ACTION", why);
                 action = KRETRY_FAIL;
         }
         if (action == KRETRY_RETRY && code_is_permanent(a, m))

@@ -22,24 +22,28 @@
  * every message decided in the aborted transaction is decided again. The
  * handler's own side effects stay at least once.
  *
+ * Here: the setup, the commit, the abort and the rewind, called by the
+ * loop, drain.c and rebalance.c; the open transaction route.c works in
+ * (begin, note, a copy failed) is txn_open.c's, below.
+ *
  * Polling thread only (adapter_int.h).
  */
 #include "txn.h"
 #include "acls.h"
 #include "adapter_int.h"
+#include "assign.h"
 #include "clock.h"
 #include "commit.h"
 #include "conf.h"
 #include "delay.h"
 #include "denied.h"
-#include "intake.h"
 #include "log.h"
 #include "offsets.h"
 #include "part.h"
 #include "restore.h"
-#include "route.h"
 #include "startup_check.h"
 #include "stats.h"
+#include "txn_open.h"
 #include "workers.h"
 
 #include <stdlib.h>
@@ -53,7 +57,6 @@
 #define KRETRY_TXN_SLICE_MS 500
 
 int (*kretry_test_txn_fails)(void);
-int (*kretry_test_txn_begin_fails)(void);
 
 kretry_err_t
 kretry_txn_conf(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
@@ -156,35 +159,6 @@ kretry_txn_init(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         return KRETRY_ERR_KAFKA;
 }
 
-/* An error of a transaction call: logged; a fatal one stops the adapter.
- * Returns 1 when the transaction must be aborted, 0 when the call may be
- * made again (retriable), -1 when fatal. Takes @p e. */
-static int
-txn_error(kretry_adapter_t *a, const char *call, rd_kafka_error_t *e) {
-        int rc = rd_kafka_error_is_fatal(e)             ? -1
-                 : rd_kafka_error_txn_requires_abort(e) ? 1
-                 : rd_kafka_error_is_retriable(e)       ? 0
-                                                        : 1;
-        /* A slice's end (call_ms) is no news: the call is made again. */
-        int slice =
-                !rc && rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__TIMED_OUT;
-        kretry_log(a,
-                   rc < 0  ? KRETRY_LOG_ERR
-                   : slice ? KRETRY_LOG_DEBUG
-                           : KRETRY_LOG_WARNING,
-                   "TXN", "%s: %s%s", call, rd_kafka_error_string(e),
-                   rc < 0   ? "; stopping: no copy can be committed any more"
-                   : rc > 0 ? "; aborting the transaction: its messages are "
-                              "decided again"
-                            : "; trying again");
-        rd_kafka_error_destroy(e);
-        if (rc < 0) {
-                a->producer_fatal = 1;
-                a->fatal          = 1;
-        }
-        return rc;
-}
-
 /* A transaction call's timeout: what is left of @p deadline, at most a
  * slice. */
 static int call_ms(int64_t deadline) {
@@ -204,83 +178,6 @@ static void txn_ended(kretry_adapter_t *a) {
         a->txn.open = a->txn.sent = 0;
         a->txn.since              = 0;
         a->txn.decided            = 0;
-}
-
-int kretry_txn_begin(kretry_adapter_t *a) {
-        if (!a->txn.on || a->txn.open)
-                return 0;
-        if (a->txn.abort || a->txn.aborting || a->producer_fatal ||
-            a->txn.spent)
-                return -1;
-        if (kretry_test_txn_begin_fails && kretry_test_txn_begin_fails()) {
-                kretry_log(a, KRETRY_LOG_WARNING, "TXN",
-                           "test: begin_transaction fails; trying again");
-                return -1;
-        }
-        rd_kafka_error_t *e = rd_kafka_begin_transaction(a->producer);
-        if (e) {
-                if (txn_error(a, "begin_transaction", e) > 0)
-                        a->txn.abort = 1;
-                return -1;
-        }
-        a->txn.open = 1;
-        if (!a->txn.since)
-                a->txn.since = kretry_mono_ms();
-        return 0;
-}
-
-void kretry_txn_note(kretry_adapter_t *a, kretry_part_t *part) {
-        part->txn_dirty = 1;
-        a->txn.decided++;
-        if (!a->txn.since)
-                a->txn.since = kretry_mono_ms();
-}
-
-void kretry_txn_copy_failed(kretry_adapter_t *a,
-                            kretry_inflight_t *r,
-                            rd_kafka_resp_err_t err) {
-        if (!a->txn.aborting) {
-                atomic_fetch_add_explicit(&a->stats.produce_errors, 1,
-                                          memory_order_relaxed);
-                int big = kretry_too_large(err);
-                if (kretry_denied_err(err)) {
-                        /* Cleared by the next transaction committed. */
-                        char what[300];
-                        snprintf(what, sizeof(what),
-                                 "copy of %s [%d] offset %lld to %s "
-                                 "(the transaction is aborted)",
-                                 a->topics[r->part->tier],
-                                 (int)r->part->partition,
-                                 (long long)r->rkm->offset,
-                                 kretry_dest_topic(a, r));
-                        atomic_store_explicit(&a->stats.txn_denied, 1,
-                                              memory_order_relaxed);
-                        kretry_denied_note(a, KRETRY_DENIED_COPY, err, what);
-                }
-                if (big) {
-                        atomic_fetch_add_explicit(&a->stats.too_large, 1,
-                                                  memory_order_relaxed);
-                        a->txn.stuck_tier = r->part->tier;
-                        a->txn.stuck_p    = r->part->partition;
-                }
-                kretry_log(a, big ? KRETRY_LOG_ERR : KRETRY_LOG_WARNING, "TXN",
-                           "copy of %s [%d] offset %lld failed: %s; the "
-                           "transaction is aborted and its messages decided "
-                           "again%s%s%s",
-                           a->topics[r->part->tier], (int)r->part->partition,
-                           (long long)r->rkm->offset, rd_kafka_err2str(err),
-                           big ? "; the partition waits meanwhile: raise "
-                                 "max.message.bytes of "
-                               : "",
-                           big ? kretry_dest_topic(a, r) : "",
-                           big ? " (and producer.message.max.bytes, if set "
-                                 "lower)"
-                               : "");
-                if (err == RD_KAFKA_RESP_ERR__FATAL)
-                        kretry_producer_fatal(a);
-                a->txn.abort = 1;
-        }
-        kretry_inflight_free(a, r);
 }
 
 /* The offset of @p tp sent with the open transaction, and its metadata
@@ -551,7 +448,7 @@ void kretry_txn_abort(kretry_adapter_t *a,
                                         : kretry_mono_ms() + KRETRY_TXN_CALL_MS;
                 while ((e = rd_kafka_abort_transaction(a->producer,
                                                        call_ms(deadline)))) {
-                        int rc = txn_error(a, "abort_transaction", e);
+                        int rc = kretry_txn_error(a, "abort_transaction", e);
                         if (rc || txn_gives_up(a, deadline)) {
                                 /* The broker aborts it after
                                  * transaction.timeout.ms; this producer
@@ -723,7 +620,8 @@ static int txn_commit(kretry_adapter_t *a,
                 while (cgmd &&
                        (e = rd_kafka_send_offsets_to_transaction(
                                 a->producer, l, cgmd, call_ms(deadline)))) {
-                        int rc = txn_error(a, "send_offsets_to_transaction", e);
+                        int rc = kretry_txn_error(
+                                a, "send_offsets_to_transaction", e);
                         if (rc || txn_gives_up(a, deadline)) {
                                 a->txn.abort = rc >= 0;
                                 failed       = 1;
@@ -747,7 +645,7 @@ static int txn_commit(kretry_adapter_t *a,
         rd_kafka_error_t *e;
         while ((e = rd_kafka_commit_transaction(a->producer,
                                                 call_ms(deadline)))) {
-                int rc = txn_error(a, "commit_transaction", e);
+                int rc = kretry_txn_error(a, "commit_transaction", e);
                 if (rc > 0) {
                         a->txn.abort = 1;
                         kretry_txn_abort(a, except);

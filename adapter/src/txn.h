@@ -1,12 +1,14 @@
 /*
- * Phase: transactions, routing=transactional (txn.c). Polling thread.
+ * Phase: transactions, routing=transactional (txn.c): set up, committed,
+ * aborted and rewound, driven by the loop; the open transaction that
+ * route.c works in is txn_open.h's. Polling thread.
  */
 #ifndef KRETRY_TXN_H
 #define KRETRY_TXN_H
 
 #include "kretry/kretry.h"
 #include "part.h"
-#include "route.h"
+#include "txn_open.h"
 
 #include <librdkafka/rdkafka.h>
 
@@ -18,16 +20,6 @@ kretry_txn_conf(kretry_adapter_t *a, char *errstr, size_t errstr_size);
 /* Once the producer exists: fence an earlier instance of the same id. */
 kretry_err_t
 kretry_txn_init(kretry_adapter_t *a, char *errstr, size_t errstr_size);
-/* Before a copy is produced: a transaction is open (begun now if none);
- * -1 while none can be (committing, aborting, fatal): produce later. */
-int kretry_txn_begin(kretry_adapter_t *a);
-/* An outcome of @p part was decided (its offset done). */
-void kretry_txn_note(kretry_adapter_t *a, kretry_part_t *part);
-/* A copy in the open transaction failed: it is given up and the
- * transaction aborted at the next step (its messages decided again). */
-void kretry_txn_copy_failed(kretry_adapter_t *a,
-                            kretry_inflight_t *r,
-                            rd_kafka_resp_err_t err);
 /* From the poll loop: abort what must be, commit what is due; returns ms
  * until the next commit is due, or -1. */
 int64_t kretry_txn_step(kretry_adapter_t *a, int64_t mono);
@@ -45,10 +37,6 @@ void kretry_txn_unblock(kretry_adapter_t *a, int64_t mono);
  * transaction being committed fails as a broker's refusal would (it is
  * aborted and its partitions rewound). Polling thread. */
 extern int (*kretry_test_txn_fails)(void);
-/* Test only: when set and it returns nonzero, begin_transaction fails with
- * a retriable error (the call is made again at the next step). Polling
- * thread. */
-extern int (*kretry_test_txn_begin_fails)(void);
 /* Abort the open transaction (a lost assignment, a close cut short) and
  * rewind every assigned partition but those of @p except (none while
  * closing: the next owner starts from the committed state). */

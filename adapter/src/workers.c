@@ -114,6 +114,7 @@
 #include "codec.h"
 #include "conf.h"
 #include "handles.h"
+#include "job.h"
 #include "keychain.h"
 #include "log.h"
 #include "msg.h"
@@ -130,37 +131,6 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
-
-typedef struct kretry_job_s {
-        kretry_msg_t msg; /* first: the handler's view is the job */
-        struct kretry_workers_s *w;
-        kretry_part_t *part;     /* a reference (kretry_part_ref) */
-        rd_kafka_message_t *rkm; /* owned until decided */
-        int64_t bytes;           /* its key and value */
-        kretry_gate_t *gate;     /* its key's or partition's, or NULL */
-        kretry_action_t action;  /* the handler's answer */
-        int64_t us;              /* the handler's duration, -1 unknown */
-        avro_value_t value;      /* value.format avro: its own copy of the
-                                    decoded record */
-        int has_value;
-        int slot;               /* in running[], -1 when not running */
-        int hold;               /* kretry_msg_hold() during the call */
-        kretry_handle_t handle; /* its hold's handle (handles.h), 0 none:
-                                   written by the thread in the call, ended
-                                   by kretry_msg_complete() or, for a void
-                                   hold, when the call returns */
-        /* Under lock. */
-        int in_call;   /* the handler has not returned yet */
-        int completed; /* kretry_msg_complete() during the call */
-        int held;      /* returned KRETRY_ASYNC, not completed yet */
-        struct kretry_job_s *succ; /* its partition's next job, prepared:
-                                      queued as soon as this one returns
-                                      OK (ordering=partition) */
-        struct kretry_job_s *next;
-        /* The polling thread's own: this job's successor and, as one, its
-         * predecessor, until the first of the two is decided or dropped. */
-        struct kretry_job_s *follow, *pred;
-} kretry_job_t;
 
 /* Jobs in order. The workers' queue and the polling thread's ready list
  * are two each: due retries (tier partitions' jobs) and source messages.
@@ -1000,20 +970,6 @@ void kretry_workers_submit(kretry_adapter_t *a,
                 to_ready(w, j);
         }
         update_full(a);
-}
-
-int kretry_workers_source_waits(kretry_adapter_t *a,
-                                kretry_part_t *src,
-                                const void *key,
-                                size_t len,
-                                int64_t offset) {
-        if (!a->workers || !key)
-                return 0;
-        kretry_gate_t *g = kretry_chains_gate_find(&src->chains, key, len);
-        for (kretry_job_t *j = g ? g->head : NULL; j; j = j->next)
-                if (j->part == src && j->rkm->offset < offset)
-                        return 1;
-        return 0;
 }
 
 void kretry_workers_flush(kretry_adapter_t *a) {

@@ -27,14 +27,6 @@ void kretry_workers_pause(kretry_adapter_t *a, int paused);
 /* Dispatch what was submitted and may run now. */
 void kretry_workers_flush(kretry_adapter_t *a);
 
-/* Whether a message of @p src (a source partition) with key @p key and an
- * offset below @p offset waits in the key's gate: consumed, but not yet
- * placed in the key's chain. */
-int kretry_workers_source_waits(kretry_adapter_t *a,
-                                kretry_part_t *src,
-                                const void *key,
-                                size_t len,
-                                int64_t offset);
 /* When dispatching resumes after memory ran out (kretry_mono_ms), or 0. */
 int64_t kretry_workers_later_at(const kretry_adapter_t *a);
 /* 1 when no result waits: the next one then writes the eventfd (call
