@@ -8,14 +8,26 @@
  * beginning; compaction keeps it to one record per key). Its cost follows
  * the retry backlog and the number of keys, never the source topic.
  *
- * With park_key, the parked keys too: the DLQ partition of the same number,
- * read from its beginning, holds the copies that parked a key (the head's,
- * with kretry-parked-followers, and its parked followers'); a replayed
- * message of the key that arrived after them lifted the park, and the only
- * place it is sure to be is the source, between the newest such copy's
- * original offset and the committed offset — that stretch of the source is
- * read for the parked keys only (docs/behaviour.md, "Per-key order across
- * retries").
+ * With park_key, the parked keys too: the partition of the same number of
+ * the parked-keys topic (ordering.parked.topic, compacted), read from its
+ * beginning, holds a record per parked key — the original offset of the
+ * head whose DLQ copy parked it, written before that copy — and a
+ * tombstone for a key a replay released, acknowledged before the replay's
+ * offset is committed (route.c kretry_route_unpark). So a key with a
+ * record and no tombstone after it is parked; a replay not yet committed
+ * comes again and lifts it when it arrives. Its cost follows the parked
+ * keys (and what compaction has not yet removed), never the DLQ.
+ *
+ * Migration: a parked-keys partition that was never written (its end
+ * offset 0: a chain parked by a kretry that kept parks in the DLQ alone)
+ * is filled once: the DLQ partition of the same number, read from its
+ * beginning for the copies this group wrote that parked a key (the
+ * head's, with kretry-parked-followers, and its parked followers'), and,
+ * since a replay that kretry handled lifted a park without a trace but on
+ * the source, the source between the oldest such copy's original offset
+ * and the committed offset, for replayed messages of the keys
+ * (kretry-replay-count) above their newest copy; the parks that stand are
+ * written, after a mark, so that no restore reads the DLQ again.
  *
  * Runs on the thread driving the adapter, inside the rebalance callback,
  * with a second consumer that never joins the group and never commits; the
@@ -39,7 +51,15 @@
 
 int (*kretry_test_txn_blind)(void);
 
-typedef enum { R_TIER, R_VERSIONS, R_DLQ, R_SOURCE } restore_kind_t;
+typedef enum { R_TIER, R_VERSIONS, R_PARKED, R_DLQ, R_SOURCE } restore_kind_t;
+
+/* The key of the record that marks a parked-keys partition as migrated
+ * (a tombstone: it parks nothing, and it moves the partition's end offset
+ * off 0 for good). */
+#define KRETRY_PARKED_MIGRATED "kretry-parked-keys-migrated"
+
+/* Test hook: the DLQ partitions a restore read, counted. */
+int kretry_test_restore_dlq_reads;
 
 typedef struct {
         restore_kind_t kind;
@@ -101,8 +121,9 @@ to_read(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *parts) {
                      a->conf->ordering == KRETRY_ORDER_KEY && t < a->topic_cnt;
                      t++)
                         rd_kafka_topic_partition_list_add(l, a->topics[t], p);
-                if (a->conf->ordering == KRETRY_ORDER_KEY && a->conf->park_key)
-                        rd_kafka_topic_partition_list_add(l, a->dlq, p);
+                if (a->parked_topic)
+                        rd_kafka_topic_partition_list_add(l, a->parked_topic,
+                                                          p);
                 if (a->versions_topic)
                         rd_kafka_topic_partition_list_add(l, a->versions_topic,
                                                           p);
@@ -124,8 +145,12 @@ static restore_part_t *part_new(kretry_adapter_t *a, const char *topic) {
                 rp->kind = R_SOURCE;
         else if (rp->tier > 0)
                 rp->kind = R_TIER;
+        else if (!strcmp(topic, a->dlq))
+                rp->kind = R_DLQ;
         else
-                rp->kind = strcmp(topic, a->dlq) ? R_VERSIONS : R_DLQ;
+                rp->kind = a->parked_topic && !strcmp(topic, a->parked_topic)
+                                   ? R_PARKED
+                                   : R_VERSIONS;
         return rp;
 }
 
@@ -282,7 +307,8 @@ static int plan(kretry_adapter_t *a,
                 rd_kafka_t *rk,
                 rd_kafka_topic_partition_list_t *l,
                 int64_t deadline,
-                int *unknown) {
+                int *unknown,
+                rd_kafka_topic_partition_list_t *migrate) {
         rd_kafka_resp_err_t err =
                 rd_kafka_committed(rk, l, kretry_left_ms(deadline, -1));
         if (err)
@@ -311,6 +337,10 @@ static int plan(kretry_adapter_t *a,
                         continue;
                 }
                 rp->end = hi;
+                /* Never written: its parks, if any, are in the DLQ. */
+                if (rp->kind == R_PARKED && hi == 0 && migrate)
+                        rd_kafka_topic_partition_list_add(migrate, a->dlq,
+                                                          tp->partition);
                 /* A committed offset below the log start (retention deleted
                  * unread copies) would be reset by auto.offset.reset — to
                  * the end by librdkafka's default — and the wait for an end
@@ -319,6 +349,7 @@ static int plan(kretry_adapter_t *a,
                                                   lo, rp->end);
                 rp->done   = tp->offset < 0;
                 n += !rp->done;
+                kretry_test_restore_dlq_reads += rp->kind == R_DLQ && !rp->done;
         }
         return n;
 }
@@ -349,6 +380,25 @@ static int header_is(rd_kafka_headers_t *h, const char *name, const char *s) {
         size_t n;
         return !rd_kafka_header_get_last(h, name, &v, &n) && v &&
                n == strlen(s) && !memcmp(v, s, n);
+}
+
+/* A park record (its original offset, decimal) or a tombstone that lifted
+ * the park. */
+static void apply_parked(kretry_part_t *src, const rd_kafka_message_t *m) {
+        char v[24];
+        char *end;
+        if (!m->payload) {
+                kretry_chains_park(&src->chains, m->key, m->key_len, 0);
+                return;
+        }
+        if (!m->len || m->len >= sizeof(v))
+                return;
+        memcpy(v, m->payload, m->len);
+        v[m->len]        = '\0';
+        long long offset = strtoll(v, &end, 10);
+        if (*end || offset < 0)
+                return; /* not kretry's: parks nothing */
+        kretry_chains_park_evidence(&src->chains, m->key, m->key_len, offset);
 }
 
 /* A DLQ copy this group wrote that parked its key: the head's (it carries
@@ -387,6 +437,10 @@ static void apply(kretry_adapter_t *a,
                                               m->key_len, ver);
                 return;
         }
+        if (rp->kind == R_PARKED) {
+                apply_parked(src, m);
+                return;
+        }
         if (rd_kafka_message_headers(m, &h))
                 return;
         if (rp->kind == R_TIER && !kretry_headers_foreign(h, a->group))
@@ -406,13 +460,17 @@ static restore_part_t *find(rd_kafka_topic_partition_list_t *l,
 }
 
 /* Plan and read @p l (taken) until every partition's end or @p deadline;
- * returns how many partitions were not read to their end. */
+ * returns how many partitions were not read to their end. @p migrate (may
+ * be NULL) gets the DLQ partitions of the parked-keys partitions never
+ * written. */
 static int read_all(kretry_adapter_t *a,
                     rd_kafka_t *rk,
                     rd_kafka_topic_partition_list_t *l,
-                    int64_t deadline) {
-        int unknown   = 0;
-        int remaining = l->cnt ? plan(a, rk, l, deadline, &unknown) : 0;
+                    int64_t deadline,
+                    rd_kafka_topic_partition_list_t *migrate) {
+        int unknown = 0;
+        int remaining =
+                l->cnt ? plan(a, rk, l, deadline, &unknown, migrate) : 0;
         if (remaining)
                 rd_kafka_assign(rk, l);
         while (remaining > 0 && kretry_mono_ms() < deadline) {
@@ -441,8 +499,9 @@ static int read_all(kretry_adapter_t *a,
         return remaining + unknown;
 }
 
-/* park_key: the source partitions of @p parts where the restore rebuilt a
- * park, to look for replayed messages that lifted it. */
+/* park_key's migration: the source partitions of the numbers in @p parts
+ * where the DLQ showed a park, to look for replayed messages that lifted
+ * it. */
 static rd_kafka_topic_partition_list_t *
 parked_sources(kretry_adapter_t *a,
                const rd_kafka_topic_partition_list_t *parts) {
@@ -451,9 +510,8 @@ parked_sources(kretry_adapter_t *a,
         for (int i = 0; i < parts->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &parts->elems[i];
                 kretry_part_t *src = kretry_part_find(a, 0, tp->partition);
-                if (!strcmp(tp->topic, a->topics[0]) && src &&
-                    kretry_chains_parked_from(&src->chains) >= 0)
-                        rd_kafka_topic_partition_list_add(l, tp->topic,
+                if (src && kretry_chains_parked_from(&src->chains) >= 0)
+                        rd_kafka_topic_partition_list_add(l, a->topics[0],
                                                           tp->partition);
         }
         return l;
@@ -522,6 +580,95 @@ static void source_resume(kretry_adapter_t *a,
         rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* The park records of the keys parked in source partition @p p, after the
+ * migration mark, produced by @p pk. Returns how many keys. */
+static size_t write_parks(kretry_adapter_t *a, rd_kafka_t *pk, int32_t p) {
+        kretry_part_t *src = kretry_part_find(a, 0, p);
+        size_t pos = 0, n = 0, len;
+        const void *key;
+        const kretry_chain_key_t *k;
+        rd_kafka_producev(pk, RD_KAFKA_V_TOPIC(a->parked_topic),
+                          RD_KAFKA_V_PARTITION(p),
+                          RD_KAFKA_V_KEY(KRETRY_PARKED_MIGRATED,
+                                         strlen(KRETRY_PARKED_MIGRATED)),
+                          RD_KAFKA_V_VALUE(NULL, 0), RD_KAFKA_V_END);
+        while (src &&
+               (k = kretry_keymap_next(&src->chains.map, &pos, &key, &len))) {
+                char v[24];
+                if (!k->parked)
+                        continue;
+                int vn =
+                        snprintf(v, sizeof(v), "%lld", (long long)k->parked_at);
+                rd_kafka_producev(pk, RD_KAFKA_V_TOPIC(a->parked_topic),
+                                  RD_KAFKA_V_PARTITION(p),
+                                  RD_KAFKA_V_KEY(key, len),
+                                  RD_KAFKA_V_VALUE(v, (size_t)vn),
+                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                  RD_KAFKA_V_END);
+                n++;
+        }
+        return n;
+}
+
+/* Migration (see the top): the DLQ partitions in @p dlq, read from their
+ * beginning for the parks, then the parks written to the parked-keys topic
+ * by a producer of its own (never in a transaction: a park record without
+ * its commit only repeats what the DLQ said), flushed before @p deadline.
+ * Nothing is marked unless every partition was read and written whole, so
+ * that a cut migration is done again. Returns read_all's count. */
+static int migrate_parks(kretry_adapter_t *a,
+                         rd_kafka_t *rk,
+                         rd_kafka_topic_partition_list_t *dlq,
+                         int64_t deadline) {
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_copy(dlq);
+        int64_t t0 = kretry_mono_ms();
+        int left   = l ? read_all(a, rk, l, deadline, NULL) : dlq->cnt;
+        /* A replay the older kretry handled lifted a park it left no
+         * trace of but on the source. */
+        if (!left)
+                left = read_all(a, rk, parked_sources(a, dlq), deadline, NULL);
+        static const char *drop[] = {"transactional.id"};
+        char errstr[512];
+        rd_kafka_conf_t *rc =
+                left ? NULL
+                     : rd_kafka_conf_dup_filter(a->conf->producer, 1, drop);
+        rd_kafka_t *pk = NULL;
+        if (rc) {
+                rd_kafka_conf_set_opaque(rc, a);
+                rd_kafka_conf_set_log_cb(rc, restorer_log);
+                if (!(pk = rd_kafka_new(RD_KAFKA_PRODUCER, rc, errstr,
+                                        sizeof(errstr))))
+                        rd_kafka_conf_destroy(rc);
+        }
+        size_t keys = 0;
+        for (int i = 0; pk && i < dlq->cnt; i++)
+                keys += write_parks(a, pk, dlq->elems[i].partition);
+        rd_kafka_resp_err_t err =
+                pk ? rd_kafka_flush(pk, kretry_left_ms(deadline, -1))
+                   : RD_KAFKA_RESP_ERR__STATE;
+        if (pk && !err && rd_kafka_outq_len(pk))
+                err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+        if (pk)
+                rd_kafka_destroy(pk);
+        if (err)
+                kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
+                           "parked keys of %d partition(s) read from the DLQ "
+                           "%s but not written to %s (%s): the next "
+                           "assignment reads the DLQ again",
+                           dlq->cnt, a->dlq, a->parked_topic,
+                           left ? "the DLQ was not read to its end"
+                                : rd_kafka_err2str(err));
+        else
+                kretry_log(a, KRETRY_LOG_INFO, "RESTORE",
+                           "parked keys of %d partition(s) migrated from the "
+                           "DLQ %s to %s, once: %zu key(s) parked, in %lld "
+                           "ms; later restores read %s only",
+                           dlq->cnt, a->dlq, a->parked_topic, keys,
+                           (long long)(kretry_mono_ms() - t0), a->parked_topic);
+        return left;
+}
+
 void kretry_restore_decided(kretry_adapter_t *a,
                             const rd_kafka_topic_partition_list_t *parts) {
         source_resume(a, a->consumer, parts,
@@ -539,9 +686,14 @@ void kretry_restore(kretry_adapter_t *a,
         /* The decided offsets first: a tier copy among them is not in its
          * key's chain (apply_tier). */
         source_resume(a, rk, parts, deadline);
-        int left = read_all(a, rk, to_read(a, parts), deadline);
-        if (a->conf->ordering == KRETRY_ORDER_KEY && a->conf->park_key)
-                left += read_all(a, rk, parked_sources(a, parts), deadline);
+        rd_kafka_topic_partition_list_t *migrate =
+                a->parked_topic ? rd_kafka_topic_partition_list_new(parts->cnt)
+                                : NULL;
+        int left = read_all(a, rk, to_read(a, parts), deadline, migrate);
+        if (migrate && migrate->cnt)
+                left += migrate_parks(a, rk, migrate, deadline);
+        if (migrate)
+                rd_kafka_topic_partition_list_destroy(migrate);
         if (left)
                 kretry_log(a, KRETRY_LOG_ERR, "RESTORE",
                            "%d partition(s) not read to their end within "
