@@ -18,16 +18,17 @@
  * comes again and lifts it when it arrives. Its cost follows the parked
  * keys (and what compaction has not yet removed), never the DLQ.
  *
- * Migration: a parked-keys partition that was never written (its end
- * offset 0: a chain parked by a kretry that kept parks in the DLQ alone)
- * is filled once: the DLQ partition of the same number, read from its
- * beginning for the copies this group wrote that parked a key (the
- * head's, with kretry-parked-followers, and its parked followers'), and,
- * since a replay that kretry handled lifted a park without a trace but on
- * the source, the source between the oldest such copy's original offset
- * and the committed offset, for replayed messages of the keys
- * (kretry-replay-count) above their newest copy; the parks that stand are
- * written, after a mark, so that no restore reads the DLQ again.
+ * Migration: a parked-keys partition read to its end without the
+ * migration's mark (never written: a chain parked by a kretry that kept
+ * parks in the DLQ alone; or a migration cut short) is filled once: the
+ * DLQ partition of the same number, read from its beginning for the copies
+ * this group wrote that parked a key (the head's, with
+ * kretry-parked-followers, and its parked followers'), and, since a replay
+ * that kretry handled lifted a park without a trace but on the source, the
+ * source between the oldest such copy's original offset and the committed
+ * offset, for replayed messages of the keys (kretry-replay-count) above
+ * their newest copy; the parks that stand are written, then the mark, so
+ * that no restore reads the DLQ again.
  *
  * Runs on the thread driving the adapter, inside the rebalance callback,
  * with a second consumer that never joins the group and never commits; the
@@ -53,10 +54,11 @@ int (*kretry_test_txn_blind)(void);
 
 typedef enum { R_TIER, R_VERSIONS, R_PARKED, R_DLQ, R_SOURCE } restore_kind_t;
 
-/* The key of the record that marks a parked-keys partition as migrated
- * (a tombstone: it parks nothing, and it moves the partition's end offset
- * off 0 for good). */
+/* The record that marks a parked-keys partition as migrated, written
+ * after the parks it found: its value is not an offset, so it parks
+ * nothing, and compaction keeps it (the latest of its key). */
 #define KRETRY_PARKED_MIGRATED "kretry-parked-keys-migrated"
+#define KRETRY_PARKED_MARK "migrated"
 
 /* Test hook: the DLQ partitions a restore read, counted. */
 int kretry_test_restore_dlq_reads;
@@ -66,6 +68,8 @@ typedef struct {
         int tier; /* R_TIER */
         int64_t end;
         int done;
+        int unknown; /* its end could not be learnt: not read */
+        int marked;  /* R_PARKED: the migration's mark was read */
 } restore_part_t;
 
 static void restorer_log(const rd_kafka_t *rk,
@@ -307,8 +311,7 @@ static int plan(kretry_adapter_t *a,
                 rd_kafka_t *rk,
                 rd_kafka_topic_partition_list_t *l,
                 int64_t deadline,
-                int *unknown,
-                rd_kafka_topic_partition_list_t *migrate) {
+                int *unknown) {
         rd_kafka_resp_err_t err =
                 rd_kafka_committed(rk, l, kretry_left_ms(deadline, -1));
         if (err)
@@ -332,15 +335,11 @@ static int plan(kretry_adapter_t *a,
                                    (int)tp->partition, rd_kafka_err2str(werr));
                         tp->offset = RD_KAFKA_OFFSET_END;
                         if (rp)
-                                rp->done = 1;
+                                rp->done = rp->unknown = 1;
                         (*unknown)++;
                         continue;
                 }
                 rp->end = hi;
-                /* Never written: its parks, if any, are in the DLQ. */
-                if (rp->kind == R_PARKED && hi == 0 && migrate)
-                        rd_kafka_topic_partition_list_add(migrate, a->dlq,
-                                                          tp->partition);
                 /* A committed offset below the log start (retention deleted
                  * unread copies) would be reset by auto.offset.reset — to
                  * the end by librdkafka's default — and the wait for an end
@@ -382,11 +381,18 @@ static int header_is(rd_kafka_headers_t *h, const char *name, const char *s) {
                n == strlen(s) && !memcmp(v, s, n);
 }
 
-/* A park record (its original offset, decimal) or a tombstone that lifted
- * the park. */
-static void apply_parked(kretry_part_t *src, const rd_kafka_message_t *m) {
+/* A park record (its original offset, decimal), a tombstone that lifted
+ * the park, or the migration's mark. */
+static void apply_parked(restore_part_t *rp,
+                         kretry_part_t *src,
+                         const rd_kafka_message_t *m) {
         char v[24];
         char *end;
+        if (m->key_len == strlen(KRETRY_PARKED_MIGRATED) &&
+            !memcmp(m->key, KRETRY_PARKED_MIGRATED, m->key_len)) {
+                rp->marked = m->payload != NULL;
+                return;
+        }
         if (!m->payload) {
                 kretry_chains_park(&src->chains, m->key, m->key_len, 0);
                 return;
@@ -420,9 +426,8 @@ static void apply_dlq(kretry_adapter_t *a,
                                             c.orig_offset);
 }
 
-static void apply(kretry_adapter_t *a,
-                  const restore_part_t *rp,
-                  const rd_kafka_message_t *m) {
+static void
+apply(kretry_adapter_t *a, restore_part_t *rp, const rd_kafka_message_t *m) {
         kretry_part_t *src = kretry_part_find(a, 0, m->partition);
         rd_kafka_headers_t *h;
         const void *v;
@@ -438,7 +443,7 @@ static void apply(kretry_adapter_t *a,
                 return;
         }
         if (rp->kind == R_PARKED) {
-                apply_parked(src, m);
+                apply_parked(rp, src, m);
                 return;
         }
         if (rd_kafka_message_headers(m, &h))
@@ -461,16 +466,15 @@ static restore_part_t *find(rd_kafka_topic_partition_list_t *l,
 
 /* Plan and read @p l (taken) until every partition's end or @p deadline;
  * returns how many partitions were not read to their end. @p migrate (may
- * be NULL) gets the DLQ partitions of the parked-keys partitions never
- * written. */
+ * be NULL) gets the DLQ partitions of the parked-keys partitions read
+ * without the migration's mark. */
 static int read_all(kretry_adapter_t *a,
                     rd_kafka_t *rk,
                     rd_kafka_topic_partition_list_t *l,
                     int64_t deadline,
                     rd_kafka_topic_partition_list_t *migrate) {
-        int unknown = 0;
-        int remaining =
-                l->cnt ? plan(a, rk, l, deadline, &unknown, migrate) : 0;
+        int unknown   = 0;
+        int remaining = l->cnt ? plan(a, rk, l, deadline, &unknown) : 0;
         if (remaining)
                 rd_kafka_assign(rk, l);
         while (remaining > 0 && kretry_mono_ms() < deadline) {
@@ -492,6 +496,13 @@ static int read_all(kretry_adapter_t *a,
         if (l->cnt)
                 rd_kafka_assign(rk, NULL);
         for (int i = 0; i < l->cnt; i++) {
+                restore_part_t *rp = l->elems[i].opaque;
+                /* Read to its end without the mark: its parks, if any,
+                 * are in the DLQ still. */
+                if (migrate && rp && rp->kind == R_PARKED && rp->done &&
+                    !rp->unknown && !rp->marked)
+                        rd_kafka_topic_partition_list_add(
+                                migrate, a->dlq, l->elems[i].partition);
                 free(l->elems[i].opaque);
                 l->elems[i].opaque = NULL;
         }
@@ -580,34 +591,43 @@ static void source_resume(kretry_adapter_t *a,
         rd_kafka_topic_partition_list_destroy(l);
 }
 
-/* The park records of the keys parked in source partition @p p, after the
- * migration mark, produced by @p pk. Returns how many keys. */
-static size_t write_parks(kretry_adapter_t *a, rd_kafka_t *pk, int32_t p) {
-        kretry_part_t *src = kretry_part_find(a, 0, p);
-        size_t pos = 0, n = 0, len;
+/* The park records of the keys parked in source partition @p p, then the
+ * migration's mark (one producer, one partition: the mark is delivered
+ * only after them), produced by @p pk; *@p keys counts them. Returns the
+ * first error of a produce call (the local queue), or 0. */
+static rd_kafka_resp_err_t
+write_parks(kretry_adapter_t *a, rd_kafka_t *pk, int32_t p, size_t *keys) {
+        kretry_part_t *src      = kretry_part_find(a, 0, p);
+        size_t pos              = 0, len;
+        rd_kafka_resp_err_t err = 0;
         const void *key;
         const kretry_chain_key_t *k;
-        rd_kafka_producev(pk, RD_KAFKA_V_TOPIC(a->parked_topic),
-                          RD_KAFKA_V_PARTITION(p),
-                          RD_KAFKA_V_KEY(KRETRY_PARKED_MIGRATED,
-                                         strlen(KRETRY_PARKED_MIGRATED)),
-                          RD_KAFKA_V_VALUE(NULL, 0), RD_KAFKA_V_END);
-        while (src &&
+        while (!err && src &&
                (k = kretry_keymap_next(&src->chains.map, &pos, &key, &len))) {
                 char v[24];
                 if (!k->parked)
                         continue;
                 int vn =
                         snprintf(v, sizeof(v), "%lld", (long long)k->parked_at);
-                rd_kafka_producev(pk, RD_KAFKA_V_TOPIC(a->parked_topic),
-                                  RD_KAFKA_V_PARTITION(p),
-                                  RD_KAFKA_V_KEY(key, len),
-                                  RD_KAFKA_V_VALUE(v, (size_t)vn),
-                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                  RD_KAFKA_V_END);
-                n++;
+                err = rd_kafka_producev(
+                        pk, RD_KAFKA_V_TOPIC(a->parked_topic),
+                        RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_KEY(key, len),
+                        RD_KAFKA_V_VALUE(v, (size_t)vn),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                        RD_KAFKA_V_END);
+                *keys += !err;
         }
-        return n;
+        char mark[] = KRETRY_PARKED_MARK;
+        if (!err)
+                err = rd_kafka_producev(
+                        pk, RD_KAFKA_V_TOPIC(a->parked_topic),
+                        RD_KAFKA_V_PARTITION(p),
+                        RD_KAFKA_V_KEY(KRETRY_PARKED_MIGRATED,
+                                       strlen(KRETRY_PARKED_MIGRATED)),
+                        RD_KAFKA_V_VALUE(mark, strlen(mark)),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                        RD_KAFKA_V_END);
+        return err;
 }
 
 /* Migration (see the top): the DLQ partitions in @p dlq, read from their
@@ -641,12 +661,12 @@ static int migrate_parks(kretry_adapter_t *a,
                                         sizeof(errstr))))
                         rd_kafka_conf_destroy(rc);
         }
-        size_t keys = 0;
-        for (int i = 0; pk && i < dlq->cnt; i++)
-                keys += write_parks(a, pk, dlq->elems[i].partition);
-        rd_kafka_resp_err_t err =
-                pk ? rd_kafka_flush(pk, kretry_left_ms(deadline, -1))
-                   : RD_KAFKA_RESP_ERR__STATE;
+        size_t keys             = 0;
+        rd_kafka_resp_err_t err = pk ? 0 : RD_KAFKA_RESP_ERR__STATE;
+        for (int i = 0; !err && i < dlq->cnt; i++)
+                err = write_parks(a, pk, dlq->elems[i].partition, &keys);
+        if (!err)
+                err = rd_kafka_flush(pk, kretry_left_ms(deadline, -1));
         if (pk && !err && rd_kafka_outq_len(pk))
                 err = RD_KAFKA_RESP_ERR__TIMED_OUT;
         if (pk)
