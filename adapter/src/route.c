@@ -872,20 +872,23 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         a->inflight--;
         if ((void *)r == &unpark_tag) {
                 /* A park record's tombstone (kretry_route_unpark): one that
-                 * failed is produced again, still counted. Purged (a close)
-                 * or in an aborted transaction, the replay's offset is not
-                 * committed either, and the replay lifts the park again. */
+                 * timed out (after message.timeout.ms: no busy loop) is
+                 * produced again, still counted; any other failure is
+                 * said. Purged (a close) or in an aborted transaction,
+                 * the replay's offset is not committed either, and the
+                 * replay lifts the park again. */
                 rd_kafka_resp_err_t err = m->err;
-                int again = err && err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
-                            err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT &&
-                            !a->txn.on;
+                int purged = err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+                             err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT;
+                int again =
+                        err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT && !a->txn.on;
                 if (again && !kretry_producer_fatal(a) &&
                     !(err = send_unpark(a, m->partition, m->key, m->key_len))) {
                         a->inflight++;
                         return;
                 }
                 a->unparks--;
-                if (again)
+                if (err && !purged && !a->txn.on)
                         unpark_lost(a, m->partition, err);
                 return;
         }
