@@ -107,10 +107,13 @@ static void test_on_time_default_fetch_wait(void) {
         int64_t max, kept, median = on_time("1000", &max, &kept);
         KT_CHECK_MSG(kept > 0, CU_FALSE,
                      "no tier message was ever kept behind the held one");
-        KT_CHECK_MSG(median <= 20, CU_FALSE,
+        /* Bounds far below the 500 ms a paused partition waits for its
+         * fetch on real Kafka (median 145 ms, max 510 ms without the buffer)
+         * and above what a machine loaded sevenfold adds (30 ms, 239 ms). */
+        KT_CHECK_MSG(median <= 60, CU_FALSE,
                      "retries came a median %lld ms after their due time",
                      (long long)median);
-        KT_CHECK_MSG(max <= 100, CU_FALSE,
+        KT_CHECK_MSG(max <= 400, CU_FALSE,
                      "a retry came %lld ms after its due time", (long long)max);
 }
 
@@ -253,7 +256,9 @@ static void revoke_lets_go(const char *assignor, const char *tier) {
 }
 
 static void test_revoke_lets_go_eager(void) {
-        revoke_lets_go("range", "1s");
+        /* The retries must still wait when the second member's join ends:
+         * on a loaded machine that join took over a second. */
+        revoke_lets_go("range", "4s");
 }
 
 static void test_revoke_lets_go_cooperative(void) {

@@ -9,8 +9,10 @@
  */
 #include "it_harness.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Log lines at warning or worse, kept for the test to read. */
@@ -419,6 +421,55 @@ static void test_start_right_after_create(void) {
         it_env_destroy(env);
 }
 
+/* The broker cuts the check's connection while its Metadata request is out
+ * (on a loaded machine, a broker that drops a connection answers "Broker
+ * transport failure"): the check asks again within its bound and the
+ * adapter starts. Before, topology.check=fail refused to start on the first
+ * such error. */
+struct cut {
+        rd_kafka_mock_cluster_t *mock;
+        int done;
+};
+
+static void *cut_connection(void *arg) {
+        struct cut *cut = arg;
+        /* The Metadata requests wait 2 s for their answers (set below);
+         * the cut falls inside that wait. */
+        struct timespec ts = {1, 0};
+        nanosleep(&ts, NULL);
+        rd_kafka_mock_broker_set_down(cut->mock, 1);
+        rd_kafka_mock_broker_set_rtt(cut->mock, 1, 0);
+        rd_kafka_mock_broker_set_up(cut->mock, 1);
+        __atomic_store_n(&cut->done, 1, __ATOMIC_RELEASE);
+        return NULL;
+}
+
+static void test_connection_lost_asks_again(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        rd_kafka_mock_cluster_t *mock =
+                kt_mock_only(env->c, "test_start_right_after_create starts "
+                                     "on a real broker; the mock alone can "
+                                     "cut a connection mid-request");
+        if (!mock) {
+                it_env_destroy(env);
+                return;
+        }
+        char err[4096];
+        kretry_conf_t *conf =
+                it_conf(env, "retry.tiers", "50ms", "topology.check", "fail",
+                        "topology.check.timeout.ms", "10000", NULL);
+        KT_REQUIRE(rd_kafka_mock_broker_set_rtt(mock, 1, 2000) == 0);
+        struct cut cut = {mock, 0};
+        pthread_t t;
+        KT_REQUIRE(pthread_create(&t, NULL, cut_connection, &cut) == 0);
+        kretry_adapter_t *a = kretry_adapter_new(conf, err, sizeof(err));
+        pthread_join(t, NULL);
+        KT_CHECK_MSG(a != NULL, CU_TRUE, "refused: %s", err);
+        KT_ASSERT(__atomic_load_n(&cut.done, __ATOMIC_ACQUIRE));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_fewer_partitions_refused),
@@ -434,6 +485,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_apply_then_start),
                 KT_TEST(test_apply_new_source),
                 KT_TEST(test_start_right_after_create),
+                KT_TEST(test_connection_lost_asks_again),
                 KT_END};
         return kt_main("it_topology_check", tests, argc, argv);
 }

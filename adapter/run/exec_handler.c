@@ -1,11 +1,12 @@
 /*
  * One handler command per message. The value is written in full to a
  * sealed memory file before the child starts, and that file is its stdin:
- * the child gets the whole value or none (kretry killed before the fork),
+ * the child gets the whole value or none (kretry killed before the spawn),
  * and kretry only reads the child's stderr, so a child that fills its
  * stderr pipe before reading stdin cannot deadlock against it.
  */
-#define _GNU_SOURCE /* pipe2(), memfd_create(): fds no spawn inherits */
+/* pipe2(), memfd_create(): fds no spawn inherits; clone() */
+#define _GNU_SOURCE
 #include "exec_handler.h"
 
 #include "exec_guard.h"
@@ -14,6 +15,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +84,8 @@ static int env_is_dropped(const char *entry, const kretry_exec_opts_t *opts) {
         return 0;
 }
 
-/* The child's environment: built here, before spawning, because a forked
- * child of a threaded process may not allocate. Strings are borrowed. */
+/* The child's environment: built here, before spawning, because the child
+ * runs in kretry's memory and may not allocate. Strings are borrowed. */
 static char **env_build(const kretry_exec_opts_t *opts) {
         size_t cnt = 0, add = 0;
         while (environ && environ[cnt])
@@ -130,14 +132,30 @@ static int pipe_make(int fds[2]) {
         return 0;
 }
 
-/* What the child needs between fork and exec, all prepared before the
- * fork: the child of a threaded process may not allocate or lock. */
+/* What the child needs between its start and exec, all prepared before:
+ * the child shares kretry's memory and may not allocate or lock. */
 typedef struct {
         char *argv[4];
         char **envp;
         int in_fd, err_fd, status_fd, guard_fd;
         pid_t parent;
 } child_t;
+
+/* AddressSanitizer keeps its state per thread and checks each stack
+ * against its thread's: a child running on a stack of its own in kretry's
+ * memory trips it, so sanitized builds (the tests' sanitizer pass) fork. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_BY_FORK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPAWN_BY_FORK 1
+#endif
+#endif
+
+/* The child's stack while it runs in kretry's memory, on the spawning
+ * thread's stack (that thread is suspended until the exec): what the child
+ * calls is a few system call wrappers deep. */
+#define CHILD_STACK 32768
 
 /* Handlers kretry installed must not run in the child before its exec, and
  * an ignored SIGPIPE (kretry's caller may ignore it) would survive the exec
@@ -156,9 +174,13 @@ static void child_signals_default(void) {
         }
 }
 
-/* In the child: async-signal-safe calls only, every signal blocked until
- * the handlers are reset. Never returns. */
-static void child_exec(const child_t *c) {
+/* In the child, which runs in kretry's memory on its own stack until the
+ * exec: async-signal-safe calls only, nothing written but its own stack
+ * (and the spawning thread's errno, which that thread does not read after
+ * a successful start), every signal blocked until the handlers are reset.
+ * Never returns. */
+static int child_exec(void *arg) {
+        const child_t *c = arg;
         sigset_t none;
         int e;
         child_signals_default();
@@ -167,9 +189,9 @@ static void child_exec(const child_t *c) {
         setpgid(0, 0);
         /* Not to outlive kretry: a restarted instance would run the same
          * key beside an orphan. The signal comes when the thread that
-         * forked ends; that thread waits for the child, so only kretry's
-         * death ends it first. If kretry died before the prctl() took
-         * effect, the child has another parent already. */
+         * started it ends; that thread waits for the child, so only
+         * kretry's death ends it first. If kretry died before the prctl()
+         * took effect, the child has another parent already. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != c->parent)
                 _exit(127);
         /* The parent-death signal reaches this process only; what it forks
@@ -196,9 +218,30 @@ fail:
         _exit(127);
 }
 
-/* fork() rather than posix_spawn(): the parent-death signal must be set in
- * the child. The status pipe (close-on-exec) carries the errno of a failed
- * exec, negated when the guard refused the group; its EOF says the exec
+/* clone(CLONE_VM | CLONE_VFORK), as posix_spawn() does inside, rather than
+ * posix_spawn() itself: the parent-death signal must be set in the child.
+ * Not fork(): copying the page tables of kretry (librdkafka's threads and
+ * buffers), the copy-on-write faults and undoing it all at the exec cost
+ * more than the command's own start (bench/README.md, "exec_backlog").
+ * The spawning thread is suspended until the child has exec'd or exited.
+ * @returns the child's pid, or -1 with errno set. */
+static pid_t start_child(child_t *c) {
+#ifdef SPAWN_BY_FORK
+        pid_t pid = fork();
+        if (pid == 0)
+                child_exec(c);
+        return pid;
+#else
+        _Alignas(16) char stack[CHILD_STACK];
+        /* The stack grows down on every architecture Linux runs kretry on
+         * but HP PA-RISC. */
+        return clone(child_exec, stack + sizeof(stack),
+                     CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+#endif
+}
+
+/* The status pipe (close-on-exec) carries the errno of a failed exec,
+ * negated when the guard refused the group; its EOF says the exec
  * happened. @returns 0 or such a value. */
 static int spawn_child(child_t *c, pid_t *pidp) {
         int st[2], e = 0;
@@ -209,9 +252,7 @@ static int spawn_child(child_t *c, pid_t *pidp) {
         c->parent    = getpid();
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        pid_t pid = fork();
-        if (pid == 0)
-                child_exec(c);
+        pid_t pid      = start_child(c);
         int fork_errno = errno;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         close(st[1]);

@@ -8,8 +8,9 @@
  * guard (exec_guard.h), started by the first command.
  *
  * Safe to call from a process with other threads (librdkafka's): the value
- * file, the environment and the arguments are made before the fork, and
- * only async-signal-safe calls run between fork and exec.
+ * file, the environment and the arguments are made before the child
+ * starts, and the child (which shares kretry's memory until its exec, as
+ * posix_spawn()'s does) makes only async-signal-safe calls before it.
  *
  * The command does not outlive kretry: its first process gets SIGKILL as
  * its parent-death signal (Linux), set before the exec, and every process

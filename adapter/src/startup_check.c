@@ -75,7 +75,9 @@ check_client(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
 /* The whole cluster's metadata by @p deadline, asked in short slices: a
  * login the cluster refuses is seen between them (the error callback) and
  * ends the wait with RD_KAFKA_RESP_ERR__AUTHENTICATION, where librdkafka
- * would try again until the timeout and then the adapter forever. */
+ * would try again until the timeout and then the adapter forever. A
+ * connection lost while the request was out (a broker busy or restarting)
+ * is asked again after a short nap, within the same deadline. */
 static rd_kafka_resp_err_t metadata(rd_kafka_t *rk,
                                     const struct rd_kafka_metadata **mdp,
                                     int64_t deadline) {
@@ -86,6 +88,12 @@ static rd_kafka_resp_err_t metadata(rd_kafka_t *rk,
                 rd_kafka_poll(rk, 0);
                 if (auth_why[0] && err)
                         return RD_KAFKA_RESP_ERR__AUTHENTICATION;
+                if (err == RD_KAFKA_RESP_ERR__TRANSPORT &&
+                    kretry_left_ms(deadline, -1) > 100) {
+                        struct timespec ts = {0, 100 * 1000 * 1000};
+                        nanosleep(&ts, NULL);
+                        continue;
+                }
                 if (err != RD_KAFKA_RESP_ERR__TIMED_OUT || slice < 500)
                         return err;
         }
