@@ -11,9 +11,14 @@
  *             the compacted changelog;
  *   dlq       ordering=key with ordering.on.dead.letter=park_key, the
  *             handler returns FAIL: N copies in the DLQ, N parked keys;
- *   dlq-lifted  the same DLQ written under ordering.on.dead.letter=continue
- *             (no key parked), measured under park_key: what the restore
- *             costs when the DLQ holds no parked key at all.
+ *   dlq-few   the same with 1,000 distinct keys (key i % 1000): N copies
+ *             in the DLQ, 1,000 of them parking their key, the rest parked
+ *             followers: a large DLQ of few parked keys;
+ *   dlq-lifted  the same DLQ as dlq written under
+ *             ordering.on.dead.letter=continue (no key parked, and no park
+ *             records), measured under park_key: the first run migrates
+ *             the DLQ (reads it once), the later ones read the empty
+ *             parked keys.
  * Then RUNS times: one probe message with a fresh key goes to the source and
  * a new adapter of the same group starts; reported per run: adapter start ->
  * assignment (the REBALANCE log line), assignment -> the probe handled, the
@@ -40,7 +45,8 @@
 #define MAX_RUNS 32
 
 static const char *bootstrap, *kind;
-static char src[128], group[160], tier[160], dlq[160], versions[320];
+static char src[128], group[160], tier[160], dlq[160], versions[320],
+        parked[320];
 
 static double now_ms(void) {
         struct timespec ts;
@@ -82,13 +88,13 @@ static int create_topics(void) {
         rd_kafka_t *rk = client(RD_KAFKA_PRODUCER);
         if (!rk)
                 return 1;
-        const char *names[] = {src, tier, dlq, versions};
-        rd_kafka_NewTopic_t *nt[4];
+        const char *names[] = {src, tier, dlq, versions, parked};
+        rd_kafka_NewTopic_t *nt[5];
         char err[512];
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 5; i++) {
                 nt[i] = rd_kafka_NewTopic_new(names[i], PARTS, 1, err,
                                               sizeof(err));
-                if (i == 3)
+                if (i >= 3)
                         rd_kafka_NewTopic_set_config(nt[i], "cleanup.policy",
                                                      "compact");
                 else if (i > 0)
@@ -96,7 +102,7 @@ static int create_topics(void) {
                                                      "1179648");
         }
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-        rd_kafka_CreateTopics(rk, nt, 4, NULL, q);
+        rd_kafka_CreateTopics(rk, nt, 5, NULL, q);
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
         int rc               = 1;
         if (ev) {
@@ -116,13 +122,14 @@ static int create_topics(void) {
                 rd_kafka_event_destroy(ev);
         }
         rd_kafka_queue_destroy(q);
-        rd_kafka_NewTopic_destroy_array(nt, 4);
+        rd_kafka_NewTopic_destroy_array(nt, 5);
         rd_kafka_destroy(rk);
         sleep(2); /* visible in every broker's metadata */
         return rc;
 }
 
-/* n messages, key PREFIX%09ld, a 100-byte value, header version=1. */
+/* n messages, key PREFIX%09ld (i, or i % 1000 for dlq-few's fill), a
+ * 100-byte value, header version=1. */
 static int produce(const char *prefix, long n) {
         rd_kafka_t *rk = client(RD_KAFKA_PRODUCER);
         if (!rk)
@@ -131,7 +138,10 @@ static int produce(const char *prefix, long n) {
         memset(value, 'v', sizeof(value));
         for (long i = 0; i < n; i++) {
                 char key[64];
-                int kl = snprintf(key, sizeof(key), "%s%09ld", prefix, i);
+                long k = !strcmp(kind, "dlq-few") && !strcmp(prefix, "key")
+                                 ? i % 1000
+                                 : i;
+                int kl = snprintf(key, sizeof(key), "%s%09ld", prefix, k);
                 rd_kafka_resp_err_t e;
                 while ((e = rd_kafka_producev(
                                 rk, RD_KAFKA_V_TOPIC(src),
@@ -232,7 +242,7 @@ static kretry_adapter_t *adapter(state_t *s) {
             kretry_conf_set(c, "versioning.header", "version", err,
                             sizeof(err)))
                 goto fail;
-        if ((!strcmp(kind, "dlq") ||
+        if ((!strcmp(kind, "dlq") || !strcmp(kind, "dlq-few") ||
              (!strcmp(kind, "dlq-lifted") && !s->fill)) &&
             kretry_conf_set(c, "ordering.on.dead.letter", "park_key", err,
                             sizeof(err)))
@@ -384,7 +394,7 @@ int main(int argc, char **argv) {
                 return raw_idle(argc, argv);
         if (argc != 5) {
                 fprintf(stderr, "usage: kretry_scale BOOTSTRAP "
-                                "tier|versions|dlq|dlq-lifted N "
+                                "tier|versions|dlq|dlq-few|dlq-lifted N "
                                 "RUNS\n");
                 return 64;
         }
@@ -393,7 +403,8 @@ int main(int argc, char **argv) {
         long n    = atol(argv[3]);
         int runs  = atoi(argv[4]);
         if (strcmp(kind, "tier") && strcmp(kind, "versions") &&
-            strcmp(kind, "dlq") && strcmp(kind, "dlq-lifted"))
+            strcmp(kind, "dlq") && strcmp(kind, "dlq-few") &&
+            strcmp(kind, "dlq-lifted"))
                 return 64;
         if (runs < 1 || runs > MAX_RUNS || n < 1)
                 return 64;
@@ -403,6 +414,7 @@ int main(int argc, char **argv) {
         snprintf(tier, sizeof(tier), "%s.retry.1", src);
         snprintf(dlq, sizeof(dlq), "%s.dlq", src);
         snprintf(versions, sizeof(versions), "%s.%s.versions", group, src);
+        snprintf(parked, sizeof(parked), "%s.%s.parked", group, src);
         double t0 = now_ms();
         if (in_child(do_create, 0, NULL) || in_child(do_produce, n, NULL) ||
             in_child(do_fill, n, NULL)) {

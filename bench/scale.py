@@ -2,7 +2,7 @@
 """bench/run --scale: how kretry's costs grow, on a real cluster.
 
 usage: scale.py KRETRY_CLI KRETRY_SCALE BOOTSTRAP [--runs N] [--only PART]
-                [--sizes 10000,100000] [--kinds tier,versions,dlq,dlq-lifted]
+                [--sizes 10000,100000] [--kinds tier,versions,dlq,dlq-few,dlq-lifted]
                 [--partitions 8,64,512]
                 [--messages N] [--window S] [--out FILE.json]
 
@@ -246,7 +246,7 @@ def main():
     o = {"cli": a[0], "scale": a[1], "bootstrap": a[2], "runs": 3,
          "only": None, "sizes": [10000, 100000], "out": None, "window": 20,
          "parts": [8, 64, 512],
-         "kinds": ["tier", "versions", "dlq", "dlq-lifted"], "happy_n": 200000, "hop_n": 60000}
+         "kinds": ["tier", "versions", "dlq", "dlq-few", "dlq-lifted"], "happy_n": 200000, "hop_n": 60000}
     i = 3
     while i < len(a):
         k, v = a[i], a[i + 1] if i + 1 < len(a) else None

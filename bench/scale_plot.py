@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 LABEL = {"tier": "ordering=key: tier copies waiting",
          "versions": "versioning: keys in the changelog",
          "dlq": "park_key: copies in the DLQ, each a parked key",
+         "dlq-few": "park_key: copies in the DLQ, 1,000 keys parked",
          "dlq-lifted": "park_key: copies in the DLQ, no key parked"}
 
 
@@ -32,7 +33,7 @@ def main():
 
     if restore:
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for k in ("tier", "versions", "dlq", "dlq-lifted"):
+        for k in ("tier", "versions", "dlq", "dlq-few", "dlq-lifted"):
             pts = sorted((p["n"], p["first_ms"]) for p in restore
                          if p["kind"] == k)
             if pts:
@@ -51,7 +52,7 @@ def main():
 
     if restore or parts:
         fig, axs = plt.subplots(1, 2, figsize=(10, 4.2))
-        for k in ("tier", "versions", "dlq", "dlq-lifted"):
+        for k in ("tier", "versions", "dlq", "dlq-few", "dlq-lifted"):
             pts = sorted((p["n"], p["rss_kib"] / 1024) for p in restore
                          if p["kind"] == k)
             if pts:

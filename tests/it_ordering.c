@@ -5,7 +5,8 @@
  */
 #include "it_harness.h"
 #include "replay_headers.h"
-#include "txn.h" /* kretry_test_txn_fails */
+#include "restore.h" /* kretry_test_restore_dlq_reads */
+#include "txn.h"     /* kretry_test_txn_fails */
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -192,6 +193,16 @@ static void see_dlq(const rd_kafka_message_t *m, void *opaque) {
                 d->followers_hdr = atoi(b);
 }
 
+/* An environment for park_key: with its compacted parked-keys topic
+ * (ordering.parked.topic's default name). */
+static it_env_t *park_env(const char *tiers) {
+        it_env_t *env = it_env_new(tiers, 1);
+        char pt[300];
+        snprintf(pt, sizeof(pt), "%s.%s.parked", env->group, env->source);
+        KT_REQUIRE(kt_cluster_changelog(env->c, pt, 1) == 0);
+        return env;
+}
+
 /* routing of park_key_adapter's instances (test_park_rebuilt_txn). */
 static const char *park_routing = "at_least_once";
 
@@ -204,7 +215,7 @@ static kretry_adapter_t *park_key_adapter(it_env_t *env, const char *attempts) {
 /* park_key: the followers of a dead-lettered head go to the DLQ without a
  * handler call, until a replayed message of the key arrives. */
 static void test_dead_letter_park_key(void) {
-        it_env_t *env = it_env_new("60ms", 1);
+        it_env_t *env = park_env("60ms");
         produce_k(env, "K", "always-h", NULL, NULL);
         produce_k(env, "K", "ok-f1", NULL, NULL);
         produce_k(env, "K", "ok-f2", NULL, NULL);
@@ -237,7 +248,7 @@ static void test_dead_letter_park_key(void) {
  * the park when the replayed copy arrives there; it is handled, not
  * dead-lettered again as parked, and the key's next message flows. */
 static void test_replay_into_tier_lifts_park(void) {
-        it_env_t *env = it_env_new("50ms", 1);
+        it_env_t *env = park_env("50ms");
         produce_k(env, "K", "always-h", NULL, NULL);
         produce_k(env, "K", "ok-f1", NULL, NULL);
         kretry_adapter_t *a = park_key_adapter(env, "2");
@@ -696,7 +707,7 @@ static kretry_adapter_t *restart_with(it_env_t *env,
 }
 
 static void test_park_rebuilt(void) {
-        it_env_t *env = it_env_new("50ms", 1);
+        it_env_t *env = park_env("50ms");
         produce_k(env, "K", "always-h", NULL, NULL);
         produce_k(env, "K", "ok-f1", NULL, NULL);
         produce_k(env, "L", "always-l", NULL, NULL);
@@ -719,6 +730,47 @@ static void test_park_rebuilt(void) {
         KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
         KT_ASSERT(call_at(env, "ok-after", 0) >= 0);
         KT_ASSERT(call_at(env, "ok-after-l", 0) < 0);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* A DLQ copy that parked @p key, as a kretry that kept parks in the DLQ
+ * alone wrote it (class parked, this group, original offset 0). */
+static void old_park_copy(it_env_t *env, const char *key) {
+        produce_copy(env, 0, key, "parked-before", "kretry-attempt", "1",
+                     "kretry-error-class", "parked", "kretry-group", env->group,
+                     "kretry-original-topic", env->source,
+                     "kretry-original-partition", "0", "kretry-original-offset",
+                     "0", NULL);
+}
+
+/* The restore takes the parks from the parked-keys topic, not from the
+ * DLQ: a DLQ whose parks were never written there (a chain parked by an
+ * older kretry) is read once, from its start, on the first assignment,
+ * and its parks written to the parked-keys topic; the next restore does
+ * not read the DLQ, so a park copy that appeared in the DLQ since (L's,
+ * forged) parks nothing, while K's park, migrated, holds. */
+static void test_park_restore_skips_dlq(void) {
+        it_env_t *env = park_env("50ms");
+        old_park_copy(env, "K");
+        produce_k(env, "K", "ok-k1", NULL, NULL);
+        kretry_adapter_t *a = park_key_adapter(env, "2");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
+        KT_ASSERT(call_at(env, "ok-k1", 0) < 0);
+        old_park_copy(env, "L");
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+
+        int dlq_reads = kretry_test_restore_dlq_reads;
+        produce_k(env, "K", "ok-k2", NULL, NULL);
+        produce_k(env, "L", "ok-l", NULL, NULL);
+        env->call_cnt = 0;
+        a             = park_key_adapter(env, "2");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
+        KT_ASSERT(call_at(env, "ok-l", 0) >= 0);
+        KT_ASSERT(call_at(env, "ok-k2", 0) < 0);
+        KT_ASSERT_INT_EQ(kretry_test_restore_dlq_reads, dlq_reads);
         kretry_adapter_destroy(a);
         it_env_destroy(env);
 }
@@ -802,6 +854,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_dead_letter_continue),
                 KT_TEST(test_dead_letter_park_key),
                 KT_TEST(test_replay_into_tier_lifts_park),
+                KT_TEST(test_park_restore_skips_dlq),
                 KT_TEST(test_malformed_head_leaves_chain),
                 KT_TEST(test_versions),
                 KT_TEST(test_overtaken_retry),

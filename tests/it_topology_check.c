@@ -191,6 +191,19 @@ static void test_missing_changelog_refused(void) {
         it_env_destroy(env);
 }
 
+/* park_key without its parked keys' topic: refused, naming it. */
+static void test_missing_parked_refused(void) {
+        char pt[300], want[512];
+        it_env_t *env = it_env_new("50ms", 2);
+        snprintf(pt, sizeof(pt), "%s.%s.parked", env->group, env->source);
+        kretry_conf_t *conf =
+                it_conf(env, "ordering", "key", "ordering.on.dead.letter",
+                        "park_key", NULL);
+        snprintf(want, sizeof(want), "parked-keys topic %s does not exist", pt);
+        expect_refused(env, conf, want, pt);
+        it_env_destroy(env);
+}
+
 /* The mock cluster cannot answer DescribeConfigs: the changelog's
  * cleanup.policy is unknown, which is a warning, at once, and the adapter
  * starts. */
@@ -465,6 +478,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_changelog_name_refused),
                 KT_TEST(test_missing_dlq_refused),
                 KT_TEST(test_missing_changelog_refused),
+                KT_TEST(test_missing_parked_refused),
                 KT_TEST(test_changelog_policy_unknown),
                 KT_TEST(test_changelog_not_compacted_refused),
                 KT_TEST(test_kretry_run_refuses),

@@ -53,13 +53,30 @@ static void test_run_role(void) {
                                      "Write topic g.orders.versions\n"
                                      "DescribeConfigs topic g.orders.versions\n"
                                      "Read group g\n");
-        /* Nothing the engine does not do: no Read on the DLQ, no cluster
+        /* Nothing the engine does not do: no Read on the DLQ (but with
+         * park_key, test_run_park_key), no cluster
          * binding (an idempotent producer's Write on a topic is enough). */
         for (size_t i = 0; i < a.cnt; i++) {
                 KT_ASSERT(!(a.items[i].op == RD_KAFKA_ACL_OPERATION_READ &&
                             !strcmp(a.items[i].name, "orders.dlq")));
                 KT_ASSERT(a.items[i].why && *a.items[i].why);
         }
+        kretry_acls_clear(&a);
+}
+
+/* park_key: Read and Write on the parked keys, and Read on the DLQ, which
+ * the first restore after an upgrade reads once (the migration). */
+static void test_run_park_key(void) {
+        kretry_acls_t a      = {0};
+        kretry_acl_chain_t c = chain();
+        c.changelog          = NULL;
+        c.parked             = "g.orders.parked";
+        KT_REQUIRE(kretry_acls_add(&a, &c, KRETRY_ACL_ROLE_RUN) == 0);
+        const char *r = render(&a);
+        KT_ASSERT(strstr(r, "Read topic g.orders.parked\n"
+                            "Write topic g.orders.parked\n"
+                            "DescribeConfigs topic g.orders.parked\n"
+                            "Read topic orders.dlq\n") != NULL);
         kretry_acls_clear(&a);
 }
 
@@ -207,6 +224,7 @@ static void test_missing(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {KT_TEST(test_run_role),
+                                          KT_TEST(test_run_park_key),
                                           KT_TEST(test_run_transactional),
                                           KT_TEST(test_operator_and_ui),
                                           KT_TEST(test_dedup),

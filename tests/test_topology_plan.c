@@ -219,6 +219,33 @@ static void test_versions_changelog(void) {
         kretry_topology_file_destroy(f);
 }
 
+/* park_key adds the compacted topic of the parked keys, co-partitioned
+ * with the source, like the changelog; ordering: key alone does not. */
+static void test_parked_topic(void) {
+        kretry_topology_file_t *f =
+                parse("topologies:\n  - source: orders\n    group: g\n"
+                      "    retry: { tiers: [1s] }\n"
+                      "    ordering: key\n    on_dead_letter: park_key\n");
+        kretry_meta_t m = {0};
+        kretry_plan_t p;
+        kretry_meta_add(&m, "orders", 4, -1);
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 3);
+        assert_action(&p, 2, KRETRY_PLAN_CREATE, "g.orders.parked", 4);
+        KT_ASSERT_INT_EQ(p.actions[2].compact, 1);
+        KT_ASSERT_INT_EQ(p.actions[2].retention_ms, 0);
+        KT_ASSERT_STR_EQ(p.actions[2].role, "parked");
+        kretry_plan_clear(&p);
+        kretry_topology_file_destroy(f);
+        f = parse("topologies:\n  - source: orders\n    group: g\n"
+                  "    retry: { tiers: [1s] }\n    ordering: key\n");
+        plan(f, &m, &p);
+        KT_ASSERT_INT_EQ(p.cnt, 2);
+        kretry_plan_clear(&p);
+        kretry_meta_clear(&m);
+        kretry_topology_file_destroy(f);
+}
+
 /* Created topics get min.insync.replicas = min(2, replication), or the
  * declared value, and tiers and the DLQ the source's max.message.bytes
  * plus the copy headroom; the changelog no size limit of its own. */
@@ -349,6 +376,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_unknown_retention),
                                           KT_TEST(test_shared_source),
                                           KT_TEST(test_versions_changelog),
+                                          KT_TEST(test_parked_topic),
                                           KT_TEST(test_create_configs),
                                           KT_TEST(test_alter_configs),
                                           KT_TEST(test_changelog_compacted),

@@ -122,6 +122,36 @@ static void test_changelog_policy(void) {
         kretry_meta_clear(&m);
 }
 
+/* park_key: the parked keys' topic is required like the changelog:
+ * missing, too small or not compacted is an error. */
+static void test_parked_topic(void) {
+        kretry_meta_t m = {0};
+        kretry_diags_t d;
+        kretry_diags_init(&d);
+        kretry_shape_t s = shape;
+        s.parked         = "g.orders.parked";
+        full(&m, 4, 1);
+        KT_ASSERT_INT_EQ(kretry_shape_check(&s, &m, &d), 1);
+        KT_ASSERT(find(&d, "parked-keys topic g.orders.parked does not "
+                           "exist") != NULL);
+        kretry_diags_clear(&d);
+        kretry_diags_init(&d);
+        kretry_meta_add(&m, "g.orders.parked", 2, -1);
+        m.topics[5].compact = 0;
+        KT_ASSERT_INT_EQ(kretry_shape_check(&s, &m, &d), 2);
+        KT_ASSERT(find(&d, "parked-keys topic g.orders.parked has 2 "
+                           "partitions") != NULL);
+        KT_ASSERT(find(&d, "parked-keys topic g.orders.parked is not "
+                           "compacted") != NULL);
+        kretry_diags_clear(&d);
+        kretry_diags_init(&d);
+        m.topics[5].partitions = 4;
+        m.topics[5].compact    = 1;
+        KT_ASSERT_INT_EQ(kretry_shape_check(&s, &m, &d), 0);
+        kretry_diags_clear(&d);
+        kretry_meta_clear(&m);
+}
+
 /* A tier or DLQ whose max.message.bytes is below the source's plus the
  * headroom: a warning naming both limits; unknown limits: nothing. */
 static void test_size_limits(void) {
@@ -155,6 +185,7 @@ int main(int argc, char **argv) {
                                           KT_TEST(test_missing),
                                           KT_TEST(test_missing_source),
                                           KT_TEST(test_changelog_policy),
+                                          KT_TEST(test_parked_topic),
                                           KT_TEST(test_size_limits),
                                           KT_END};
         return kt_main("topology_shape", tests, argc, argv);

@@ -101,6 +101,18 @@ static int run_role(kretry_acls_t *a, const kretry_acl_chain_t *c) {
                             RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS,
                             "the startup check reads its cleanup.policy");
         }
+        if (c->parked) {
+                rc |= topic(a, c->parked, RD_KAFKA_ACL_OPERATION_READ,
+                            "kretry restores the parked keys on assignment");
+                rc |= topic(a, c->parked, RD_KAFKA_ACL_OPERATION_WRITE,
+                            "kretry records each key it parks or releases");
+                rc |= topic(a, c->parked,
+                            RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS,
+                            "the startup check reads its cleanup.policy");
+                rc |= topic(a, c->dlq, RD_KAFKA_ACL_OPERATION_READ,
+                            "the first restore reads the parks an older "
+                            "kretry left in the DLQ, once");
+        }
         rc |= group(a, c->group, RD_KAFKA_ACL_OPERATION_READ,
                     "kretry joins the group, commits and reads its offsets");
         if (c->transactional) {

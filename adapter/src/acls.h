@@ -12,7 +12,10 @@
  * What each role needs, from what kretry calls:
  * - run: Read on the source and every tier (consumed), Write on every tier
  *   and the DLQ (copies), Read and Write on the version changelog
- *   (restored, written), DescribeConfigs on all of them (the startup check
+ *   (restored, written), with park_key Read and Write on the parked keys
+ *   (restored, written) and Read on the DLQ (the parks of a chain parked
+ *   before the parked keys existed are read there once, the migration),
+ *   DescribeConfigs on all of them (the startup check
  *   reads their configuration), Read on the group (join, commit, the
  *   committed offsets); under routing=transactional Write on the
  *   transactional id (an operator's transactional.id, or the prefix
@@ -72,6 +75,7 @@ typedef struct {
         /* The operator's transactional.id; NULL or "": kretry makes
          * kretry.{group}.{instance}, granted by prefix. */
         const char *transactional_id;
+        const char *parked; /* NULL: no ordering.on.dead.letter=park_key */
 } kretry_acl_chain_t;
 
 /* "run", "operator", "ui", "ui-replay" into *@p role: 0, or -1. */

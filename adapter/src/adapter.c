@@ -80,6 +80,27 @@ static char *topic_name(const char *pattern, const char *source, int n) {
         return strdup(buf);
 }
 
+/* A topic of the group's own (the version changelog, the parked keys):
+ * @p pattern with {group} and {source} filled in, into *@p out (@p prop
+ * names the property, for the error). */
+static kretry_err_t group_topic(kretry_adapter_t *a,
+                                const char *prop,
+                                const char *pattern,
+                                char **out,
+                                char *errstr,
+                                size_t errstr_size) {
+        char buf[512];
+        if (kretry_conf_topic_name_group(pattern, a->conf->source_topic,
+                                         a->group, 0, buf, sizeof(buf))) {
+                snprintf(errstr, errstr_size,
+                         "%s \"%s\" with group.id \"%s\" makes no valid "
+                         "Kafka topic name (1..249 of a-z A-Z 0-9 . _ -)",
+                         prop, pattern, a->group);
+                return KRETRY_ERR_INVALID_VALUE;
+        }
+        return (*out = strdup(buf)) ? KRETRY_ERR_OK : KRETRY_ERR_NO_MEM;
+}
+
 static kretry_err_t
 setup_topics(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
         const kretry_conf_t *c = a->conf;
@@ -103,21 +124,15 @@ setup_topics(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
                         return KRETRY_ERR_NO_MEM;
         if (!a->dlq)
                 return KRETRY_ERR_NO_MEM;
-        if (*c->version_header || *c->version_field) {
-                char buf[512];
-                if (kretry_conf_topic_name_group(c->versions_topic,
-                                                 c->source_topic, a->group, 0,
-                                                 buf, sizeof(buf))) {
-                        snprintf(errstr, errstr_size,
-                                 "versioning.topic \"%s\" with group.id "
-                                 "\"%s\" makes no valid Kafka topic name "
-                                 "(1..249 of a-z A-Z 0-9 . _ -)",
-                                 c->versions_topic, a->group);
-                        return KRETRY_ERR_INVALID_VALUE;
-                }
-                if (!(a->versions_topic = strdup(buf)))
-                        return KRETRY_ERR_NO_MEM;
-        }
+        kretry_err_t err = KRETRY_ERR_OK;
+        if (*c->version_header || *c->version_field)
+                err = group_topic(a, "versioning.topic", c->versions_topic,
+                                  &a->versions_topic, errstr, errstr_size);
+        if (!err && c->ordering == KRETRY_ORDER_KEY && c->park_key)
+                err = group_topic(a, "ordering.parked.topic", c->parked_topic,
+                                  &a->parked_topic, errstr, errstr_size);
+        if (err)
+                return err;
         for (int t = 0; t < a->topic_cnt; t++) {
                 if (!strcmp(a->topics[t], a->dlq) ||
                     kretry_topic_index(a, a->topics[t]) != t) {
@@ -690,6 +705,7 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
         free(a->rkts);
         free(a->dlq);
         free(a->versions_topic);
+        free(a->parked_topic);
         free(a->topic_consumed);
         free(a->emit_consumed);
         if (!a->conf_borrowed)

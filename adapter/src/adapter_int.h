@@ -89,6 +89,7 @@ struct kretry_adapter_s {
         char **topics; /* [0] source, [1..T] tiers */
         char *dlq;
         char *versions_topic;  /* NULL when versioning is off */
+        char *parked_topic;    /* NULL unless ordering=key with park_key */
         kretry_codec_t *codec; /* value.format avro */
         kretry_breaker_t breaker;
         int breaker_paused; /* every partition paused by the breaker */
@@ -144,6 +145,7 @@ struct kretry_adapter_s {
                                or a full buffer waits for the total to fall */
         struct kretry_inflight_s *failed; /* deliveries to retry */
         int inflight;                     /* copies not yet acknowledged */
+        int unparks; /* of them, park tombstones (kretry_route_unpark) */
         /* The view being decided on (route.c, keyed.c): msg0, or with
          * handler.concurrency > 1 the view of the job whose outcome is
          * being decided (workers.c). msg0's reserve is the spare one. */

@@ -79,8 +79,10 @@ void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono) {
         rd_kafka_event_t *ev;
         while (a->commit_inflight && (ev = rd_kafka_queue_poll(a->kq, 0)))
                 commit_answered(a, ev);
+        /* Not while a park tombstone is unacknowledged: the replay that
+         * lifted the park may be among the stored offsets. */
         if (a->txn.on || a->commit_inflight || !a->commit_dirty ||
-            mono < a->commit_at)
+            mono < a->commit_at || a->unparks)
                 return;
         a->commit_dirty = 0;
         a->commit_at    = mono + a->commit_interval_ms;
@@ -102,6 +104,8 @@ commit_send(kretry_adapter_t *a,
             int64_t deadline,
             void *opaque) {
         kretry_commit_settle(a, deadline);
+        if (a->unparks)
+                return RD_KAFKA_RESP_ERR__STATE; /* see kretry_commit_sync */
         rd_kafka_resp_err_t err = rd_kafka_commit_queue(a->consumer, offsets,
                                                         a->kq, NULL, opaque);
         if (!err)
@@ -120,6 +124,11 @@ rd_kafka_resp_err_t
 kretry_commit_sync(kretry_adapter_t *a,
                    const rd_kafka_topic_partition_list_t *offsets,
                    int64_t deadline) {
+        /* The park tombstones first (kretry_commit_periodic); commit_send
+         * refuses while one is unacknowledged. */
+        int wait;
+        while (a->unparks && (wait = kretry_left_ms(deadline, 10)) > 0)
+                rd_kafka_poll(a->producer, wait);
         rd_kafka_resp_err_t err = commit_send(a, offsets, deadline, a);
         if (err)
                 return err;

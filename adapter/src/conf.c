@@ -116,6 +116,11 @@ static const struct prop {
          "next message, or park_key: send the key's following messages to the "
          "DLQ until it is replayed",
          "continue|park_key"},
+        {"ordering.parked.topic", PROP_STR,
+         offsetof(kretry_conf_t, parked_topic), 0, 0, "{group}.{source}.parked",
+         "park_key: compacted topic of the parked keys, co-partitioned with "
+         "the "
+         "source, read on assignment instead of the DLQ"},
         {"versioning.header", PROP_STR, offsetof(kretry_conf_t, version_header),
          0, 0, "",
          "header carrying a decimal version; messages older than the highest "

@@ -68,6 +68,7 @@ struct kretry_conf_s {
         char *version_field;  /* "" = not from an Avro field */
         int discard_equal; /* versioning.discard: 0 older, 1 older_or_equal */
         char *versions_topic;
+        char *parked_topic;     /* ordering.parked.topic */
         int value_avro;         /* value.format: 0 bytes, 1 avro */
         char *value_schema;     /* "" unless value.format avro */
         int value_confluent;    /* value.wire: 0 raw, 1 confluent */

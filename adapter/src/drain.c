@@ -20,10 +20,11 @@
 #include <string.h>
 
 /* Copies of the partitions of @p l not yet acknowledged, but those
- * refused as too large (waiting cannot make them fit). */
+ * refused as too large (waiting cannot make them fit), and the park
+ * tombstones of every partition (few, and not counted per partition). */
 static int copies_of(kretry_adapter_t *a,
                      const rd_kafka_topic_partition_list_t *l) {
-        int n = 0;
+        int n = l->cnt ? a->unparks : 0;
         for (int i = 0; i < l->cnt; i++) {
                 const kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
                 if (part)

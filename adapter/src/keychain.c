@@ -257,6 +257,13 @@ kretry_chains_park(kretry_chains_t *c, const void *key, size_t len, int on) {
         return follow;
 }
 
+int kretry_chains_is_parked(const kretry_chains_t *c,
+                            const void *key,
+                            size_t len) {
+        const kretry_chain_key_t *k = kretry_keymap_get(&c->map, key, len);
+        return k && k->parked;
+}
+
 int kretry_chains_park_evidence(kretry_chains_t *c,
                                 const void *key,
                                 size_t len,

@@ -134,6 +134,11 @@ void kretry_chains_remove(kretry_chains_t *c,
 size_t
 kretry_chains_park(kretry_chains_t *c, const void *key, size_t len, int on);
 
+/* 1 when @p key is parked (park_key). */
+int kretry_chains_is_parked(const kretry_chains_t *c,
+                            const void *key,
+                            size_t len);
+
 /* The restore found a DLQ copy that parks the key (the head's, with
  * kretry-parked-followers, or a parked follower's) of the message at
  * @p orig_offset. Returns 0, or -1 when out of memory. */

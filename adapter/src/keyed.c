@@ -234,8 +234,11 @@ ordered_before(kretry_adapter_t *a, kretry_part_t *part, kretry_part_t *src) {
                 return rc; /* set aside, or -1: no memory to */
         /* A replayed message of a parked key lifts the park, wherever it
          * arrives. */
-        if (a->conf->park_key && replayed_arrival(m))
+        if (a->conf->park_key && replayed_arrival(m) &&
+            kretry_chains_is_parked(&src->chains, key, len)) {
                 kretry_chains_park(&src->chains, key, len, 0);
+                kretry_route_unpark(a, src->partition, key, len);
+        }
         kretry_pending_t head;
         switch (kretry_chains_decide(&src->chains, key, len, m->orig_offset,
                                      &head)) {

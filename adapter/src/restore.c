@@ -8,14 +8,27 @@
  * beginning; compaction keeps it to one record per key). Its cost follows
  * the retry backlog and the number of keys, never the source topic.
  *
- * With park_key, the parked keys too: the DLQ partition of the same number,
- * read from its beginning, holds the copies that parked a key (the head's,
- * with kretry-parked-followers, and its parked followers'); a replayed
- * message of the key that arrived after them lifted the park, and the only
- * place it is sure to be is the source, between the newest such copy's
- * original offset and the committed offset — that stretch of the source is
- * read for the parked keys only (docs/behaviour.md, "Per-key order across
- * retries").
+ * With park_key, the parked keys too: the partition of the same number of
+ * the parked-keys topic (ordering.parked.topic, compacted), read from its
+ * beginning, holds a record per parked key — the original offset of the
+ * head whose DLQ copy parked it, written before that copy — and a
+ * tombstone for a key a replay released, acknowledged before the replay's
+ * offset is committed (route.c kretry_route_unpark). So a key with a
+ * record and no tombstone after it is parked; a replay not yet committed
+ * comes again and lifts it when it arrives. Its cost follows the parked
+ * keys (and what compaction has not yet removed), never the DLQ.
+ *
+ * Migration: a parked-keys partition read to its end without the
+ * migration's mark (never written: a chain parked by a kretry that kept
+ * parks in the DLQ alone; or a migration cut short) is filled once: the
+ * DLQ partition of the same number, read from its beginning for the copies
+ * this group wrote that parked a key (the head's, with
+ * kretry-parked-followers, and its parked followers'), and, since a replay
+ * that kretry handled lifted a park without a trace but on the source, the
+ * source between the oldest such copy's original offset and the committed
+ * offset, for replayed messages of the keys (kretry-replay-count) above
+ * their newest copy; the parks that stand are written, then the mark, so
+ * that no restore reads the DLQ again.
  *
  * Runs on the thread driving the adapter, inside the rebalance callback,
  * with a second consumer that never joins the group and never commits; the
@@ -39,13 +52,24 @@
 
 int (*kretry_test_txn_blind)(void);
 
-typedef enum { R_TIER, R_VERSIONS, R_DLQ, R_SOURCE } restore_kind_t;
+typedef enum { R_TIER, R_VERSIONS, R_PARKED, R_DLQ, R_SOURCE } restore_kind_t;
+
+/* The record that marks a parked-keys partition as migrated, written
+ * after the parks it found: its value is not an offset, so it parks
+ * nothing, and compaction keeps it (the latest of its key). */
+#define KRETRY_PARKED_MIGRATED "kretry-parked-keys-migrated"
+#define KRETRY_PARKED_MARK "migrated"
+
+/* Test hook: the DLQ partitions a restore read, counted. */
+int kretry_test_restore_dlq_reads;
 
 typedef struct {
         restore_kind_t kind;
         int tier; /* R_TIER */
         int64_t end;
         int done;
+        int unknown; /* its end could not be learnt: not read */
+        int marked;  /* R_PARKED: the migration's mark was read */
 } restore_part_t;
 
 static void restorer_log(const rd_kafka_t *rk,
@@ -101,8 +125,9 @@ to_read(kretry_adapter_t *a, const rd_kafka_topic_partition_list_t *parts) {
                      a->conf->ordering == KRETRY_ORDER_KEY && t < a->topic_cnt;
                      t++)
                         rd_kafka_topic_partition_list_add(l, a->topics[t], p);
-                if (a->conf->ordering == KRETRY_ORDER_KEY && a->conf->park_key)
-                        rd_kafka_topic_partition_list_add(l, a->dlq, p);
+                if (a->parked_topic)
+                        rd_kafka_topic_partition_list_add(l, a->parked_topic,
+                                                          p);
                 if (a->versions_topic)
                         rd_kafka_topic_partition_list_add(l, a->versions_topic,
                                                           p);
@@ -124,8 +149,12 @@ static restore_part_t *part_new(kretry_adapter_t *a, const char *topic) {
                 rp->kind = R_SOURCE;
         else if (rp->tier > 0)
                 rp->kind = R_TIER;
+        else if (!strcmp(topic, a->dlq))
+                rp->kind = R_DLQ;
         else
-                rp->kind = strcmp(topic, a->dlq) ? R_VERSIONS : R_DLQ;
+                rp->kind = a->parked_topic && !strcmp(topic, a->parked_topic)
+                                   ? R_PARKED
+                                   : R_VERSIONS;
         return rp;
 }
 
@@ -306,7 +335,7 @@ static int plan(kretry_adapter_t *a,
                                    (int)tp->partition, rd_kafka_err2str(werr));
                         tp->offset = RD_KAFKA_OFFSET_END;
                         if (rp)
-                                rp->done = 1;
+                                rp->done = rp->unknown = 1;
                         (*unknown)++;
                         continue;
                 }
@@ -319,6 +348,7 @@ static int plan(kretry_adapter_t *a,
                                                   lo, rp->end);
                 rp->done   = tp->offset < 0;
                 n += !rp->done;
+                kretry_test_restore_dlq_reads += rp->kind == R_DLQ && !rp->done;
         }
         return n;
 }
@@ -351,6 +381,32 @@ static int header_is(rd_kafka_headers_t *h, const char *name, const char *s) {
                n == strlen(s) && !memcmp(v, s, n);
 }
 
+/* A park record (its original offset, decimal), a tombstone that lifted
+ * the park, or the migration's mark. */
+static void apply_parked(restore_part_t *rp,
+                         kretry_part_t *src,
+                         const rd_kafka_message_t *m) {
+        char v[24];
+        char *end;
+        if (m->key_len == strlen(KRETRY_PARKED_MIGRATED) &&
+            !memcmp(m->key, KRETRY_PARKED_MIGRATED, m->key_len)) {
+                rp->marked = m->payload != NULL;
+                return;
+        }
+        if (!m->payload) {
+                kretry_chains_park(&src->chains, m->key, m->key_len, 0);
+                return;
+        }
+        if (!m->len || m->len >= sizeof(v))
+                return;
+        memcpy(v, m->payload, m->len);
+        v[m->len]        = '\0';
+        long long offset = strtoll(v, &end, 10);
+        if (*end || offset < 0)
+                return; /* not kretry's: parks nothing */
+        kretry_chains_park_evidence(&src->chains, m->key, m->key_len, offset);
+}
+
 /* A DLQ copy this group wrote that parked its key: the head's (it carries
  * the followers it left) or a parked follower's. */
 static void apply_dlq(kretry_adapter_t *a,
@@ -370,9 +426,8 @@ static void apply_dlq(kretry_adapter_t *a,
                                             c.orig_offset);
 }
 
-static void apply(kretry_adapter_t *a,
-                  const restore_part_t *rp,
-                  const rd_kafka_message_t *m) {
+static void
+apply(kretry_adapter_t *a, restore_part_t *rp, const rd_kafka_message_t *m) {
         kretry_part_t *src = kretry_part_find(a, 0, m->partition);
         rd_kafka_headers_t *h;
         const void *v;
@@ -385,6 +440,10 @@ static void apply(kretry_adapter_t *a,
                     !kretry_version_decode(m->payload, m->len, &ver))
                         kretry_versions_raise(&src->versions, m->key,
                                               m->key_len, ver);
+                return;
+        }
+        if (rp->kind == R_PARKED) {
+                apply_parked(rp, src, m);
                 return;
         }
         if (rd_kafka_message_headers(m, &h))
@@ -406,11 +465,14 @@ static restore_part_t *find(rd_kafka_topic_partition_list_t *l,
 }
 
 /* Plan and read @p l (taken) until every partition's end or @p deadline;
- * returns how many partitions were not read to their end. */
+ * returns how many partitions were not read to their end. @p migrate (may
+ * be NULL) gets the DLQ partitions of the parked-keys partitions read
+ * without the migration's mark. */
 static int read_all(kretry_adapter_t *a,
                     rd_kafka_t *rk,
                     rd_kafka_topic_partition_list_t *l,
-                    int64_t deadline) {
+                    int64_t deadline,
+                    rd_kafka_topic_partition_list_t *migrate) {
         int unknown   = 0;
         int remaining = l->cnt ? plan(a, rk, l, deadline, &unknown) : 0;
         if (remaining)
@@ -434,6 +496,13 @@ static int read_all(kretry_adapter_t *a,
         if (l->cnt)
                 rd_kafka_assign(rk, NULL);
         for (int i = 0; i < l->cnt; i++) {
+                restore_part_t *rp = l->elems[i].opaque;
+                /* Read to its end without the mark: its parks, if any,
+                 * are in the DLQ still. */
+                if (migrate && rp && rp->kind == R_PARKED && rp->done &&
+                    !rp->unknown && !rp->marked)
+                        rd_kafka_topic_partition_list_add(
+                                migrate, a->dlq, l->elems[i].partition);
                 free(l->elems[i].opaque);
                 l->elems[i].opaque = NULL;
         }
@@ -441,8 +510,9 @@ static int read_all(kretry_adapter_t *a,
         return remaining + unknown;
 }
 
-/* park_key: the source partitions of @p parts where the restore rebuilt a
- * park, to look for replayed messages that lifted it. */
+/* park_key's migration: the source partitions of the numbers in @p parts
+ * where the DLQ showed a park, to look for replayed messages that lifted
+ * it. */
 static rd_kafka_topic_partition_list_t *
 parked_sources(kretry_adapter_t *a,
                const rd_kafka_topic_partition_list_t *parts) {
@@ -451,9 +521,8 @@ parked_sources(kretry_adapter_t *a,
         for (int i = 0; i < parts->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &parts->elems[i];
                 kretry_part_t *src = kretry_part_find(a, 0, tp->partition);
-                if (!strcmp(tp->topic, a->topics[0]) && src &&
-                    kretry_chains_parked_from(&src->chains) >= 0)
-                        rd_kafka_topic_partition_list_add(l, tp->topic,
+                if (src && kretry_chains_parked_from(&src->chains) >= 0)
+                        rd_kafka_topic_partition_list_add(l, a->topics[0],
                                                           tp->partition);
         }
         return l;
@@ -522,6 +591,104 @@ static void source_resume(kretry_adapter_t *a,
         rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* The park records of the keys parked in source partition @p p, then the
+ * migration's mark (one producer, one partition: the mark is delivered
+ * only after them), produced by @p pk; *@p keys counts them. Returns the
+ * first error of a produce call (the local queue), or 0. */
+static rd_kafka_resp_err_t
+write_parks(kretry_adapter_t *a, rd_kafka_t *pk, int32_t p, size_t *keys) {
+        kretry_part_t *src      = kretry_part_find(a, 0, p);
+        size_t pos              = 0, len;
+        rd_kafka_resp_err_t err = 0;
+        const void *key;
+        const kretry_chain_key_t *k;
+        while (!err && src &&
+               (k = kretry_keymap_next(&src->chains.map, &pos, &key, &len))) {
+                char v[24];
+                if (!k->parked)
+                        continue;
+                int vn =
+                        snprintf(v, sizeof(v), "%lld", (long long)k->parked_at);
+                err = rd_kafka_producev(
+                        pk, RD_KAFKA_V_TOPIC(a->parked_topic),
+                        RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_KEY(key, len),
+                        RD_KAFKA_V_VALUE(v, (size_t)vn),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                        RD_KAFKA_V_END);
+                *keys += !err;
+        }
+        char mark[] = KRETRY_PARKED_MARK;
+        if (!err)
+                err = rd_kafka_producev(
+                        pk, RD_KAFKA_V_TOPIC(a->parked_topic),
+                        RD_KAFKA_V_PARTITION(p),
+                        RD_KAFKA_V_KEY(KRETRY_PARKED_MIGRATED,
+                                       strlen(KRETRY_PARKED_MIGRATED)),
+                        RD_KAFKA_V_VALUE(mark, strlen(mark)),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                        RD_KAFKA_V_END);
+        return err;
+}
+
+/* Migration (see the top): the DLQ partitions in @p dlq, read from their
+ * beginning for the parks, then the parks written to the parked-keys topic
+ * by a producer of its own (never in a transaction: a park record without
+ * its commit only repeats what the DLQ said), flushed before @p deadline.
+ * Nothing is marked unless every partition was read and written whole, so
+ * that a cut migration is done again. Returns read_all's count. */
+static int migrate_parks(kretry_adapter_t *a,
+                         rd_kafka_t *rk,
+                         rd_kafka_topic_partition_list_t *dlq,
+                         int64_t deadline) {
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_copy(dlq);
+        int64_t t0 = kretry_mono_ms();
+        int left   = l ? read_all(a, rk, l, deadline, NULL) : dlq->cnt;
+        /* A replay the older kretry handled lifted a park it left no
+         * trace of but on the source. */
+        if (!left)
+                left = read_all(a, rk, parked_sources(a, dlq), deadline, NULL);
+        static const char *drop[] = {"transactional.id"};
+        char errstr[512];
+        rd_kafka_conf_t *rc =
+                left ? NULL
+                     : rd_kafka_conf_dup_filter(a->conf->producer, 1, drop);
+        rd_kafka_t *pk = NULL;
+        if (rc) {
+                rd_kafka_conf_set_opaque(rc, a);
+                rd_kafka_conf_set_log_cb(rc, restorer_log);
+                if (!(pk = rd_kafka_new(RD_KAFKA_PRODUCER, rc, errstr,
+                                        sizeof(errstr))))
+                        rd_kafka_conf_destroy(rc);
+        }
+        size_t keys             = 0;
+        rd_kafka_resp_err_t err = pk ? 0 : RD_KAFKA_RESP_ERR__STATE;
+        for (int i = 0; !err && i < dlq->cnt; i++)
+                err = write_parks(a, pk, dlq->elems[i].partition, &keys);
+        if (!err)
+                err = rd_kafka_flush(pk, kretry_left_ms(deadline, -1));
+        if (pk && !err && rd_kafka_outq_len(pk))
+                err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+        if (pk)
+                rd_kafka_destroy(pk);
+        if (err)
+                kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
+                           "parked keys of %d partition(s) read from the DLQ "
+                           "%s but not written to %s (%s): the next "
+                           "assignment reads the DLQ again",
+                           dlq->cnt, a->dlq, a->parked_topic,
+                           left ? "the DLQ was not read to its end"
+                                : rd_kafka_err2str(err));
+        else
+                kretry_log(a, KRETRY_LOG_INFO, "RESTORE",
+                           "parked keys of %d partition(s) migrated from the "
+                           "DLQ %s to %s, once: %zu key(s) parked, in %lld "
+                           "ms; later restores read %s only",
+                           dlq->cnt, a->dlq, a->parked_topic, keys,
+                           (long long)(kretry_mono_ms() - t0), a->parked_topic);
+        return left;
+}
+
 void kretry_restore_decided(kretry_adapter_t *a,
                             const rd_kafka_topic_partition_list_t *parts) {
         source_resume(a, a->consumer, parts,
@@ -539,9 +706,14 @@ void kretry_restore(kretry_adapter_t *a,
         /* The decided offsets first: a tier copy among them is not in its
          * key's chain (apply_tier). */
         source_resume(a, rk, parts, deadline);
-        int left = read_all(a, rk, to_read(a, parts), deadline);
-        if (a->conf->ordering == KRETRY_ORDER_KEY && a->conf->park_key)
-                left += read_all(a, rk, parked_sources(a, parts), deadline);
+        rd_kafka_topic_partition_list_t *migrate =
+                a->parked_topic ? rd_kafka_topic_partition_list_new(parts->cnt)
+                                : NULL;
+        int left = read_all(a, rk, to_read(a, parts), deadline, migrate);
+        if (migrate && migrate->cnt)
+                left += migrate_parks(a, rk, migrate, deadline);
+        if (migrate)
+                rd_kafka_topic_partition_list_destroy(migrate);
         if (left)
                 kretry_log(a, KRETRY_LOG_ERR, "RESTORE",
                            "%d partition(s) not read to their end within "

@@ -33,4 +33,8 @@ int64_t kretry_restore_start(int64_t committed, int64_t lo, int64_t hi);
  * unknown, as while the cluster does not answer. Polling thread. */
 extern int (*kretry_test_txn_blind)(void);
 
+/* Test only: how many DLQ partitions restores started to read (park_key's
+ * migration reads them, and nothing else may). Polling thread. */
+extern int kretry_test_restore_dlq_reads;
+
 #endif

@@ -112,6 +112,8 @@ int kretry_too_large(rd_kafka_resp_err_t err) {
  * changelog (KRETRY_DEST_VERSIONS). */
 const char *kretry_dest_topic(const kretry_adapter_t *a,
                               const kretry_inflight_t *r) {
+        if (r->park_first)
+                return a->parked_topic;
         if (r->dest == KRETRY_DEST_VERSIONS)
                 return a->versions_topic;
         return r->dest ? a->topics[r->dest] : a->dlq;
@@ -280,6 +282,70 @@ static void send_version(kretry_adapter_t *a, kretry_inflight_t *r) {
                 a->inflight++;
 }
 
+/* park_key: the park record of the key whose head's DLQ copy parks it:
+ * the head's original offset, in decimal, keyed by the message key, in the
+ * partition of its source partition's number. The restore reads these
+ * instead of the DLQ (restore.c). Its parked followers write none: the
+ * key's record stands until a replay lifts the park. */
+static void send_park(kretry_adapter_t *a, kretry_inflight_t *r) {
+        char v[24];
+        int n = snprintf(v, sizeof(v), "%lld", (long long)r->info.orig_offset);
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+                a->producer, RD_KAFKA_V_TOPIC(a->parked_topic),
+                RD_KAFKA_V_PARTITION(r->part->partition),
+                RD_KAFKA_V_KEY(r->rkm->key, r->rkm->key_len),
+                RD_KAFKA_V_VALUE(v, (size_t)n),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(r),
+                RD_KAFKA_V_END);
+        if (err)
+                fail_record(a, r, err);
+        else
+                a->inflight++;
+}
+
+/* The opaque of a park tombstone's produce: no copy record. */
+static char unpark_tag;
+
+static rd_kafka_resp_err_t send_unpark(kretry_adapter_t *a,
+                                       int32_t partition,
+                                       const void *key,
+                                       size_t len) {
+        return rd_kafka_producev(
+                a->producer, RD_KAFKA_V_TOPIC(a->parked_topic),
+                RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_KEY(key, len),
+                RD_KAFKA_V_VALUE(NULL, 0),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                RD_KAFKA_V_OPAQUE(&unpark_tag), RD_KAFKA_V_END);
+}
+
+static void
+unpark_lost(kretry_adapter_t *a, int32_t partition, rd_kafka_resp_err_t err) {
+        kretry_log(a, KRETRY_LOG_ERR, "PRODUCE",
+                   "the tombstone of a key a replay released could not be "
+                   "written to %s [%d]: %s; the key is parked again at the "
+                   "next assignment (replay it again then)",
+                   a->parked_topic, (int)partition, rd_kafka_err2str(err));
+}
+
+void kretry_route_unpark(kretry_adapter_t *a,
+                         int32_t partition,
+                         const void *key,
+                         size_t len) {
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__STATE;
+        if (!a->parked_topic)
+                return;
+        /* Under routing=transactional it commits with the replay's offset
+         * (an abort restores the park, and the replay comes again). */
+        if (!(a->txn.on && kretry_txn_begin(a)))
+                err = send_unpark(a, partition, key, len);
+        if (err) {
+                unpark_lost(a, partition, err);
+                return;
+        }
+        a->inflight++;
+        a->unparks++;
+}
+
 static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
         if (a->txn.on && kretry_txn_begin(a)) {
                 produce_later(a, r);
@@ -287,6 +353,10 @@ static void send_copy(kretry_adapter_t *a, kretry_inflight_t *r) {
         }
         if (r->dest == KRETRY_DEST_VERSIONS) {
                 send_version(a, r);
+                return;
+        }
+        if (r->park_first) {
+                send_park(a, r);
                 return;
         }
         rd_kafka_headers_t *src = NULL, *hdrs = NULL;
@@ -450,6 +520,8 @@ void kretry_route_copy(kretry_adapter_t *a,
         }
         if (cp->dest == KRETRY_DEST_VERSIONS)
                 r->vlen = kretry_version_encode(cp->version, r->vbuf);
+        /* The head's DLQ copy that parks its key (its followers known). */
+        r->park_first = a->parked_topic && cp->dest == 0 && cp->followers >= 0;
         send_copy(a, r);
 }
 
@@ -798,6 +870,28 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         kretry_adapter_t *a  = opaque;
         kretry_inflight_t *r = m->_private;
         a->inflight--;
+        if ((void *)r == &unpark_tag) {
+                /* A park record's tombstone (kretry_route_unpark): one that
+                 * timed out (after message.timeout.ms: no busy loop) is
+                 * produced again, still counted; any other failure is
+                 * said. Purged (a close) or in an aborted transaction,
+                 * the replay's offset is not committed either, and the
+                 * replay lifts the park again. */
+                rd_kafka_resp_err_t err = m->err;
+                int purged = err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+                             err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT;
+                int again =
+                        err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT && !a->txn.on;
+                if (again && !kretry_producer_fatal(a) &&
+                    !(err = send_unpark(a, m->partition, m->key, m->key_len))) {
+                        a->inflight++;
+                        return;
+                }
+                a->unparks--;
+                if (err && !purged && !a->txn.on)
+                        unpark_lost(a, m->partition, err);
+                return;
+        }
         if (a->txn.on && (m->err || a->txn.aborting)) {
                 /* A copy of an aborted transaction: decided again. */
                 if (m->err)
@@ -808,6 +902,13 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         }
         if (m->err) {
                 fail_record(a, r, m->err);
+                return;
+        }
+        if (r->park_first) {
+                /* The park is durable: now the DLQ copy, the same record
+                 * (its offset completes with the copy). */
+                r->park_first = 0;
+                send_copy(a, r);
                 return;
         }
         kretry_part_t *part = r->part;

@@ -30,6 +30,9 @@ typedef struct kretry_inflight_s {
         int stuck;  /* refused as too large or for want of an ACL:
                        counted in copies_stuck */
         int denied; /* refused for want of an ACL: in denied_copies_now */
+        /* park_key: the key's park record (ordering.parked.topic) goes
+         * first; the DLQ copy is produced once it is acknowledged. */
+        int park_first;
         unsigned char vbuf[10]; /* KRETRY_DEST_VERSIONS: the encoded version */
         size_t vlen;
         size_t reserve_cap; /* > 0: the reserve record (kretry_msg_t), room
@@ -110,7 +113,17 @@ void kretry_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
 /* A produce error that means too large for the topic (or the producer's
  * own message.max.bytes). */
 int kretry_too_large(rd_kafka_resp_err_t err);
-/* The topic a copy record goes to: a tier, the DLQ or the changelog. */
+/* park_key: a replayed message lifted the park of @p key (of source
+ * partition @p partition): its park record is deleted (a tombstone),
+ * counted in a->unparks until acknowledged; no offset is committed
+ * meanwhile (commit.c), so that the replay's offset is never committed
+ * while the park it lifted could still be restored. */
+void kretry_route_unpark(kretry_adapter_t *a,
+                         int32_t partition,
+                         const void *key,
+                         size_t len);
+/* The topic a copy record goes to: a tier, the DLQ, the changelog or the
+ * parked keys. */
 const char *kretry_dest_topic(const kretry_adapter_t *a,
                               const kretry_inflight_t *r);
 /* Produce again the copies whose delivery failed and whose backoff passed;

@@ -73,31 +73,38 @@ static void check_size(const kretry_shape_t *s,
                         (long long)src->max_message_bytes, fix);
 }
 
-static void check_changelog(const kretry_shape_t *s,
+/* A compacted topic of the group's own: @p role (the version changelog,
+ * the parked keys; @p label in the compaction's messages) named @p name,
+ * keeping @p what. */
+static void check_compacted(const kretry_shape_t *s,
                             const kretry_meta_t *meta,
                             int need,
+                            const char *role,
+                            const char *label,
+                            const char *name,
+                            const char *what,
                             kretry_diags_t *d) {
-        check_topic(s, meta, "version changelog", s->changelog, need, d);
-        const kretry_meta_topic_t *m = kretry_meta_find(meta, s->changelog);
+        check_topic(s, meta, role, name, need, d);
+        const kretry_meta_topic_t *m = kretry_meta_find(meta, name);
         char fix[400];
         fix_text(s, fix, sizeof(fix));
         if (!m)
                 return;
         if (m->compact == 0)
                 kretry_diag_add(d, KRETRY_DIAG_ERROR, 0, 0,
-                                "version changelog %s is not compacted: its "
+                                "%s %s is not compacted: its "
                                 "cleanup.policy must be compact, or "
-                                "retention deletes the versions it stores; "
+                                "retention deletes the %s it stores; "
                                 "%s",
-                                s->changelog, fix);
+                                label, name, what, fix);
         else if (m->compact < 0)
                 kretry_diag_add(d, KRETRY_DIAG_WARNING, 0, 0,
-                                "cannot tell whether version changelog %s is "
+                                "cannot tell whether %s %s is "
                                 "compacted: the cluster did not answer "
                                 "DescribeConfigs (librdkafka's mock cluster "
                                 "cannot); make sure its cleanup.policy is "
                                 "compact",
-                                s->changelog);
+                                label, name);
 }
 
 int kretry_shape_check(const kretry_shape_t *s,
@@ -117,6 +124,12 @@ int kretry_shape_check(const kretry_shape_t *s,
         check_topic(s, meta, "DLQ", s->dlq, need, d);
         check_size(s, meta, "DLQ", s->dlq, d);
         if (s->changelog)
-                check_changelog(s, meta, need, d);
+                check_compacted(s, meta, need, "version changelog",
+                                "version changelog", s->changelog, "versions",
+                                d);
+        if (s->parked)
+                check_compacted(s, meta, need, "parked-keys",
+                                "parked-keys topic", s->parked, "parked keys",
+                                d);
         return d->errors - before;
 }

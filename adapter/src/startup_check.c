@@ -115,7 +115,9 @@ static rd_kafka_resp_err_t snapshot(kretry_adapter_t *a,
                 int mine = kretry_topic_index(a, mt->topic) >= 0 ||
                            !strcmp(mt->topic, a->dlq) ||
                            (a->versions_topic &&
-                            !strcmp(mt->topic, a->versions_topic));
+                            !strcmp(mt->topic, a->versions_topic)) ||
+                           (a->parked_topic &&
+                            !strcmp(mt->topic, a->parked_topic));
                 if (mine && !mt->err &&
                     kretry_meta_add(meta, mt->topic, mt->partition_cnt, -1))
                         err = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
@@ -192,7 +194,8 @@ static rd_kafka_resp_err_t check_settled(kretry_adapter_t *a,
                         a, rk, &meta, (int)kretry_left_ms(deadline, timeout));
                 kretry_shape_t s = {a->topics[0],      a->topics + 1,
                                     a->topic_cnt - 1,  a->dlq,
-                                    a->versions_topic, c->topology_file};
+                                    a->versions_topic, c->topology_file,
+                                    a->parked_topic};
                 *misfit          = !err && kretry_shape_check(&s, &meta, d);
                 kretry_meta_clear(&meta);
                 if (err || !*misfit || d->oom || kretry_mono_ms() >= settle ||
@@ -215,7 +218,8 @@ static kretry_acl_chain_t acl_chain(const kretry_adapter_t *a) {
                                     a->versions_topic,
                                     a->group,
                                     0,
-                                    NULL};
+                                    NULL,
+                                    a->parked_topic};
 }
 
 /* What the cluster allows on each of @p n topics (a DescribeTopics
@@ -358,7 +362,7 @@ static int authz_check(kretry_adapter_t *a,
                        kretry_diags_t *d) {
         kretry_acls_t need    = {0};
         kretry_acl_chain_t c  = acl_chain(a);
-        size_t tcnt           = (size_t)a->topic_cnt + 2;
+        size_t tcnt           = (size_t)a->topic_cnt + 3;
         const char **names    = calloc(tcnt, sizeof(*names));
         kretry_authz_t *said  = calloc(tcnt + 1, sizeof(*said));
         size_t *missing       = NULL;
@@ -375,6 +379,8 @@ static int authz_check(kretry_adapter_t *a,
         names[n++] = a->dlq;
         if (a->versions_topic)
                 names[n++] = a->versions_topic;
+        if (a->parked_topic)
+                names[n++] = a->parked_topic;
         int64_t deadline = kretry_mono_ms() + timeout;
         tev              = ask(rk, q, names, n, 0, timeout);
         if (tev && rd_kafka_event_DescribeTopics_result(tev) &&

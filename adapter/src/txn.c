@@ -126,7 +126,8 @@ static void txn_acl_hint(const kretry_adapter_t *a, char *dest, size_t size) {
                                 a->versions_topic,
                                 a->group,
                                 1,
-                                own ? id : NULL};
+                                own ? id : NULL,
+                                a->parked_topic};
         if (!kretry_acls_add(&need, &c, KRETRY_ACL_ROLE_RUN))
                 for (size_t i = 0; i < need.cnt; i++)
                         if (need.items[i].restype ==

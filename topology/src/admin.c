@@ -112,8 +112,8 @@ err:
         return NULL;
 }
 
-/* Does some topology need @p name (its source, a tier, the DLQ or the
- * changelog)? */
+/* Does some topology need @p name (its source, a tier, the DLQ, the
+ * changelog or the parked keys)? */
 static int
 needed(const kretry_topology_t *topos, size_t cnt, const char *name) {
         for (size_t i = 0; i < cnt; i++) {
@@ -126,6 +126,10 @@ needed(const kretry_topology_t *topos, size_t cnt, const char *name) {
                                 return 1;
                 if (t->versioning != KRETRY_VERSIONING_NONE &&
                     !kretry_topology_versions_topic(t, vt, sizeof(vt)) &&
+                    !strcmp(vt, name))
+                        return 1;
+                if (kretry_topology_parks(t) &&
+                    !kretry_topology_parked_topic(t, vt, sizeof(vt)) &&
                     !strcmp(vt, name))
                         return 1;
         }

@@ -233,6 +233,19 @@ static int plan_versions_topic(kretry_plan_t *plan,
         return plan_topic(plan, t, meta, topic, "versions", partitions, 1);
 }
 
+/* park_key: the compacted topic of the parked keys, co-partitioned with the
+ * source, in the changelog's shape. */
+static int plan_parked_topic(kretry_plan_t *plan,
+                             const kretry_topology_t *t,
+                             const kretry_meta_t *meta,
+                             int partitions) {
+        char topic[256];
+        if (!kretry_topology_parks(t) ||
+            kretry_topology_parked_topic(t, topic, sizeof(topic)))
+                return 0;
+        return plan_topic(plan, t, meta, topic, "parked", partitions, 1);
+}
+
 static int plan_topology(kretry_plan_t *plan,
                          const kretry_topology_t *t,
                          const kretry_meta_t *meta) {
@@ -249,7 +262,9 @@ static int plan_topology(kretry_plan_t *plan,
         }
         if (plan_topic(plan, t, meta, t->dlq, "dlq", partitions, 0))
                 return -1;
-        return plan_versions_topic(plan, t, meta, partitions);
+        if (plan_versions_topic(plan, t, meta, partitions))
+                return -1;
+        return plan_parked_topic(plan, t, meta, partitions);
 }
 
 int kretry_plan_compute(const kretry_topology_t *topos,

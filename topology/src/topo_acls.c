@@ -22,6 +22,9 @@ static int one(const kretry_topology_file_t *f,
         int versions = t->versioning != KRETRY_VERSIONING_NONE &&
                        !kretry_topology_versions_topic(t, changelog,
                                                        sizeof(changelog));
+        char parked[256];
+        int parks = kretry_topology_parks(t) &&
+                    !kretry_topology_parked_topic(t, parked, sizeof(parked));
         kretry_acl_chain_t c = {t->source,
                                 t->tier_topics,
                                 t->tier_cnt,
@@ -29,7 +32,8 @@ static int one(const kretry_topology_file_t *f,
                                 versions ? changelog : NULL,
                                 t->group,
                                 t->transactional,
-                                transactional_id(f)};
+                                transactional_id(f),
+                                parks ? parked : NULL};
         return kretry_acls_add(acls, &c, role);
 }
 

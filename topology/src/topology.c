@@ -219,6 +219,18 @@ int kretry_topology_versions_topic(const kretry_topology_t *t,
         return n > 0 && (size_t)n < dest_size && n < 250 ? 0 : -1;
 }
 
+int kretry_topology_parked_topic(const kretry_topology_t *t,
+                                 char *dest,
+                                 size_t dest_size) {
+        int n = snprintf(dest, dest_size, "%s.%s.parked", t->group, t->source);
+        return n > 0 && (size_t)n < dest_size && n < 250 ? 0 : -1;
+}
+
+int kretry_topology_parks(const kretry_topology_t *t) {
+        return t->ordering == KRETRY_ORDERING_KEY &&
+               t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY;
+}
+
 int kretry_topology_topics(const char *path,
                            int default_partitions,
                            kretry_topology_topic_t **topicsp,
@@ -244,6 +256,9 @@ int kretry_topology_topics(const char *path,
                 char vt[256];
                 if (!bad && t->versioning != KRETRY_VERSIONING_NONE &&
                     !kretry_topology_versions_topic(t, vt, sizeof(vt)))
+                        bad = topic_add(&v, &cnt, vt, p);
+                if (!bad && kretry_topology_parks(t) &&
+                    !kretry_topology_parked_topic(t, vt, sizeof(vt)))
                         bad = topic_add(&v, &cnt, vt, p);
                 if (bad || topic_add(&v, &cnt, t->dlq, p)) {
                         snprintf(errstr, errstr_size, "out of memory");

@@ -109,6 +109,16 @@ int kretry_topology_versions_topic(const kretry_topology_t *t,
                                    char *dest,
                                    size_t dest_size);
 
+/* The parked keys' topic of @p t: "{group}.{source}.parked" (the engine's
+ * ordering.parked.topic default). 0, or -1 when it does not fit. */
+int kretry_topology_parked_topic(const kretry_topology_t *t,
+                                 char *dest,
+                                 size_t dest_size);
+
+/* 1 when @p t parks keys (ordering: key, on_dead_letter: park_key): it has
+ * a parked keys' topic. */
+int kretry_topology_parks(const kretry_topology_t *t);
+
 /* Load and validate @p path. Diagnostics (errors and warnings, sorted by
  * position) go to @p diags, which the caller initialised and clears.
  * Returns the file (free with kretry_topology_file_destroy()) when it has no

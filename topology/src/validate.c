@@ -274,6 +274,23 @@ check_names(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
         }
 }
 
+/* park_key's topic of the parked keys, {group}.{source}.parked: the same
+ * rule as the changelog's. */
+static void check_parked_name(vctx_t *c, const kretry_topology_t *t) {
+        char pt[600];
+        if (!t->group || !t->source)
+                return;
+        snprintf(pt, sizeof(pt), "%s.%s.parked", t->group, t->source);
+        size_t n = strlen(pt);
+        if (n <= 249 && strspn(pt, TOPIC_CHARS) == n)
+                return;
+        verr(c, "on_dead_letter",
+             "on_dead_letter: the parked keys' topic \"%s\" ({group}.{source}"
+             ".parked) is not a valid Kafka topic name (1..249 of a-z A-Z "
+             "0-9 . _ -): use a group id made of those characters",
+             pt);
+}
+
 static void
 check_modes(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
         t->ordering       = r->ordering == KRETRY_RAW_ORDERING_KEY
@@ -291,6 +308,8 @@ check_modes(vctx_t *c, const kretry_raw_topology_t *r, kretry_topology_t *t) {
                 verr(c, "on_dead_letter",
                      "on_dead_letter: park_key needs ordering: key (with "
                      "ordering: none, keys have no chain to park)");
+        else if (t->on_dead_letter == KRETRY_ON_DLQ_PARK_KEY)
+                check_parked_name(c, t);
 }
 
 /* The version store's changelog, {group}.{source}.versions: a group id

@@ -142,6 +142,9 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *       partition in the handler at a time [none]
  *   ordering.on.dead.letter: continue, or park_key: a dead-lettered key's
  *       following messages go to the DLQ until it is replayed [continue]
+ *   ordering.parked.topic: with park_key, the compacted topic of the
+ *       parked keys, co-partitioned with the source, restored on
+ *       assignment; {group}, {source} [{group}.{source}.parked]
  *   handler.concurrency: messages in the handler at once, held ones
  *       included, each on one of this many worker threads (see
  *       kretry_handler_t) [1]
@@ -185,12 +188,13 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *   versioning.discard: older, or older_or_equal [older]
  *   versioning.topic: compacted changelog of the version store; {group},
  *       {source} [{group}.{source}.versions]
- *   restore.timeout.ms: bounded wait for rebuilding key chains and versions on
- *       assignment [60000]
+ *   restore.timeout.ms: bounded wait for rebuilding key chains, parked keys
+ *       and versions on assignment [60000]
  *   topology.check: before subscribing, kretry_adapter_new() reads the
  *       cluster's metadata (never creating a topic) and checks that every
- *       tier, the DLQ and the version changelog exist with at least the
- *       source's partitions, and that the changelog is compacted, and,
+ *       tier, the DLQ, the version changelog and the parked keys' topic
+ *       exist with at least the source's partitions, and that the last two
+ *       are compacted, and,
  *       on a cluster with an authorizer, that the client's principal has
  *       every ACL binding of `kretry topology acls --role run`; fail:
  *       refuse to start (kretry_adapter_new() returns NULL with one line
