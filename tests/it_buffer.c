@@ -107,14 +107,22 @@ static void test_on_time_default_fetch_wait(void) {
         int64_t max, kept, median = on_time("1000", &max, &kept);
         KT_CHECK_MSG(kept > 0, CU_FALSE,
                      "no tier message was ever kept behind the held one");
-        /* Bounds far below the 500 ms a paused partition waits for its
-         * fetch on real Kafka (median 145 ms, max 510 ms without the buffer)
-         * and above what a machine loaded sevenfold adds (30 ms, 239 ms). */
-        KT_CHECK_MSG(median <= 60, CU_FALSE,
-                     "retries came a median %lld ms after their due time",
-                     (long long)median);
-        KT_CHECK_MSG(max <= 400, CU_FALSE,
-                     "a retry came %lld ms after its due time", (long long)max);
+        /* On a quiet machine: within 20 ms at the median, 100 ms at most,
+         * where paused partitions wait for their fetch (on real Kafka a
+         * median of 145 ms, up to the 500 ms fetch wait). */
+        if (median <= 20 && max <= 100)
+                return;
+        /* A machine loaded many times over its cores delays every retry
+         * (seen: median 65 ms, max 593 ms at load ~20). Then the same
+         * retries without the buffer, in the same run, are the measure:
+         * held in memory, the median must be under half of theirs (seen
+         * beside the above: 171 ms); waiting for fetches, it is not. */
+        int64_t cmax, ckept, control = on_time("0", &cmax, &ckept);
+        KT_CHECK_MSG(median * 2 <= control, CU_FALSE,
+                     "retries came a median %lld ms (max %lld) after their "
+                     "due time; %lld ms (max %lld) without the buffer",
+                     (long long)median, (long long)max, (long long)control,
+                     (long long)cmax);
 }
 
 /* Without a buffer the partition is paused behind its held head, as before

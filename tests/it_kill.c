@@ -82,7 +82,7 @@ static void test_kill_concurrent(void) {
  * lost. */
 static void test_kill_ordered(void) {
         run_t r;
-        run_init_ordered(&r, "okill", 40, 15);
+        run_init_ordered(&r, "okill", 40, 30);
         for (int i = 0; i < r.nids; i++)
                 produce_ordered(&r, i);
         run_with_kills(&r);
