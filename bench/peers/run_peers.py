@@ -360,8 +360,9 @@ class Harness:
 def run_side(h, sc, side, o):
     if sc.startswith("happy"):  # happy0, happy1, happy5: the failure percent
         pct = int(sc[5:])
-        v = h.kretry_happy(pct, o["happy_kretry_n"]) if side == "kretry" else \
-            h.peer_happy(side, pct, o["happy_peer_n"][side][pct])
+        v = h.kretry_happy(pct, o["happy_kretry_n"].get(pct, 6000000)) \
+            if side == "kretry" else \
+            h.peer_happy(side, pct, o["happy_peer_n"][side].get(pct, 100000))
         v["settings"] = settings(side, "happy")
         return v
     if side == "kretry":
@@ -417,7 +418,8 @@ def main():
         return
     kbin, runs, only, fmt = a[0], 5, SCENARIOS, "table"
     global SPRING_WARMUP
-    o = {"kretry_n": 1500000, "spring_n": 5000, "happy_kretry_n": 3000000,
+    o = {"kretry_n": 1500000, "spring_n": 5000,
+         "happy_kretry_n": {0: 6000000, 1: 6000000, 5: 2500000},
          "fail_pcts": "0,1,5", "rate": 100, "delay_n": 1500,
          "blocking_delay_n": 80, "mem_n": 1000000}
     sizes = {"--kretry-messages": "kretry_n", "--spring-messages": "spring_n",
@@ -434,8 +436,8 @@ def main():
             fmt = a[i + 1]
         elif a[i] == "--fail-percents":
             o["fail_pcts"] = a[i + 1]
-        elif a[i] == "--happy-kretry-messages":
-            o["happy_kretry_n"] = int(a[i + 1])
+        elif a[i] == "--happy-kretry-messages":  # at every percent
+            o["happy_kretry_n"] = {p: int(a[i + 1]) for p in range(101)}
         elif a[i] == "--happy-peer-messages":  # spring,spring_blocking,pc at 0,1,5 %
             o["happy_peer_override"] = int(a[i + 1])
         elif a[i] == "--spring-warmup":
@@ -454,9 +456,9 @@ def main():
                    stdout=sys.stderr)
     # each peer's happy-path input, sized to a window of 10 s or more at
     # its rate on this machine (msgs a run, after the warm-up)
-    o["happy_peer_n"] = {"spring": {0: 200000, 1: 20000, 5: 8000},
-                         "spring_blocking": {0: 200000, 1: 60000, 5: 20000},
-                         "pc": {0: 200000, 1: 200000, 5: 200000}}
+    o["happy_peer_n"] = {"spring": {0: 200000, 1: 100000, 5: 15000},
+                         "spring_blocking": {0: 400000, 1: 100000, 5: 40000},
+                         "pc": {0: 200000, 1: 60000, 5: 100000}}
     if o.get("happy_peer_override"):
         for v in o["happy_peer_n"].values():
             for p in list(v) + [int(x) for x in o["fail_pcts"].split(",")]:
