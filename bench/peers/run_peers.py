@@ -9,27 +9,35 @@ medians: a table, or one JSON object with --output json.
 
   bench/run --peers [--runs N] [--only a,b] [--output table|json]
                     [--kretry-messages N] [--spring-messages N]
-                    [--delay-rate R] [--delay-messages N]
-                    [--blocking-delay-messages N] [--mem-messages N]
-                    [--spring-warmup N]
+                    [--spring-warmup N] [--delay-rate R]
+                    [--delay-messages N] [--blocking-delay-messages N]
+                    [--mem-messages N] [--fail-percents P,Q]
+                    [--happy-kretry-messages N] [--happy-peer-messages N]
   (run_peers.py KRETRY_BENCH_BIN [the same options])
 
 --runs: runs a side of every scenario (5); medians and ranges, and in the
-JSON every run. --only: some of delay,retry_hop,dead_letter,parallel,kill,
-order,tier_mem (order: bench/peers/order_peers.py, per-key order during
-retries and the size of a dead-letter copy). Sizes, chosen so that every side's measured window is 10 s or
-more on a 2-core machine: --kretry-messages, kretry's retry hop and
-dead-lettering messages a run (1,500,000); --spring-messages, Spring's
-(5,000, both configurations), after --spring-warmup more (1,000); --delay-rate and --delay-messages, the
+JSON every run. --only: some of delay,retry_hop,dead_letter,happy,parallel,
+kill,order,tier_mem (happy: the happy path at --fail-percents, 0,1,5, one
+row each, happy0, happy1, happy5; order: bench/peers/order_peers.py,
+per-key order during retries and the size of a dead-letter copy). Sizes,
+chosen so that every side's measured window is 10 s or more on a 2-core
+machine: --kretry-messages, kretry's retry hop and dead-lettering
+messages a run (1,500,000); --spring-messages, Spring's (5,000, both
+configurations), after --spring-warmup more (1,000; Parallel Consumer's
+happy path too); --happy-kretry-messages, kretry's happy path at every
+percent (6,000,000 at 0 and 1 %, 2,500,000 at 5 %); --happy-peer-messages,
+every peer's at every percent (by default sized per side and percent, in
+main()); --delay-rate and --delay-messages, the
 lateness input of kretry and of Spring's non-blocking retries, the same
 rate for both so that their retries arrive at the same rate (100/s, 1,500:
 15 s; Spring's non-blocking retries fell behind at 200/s on a loaded
 2-core machine); --blocking-delay-messages, the same input for Spring's
 blocking retries, whose 1 s back-off holds its partition (80: at most one
-blocking retry a second a partition, 10 s at 8 partitions); --mem-messages, the retries
-waiting in tier_mem (1,000,000; the same on both sides).
+blocking retry a second a partition, 10 s at 8 partitions);
+--mem-messages, the retries waiting in tier_mem (1,000,000; the same on
+both sides).
 
-Every throughput side (retry_hop, dead_letter) has a discarded warm-up:
+Every throughput side (retry_hop, dead_letter, happy) has a discarded warm-up:
 kretry's is kretry_bench's own warm-up run (`kretry_bench --only S
 --messages N --runs 1` without --quick: one run of N discarded, then the
 measured one; each run starts fresh processes on fresh topics, so what it
