@@ -50,6 +50,16 @@ static inline long bench_work_us(int64_t offset) {
         return (long)(h % (BENCH_PAR_WORK_MAX_US + 1));
 }
 
+/* BENCH_RETRY_HOP with hop_pct 1-99: is the source message at @partition
+ * and @offset one of the hop_pct percent retried once? A hash of both: the
+ * same answer on both sides and in every run. */
+static inline int
+bench_hop_chosen(int hop_pct, int32_t partition, int64_t offset) {
+        if (hop_pct <= 0 || hop_pct >= 100)
+                return 1;
+        return bench_work_us(offset * 64 + partition) % 100 < hop_pct;
+}
+
 /* BENCH_TIER_MEM: partitions of its topics. A tier copy is ~0.55 KB: the
  * mock's 5 MiB a partition holds ~9,500, so 1,000,000 need at least 106
  * (more with the key hashing's uneven spread). */
@@ -84,11 +94,13 @@ typedef struct {
          * least once, with its own tier and DLQ (plain_tier, plain_dlq).
          * Real Kafka only: the mock cluster's transactions are not real. */
         int txn_ms;
-        int hop;   /* BENCH_DELAY: retry.tiers=0ms instead of 1s (lateness is
-                      then the whole retry hop, decision to handler call) */
-        long n;    /* input messages */
-        long keys; /* distinct keys: message i has key i mod keys */
-        int rate;  /* BENCH_DELAY: arrivals per second */
+        int hop;     /* BENCH_DELAY: retry.tiers=0ms instead of 1s (lateness is
+                        then the whole retry hop, decision to handler call) */
+        int hop_pct; /* BENCH_RETRY_HOP: the percent of source messages
+                        retried once (bench_hop_chosen); 0: every one */
+        long n;      /* input messages */
+        long keys;   /* distinct keys: message i has key i mod keys */
+        int rate;    /* BENCH_DELAY: arrivals per second */
         int fetch_default; /* BENCH_DELAY: kretry at librdkafka's default
                               fetch.wait.max.ms (500 ms), not 10 ms */
         int backlog_ms;    /* BENCH_DELAY (delay_backlog): a source

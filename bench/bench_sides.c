@@ -179,7 +179,9 @@ static kretry_action_t k_handler(kretry_msg_t *msg, void *opaque) {
         case BENCH_DEAD_LETTER:
                 return KRETRY_FAIL; /* completes in k_route, once durable */
         case BENCH_RETRY_HOP:
-                if (kretry_msg_attempt(msg) == 1)
+                if (kretry_msg_attempt(msg) == 1 &&
+                    bench_hop_chosen(k->job->hop_pct, kretry_msg_partition(msg),
+                                     kretry_msg_offset(msg)))
                         return KRETRY_RETRY;
                 break;
         case BENCH_DELAY:
@@ -618,7 +620,8 @@ static void r_handle(rside_t *r, rd_kafka_message_t *m) {
                 r->t_consumed = bench_mono();
         if (job->kind == BENCH_HAPPY ||
             (job->kind == BENCH_RETRY_HOP &&
-             !strcmp(rd_kafka_topic_name(m->rkt), job->copy))) {
+             (!strcmp(rd_kafka_topic_name(m->rkt), job->copy) ||
+              !bench_hop_chosen(job->hop_pct, m->partition, m->offset)))) {
                 rd_kafka_headers_t *h;
                 const void *v;
                 size_t n;

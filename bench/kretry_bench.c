@@ -23,7 +23,11 @@
  * delay_txn and hop_txn: the lateness of a retry through a 1 s and a 0 ms
  * tier in both modes. Real Kafka only (KRETRY_BENCH_BOOTSTRAP): on the mock
  * they are reported as skipped. --txn-interval MS: their
- * transaction.interval.ms (default 100). --rate N: the delay scenarios'
+ * transaction.interval.ms (default 100). --retry-percent P (1-99):
+ * retry_hop retries only P percent of the source messages (by partition
+ * and offset, the same on both sides), the rest handled OK at once: the
+ * happy path with P % failures; 100 (the default): every one. --rate N:
+ * the delay scenarios'
  * input rate, messages a second (default 10,000). KRETRY_BENCH_QUEUED_MIN:
  * queued.min.messages on both sides instead of 1,000,000.
  *
@@ -93,6 +97,7 @@ typedef struct {
 
 static int run_seq;
 static long input_keys = BENCH_KEYS; /* --keys */
+static int retry_pct; /* --retry-percent: retry_hop's share retried (0: all) */
 
 /* Why the *_txn scenarios do not run here, or NULL. */
 static const char *txn_skipped(void) {
@@ -277,6 +282,7 @@ static int run_pair(const scenario_t *sc,
         job_init(&job, sc->kind, n);
         job.concurrency = sc->concurrency;
         job.txn_ms      = sc->txn ? txn_ms : 0;
+        job.hop_pct     = sc->kind == BENCH_RETRY_HOP ? retry_pct : 0;
         snprintf(job.ordering, sizeof(job.ordering), "none");
         for (int i = 0; i < 3; i++)
                 memset(res[i], 0, sizeof(*res[i]));
@@ -1156,9 +1162,9 @@ static void print_json(const opts_t *o,
                        const par_summary_t *ps,
                        int par_ran) {
         printf("{\"quick\": %s, \"runs\": %d, \"partitions\": %d, "
-               "\"keys\": %ld, \"scenarios\": [",
+               "\"keys\": %ld, \"retry_percent\": %d, \"scenarios\": [",
                o->quick ? "true" : "false", o->runs, bench_partitions(),
-               o->keys);
+               o->keys, retry_pct ? retry_pct : 100);
         for (int i = 0; i < cnt; i++) {
                 if (i > 0)
                         printf(", ");
@@ -1388,7 +1394,8 @@ static void usage(FILE *f) {
                    "parallel|\n"
                    "                     retry_hop_txn|dead_letter_txn|"
                    "delay_txn|hop_txn|txn]\n"
-                   "                    [--txn-interval MS]\n");
+                   "                    [--txn-interval MS] "
+                   "[--retry-percent P]\n");
 }
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
@@ -1412,6 +1419,8 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                         o->only = argv[++i];
                 else if (!strcmp(a, "--txn-interval") && i + 1 < argc)
                         o->txn_ms = atoi(argv[++i]);
+                else if (!strcmp(a, "--retry-percent") && i + 1 < argc)
+                        retry_pct = atoi(argv[++i]);
                 else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
                         usage(stdout);
                         exit(0);

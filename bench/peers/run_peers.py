@@ -9,29 +9,47 @@ medians: a table, or one JSON object with --output json.
 
   bench/run --peers [--runs N] [--only a,b] [--output table|json]
                     [--kretry-messages N] [--spring-messages N]
-                    [--delay-rate R] [--delay-messages N]
-                    [--blocking-delay-messages N] [--mem-messages N]
+                    [--spring-warmup N] [--delay-rate R]
+                    [--delay-messages N] [--blocking-delay-messages N]
+                    [--mem-messages N] [--fail-percents P,Q]
+                    [--happy-kretry-messages N] [--happy-peer-messages N]
   (run_peers.py KRETRY_BENCH_BIN [the same options])
 
 --runs: runs a side of every scenario (5); medians and ranges, and in the
-JSON every run. --only: some of delay,retry_hop,dead_letter,parallel,kill,
-tier_mem. Sizes, chosen so that every side's measured window is 10 s or
-more on a 2-core machine: --kretry-messages, kretry's retry hop and
-dead-lettering messages a run (1,000,000); --spring-messages, Spring's
-(4,000, both configurations); --delay-rate and --delay-messages, the
+JSON every run. --only: some of delay,retry_hop,dead_letter,happy,parallel,
+kill,order,tier_mem (happy: the happy path at --fail-percents, 0,1,5, one
+row each, happy0, happy1, happy5; order: bench/peers/order_peers.py,
+per-key order during retries and the size of a dead-letter copy). Sizes,
+chosen so that every side's measured window is 10 s or more on a 2-core
+machine: --kretry-messages, kretry's retry hop and dead-lettering
+messages a run (1,500,000); --spring-messages, Spring's (5,000, both
+configurations), after --spring-warmup more (1,000; Parallel Consumer's
+happy path too); --happy-kretry-messages, kretry's happy path at every
+percent (6,000,000 at 0 and 1 %, 2,500,000 at 5 %); --happy-peer-messages,
+every peer's at every percent (by default sized per side and percent, in
+main()); --delay-rate and --delay-messages, the
 lateness input of kretry and of Spring's non-blocking retries, the same
 rate for both so that their retries arrive at the same rate (100/s, 1,500:
 15 s; Spring's non-blocking retries fell behind at 200/s on a loaded
 2-core machine); --blocking-delay-messages, the same input for Spring's
 blocking retries, whose 1 s back-off holds its partition (80: at most one
-blocking retry a second a partition, 10 s at 8 partitions); --mem-messages, the retries
-waiting in tier_mem (1,000,000; the same on both sides).
+blocking retry a second a partition, 10 s at 8 partitions);
+--mem-messages, the retries waiting in tier_mem (1,000,000; the same on
+both sides).
+KRETRY_PEERS_SIDES=a,b: only those sides in the throughput and lateness
+rows (kretry, spring, spring_blocking, pc), to re-run a row for one side.
 
-Each kretry side is `kretry_bench --quick --only S --messages N --runs 1`
-(its own topics, no warm-up run, as no Java side has one;
-queued.min.messages at librdkafka's default, 100,000, through
-KRETRY_BENCH_QUEUED_MIN, as the Java client has no such setting); each peer
-side is one JVM per run on fresh topics and a fresh group, after the
+Every throughput side (retry_hop, dead_letter, happy) has a discarded warm-up:
+kretry's is kretry_bench's own warm-up run (`kretry_bench --only S
+--messages N --runs 1` without --quick: one run of N discarded, then the
+measured one; each run starts fresh processes on fresh topics, so what it
+warms is the broker, the page cache and the machine, not kretry's process);
+Spring's is --spring-warmup messages (1,000) done in the same JVM before its
+window opens (the JIT, the client's buffers, the group's assignment), its
+input holding warm-up + N. The delay and kill sides have none.
+queued.min.messages is librdkafka's default, 100,000, on kretry's side
+(KRETRY_BENCH_QUEUED_MIN), as the Java client has no such setting; each
+peer side is one JVM per run on fresh topics and a fresh group, after the
 harness produced the input in a separate JVM (so the peer's peak RSS is its
 own, as in kretry_bench). Spring runs in two configurations: non-blocking
 retries ("spring": a RetryTopicConfiguration at Spring's defaults) and
@@ -46,7 +64,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCENARIOS = ["delay", "retry_hop", "dead_letter", "parallel", "kill", "tier_mem"]
+SCENARIOS = ["delay", "retry_hop", "dead_letter", "happy", "parallel", "kill",
+             "order", "tier_mem"]
 
 
 def log(*a):
@@ -79,27 +98,43 @@ JVM = [f"-Xmx{HEAP}"]
 PARTITIONS = 8
 
 
+THROUGHPUT = ("retry_hop", "dead_letter", "happy")
+SPRING_WARMUP = 1000  # --spring-warmup
+
+
 def settings(side, sc):
     """What each side ran with, recorded in every run's JSON line."""
+    tp = sc in THROUGHPUT
     if side == "kretry":
         return {"config": "kretry defaults (kretry_bench)", "timer_slack_ns": 1,
                 "commit_interval_ms": 100 if sc == "kill" else 5000,
                 "retry_delay_ms": {"delay": 1000, "kill": 30,
                                    "tier_mem": 3600000}.get(sc, 0),
                 "tier_buffer_total_bytes": 64 << 20,
-                "warmup": False, "queued_min_messages": 100000}
+                "warmup": "one discarded kretry_bench run of the same size, "
+                          "fresh processes" if tp else False,
+                "queued_min_messages": 100000}
     if side == "spring_blocking":
         return {"config": "DefaultErrorHandler(DeadLetterPublishingRecoverer, "
                 "FixedBackOff(delay, 1)), Spring defaults otherwise",
                 "concurrency": 3 if sc == "kill" else PARTITIONS,
-                "commit": "AckMode BATCH", "heap_max": HEAP, "warmup": False,
+                "commit": "AckMode BATCH", "heap_max": HEAP,
+                "warmup": f"{SPRING_WARMUP} messages discarded, same JVM"
+                          if tp else False,
                 "retry_delay_ms": {"delay": 1000, "kill": 30}.get(sc, 0)}
     if side == "spring":
-        return {"config": "RetryTopicConfiguration, Spring defaults", "warmup": False,
+        return {"config": "RetryTopicConfiguration, Spring defaults",
+                "warmup": f"{SPRING_WARMUP} messages discarded, same JVM"
+                          if tp else False,
                 "concurrency": {"kill": 3, "tier_mem": 1, "parallel": 16}.get(sc, PARTITIONS),
                 "commit": "AckMode BATCH, commitRecovered", "heap_max": HEAP,
                 "retry_delay_ms": {"delay": 1000, "kill": 30,
                                    "tier_mem": 3600000}.get(sc, 0)}
+    if sc == "happy":
+        return {"config": "pc: ordering KEY, maxConcurrency 16 (its defaults), "
+                "PERIODIC_CONSUMER_ASYNCHRONOUS", "heap_max": HEAP,
+                "commit_interval_ms": 100, "retry_delay_ms": 0,
+                "warmup": f"{SPRING_WARMUP} messages discarded, same JVM"}
     return {"config": "pc " + side, "heap_max": HEAP,
             "commit_interval_ms": 5000 if side == "pc_defaults" else 100,
             "retry_delay_ms": 1000 if side == "pc_defaults" else 30}
@@ -162,14 +197,51 @@ class Harness:
 
     # --- one run of each side --------------------------------------------
     def kretry_throughput(self, sc, n):
-        # --quick: no warm-up run (the Java sides have none); --messages
-        # sizes the window
-        s = self.kretry(["--quick", "--only", sc, "--runs", "1", "--messages",
+        # without --quick: kretry_bench's warm-up run of n, discarded, then
+        # the measured run; --messages sizes the window
+        s = self.kretry(["--only", sc, "--runs", "1", "--messages",
                          str(n)])["scenarios"][0]
         return {"msgs_per_s": s["kretry_msgs_per_s"], "cpu_us_per_msg":
                 s["kretry_cpu_us_per_msg"], "peak_rss_kb": s["peak_rss_kb"],
                 "messages": n, "secs": n / s["kretry_msgs_per_s"],
+                "raw_msgs_per_s": s.get("raw_msgs_per_s"),
+                "ratio_to_raw": s.get("ratio"),
                 "load_max": s["load_max"]}
+
+    def kretry_happy(self, pct, n):
+        """The happy path with pct % failures: kretry_bench's happy at 0,
+        its retry_hop with --retry-percent otherwise (the chosen messages
+        retried once through the 0 ms tier), after its warm-up run."""
+        args = ["--only", "happy"] if pct == 0 else \
+            ["--only", "retry_hop", "--retry-percent", str(pct)]
+        s = self.kretry(args + ["--runs", "1", "--messages", str(n)])["scenarios"][0]
+        return {"msgs_per_s": s["kretry_msgs_per_s"], "cpu_us_per_msg":
+                s["kretry_cpu_us_per_msg"], "peak_rss_kb": s["peak_rss_kb"],
+                "messages": n, "secs": n / s["kretry_msgs_per_s"],
+                "raw_msgs_per_s": s.get("raw_msgs_per_s"),
+                "ratio_to_raw": s.get("ratio"), "fail_pct": pct,
+                "load_max": s["load_max"]}
+
+    def peer_happy(self, side, pct, n):
+        t = self.name(f"happy{pct}")
+        names = [t] + ([t + "-retry", t + "-dlt"] if side == "spring" else [])
+        self.topics("create", 8, names)
+        try:
+            props = dict(bootstrap=self.boot, topic=t, group=t + "-g",
+                         messages=n, warmup=SPRING_WARMUP, fail_pct=pct)
+            self.produce(t, SPRING_WARMUP + n)
+            if side == "pc":
+                props.update(commit_interval_ms=100, retry_delay_ms=0,
+                             concurrency=16, ordering="KEY")
+                v = last_json(java("pc", "kretry.peers.pc.PcHappy", props))
+            else:
+                props.update(concurrency=PARTITIONS, mode="blocking"
+                             if side == "spring_blocking" else "nonblocking")
+                v = last_json(java("spring", "kretry.peers.spring.SpringHappy", props))
+            v["fail_pct"] = pct
+            return v
+        finally:
+            self.topics("delete", 0, names)
 
     def kretry_delay(self, n, rate):
         d = self.kretry(["--quick", "--only", "delay", "--runs", "1",
@@ -199,7 +271,10 @@ class Harness:
                 v = self.spring_delay(props, t, n, rate)
                 v["rate"] = rate
                 return v
-            self.produce(t, n)
+            # the warm-up's messages first, done in the same JVM before its
+            # window opens
+            props["warmup"] = SPRING_WARMUP
+            self.produce(t, SPRING_WARMUP + n)
             return last_json(java("spring", "kretry.peers.spring." + main, props))
         finally:
             self.topics("delete", 0, names)
@@ -293,6 +368,13 @@ class Harness:
 
 
 def run_side(h, sc, side, o):
+    if sc.startswith("happy"):  # happy0, happy1, happy5: the failure percent
+        pct = int(sc[5:])
+        v = h.kretry_happy(pct, o["happy_kretry_n"].get(pct, 6000000)) \
+            if side == "kretry" else \
+            h.peer_happy(side, pct, o["happy_peer_n"][side].get(pct, 100000))
+        v["settings"] = settings(side, "happy")
+        return v
     if side == "kretry":
         v = {"delay": lambda: h.kretry_delay(o["delay_n"], o["rate"]),
              "parallel": h.kretry_parallel}.get(
@@ -345,7 +427,10 @@ def main():
         print(__doc__.split("\n\n", 1)[1].strip())
         return
     kbin, runs, only, fmt = a[0], 5, SCENARIOS, "table"
-    o = {"kretry_n": 1000000, "spring_n": 4000, "rate": 100, "delay_n": 1500,
+    global SPRING_WARMUP
+    o = {"kretry_n": 1500000, "spring_n": 5000,
+         "happy_kretry_n": {0: 6000000, 1: 6000000, 5: 2500000},
+         "fail_pcts": "0,1,5", "rate": 100, "delay_n": 1500,
          "blocking_delay_n": 80, "mem_n": 1000000}
     sizes = {"--kretry-messages": "kretry_n", "--spring-messages": "spring_n",
              "--delay-rate": "rate", "--delay-messages": "delay_n",
@@ -359,6 +444,14 @@ def main():
             only = a[i + 1].split(",")
         elif a[i] == "--output":
             fmt = a[i + 1]
+        elif a[i] == "--fail-percents":
+            o["fail_pcts"] = a[i + 1]
+        elif a[i] == "--happy-kretry-messages":  # at every percent
+            o["happy_kretry_n"] = {p: int(a[i + 1]) for p in range(101)}
+        elif a[i] == "--happy-peer-messages":  # spring,spring_blocking,pc at 0,1,5 %
+            o["happy_peer_override"] = int(a[i + 1])
+        elif a[i] == "--spring-warmup":
+            SPRING_WARMUP = int(a[i + 1])
         elif a[i] in sizes:
             o[sizes[a[i]]] = int(a[i + 1])
         else:
@@ -371,9 +464,23 @@ def main():
     log("bench peers: building bench/peers (mvn -q -B package)...")
     subprocess.run(["mvn", "-q", "-B", "package"], cwd=HERE, check=True,
                    stdout=sys.stderr)
+    # each peer's happy-path input, sized to a window of 10 s or more at
+    # its rate on this machine (msgs a run, after the warm-up)
+    # (after the warm-up a JVM runs its happy path ten times faster than in
+    # a cold 5,000-message trial: 65,000-280,000 msgs/s at 0 %)
+    o["happy_peer_n"] = {"spring": {0: 1500000, 1: 200000, 5: 50000},
+                         "spring_blocking": {0: 3000000, 1: 300000, 5: 70000},
+                         "pc": {0: 300000, 1: 150000, 5: 150000}}
+    if o.get("happy_peer_override"):
+        for v in o["happy_peer_n"].values():
+            for p in list(v) + [int(x) for x in o["fail_pcts"].split(",")]:
+                v[p] = o["happy_peer_override"]
+    if "happy" in only:  # one row a failure percent
+        i = only.index("happy")
+        only = only[:i] + [f"happy{p}" for p in o["fail_pcts"].split(",")] + only[i + 1:]
     h = Harness(kbin, boot)
     res = {"bootstrap": boot, "runs": runs, "load_start": os.getloadavg()[0],
-           "sizes": o}
+           "sizes": dict(o, spring_warmup=SPRING_WARMUP)}
     for sc in only:
         if sc == "kill":
             import kill_peers
@@ -381,6 +488,15 @@ def main():
                 res["kill"] = kill_peers.run(h, runs)
             except Exception as ex:
                 log(f"  kill failed: {ex}")
+            continue
+        if sc == "order":  # per-key order during retries, dead-letter copies
+            import order_peers
+            sides = os.environ.get("KRETRY_PEERS_ORDER_SIDES")
+            try:
+                res["order"] = order_peers.run(
+                    h, runs, sides.split(",") if sides else order_peers.SIDES)
+            except Exception as ex:
+                log(f"  order failed: {ex}")
             continue
         if sc == "tier_mem":
             try:
@@ -391,10 +507,17 @@ def main():
         rows = {}
         for r in range(runs):
             sides = ["kretry", "spring", "spring_blocking"]
+            if sc.startswith("happy"):
+                sides.append("pc")
             if sc == "parallel":
                 sides = ["kretry", "pc", "spring"]
             if r % 2:
                 sides.reverse()
+            # KRETRY_PEERS_SIDES=a,b: only those sides (a row re-run for
+            # one side whose window was too short)
+            only_sides = os.environ.get("KRETRY_PEERS_SIDES")
+            if only_sides:
+                sides = [x for x in sides if x in only_sides.split(",")]
             for side in sides:
                 log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
                 measure_side(side, lambda: run_side(h, sc, side, o), rows)
@@ -449,7 +572,7 @@ def print_table(res):
                    f"{fmt_n(v['behind_input_p50_ms'])} / "
                    f"{fmt_n(v['behind_input_p99_ms'])} ms"
                    if v.get("behind_input_p50_ms") is not None else ""))
-    for sc in ("retry_hop", "dead_letter"):
+    for sc in ["retry_hop", "dead_letter"] + sorted(k for k in res if k.startswith("happy")):
         t = res.get(sc)
         if not t:
             continue
@@ -480,6 +603,20 @@ def print_table(res):
                   f"({fmt_n(v['bytes_per_waiting_msg'], 1)}, {lo:,.1f}-{hi:,.1f}; "
                   f"{v['runs']} runs)" + (f", retry partitions paused {v['paused']} of 256"
                                           if "paused" in v else ""))
+    od = res.get("order")
+    if od:
+        print("\nper-key order during retries (keys of 20 handled out of produce "
+              "order, messages late: median (range)); the dead-letter copy of n-11 "
+              "(headers + value bytes, headers)")
+        for side, v in od.items():
+            d = v.get("dlq_copy") or {}
+            print(f"  {side:16s} keys {fmt_n(v['keys_out_of_order'])} "
+                  f"({v['keys_out_of_order_range'][0]}-{v['keys_out_of_order_range'][1]}), "
+                  f"late {fmt_n(v['messages_late'])} "
+                  f"({v['messages_late_range'][0]}-{v['messages_late_range'][1]}); "
+                  + (f"DLQ copy {d.get('headers_and_value_bytes')} bytes, "
+                     f"{d.get('headers')} headers, largest {d.get('largest_header')}"
+                     if d else "no DLQ"))
     k = res.get("kill")
     if k:
         print("\nrepeats per SIGKILL (handlings beyond one a message, per kill)")

@@ -47,6 +47,16 @@ public final class Bench {
         return Long.remainderUnsigned(h, 5001);
     }
 
+    /**
+     * The happy path with failures: does the first attempt of the message at
+     * partition and offset fail? pct percent of them, chosen as kretry_bench's
+     * bench_hop_chosen (bench/bench.h) chooses them: the same messages on
+     * every side.
+     */
+    public static boolean fails(long pct, int partition, long offset) {
+        return pct >= 100 || (pct > 0 && workUs(offset * 64 + partition) % 100 < pct);
+    }
+
     /** Wall clock in microseconds since the epoch (kretry's lateness clock). */
     public static long nowUs() {
         Instant i = Instant.now();

@@ -31,6 +31,10 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * appended to -Dbench.out, and every call ("pid i partition offset
  * ok|retry|skip") to -Dbench.out + ".calls", for the harness's account of
  * what a run left unhandled.
+ * happy: OK at once, except -Dbench.fail_pct percent of the messages (by
+ * partition and offset, Bench.fails), which fail their first attempt and are
+ * retried in place after the retry delay; -Dbench.warmup messages done
+ * before the window opens (a discarded warm-up in the same JVM).
  */
 public final class PcSide {
     static final class Transient extends RuntimeException {
@@ -98,6 +102,24 @@ public final class PcSide {
             Runtime.getRuntime().addShutdownHook(new Thread(pc::close));
             Thread.sleep(Long.MAX_VALUE);
         }
+        long warmup = Bench.longProp("warmup", 0), failPct = Bench.longProp("fail_pct", 0);
+        if (sc.equals("happy")) {
+            pc.poll(ctx -> {
+                if (warmup == 0)
+                    w.open();
+                var rec = ctx.getSingleConsumerRecord();
+                if (ctx.getSingleRecord().getNumberOfFailedAttempts() == 0
+                        && Bench.fails(failPct, rec.partition(), rec.offset()))
+                    throw new Transient("retry me");
+                int c = completed.incrementAndGet();
+                if (warmup > 0 && c == warmup)
+                    w.open();
+                if (c == warmup + n) {
+                    w.close();
+                    done.countDown();
+                }
+            });
+        } else
         pc.poll(ctx -> {
             w.open();
             long t = System.nanoTime();
@@ -114,7 +136,8 @@ public final class PcSide {
                         .put("error", completed.get() + " of " + n + " done (timed out)");
         j.put("ordering", Bench.prop("ordering", "KEY")).put("concurrency", conc)
                 .put("commit_interval_ms", commitInterval.toMillis()).put("retry_delay_ms", retryDelay.toMillis())
-                .put("slept_us", (double) slept.get() / Math.max(1, completed.get()));
+                .put("slept_us", (double) slept.get() / Math.max(1, completed.get()))
+                .put("fail_pct", failPct).put("warmup_messages", warmup);
         j.print();
         pc.close();
         System.exit(ok ? 0 : 1);

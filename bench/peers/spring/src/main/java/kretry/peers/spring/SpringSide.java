@@ -61,6 +61,13 @@ import org.springframework.util.backoff.FixedBackOff;
  * retries; bench_work_us(offset) of sleep; -Dbench.concurrency containers),
  * kill (tests/it_worker.c's handler, OK lines appended to -Dbench.out),
  * tier_mem (a retry topic already holding copies not due for an hour).
+ * happy: OK at once, except -Dbench.fail_pct percent of the messages (by
+ * partition and offset, Bench.fails), which fail their first attempt and are
+ * retried as in retry_hop (non-blocking: through the no-back-off retry topic;
+ * blocking: redelivered in place, back-off 0).
+ * -Dbench.warmup=W (retry_hop, dead_letter, happy): the input holds W + messages;
+ * the window opens once the first W are done, in the same JVM, and closes
+ * after -Dbench.messages more: a discarded warm-up.
  *
  * -Dbench.mode=blocking: Spring's blocking retries instead, as its reference
  * sets them up ("DefaultErrorHandler" and "Publishing Dead-letter Records"):
@@ -91,6 +98,8 @@ public final class SpringSide {
     static long[] behindUs;
     static final AtomicInteger behind = new AtomicInteger();
     static long n;
+    /** Completions discarded before the measured window opens (-Dbench.warmup). */
+    static long warmup;
     static final Bench.Window window = new Bench.Window();
     static final CountDownLatch done = new CountDownLatch(1);
     static final AtomicInteger completed = new AtomicInteger();
@@ -103,8 +112,16 @@ public final class SpringSide {
     static FileOutputStream killOut;
     static final String pid = Long.toString(ProcessHandle.current().pid());
 
+    /**
+     * One message done. With a warm-up the window opens once the first
+     * @warmup messages are done (the JVM's JIT, the client's buffers and
+     * the group's assignment warmed by them) and closes after @n more.
+     */
     static void complete() {
-        if (completed.incrementAndGet() == n) {
+        long c = completed.incrementAndGet();
+        if (warmup > 0 && c == warmup)
+            window.open();
+        if (c == warmup + n) {
             window.close();
             done.countDown();
         }
@@ -115,7 +132,8 @@ public final class SpringSide {
         @KafkaListener(id = "bench", topics = "${bench.topic}", groupId = "${bench.group}",
                 concurrency = "${bench.concurrency:1}")
         public void on(ConsumerRecord<byte[], byte[]> r) throws Exception {
-            window.open();
+            if (warmup == 0)
+                window.open();
             String id = r.topic() + "/" + r.partition() + "@" + r.offset();
             boolean retried = blocking ? failedAt.containsKey(id) : r.topic().endsWith("-retry");
             try {
@@ -150,6 +168,11 @@ public final class SpringSide {
                 }
                 case "retry_hop" -> {
                     if (!retried)
+                        throw new Transient("retry me");
+                    complete();
+                }
+                case "happy" -> { // -Dbench.fail_pct percent fail once
+                    if (!retried && Bench.fails(Bench.longProp("fail_pct", 0), r.partition(), r.offset()))
                         throw new Transient("retry me");
                     complete();
                 }
@@ -294,6 +317,7 @@ public final class SpringSide {
         blocking = Bench.prop("mode", "nonblocking").equals("blocking");
         topic = Bench.prop("topic");
         n = Bench.longProp("messages", 0);
+        warmup = Bench.longProp("warmup", 0);
         if (sc.equals("delay")) {
             lateUs = new long[(int) n];
             behindUs = new long[(int) n];
@@ -317,7 +341,7 @@ public final class SpringSide {
         Bench.Json j;
         if (!ok)
             j = new Bench.Json().put("peer", "spring").put("scenario", sc)
-                    .put("error", completed.get() + " of " + n + " done (timed out)");
+                    .put("error", completed.get() + " of " + (warmup + n) + " done (timed out)");
         else if (sc.equals("delay")) {
             j = Bench.lateness("spring", lateUs, Math.min(late.get(), lateUs.length)).put("concurrency", Bench.prop("concurrency", "1"));
             j.put("secs", window.secs());
@@ -330,7 +354,7 @@ public final class SpringSide {
             }
         } else {
             j = Bench.throughput("spring", sc, n, window).put("concurrency", Bench.prop("concurrency", "1"))
-                    .put("mode", blocking ? "blocking" : "nonblocking");
+                    .put("mode", blocking ? "blocking" : "nonblocking").put("warmup_messages", warmup);
             if (sc.equals("parallel"))
                 j.put("slept_us", (double) sleptUs.get() / n);
         }
