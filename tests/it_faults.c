@@ -93,6 +93,67 @@ static void test_produce_errors(void) {
         it_env_destroy(env);
 }
 
+/* Copies not yet acknowledged are bounded by max.inflight.copies: each
+ * keeps its source message, and the Fetch response holding it, allocated
+ * until its delivery report. Every Produce answer 100 ms late and a
+ * handler that decides at once: 200 messages dead-lettered at
+ * max.inflight.copies 10 are never handled more than 10 + 10 ahead of the
+ * acknowledged copies (10 copies unacknowledged, at most 10 decided and not
+ * yet produced: max.inflight.messages 10 too). Before copies were counted the
+ * handler ran ahead by all 200 while the first acknowledgements were on their
+ * way (a 1,000,000-message backlog filled librdkafka's producer queue: 340 MB
+ * of RSS). */
+enum { ACK_N = 200, ACK_BOUND = 10, ACK_RTT_MS = 100 };
+static int ack_ahead_max;
+
+static int acks_all(kretry_adapter_t *a, it_env_t *env) {
+        (void)a;
+        int ahead = env->call_cnt - env->routes[KRETRY_ROUTE_DLQ];
+        if (ahead > ack_ahead_max)
+                ack_ahead_max = ahead;
+        return env->routes[KRETRY_ROUTE_DLQ] >= ACK_N;
+}
+
+static void test_unacked_copies_bounded(void) {
+        it_env_t *env                 = it_env_new("30ms", 1);
+        rd_kafka_mock_cluster_t *mock = mock_or_skip(
+                env, "the Produce answers are delayed by the mock; "
+                     "bench/run's retry_hop and dead_letter measure the RSS "
+                     "this bounds on a real cluster");
+        if (!mock)
+                return;
+        for (int i = 0; i < ACK_N; i++) {
+                char key[16]; /* distinct keys: none waits for another's */
+                snprintf(key, sizeof(key), "k%d", i);
+                it_produce(env, 0, key, "fail-ack", NULL);
+        }
+        char bound[16];
+        snprintf(bound, sizeof(bound), "%d", ACK_BOUND);
+        /* Only the acknowledgements are late: fetching is not. Each
+         * Produce request takes one entry (one broker: id 1). */
+        for (int i = 0; i < ACK_N; i++)
+                KT_REQUIRE(rd_kafka_mock_broker_push_request_error_rtts(
+                                   mock, 1, 0 /* Produce */, 1,
+                                   RD_KAFKA_RESP_ERR_NO_ERROR,
+                                   ACK_RTT_MS) == 0);
+        kretry_adapter_t *a =
+                it_adapter(it_conf(env, "max.inflight.copies", bound,
+                                   "max.inflight.messages", bound, NULL));
+        ack_ahead_max = 0;
+        KT_REQUIRE(it_run_until(a, acks_all, env, 60000));
+        fprintf(stderr,
+                "  handled at most %d ahead of the acknowledged copies "
+                "(max.inflight.copies %d)\n",
+                ack_ahead_max, ACK_BOUND);
+        KT_CHECK_MSG(ack_ahead_max <= 2 * ACK_BOUND, CU_FALSE,
+                     "handled %d messages ahead of their acknowledged "
+                     "copies at max.inflight.copies %d",
+                     ack_ahead_max, ACK_BOUND);
+        KT_ASSERT(ack_ahead_max > 1);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* Log lines kept for a test to search; librdkafka's threads log too. */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char log_text[16384];
@@ -1139,6 +1200,7 @@ static void test_session_timeout_refused(void) {
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_produce_errors),
+                KT_TEST(test_unacked_copies_bounded),
                 KT_TEST(test_changelog_produce_error),
                 KT_TEST(test_fatal_producer),
                 KT_TEST(test_oom_tracking),

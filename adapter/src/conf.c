@@ -95,6 +95,14 @@ static const struct prop {
          "decided (all a message waiting behind its key takes: it is "
          "copied) before no more are taken (1..2147483647; a message larger "
          "than this is still taken when nothing else is in flight)"},
+        {"max.inflight.copies", PROP_INT,
+         offsetof(kretry_conf_t, max_inflight_copies), 1, 10000000, "10000",
+         "copies (tier, DLQ, version changelog) produced and not yet "
+         "acknowledged before no more messages are taken: each keeps its "
+         "source message, and the Fetch response holding it, in memory "
+         "until the broker acknowledges it (without this bound a handler "
+         "deciding faster than the broker acknowledges fills librdkafka's "
+         "producer queue, queue.buffering.max.messages)"},
         {"tier.buffer.messages", PROP_INT,
          offsetof(kretry_conf_t, tier_buffer_msgs), 0, 1000000, "1000",
          "tier messages kept in memory per tier partition behind one that is "

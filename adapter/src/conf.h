@@ -60,6 +60,7 @@ struct kretry_conf_s {
         int handler_sched_inherit; /* handler.sched: 0 batch, 1 inherit */
         int max_inflight;          /* max.inflight.messages */
         int max_inflight_bytes;    /* max.inflight.bytes */
+        int max_inflight_copies;   /* max.inflight.copies */
         int tier_buffer_msgs;      /* tier.buffer.messages */
         int tier_buffer_bytes;     /* tier.buffer.bytes */
         int tier_buffer_total;     /* tier.buffer.total.bytes */

@@ -419,18 +419,32 @@ static void consumed(kretry_adapter_t *a, rd_kafka_message_t *rkm) {
                 kretry_process(a, part, rkm);
 }
 
+/* Copies not yet acknowledged (tier, DLQ, changelog) are bounded by
+ * max.inflight.copies: each keeps its source message, and so the Fetch
+ * response holding it, allocated until its delivery report. Without this
+ * bound a handler deciding faster than the broker acknowledges filled
+ * librdkafka's producer queue (100,000 copies at its defaults: about 300 MB
+ * of RSS through a 1,000,000-message retry hop). Not max.inflight.messages:
+ * at 1,000 the copies' round trip to the broker cost a fifth of the retry
+ * hop's throughput on real Kafka. A delivery report wakes the loop (the
+ * producer queue signals the eventfd). */
+static int copies_full(const kretry_adapter_t *a) {
+        return a->inflight >= a->conf->max_inflight_copies;
+}
+
 int kretry_intake_consume(kretry_adapter_t *a) {
         int n;
         if (a->breaker_paused) {
                 serve_paused(a);
                 return 0;
         }
-        /* max.inflight.messages reached: no message is taken, nothing is
+        /* max.inflight.messages or max.inflight.copies reached: no
+         * message is taken, nothing is
          * paused (a pause drops what librdkafka prefetched), the group's
          * events are served; a result coming back wakes the loop. A
          * message on the consumer queue itself is taken all the same: its
          * partition's forward is being set (rebalance.c). */
-        if (a->full) {
+        if (a->full || copies_full(a)) {
                 rd_kafka_message_t *rkm;
                 for (n = 0; n < KRETRY_POLL_BATCH && !a->fatal &&
                             (rkm = rd_kafka_consumer_poll(a->consumer, 0));
@@ -446,8 +460,9 @@ int kretry_intake_consume(kretry_adapter_t *a) {
                 consumed(a, first);
         /* Nothing more is taken once the breaker paused every partition:
          * a message polled now would be skipped on resume. */
-        for (n = 0; n < KRETRY_POLL_BATCH && !atomic_load(&a->stop) &&
-                    !a->breaker_paused && !a->full && !a->fatal;
+        for (n = 0;
+             n < KRETRY_POLL_BATCH && !atomic_load(&a->stop) &&
+             !a->breaker_paused && !a->full && !a->fatal && !copies_full(a);
              n++) {
                 if (n > 0 && n % KRETRY_SERVE_EVERY == 0) {
                         int was = kretry_store_begin(a);

@@ -70,7 +70,8 @@
  * passes the lowest one still in flight (offsets.c).
  *
  * Memory: jobs waiting or running are bounded by max.inflight.messages,
- * and the bytes of their keys and values by max.inflight.bytes; at either
+ * and the bytes of their keys and values by max.inflight.bytes, copies not
+ * yet acknowledged by max.inflight.copies (intake.c copies_full); at any
  * bound no message is taken from the tier and source queues (intake.c
  * consume) while the consumer queue, which carries the group's events, is
  * still served. Nothing is paused: a pause would make librdkafka drop what

@@ -169,6 +169,10 @@ KRETRY_EXPORT kretry_conf_t *kretry_conf_dup(const kretry_conf_t *conf);
  *       memory, not keeping its Fetch response allocated) before no more
  *       are taken; a larger message is still taken when nothing else is in
  *       flight (1..2147483647) [67108864]
+ *   max.inflight.copies: copies (tier, DLQ, version changelog) produced
+ *       and not yet acknowledged before no more messages are taken: each
+ *       keeps its source message, and the Fetch response holding it, in
+ *       memory until the broker acknowledges it (1..10000000) [10000]
  *   tier.buffer.messages: tier messages kept in kretry's memory per tier
  *       partition behind one that is not due yet, so that the partition
  *       keeps fetching and each is handled at its due time whatever
