@@ -47,6 +47,22 @@ phase    intake assign route workers keyed restore txn txn_open rebalance drain 
 service  adapter_int part commit job msg stats owned handles clock log
 '
 
+# Both awk programs below read the layers the same way: rank[layer] (loop
+# first, leaf last) and layer_of[file].
+read_layers_awk='
+function read_layers(   n, i, j, nf, lines, f) {
+        n = split(layers, lines, "\n")
+        for (i = 1; i <= n; i++) {
+                if ((nf = split(lines[i], f, " ")) < 2)
+                        continue
+                rank[f[1]] = ++nlayers
+                for (j = 2; j <= nf; j++)
+                        layer_of[f[j]] = f[1]
+        }
+        rank["leaf"] = ++nlayers
+}
+'
+
 echo "$rooms" | awk 'NF { print $2 }' | while read -r dir; do
         [ ! -d "$dir" ] || find "$dir" -name '*.[ch]'
 done | sort >/tmp/check-layout.$$.files
@@ -58,7 +74,7 @@ xargs grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' \
         sed 's/^\([^:]*\):\([0-9]*\):.*"\([^"]*\)".*/\1 \2 \3/' \
                 >/tmp/check-layout.$$.includes || true
 
-awk -v rooms="$rooms" -v layers="$layers" -v files=/tmp/check-layout.$$.files '
+awk -v rooms="$rooms" -v layers="$layers" -v files=/tmp/check-layout.$$.files "$read_layers_awk"'
 BEGIN {
         n = split(rooms, lines, "\n")
         for (i = 1; i <= n; i++) {
@@ -69,15 +85,7 @@ BEGIN {
                 for (j = 3; j <= nf; j++)
                         allowed[f[1], f[j]] = 1
         }
-        n = split(layers, lines, "\n")
-        for (i = 1; i <= n; i++) {
-                if ((nf = split(lines[i], f, " ")) < 2)
-                        continue
-                rank[f[1]] = ++nlayers
-                for (j = 2; j <= nf; j++)
-                        layer_of[f[j]] = f[1]
-        }
-        rank["leaf"] = ++nlayers
+        read_layers()
         # Which room holds each header, by its path below the room.
         while ((getline path < files) > 0)
                 for (d = 1; d <= ndirs; d++)
@@ -159,7 +167,7 @@ fi
         done
 } >/tmp/check-layout.$$.graph
 
-awk -v layers="$layers" '
+awk -v layers="$layers" "$read_layers_awk"'
 function node(path) {
         sub(/^.*\//, "", path); sub(/\.c\.o$/, "", path); sub(/\.[ch]$/, "", path)
         return path
@@ -187,15 +195,7 @@ function why(a, b) {
         return "includes it"
 }
 BEGIN {
-        n = split(layers, lines, "\n")
-        for (i = 1; i <= n; i++) {
-                if ((nf = split(lines[i], f, " ")) < 2)
-                        continue
-                rank[f[1]] = ++nlayers
-                for (j = 2; j <= nf; j++)
-                        layer_of[f[j]] = f[1]
-        }
-        rank["leaf"] = ++nlayers
+        read_layers()
 }
 $1 == "inc" { arrow(node($2), node($3), ""); next }
 $1 == "def" { owner[$3] = node($2); next }
