@@ -271,10 +271,17 @@ static int account(void) {
                 if (!rd_kafka_query_watermark_offsets(ch.reader, ch.env->dlq, p,
                                                       &lo, &hi, 5000))
                         held += hi - lo;
-        KT_CHECK_MSG(held == dlq_msgs, CU_FALSE,
-                     "the DLQ holds %lld messages, expected %d",
-                     (long long)held, dlq_msgs);
         kt_consume(ch.env->c, ch.env->dlq, (int)held, 10000, count_dlq, NULL);
+        /* One copy a handling that dead-lettered: a message handled again
+         * (a commit the test cluster refused during a rebalance, which at
+         * least once allows) may be dead-lettered again, never otherwise. */
+        int copies = 0;
+        for (int i = 0; i < ch.sent_cnt; i++)
+                copies += ch.sent[i].in_dlq;
+        KT_CHECK_MSG(held == copies && copies >= dlq_msgs, CU_FALSE,
+                     "the DLQ holds %lld messages (%d of them copies of this "
+                     "test's), expected %d",
+                     (long long)held, copies, dlq_msgs);
         for (int i = 0; i < ch.sent_cnt; i++) {
                 sent_t *s     = &ch.sent[i];
                 expect_t e    = s->expect;
@@ -291,10 +298,15 @@ static int account(void) {
                              "%s at [%d] %lld: routes 0x%x, expected 0x%x",
                              s->value, (int)s->partition, (long long)s->offset,
                              bits, want);
-                KT_CHECK_MSG(s->in_dlq == (e == EXP_DLQ), CU_FALSE,
-                             "%s: in the DLQ %d times, expected %d", s->value,
-                             s->in_dlq, e == EXP_DLQ);
                 int expect_calls = e == EXP_STALE ? 0 : retried ? 2 : 1;
+                KT_CHECK_MSG(e == EXP_DLQ ? s->in_dlq >= 1 && s->in_dlq <= n
+                                          : s->in_dlq == 0,
+                             CU_FALSE,
+                             "%s: in the DLQ %d times after %d handler "
+                             "calls, expected %s",
+                             s->value, s->in_dlq, n,
+                             e == EXP_DLQ ? "once a call, at least once"
+                                          : "never");
                 KT_CHECK_MSG(n >= expect_calls && (e != EXP_STALE || n == 0),
                              CU_FALSE, "%s: %d handler calls, expected %d",
                              s->value, n, expect_calls);
