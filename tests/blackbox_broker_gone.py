@@ -4,7 +4,8 @@ does: `kretry run` with retries in flight gets one SIGTERM the moment its
 only broker is hung (SIGSTOP: connections open, nothing answered) and,
 in a second round, the moment it is dead (SIGKILL). Each time kretry must
 exit within revoke.timeout.ms + 5 s (README, "Stops, restarts and kills")
-with status 1, saying its stop was cut short.
+with status 1, saying its stop was cut short, or with 0 when nothing was
+left to commit or acknowledge when the broker went.
 
 The test starts a broker of its own (scripts/kafka.sh, one node, on
 KRETRY_KAFKA_PORT + 20, 19112 in CI, its data in a temporary directory):
@@ -120,10 +121,15 @@ def stop_round(s, own, sig, group):
         check(rc is not None and took < BOUND_S,
               "broker %s, one SIGTERM: exited after %.1f s (bound %.0f s)"
               % (sig.name, took, BOUND_S))
-        check(rc == 1, "broker %s: the stop was cut short, exit 1 (got %s)"
-              % (sig.name, rc))
-        check("timed out while stopping" in text, "broker %s: kretry says "
-              "it timed out while stopping" % sig.name)
+        # Exit 1, saying so, when the stop was cut short: a copy or a
+        # commit was left for the gone broker. Exit 0 only when nothing
+        # was: every decision committed before the broker went (seen under
+        # the consumer protocol, whose leave waits 1 s, when no call had
+        # ended since the last commit), and then no commit was refused.
+        cut = "timed out while stopping" in text
+        check(rc == 1 if cut else rc == 0 and "not committed" not in text,
+              "broker %s: exit %s, the log %s the stop was cut short"
+              % (sig.name, rc, "says" if cut else "does not say"))
     finally:
         if run.poll() is None:
             run.kill()
