@@ -72,6 +72,20 @@ static int group(kretry_acls_t *a,
                    RD_KAFKA_RESOURCE_PATTERN_LITERAL, name, op, why);
 }
 
+/* A compacted topic kretry keeps state in (the version changelog, the
+ * parked keys): read back on assignment (@p restores), written as the
+ * state changes (@p records), its cleanup.policy read at start. */
+static int store(kretry_acls_t *a,
+                 const char *name,
+                 const char *restores,
+                 const char *records) {
+        int rc = topic(a, name, RD_KAFKA_ACL_OPERATION_READ, restores);
+        rc |= topic(a, name, RD_KAFKA_ACL_OPERATION_WRITE, records);
+        rc |= topic(a, name, RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS,
+                    "the startup check reads its cleanup.policy");
+        return rc;
+}
+
 /* What the engine does: consume, copy, restore, commit; the startup check
  * reads every topic's configuration. */
 static int run_role(kretry_acls_t *a, const kretry_acl_chain_t *c) {
@@ -92,23 +106,14 @@ static int run_role(kretry_acls_t *a, const kretry_acl_chain_t *c) {
                     "kretry copies dead letters to it");
         rc |= topic(a, c->dlq, RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS,
                     "the startup check reads its configuration");
-        if (c->changelog) {
-                rc |= topic(a, c->changelog, RD_KAFKA_ACL_OPERATION_READ,
-                            "kretry restores the versions on assignment");
-                rc |= topic(a, c->changelog, RD_KAFKA_ACL_OPERATION_WRITE,
+        if (c->changelog)
+                rc |= store(a, c->changelog,
+                            "kretry restores the versions on assignment",
                             "kretry records each version handled");
-                rc |= topic(a, c->changelog,
-                            RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS,
-                            "the startup check reads its cleanup.policy");
-        }
         if (c->parked) {
-                rc |= topic(a, c->parked, RD_KAFKA_ACL_OPERATION_READ,
-                            "kretry restores the parked keys on assignment");
-                rc |= topic(a, c->parked, RD_KAFKA_ACL_OPERATION_WRITE,
+                rc |= store(a, c->parked,
+                            "kretry restores the parked keys on assignment",
                             "kretry records each key it parks or releases");
-                rc |= topic(a, c->parked,
-                            RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS,
-                            "the startup check reads its cleanup.policy");
                 rc |= topic(a, c->dlq, RD_KAFKA_ACL_OPERATION_READ,
                             "the first restore reads the parks an older "
                             "kretry left in the DLQ, once");
