@@ -8,8 +8,8 @@ usage: blackbox_exec.py PATH/TO/kretry MODE
            a few seconds, not left running beside a restarted instance
   script, pipeline, compound, background
            the same with the ordinary handler shapes, where the shell forks
-           (a script path run by dash, `sh h | cat`, `sh h && echo`, a
-           script that starts `sleep &`): every process of the handler's
+           (a script path whose shell runs its work in a child, `sh h |
+           cat`, `sh h && echo`, a script that starts `sleep &`): every process of the handler's
            process group is gone within a few seconds
   forced   a second SIGTERM while a handler runs: the handler and what it
            started in the background get SIGTERM, then SIGKILL, and are

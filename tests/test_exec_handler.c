@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -199,6 +200,79 @@ static void test_echo_and_pid_slot(void) {
 }
 
 /* The guard: this process's child named kretry-guard; 0 when none. */
+/* Write @p body to DIR/NAME with @p mode; the path goes to @p path. */
+static void file_make(const char *dir,
+                      const char *name,
+                      const char *body,
+                      mode_t mode,
+                      char *path,
+                      size_t size) {
+        snprintf(path, size, "%s/%s", dir, name);
+        FILE *f = fopen(path, "w");
+        KT_REQUIRE(f != NULL);
+        fputs(body, f);
+        fclose(f);
+        KT_REQUIRE(chmod(path, mode) == 0);
+}
+
+/* Run @p cmd with PATH set to @p path (NULL: inherited). */
+static void run_path(const char *cmd, const char *path) {
+        kretry_exec_opts_t o;
+        char err[256], var[512];
+        const char *env[] = {var, NULL};
+        snprintf(var, sizeof(var), "PATH=%s", path ? path : "");
+        kretry_exec_opts_init(&o);
+        o.env = path ? env : NULL;
+        KT_CHECK_MSG(kretry_exec_run(cmd, &o, &res, err, sizeof(err)) == 0,
+                     CU_TRUE, "%s: %s", cmd, err);
+}
+
+/* A command of plain words is exec'd without the shell between: the
+ * script's parent is the caller itself. Whatever is not plain, or cannot
+ * be exec'd, still means what it means to /bin/sh. */
+static void test_plain_command(void) {
+        char dir[] = "/tmp/kt-plain-XXXXXX", h[256], cmd[512], want[64];
+        char noshebang[256], noexec[256];
+        KT_REQUIRE(mkdtemp(dir) != NULL);
+        file_make(dir, "h.sh", "#!/bin/sh\necho \"ppid=$PPID $# $1 $2\" >&2\n",
+                  0755, h, sizeof(h));
+        file_make(dir, "noshebang", "echo \"by sh $1\" >&2\n", 0755, noshebang,
+                  sizeof(noshebang));
+        file_make(dir, "noexec", "#!/bin/sh\nexit 0\n", 0644, noexec,
+                  sizeof(noexec));
+
+        /* A script path with arguments, and the same found on PATH. */
+        snprintf(want, sizeof(want), "ppid=%d 2 one two", (int)getpid());
+        snprintf(cmd, sizeof(cmd), "%s  one\ttwo", h);
+        run(cmd);
+        KT_ASSERT_INT_EQ(res.status, 0);
+        KT_ASSERT_STR_EQ(res.last_line, want);
+        snprintf(cmd, sizeof(cmd), "%s:/usr/bin:/bin", dir);
+        run_path("h.sh one two", cmd);
+        KT_ASSERT_STR_EQ(res.last_line, want);
+
+        /* Quoting is the shell's: one argument, through sh. */
+        run_path("h.sh 'one two'", cmd);
+        KT_ASSERT(strstr(res.last_line, " 1 one two") != NULL);
+
+        /* Not exec'able directly: the shell runs it (a script without #!)
+         * or says why not, as it always did. */
+        snprintf(cmd, sizeof(cmd), "%s arg", noshebang);
+        run(cmd);
+        KT_ASSERT_INT_EQ(res.status, 0);
+        KT_ASSERT_STR_EQ(res.last_line, "by sh arg");
+        run(noexec);
+        KT_ASSERT_INT_EQ(res.status, 126);
+        run_path("kt-no-such-handler", "/usr/bin:/bin");
+        KT_ASSERT_INT_EQ(res.status, 127);
+        KT_ASSERT(strstr(res.last_line, "not found") != NULL);
+
+        unlink(h);
+        unlink(noshebang);
+        unlink(noexec);
+        rmdir(dir);
+}
+
 static pid_t guard_find(void) {
         DIR *d = opendir("/proc");
         struct dirent *e;
@@ -241,17 +315,11 @@ static void test_guard_replaced(void) {
 
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
-                KT_TEST(test_exit_codes),
-                KT_TEST(test_signal),
-                KT_TEST(test_stderr_last_line),
-                KT_TEST(test_large_stdin),
-                KT_TEST(test_child_ignores_stdin),
-                KT_TEST(test_env),
-                KT_TEST(test_child_setup),
-                KT_TEST(test_value_file),
-                KT_TEST(test_echo_and_pid_slot),
-                KT_TEST(test_guard_replaced),
-                KT_END,
-        };
+                KT_TEST(test_exit_codes),          KT_TEST(test_signal),
+                KT_TEST(test_stderr_last_line),    KT_TEST(test_large_stdin),
+                KT_TEST(test_child_ignores_stdin), KT_TEST(test_env),
+                KT_TEST(test_child_setup),         KT_TEST(test_value_file),
+                KT_TEST(test_echo_and_pid_slot),   KT_TEST(test_guard_replaced),
+                KT_TEST(test_plain_command),       KT_END};
         return kt_main("exec_handler", tests, argc, argv);
 }

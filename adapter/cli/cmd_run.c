@@ -1,7 +1,8 @@
 /*
  * kretry run: the adapter with an external handler command, so a handler can
  * be a shell script or a program in any language. One command per message
- * (/bin/sh -c CMD); its exit status is the answer: 0 OK, 75 (EX_TEMPFAIL)
+ * (/bin/sh -c CMD; a command of plain words, such as a script path, exec'd
+ * directly); its exit status is the answer: 0 OK, 75 (EX_TEMPFAIL)
  * RETRY, anything else or a signal FAIL; its last non-empty stderr line is
  * the error message kept in the kretry-error header.
  *
@@ -85,7 +86,7 @@ static void usage(FILE *out) {
                 "[--verbose]\n"
                 "                  [--metrics ADDR]\n\n"
                 "Consume TOPIC with retry tiers and a dead-letter topic; run "
-                "CMD (via /bin/sh -c)\nonce per message, or POST it to "
+                "CMD (as /bin/sh -c would)\nonce per message, or POST it to "
                 "URL.\n\n"
                 "options:\n"
                 "  -b, --bootstrap BROKERS  Kafka bootstrap servers "

@@ -132,10 +132,18 @@ static int pipe_make(int fds[2]) {
         return 0;
 }
 
+/* Words of a command run without the shell (plain_command()). */
+#define PLAIN_WORDS_MAX 32
+
 /* What the child needs between its start and exec, all prepared before:
  * the child shares kretry's memory and may not allocate or lock. */
 typedef struct {
         char *argv[4];
+        /* A plain command: the program's path and its words, exec'd
+         * directly, /bin/sh -c (argv) only when that exec fails. NULL:
+         * the shell runs the command. */
+        char *path;
+        char *words[PLAIN_WORDS_MAX + 1];
         char **envp;
         int in_fd, err_fd, status_fd, guard_fd;
         pid_t parent;
@@ -210,6 +218,11 @@ static int child_exec(void *arg) {
         }
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* Any failure of the direct exec (a script without "#!", a file
+         * that is not executable) goes to the shell, which then does what
+         * it always did with the command: runs it, or says why not. */
+        if (c->path)
+                execve(c->path, c->words, c->envp);
         execve("/bin/sh", c->argv, c->envp);
         e = errno;
 fail:
@@ -365,6 +378,91 @@ static void wait_child(pid_t pid, kretry_exec_result_t *res) {
         }
 }
 
+/* Names the shell gives a meaning of its own as a command's first word:
+ * reserved words and dash's builtins (a builtin may differ from the
+ * program of the same name). */
+static int shell_word(const char *w) {
+        static const char *const names[] = {
+                "!",     ".",        ":",      "[",       "alias",   "bg",
+                "break", "case",     "cd",     "chdir",   "command", "continue",
+                "do",    "done",     "echo",   "elif",    "else",    "esac",
+                "eval",  "exec",     "exit",   "export",  "false",   "fc",
+                "fg",    "fi",       "for",    "getopts", "hash",    "if",
+                "in",    "jobs",     "kill",   "local",   "printf",  "pwd",
+                "read",  "readonly", "return", "set",     "shift",   "test",
+                "then",  "times",    "trap",   "true",    "type",    "ulimit",
+                "umask", "unalias",  "unset",  "until",   "wait",    "while",
+                "{",     "}"};
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (!strcmp(w, names[i]))
+                        return 1;
+        return 0;
+}
+
+/* The program @p name as the shell would find it: itself when it holds a
+ * '/', else the first executable file of that name in the PATH of @p envp.
+ * @returns a malloc'd path, or NULL (not found, no PATH or an empty entry
+ * in it: the shell decides those). */
+static char *plain_path(const char *name, char **envp) {
+        if (strchr(name, '/'))
+                return strdup(name);
+        const char *path = NULL;
+        for (char **e = envp; *e && !path; e++)
+                if (env_name_is(*e, "PATH"))
+                        path = *e + 5;
+        if (!path || !*path)
+                return NULL;
+        size_t nlen = strlen(name);
+        for (const char *d = path;; d++) {
+                const char *end = strchrnul(d, ':');
+                size_t dlen     = (size_t)(end - d);
+                if (dlen == 0)
+                        return NULL;
+                char *full = malloc(dlen + 1 + nlen + 1);
+                if (!full)
+                        return NULL;
+                memcpy(full, d, dlen);
+                full[dlen] = '/';
+                memcpy(full + dlen + 1, name, nlen + 1);
+                if (access(full, X_OK) == 0)
+                        return full;
+                free(full);
+                if (!*end)
+                        return NULL;
+                d = end;
+        }
+}
+
+/* A command of plain words (`./handler.sh`, `/srv/bin/handle --fast`)
+ * means to the shell exactly its words: no quoting, expansion,
+ * redirection, assignment, operator or builtin. Such a command is exec'd
+ * directly, as make runs its simple recipe lines: the shell between
+ * kretry and the program costs an exec, and Debian's sh runs a script
+ * path in a child of its own, another fork (bench/README.md,
+ * "exec_backlog"). Fills c->path and c->words, the words in the malloc'd
+ * copy returned; NULL when the shell must run it. */
+static char *plain_command(const char *cmd, child_t *c) {
+        if (strpbrk(cmd, "#;&|<>()$`\\\"'*?[]~=!{}^%\n\r\v\f"))
+                return NULL;
+        char *buf = strdup(cmd);
+        if (!buf)
+                return NULL;
+        int n = 0;
+        for (char *w = strtok(buf, " \t"); w; w = strtok(NULL, " \t")) {
+                if (n == PLAIN_WORDS_MAX)
+                        goto shell;
+                c->words[n++] = w;
+        }
+        if (n == 0 || shell_word(c->words[0]) ||
+            !(c->path = plain_path(c->words[0], c->envp)))
+                goto shell;
+        c->words[n] = NULL;
+        return buf;
+shell:
+        free(buf);
+        return NULL;
+}
+
 int kretry_exec_run(const char *cmd,
                     const kretry_exec_opts_t *opts,
                     kretry_exec_result_t *res,
@@ -375,6 +473,7 @@ int kretry_exec_run(const char *cmd,
         pid_t pid = -1;
         int rc;
         line_acc_t *acc = NULL;
+        char *words     = NULL;
 
         memset(res, 0, sizeof(*res));
         if (!(c.envp = env_build(opts)) || !(acc = calloc(1, sizeof(*acc)))) {
@@ -382,6 +481,7 @@ int kretry_exec_run(const char *cmd,
                 goto err;
         }
         acc->last = res->last_line;
+        words     = plain_command(cmd, &c);
         if ((in = value_file(opts)) == -1 || pipe_make(err) == -1) {
                 rc = errno;
                 goto err;
@@ -412,6 +512,8 @@ int kretry_exec_run(const char *cmd,
                                                              : (size_t)off;
         close(in);
         free(acc);
+        free(words);
+        free(c.path);
         free(c.envp);
         return 0;
 
@@ -430,6 +532,8 @@ err:
                 if (err[i] != -1)
                         close(err[i]);
         free(acc);
+        free(words);
+        free(c.path);
         free(c.envp);
         return rc;
 }

@@ -1,6 +1,8 @@
 /*
- * Run one external handler command for one message: /bin/sh -c CMD with the
- * message value on stdin and extra environment variables, while collecting
+ * Run one external handler command for one message: /bin/sh -c CMD (a
+ * command of plain words, such as a script path with arguments, exec'd
+ * directly, which means the same to the shell) with the message value on
+ * stdin and extra environment variables, while collecting
  * the last non-empty line the command writes to stderr.
  *
  * No Kafka here: `kretry run` maps the outcome to OK/RETRY/FAIL, and the
@@ -72,7 +74,12 @@ typedef struct kretry_exec_result_s {
 void kretry_exec_opts_init(kretry_exec_opts_t *opts);
 
 /*
- * Run @p cmd through /bin/sh -c and wait for it.
+ * Run @p cmd through /bin/sh -c and wait for it. A command of plain words
+ * (no quote, expansion, redirection, operator, assignment or comment, and
+ * a first word that is no shell builtin or reserved word) is exec'd
+ * directly, its program looked up on the child's PATH as the shell would;
+ * when that exec fails (a script without "#!", not found, not
+ * executable), /bin/sh -c runs the command as before.
  *
  * The child gets its own process group (a terminal's Ctrl-C reaches kretry,
  * which decides what happens to the command), SIGPIPE and every signal
