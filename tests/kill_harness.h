@@ -55,6 +55,10 @@ typedef struct run_s {
         /* Each round's worker, measured before the fault (and the kill):
          * its messages handled OK per second. */
         double kill_rate[KILLS];
+        /* Per kill: how long before it the group's committed offsets last
+         * moved (ms), watched from the round's measurement on; -1 when
+         * not watched. */
+        int64_t kill_stall[KILLS];
         int (*missing)(const void *run); /* ids still to be handled */
         /* The transactional tests: it_worker's extra properties, the
          * version header on the ordered stream, and what is checked after
