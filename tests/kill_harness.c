@@ -299,7 +299,8 @@ static void measure_round(run_t *r, pid_t pid, int k) {
 }
 
 /* Watches the group's committed offsets from the round's measurement to
- * the kill: when they last moved. */
+ * the kill: when they last moved (asked every 10 ms: a commit's own
+ * answer takes longer, and the harness shares the machine's cores). */
 typedef struct {
         run_t *r;
         pthread_t thr;
@@ -319,7 +320,7 @@ static void *watch_main(void *arg) {
                                 atomic_store(&w->moved, kt_now_ms());
                         was = sum;
                 }
-                kt_nap_ms(2);
+                kt_nap_ms(10);
         }
         rd_kafka_topic_partition_list_destroy(l);
         rd_kafka_destroy(rk);
@@ -345,16 +346,20 @@ static int64_t watch_end(watch_t *w) {
 static void kill_round(run_t *r) {
         rd_kafka_mock_cluster_t *mock = kt_cluster_mock(r->c);
         int missing                   = r->missing(r);
-        /* Somewhere in the first third of what is left once the round's
+        /* Somewhere in the first share of what is left once the round's
          * measurement (measure_round: until the commits moved twice) is
-         * done, so that later kills still land mid-stream, and (when the
+         * done — a fifth before the first of three kills, a third before
+         * the last — so that later kills still land mid-stream (16
+         * handlers on a loaded machine ran 120 lines past the first third
+         * and left the third kill nothing), and (when the
          * stream is long enough) after 200 lines of this worker's: at 2 ms
          * a message several commit intervals have passed, so a kill
          * repeats what the last ~100 ms and the messages in flight hold,
          * and commits that stopped or grew rare would repeat the whole
          * worker's work, past KILL_REPEATS_PLAIN. */
         int least      = missing / 4 < 200 ? missing / 4 + 1 : 200;
-        unsigned at    = kt_rand_below(&rng, 1000); /* where in that third */
+        unsigned at    = kt_rand_below(&rng, 1000); /* where in that share */
+        int share      = KILLS - r->kills + 2;
         unsigned fault = kt_rand_below(&rng, 6);
         /* KRETRY_TEST_KILL_FAULTS=0: plain kills only (the same kill
          * points), to measure what the commit interval alone repeats. */
@@ -378,8 +383,9 @@ static void kill_round(run_t *r) {
         int done = read_log(r, pid), left = r->missing(r);
         left -= (int)(r->kill_rate[r->kills] *
                       (extra_ms + (r->kill_on_commit ? 150 : 0)) / 1000.0);
-        int target = (done > least ? done : least) +
-                     (int)((int64_t)at * (left > 0 ? left / 3 + 1 : 1) / 1000);
+        int target =
+                (done > least ? done : least) +
+                (int)((int64_t)at * (left > 0 ? left / share + 1 : 1) / 1000);
         if (!await_lines(r, pid, target)) {
                 kill(pid, SIGKILL);
                 waitpid(pid, NULL, 0);
