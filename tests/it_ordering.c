@@ -195,12 +195,20 @@ static void see_dlq(const rd_kafka_message_t *m, void *opaque) {
 
 /* An environment for park_key: with its compacted parked-keys topic
  * (ordering.parked.topic's default name). */
-static it_env_t *park_env(const char *tiers) {
-        it_env_t *env = it_env_new(tiers, 1);
+static void parked_topic(const it_env_t *env, char *pt, size_t size) {
+        snprintf(pt, size, "%s.%s.parked", env->group, env->source);
+}
+
+static it_env_t *park_env_brokers(const char *tiers, int brokers) {
+        it_env_t *env = it_env_new_brokers(tiers, 1, brokers);
         char pt[300];
-        snprintf(pt, sizeof(pt), "%s.%s.parked", env->group, env->source);
+        parked_topic(env, pt, sizeof(pt));
         KT_REQUIRE(kt_cluster_changelog(env->c, pt, 1) == 0);
         return env;
+}
+
+static it_env_t *park_env(const char *tiers) {
+        return park_env_brokers(tiers, 1);
 }
 
 /* routing of park_key_adapter's instances (test_park_rebuilt_txn). */
@@ -576,6 +584,63 @@ static void test_chain_rebuilt(void) {
         it_env_destroy(env);
 }
 
+/* Keys for test_many_chains_rebuilt: several fetches' worth of copies. */
+#define MANY_KEYS 700
+
+/* The key and value of key @p k's message: its head "retry1-h<k>", or
+ * "ok-l<k>", the one after it. */
+static void many_names(int k, int late, char *key, char *value) {
+        snprintf(key, 16, "m%d", k);
+        snprintf(value, 32, late ? "ok-l%d" : "retry1-h%d", k);
+}
+
+/* Chains of many keys on two partitions, rebuilt by a new instance: every
+ * key's head waits in the tier (its first attempt failed) when the
+ * instance stops; the next starts after a message of each key arrived on
+ * the source, while the heads are not due yet. Each key's message waits
+ * for its head (forwarded behind it) and is handled after it, never
+ * before: the restore read every copy of both partitions (planted: the
+ * copies at odd offsets not read: 350 keys overtaken). */
+static void test_many_chains_rebuilt(void) {
+        it_env_t *env = it_env_new("10s", 2);
+        char key[16], value[32];
+        for (int k = 0; k < MANY_KEYS; k++) {
+                many_names(k, 0, key, value);
+                it_produce(env, k % 2, key, value, NULL);
+        }
+        kretry_adapter_t *a = it_adapter(it_conf(env, "ordering", "key", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_RETRIED, MANY_KEYS, 30000));
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+
+        for (int k = 0; k < MANY_KEYS; k++) {
+                many_names(k, 1, key, value);
+                it_produce(env, k % 2, key, value, NULL);
+        }
+        env->call_cnt = 0;
+        a             = it_adapter(it_conf(env, "ordering", "key", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2 * MANY_KEYS, 60000));
+        int overtaken = 0, first = -1;
+        for (int k = 0; k < MANY_KEYS; k++) {
+                char late[32];
+                many_names(k, 0, key, value);
+                many_names(k, 1, key, late);
+                int head = call_at(env, value, 1), next = call_at(env, late, 0);
+                if (head < 0 || next <= head || env->calls[head].attempt != 2) {
+                        overtaken++;
+                        first = first < 0 ? k : first;
+                }
+        }
+        KT_CHECK_MSG(overtaken == 0, CU_FALSE,
+                     "%d of %d keys: the message after the head was handled "
+                     "before it (first: key m%d)",
+                     overtaken, MANY_KEYS, first);
+        KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_FORWARDED, 0) >=
+                  MANY_KEYS);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* Another group's copy in a shared tier is no part of this group's chains:
  * the rebuild ignores it, so the source message it copied (same key and
  * original offset) is handled, not taken for a duplicate of it, and nothing
@@ -859,6 +924,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_versions),
                 KT_TEST(test_overtaken_retry),
                 KT_TEST(test_chain_rebuilt),
+                KT_TEST(test_many_chains_rebuilt),
                 KT_TEST(test_superseded_copy_is_duplicate),
                 KT_TEST(test_source_wait_behind_held),
                 KT_TEST(test_source_wait_behind_held_concurrent),
