@@ -62,6 +62,12 @@ typedef enum { R_TIER, R_VERSIONS, R_PARKED, R_DLQ, R_SOURCE } restore_kind_t;
 
 /* Test hook: the DLQ partitions a restore read, counted. */
 int kretry_test_restore_dlq_reads;
+int (*kretry_test_migration_cut)(void);
+
+/* The migration stops here (test only): as a process killed now. */
+static int migration_cut(void) {
+        return kretry_test_migration_cut && kretry_test_migration_cut();
+}
 
 typedef struct {
         restore_kind_t kind;
@@ -748,6 +754,8 @@ write_parks(kretry_adapter_t *a, rd_kafka_t *pk, int32_t p, size_t *keys) {
                         continue;
                 int vn =
                         snprintf(v, sizeof(v), "%lld", (long long)k->parked_at);
+                if (migration_cut())
+                        return RD_KAFKA_RESP_ERR__INTR;
                 err = rd_kafka_producev(
                         pk, RD_KAFKA_V_TOPIC(a->parked_topic),
                         RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_KEY(key, len),
@@ -757,6 +765,8 @@ write_parks(kretry_adapter_t *a, rd_kafka_t *pk, int32_t p, size_t *keys) {
                 *keys += !err;
         }
         char mark[] = KRETRY_PARKED_MARK;
+        if (!err && migration_cut())
+                err = RD_KAFKA_RESP_ERR__INTR;
         if (!err)
                 err = rd_kafka_producev(
                         pk, RD_KAFKA_V_TOPIC(a->parked_topic),
@@ -806,8 +816,12 @@ static int migrate_parks(kretry_adapter_t *a,
         rd_kafka_resp_err_t err = pk ? 0 : RD_KAFKA_RESP_ERR__STATE;
         for (int i = 0; !err && i < dlq->cnt; i++)
                 err = write_parks(a, pk, dlq->elems[i].partition, &keys);
+        /* What was produced goes out even when a later record failed:
+         * each park record is true; only the mark says they are all. */
+        rd_kafka_resp_err_t ferr =
+                pk ? rd_kafka_flush(pk, kretry_left_ms(deadline, -1)) : 0;
         if (!err)
-                err = rd_kafka_flush(pk, kretry_left_ms(deadline, -1));
+                err = ferr;
         if (pk && !err && rd_kafka_outq_len(pk))
                 err = RD_KAFKA_RESP_ERR__TIMED_OUT;
         if (pk)
