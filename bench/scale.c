@@ -26,6 +26,11 @@
  * the probe was handled. Everything that talks to Kafka runs in a forked
  * child (the parent holds no librdkafka handle), so each run's memory is
  * its own. One JSON object on stdout: the medians and every run.
+ *
+ * With KRETRY_SCALE_REUSE=SOURCE (a source an earlier kretry_scale of the
+ * same KIND made and filled, as its stderr names it), the setup is skipped
+ * and the runs measure that group's state again: to compare engine builds
+ * on one backlog.
  */
 #include "bench.h"
 
@@ -408,16 +413,22 @@ int main(int argc, char **argv) {
                 return 64;
         if (runs < 1 || runs > MAX_RUNS || n < 1)
                 return 64;
-        snprintf(src, sizeof(src), "scale-%s-%ld-%ld", kind, n,
-                 (long)time(NULL));
+        const char *reuse = getenv("KRETRY_SCALE_REUSE");
+        if (reuse && *reuse)
+                snprintf(src, sizeof(src), "%s", reuse);
+        else
+                snprintf(src, sizeof(src), "scale-%s-%ld-%ld", kind, n,
+                         (long)time(NULL));
         snprintf(group, sizeof(group), "%s-g", src);
         snprintf(tier, sizeof(tier), "%s.retry.1", src);
         snprintf(dlq, sizeof(dlq), "%s.dlq", src);
         snprintf(versions, sizeof(versions), "%s.%s.versions", group, src);
         snprintf(parked, sizeof(parked), "%s.%s.parked", group, src);
         double t0 = now_ms();
-        if (in_child(do_create, 0, NULL) || in_child(do_produce, n, NULL) ||
-            in_child(do_fill, n, NULL)) {
+        fprintf(stderr, "kretry_scale: source %s\n", src);
+        if (!(reuse && *reuse) &&
+            (in_child(do_create, 0, NULL) || in_child(do_produce, n, NULL) ||
+             in_child(do_fill, n, NULL))) {
                 fprintf(stderr, "kretry_scale: setup failed\n");
                 return 1;
         }

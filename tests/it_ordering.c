@@ -195,12 +195,20 @@ static void see_dlq(const rd_kafka_message_t *m, void *opaque) {
 
 /* An environment for park_key: with its compacted parked-keys topic
  * (ordering.parked.topic's default name). */
-static it_env_t *park_env(const char *tiers) {
-        it_env_t *env = it_env_new(tiers, 1);
+static void parked_topic(const it_env_t *env, char *pt, size_t size) {
+        snprintf(pt, size, "%s.%s.parked", env->group, env->source);
+}
+
+static it_env_t *park_env_brokers(const char *tiers, int brokers) {
+        it_env_t *env = it_env_new_brokers(tiers, 1, brokers);
         char pt[300];
-        snprintf(pt, sizeof(pt), "%s.%s.parked", env->group, env->source);
+        parked_topic(env, pt, sizeof(pt));
         KT_REQUIRE(kt_cluster_changelog(env->c, pt, 1) == 0);
         return env;
+}
+
+static it_env_t *park_env(const char *tiers) {
+        return park_env_brokers(tiers, 1);
 }
 
 /* routing of park_key_adapter's instances (test_park_rebuilt_txn). */
@@ -576,6 +584,63 @@ static void test_chain_rebuilt(void) {
         it_env_destroy(env);
 }
 
+/* Keys for test_many_chains_rebuilt: several fetches' worth of copies. */
+#define MANY_KEYS 700
+
+/* The key and value of key @p k's message: its head "retry1-h<k>", or
+ * "ok-l<k>", the one after it. */
+static void many_names(int k, int late, char *key, char *value) {
+        snprintf(key, 16, "m%d", k);
+        snprintf(value, 32, late ? "ok-l%d" : "retry1-h%d", k);
+}
+
+/* Chains of many keys on two partitions, rebuilt by a new instance: every
+ * key's head waits in the tier (its first attempt failed) when the
+ * instance stops; the next starts after a message of each key arrived on
+ * the source, while the heads are not due yet. Each key's message waits
+ * for its head (forwarded behind it) and is handled after it, never
+ * before: the restore read every copy of both partitions (planted: the
+ * copies at odd offsets not read: 350 keys overtaken). */
+static void test_many_chains_rebuilt(void) {
+        it_env_t *env = it_env_new("10s", 2);
+        char key[16], value[32];
+        for (int k = 0; k < MANY_KEYS; k++) {
+                many_names(k, 0, key, value);
+                it_produce(env, k % 2, key, value, NULL);
+        }
+        kretry_adapter_t *a = it_adapter(it_conf(env, "ordering", "key", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_RETRIED, MANY_KEYS, 30000));
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+
+        for (int k = 0; k < MANY_KEYS; k++) {
+                many_names(k, 1, key, value);
+                it_produce(env, k % 2, key, value, NULL);
+        }
+        env->call_cnt = 0;
+        a             = it_adapter(it_conf(env, "ordering", "key", NULL));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2 * MANY_KEYS, 60000));
+        int overtaken = 0, first = -1;
+        for (int k = 0; k < MANY_KEYS; k++) {
+                char late[32];
+                many_names(k, 0, key, value);
+                many_names(k, 1, key, late);
+                int head = call_at(env, value, 1), next = call_at(env, late, 0);
+                if (head < 0 || next <= head || env->calls[head].attempt != 2) {
+                        overtaken++;
+                        first = first < 0 ? k : first;
+                }
+        }
+        KT_CHECK_MSG(overtaken == 0, CU_FALSE,
+                     "%d of %d keys: the message after the head was handled "
+                     "before it (first: key m%d)",
+                     overtaken, MANY_KEYS, first);
+        KT_ASSERT(kretry_adapter_counter(a, KRETRY_COUNTER_FORWARDED, 0) >=
+                  MANY_KEYS);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* Another group's copy in a shared tier is no part of this group's chains:
  * the rebuild ignores it, so the source message it copied (same key and
  * original offset) is handled, not taken for a duplicate of it, and nothing
@@ -775,6 +840,131 @@ static void test_park_restore_skips_dlq(void) {
         it_env_destroy(env);
 }
 
+/* How many records park_key's migration was about to write; from the
+ * second on it is cut (kretry_test_migration_cut). */
+static int migration_records;
+static int cut_after_one(void) {
+        return ++migration_records > 1;
+}
+
+/* A migration cut short (the process killed after the first park record it
+ * wrote, before the others and the mark) loses no parked key: the next
+ * assignment finds no mark, reads the DLQ again and writes every park,
+ * then the mark; the one after reads the parked-keys topic alone, and
+ * every key is still parked. */
+static void test_park_migration_cut(void) {
+        static const char *keys[] = {"K1", "K2", "K3"};
+        it_env_t *env             = park_env("50ms");
+        for (int i = 0; i < 3; i++)
+                old_park_copy(env, keys[i]);
+        produce_k(env, "X", "ok-x", NULL, NULL);
+        migration_records         = 0;
+        kretry_test_migration_cut = cut_after_one;
+        int dlq_reads             = kretry_test_restore_dlq_reads;
+        kretry_adapter_t *a       = park_key_adapter(env, "2");
+        /* Handled after the restore, which ran the migration. */
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        kretry_test_migration_cut = NULL;
+        KT_ASSERT_INT_EQ(migration_records, 2); /* cut at the second */
+        KT_ASSERT(kretry_test_restore_dlq_reads > dlq_reads);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+
+        for (int round = 0; round < 2; round++) {
+                char v[32];
+                for (int i = 0; i < 3; i++) {
+                        snprintf(v, sizeof(v), "ok-%s-%d", keys[i], round);
+                        produce_k(env, keys[i], v, NULL, NULL);
+                }
+                produce_k(env, "L", round ? "ok-l1" : "ok-l0", NULL, NULL);
+                dlq_reads     = kretry_test_restore_dlq_reads;
+                env->call_cnt = 0;
+                a             = park_key_adapter(env, "2");
+                KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+                KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 3,
+                                          20000));
+                for (int i = 0; i < 3; i++) {
+                        snprintf(v, sizeof(v), "ok-%s-%d", keys[i], round);
+                        KT_CHECK_MSG(call_at(env, v, 0) < 0, CU_FALSE,
+                                     "%s handled: its key's park was lost "
+                                     "(restart %d)",
+                                     v, round + 1);
+                }
+                /* The first restart migrates again; the second reads the
+                 * DLQ no more. */
+                if (round)
+                        KT_ASSERT_INT_EQ(kretry_test_restore_dlq_reads,
+                                         dlq_reads);
+                else
+                        KT_ASSERT(kretry_test_restore_dlq_reads > dlq_reads);
+                KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+                kretry_adapter_destroy(a);
+        }
+        it_env_destroy(env);
+}
+
+/* park_key: the replay that released a key is not committed before the
+ * park's tombstone is acknowledged (kretry_commit_periodic waits while
+ * a->unparks). The parked-keys partition's leader goes down once K is
+ * parked: the tombstone waits, the replay and L's message after it are
+ * handled (their offsets stored), and for ten commit intervals the group's
+ * committed offset stays at or below the replay's; once the broker is back
+ * the tombstone lands, the commit moves past both, and a new instance
+ * handles K's next message. A commit past the replay with the tombstone
+ * not yet durable would let a process killed then restart with K parked
+ * and its replay never coming again. */
+static void test_unpark_tombstone_before_commit(void) {
+        it_env_t *env = park_env_brokers("50ms", 2);
+        rd_kafka_mock_cluster_t *mock =
+                kt_mock_only(env->c, "none: a real broker cannot be held "
+                                     "down for one partition while the "
+                                     "others and the coordinator answer");
+        if (!mock) {
+                it_env_destroy(env);
+                return;
+        }
+        char pt[300];
+        parked_topic(env, pt, sizeof(pt));
+        rd_kafka_mock_coordinator_set(mock, "group", env->group, 1);
+        const char *on1[] = {env->source, env->tiers[0], env->dlq};
+        for (int i = 0; i < 3; i++)
+                rd_kafka_mock_partition_set_leader(mock, on1[i], 0, 1);
+        rd_kafka_mock_partition_set_leader(mock, pt, 0, 2);
+        produce_k(env, "K", "always-h", NULL, NULL);
+        produce_k(env, "K", "ok-f1", NULL, NULL);
+        kretry_adapter_t *a = park_key_adapter(env, "2");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
+        rd_kafka_mock_broker_set_down(mock, 2);
+        produce_k(env, "K", "ok-replayed", "kretry-replay-count", "1"); /* 2 */
+        produce_k(env, "L", "ok-l", NULL, NULL);                        /* 3 */
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        it_poll_for(a, 1000);
+        int64_t held = kt_committed(env->c, env->group, env->source, 0);
+        KT_CHECK_MSG(held <= 2, CU_FALSE,
+                     "committed %lld with the tombstone of the replay at 2 "
+                     "not acknowledged",
+                     (long long)held);
+        rd_kafka_mock_broker_set_up(mock, 2);
+        int64_t committed = held, deadline = kt_now_ms() + 30000;
+        while (committed < 4 && kt_now_ms() < deadline) {
+                it_poll_for(a, 200);
+                committed = kt_committed(env->c, env->group, env->source, 0);
+        }
+        KT_ASSERT_INT_EQ(committed, 4);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+
+        produce_k(env, "K", "ok-next", NULL, NULL);
+        env->call_cnt = 0;
+        a             = park_key_adapter(env, "2");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        KT_ASSERT(call_at(env, "ok-next", 0) >= 0);
+        KT_ASSERT_INT_EQ(
+                kretry_adapter_counter(a, KRETRY_COUNTER_DLQ_PARKED, 0), 0);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 static int txn_commits_sent;
 static int count_txn_commit(void) {
         txn_commits_sent++;
@@ -859,6 +1049,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_versions),
                 KT_TEST(test_overtaken_retry),
                 KT_TEST(test_chain_rebuilt),
+                KT_TEST(test_many_chains_rebuilt),
                 KT_TEST(test_superseded_copy_is_duplicate),
                 KT_TEST(test_source_wait_behind_held),
                 KT_TEST(test_source_wait_behind_held_concurrent),
@@ -866,6 +1057,8 @@ int main(int argc, char **argv) {
                 KT_TEST(test_malformed_superseded_copy),
                 KT_TEST(test_park_rebuilt),
                 KT_TEST(test_park_rebuilt_txn),
+                KT_TEST(test_park_migration_cut),
+                KT_TEST(test_unpark_tombstone_before_commit),
                 KT_TEST(test_restore_below_log_start),
                 KT_TEST(test_foreign_copy_not_chained),
                 KT_TEST(test_key_order_rebalance_eager),

@@ -62,6 +62,12 @@ typedef enum { R_TIER, R_VERSIONS, R_PARKED, R_DLQ, R_SOURCE } restore_kind_t;
 
 /* Test hook: the DLQ partitions a restore read, counted. */
 int kretry_test_restore_dlq_reads;
+int (*kretry_test_migration_cut)(void);
+
+/* The migration stops here (test only): as a process killed now. */
+static int migration_cut(void) {
+        return kretry_test_migration_cut && kretry_test_migration_cut();
+}
 
 typedef struct {
         restore_kind_t kind;
@@ -94,6 +100,12 @@ static rd_kafka_t *restorer(kretry_adapter_t *a) {
         /* The end of a partition whose last offsets are transaction
          * markers (never delivered) is known by this event only. */
         rd_kafka_conf_set(rc, "enable.partition.eof", "true", NULL, 0);
+        /* A bulk reader whose reading (the rebuild) is slower than its
+         * fetching: librdkafka stops fetching once queued.min.messages
+         * wait in its queue and, at its default, fetches again only
+         * fetch.queue.backoff.ms (1 s) later, long after the rebuild
+         * emptied the queue. */
+        rd_kafka_conf_set(rc, "fetch.queue.backoff.ms", "10", NULL, 0);
         rd_kafka_conf_set_opaque(rc, a);
         rd_kafka_conf_set_log_cb(rc, restorer_log);
         a->restorer =
@@ -247,6 +259,63 @@ static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk,
         }
 }
 
+/* One partition's watermarks, or why they are unknown. */
+typedef struct {
+        int64_t lo, hi;
+        rd_kafka_resp_err_t err;
+} marks_t;
+
+/* @p which (as logical_offset) of every partition of @p l, in one call:
+ * one ListOffsets request a leader. Returns the call's error. */
+static rd_kafka_resp_err_t logical_all(rd_kafka_t *rk,
+                                       const rd_kafka_topic_partition_list_t *l,
+                                       int64_t which,
+                                       int lo_side,
+                                       marks_t *out,
+                                       int timeout_ms) {
+        rd_kafka_topic_partition_list_t *q =
+                rd_kafka_topic_partition_list_new(l->cnt);
+        for (int i = 0; i < l->cnt; i++)
+                rd_kafka_topic_partition_list_add(q, l->elems[i].topic,
+                                                  l->elems[i].partition)
+                        ->offset = which;
+        rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, q, timeout_ms);
+        for (int i = 0; !err && i < l->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &q->elems[i];
+                if (!out[i].err)
+                        out[i].err = tp->err ? tp->err
+                                     : tp->offset < 0
+                                             ? RD_KAFKA_RESP_ERR__NO_OFFSET
+                                             : 0;
+                *(lo_side ? &out[i].lo : &out[i].hi) = tp->offset;
+        }
+        rd_kafka_topic_partition_list_destroy(q);
+        return err;
+}
+
+/* The watermarks of every partition of @p l into @p out (l->cnt of them):
+ * asked for all at once (two requests a leader, not two a partition:
+ * dozens of round trips on a busy broker), then, for a partition answered
+ * with an error, alone and again until @p deadline (watermarks()). */
+static void watermarks_all(rd_kafka_t *rk,
+                           const rd_kafka_topic_partition_list_t *l,
+                           marks_t *out,
+                           int64_t deadline) {
+        if (!l->cnt)
+                return;
+        memset(out, 0, sizeof(*out) * (size_t)l->cnt);
+        rd_kafka_resp_err_t err =
+                logical_all(rk, l, RD_KAFKA_OFFSET_BEGINNING, 1, out,
+                            kretry_left_ms(deadline, 2000));
+        if (!err)
+                err = logical_all(rk, l, RD_KAFKA_OFFSET_END, 0, out,
+                                  kretry_left_ms(deadline, 2000));
+        for (int i = 0; i < l->cnt; i++)
+                if (err || out[i].err)
+                        out[i].err = watermarks(rk, &l->elems[i], &out[i].lo,
+                                                &out[i].hi, deadline);
+}
+
 /* The offsets the previous owner of @p tp (committed, with its metadata)
  * decided above the committed one, kept in its assignment: they are not
  * handled again (route.c admit), and a tier copy among them is no longer
@@ -304,30 +373,59 @@ static void load_decided(kretry_adapter_t *a,
                            (long long)tp->offset);
 }
 
+/* The group's committed offsets of the partitions of @p l a restore
+ * starts from (tier and source partitions: range()), taken from @p known
+ * (may be NULL), what source_resume asked a moment before, or asked now
+ * when it lacks one. */
+static rd_kafka_resp_err_t
+committed(kretry_adapter_t *a,
+          rd_kafka_t *rk,
+          rd_kafka_topic_partition_list_t *l,
+          const rd_kafka_topic_partition_list_t *known,
+          int64_t deadline) {
+        for (int i = 0; known && i < l->cnt; i++) {
+                rd_kafka_topic_partition_t *tp = &l->elems[i];
+                if (kretry_topic_index(a, tp->topic) < 0)
+                        continue;
+                const rd_kafka_topic_partition_t *k =
+                        rd_kafka_topic_partition_list_find(known, tp->topic,
+                                                           tp->partition);
+                if (!k || k->err)
+                        known = NULL;
+                else
+                        tp->offset = k->offset;
+        }
+        return known ? 0
+                     : rd_kafka_committed(rk, l, kretry_left_ms(deadline, -1));
+}
+
 /* Start offsets; drop partitions with nothing to read. Returns how many
  * remain; @p unknown counts those whose end could not be learnt before
  * @p deadline (not read either). */
 static int plan(kretry_adapter_t *a,
                 rd_kafka_t *rk,
                 rd_kafka_topic_partition_list_t *l,
+                const rd_kafka_topic_partition_list_t *known,
                 int64_t deadline,
                 int *unknown) {
-        rd_kafka_resp_err_t err =
-                rd_kafka_committed(rk, l, kretry_left_ms(deadline, -1));
+        rd_kafka_resp_err_t err = committed(a, rk, l, known, deadline);
         if (err)
                 kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
                            "committed offsets: %s; reading tiers from the "
                            "beginning",
                            rd_kafka_err2str(err));
-        int n = 0;
+        int n       = 0;
+        marks_t *wm = calloc((size_t)l->cnt, sizeof(*wm));
+        if (wm)
+                watermarks_all(rk, l, wm, deadline);
         for (int i = 0; i < l->cnt; i++) {
                 rd_kafka_topic_partition_t *tp = &l->elems[i];
                 restore_part_t *rp             = part_new(a, tp->topic);
-                int64_t lo = 0, hi = 0;
-                rd_kafka_resp_err_t werr = RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
-                tp->opaque               = rp;
-                if (rp)
-                        werr = watermarks(rk, tp, &lo, &hi, deadline);
+                int64_t lo = wm ? wm[i].lo : 0, hi = wm ? wm[i].hi : 0;
+                rd_kafka_resp_err_t werr =
+                        rp && wm ? wm[i].err
+                                 : RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
+                tp->opaque = rp;
                 if (werr) {
                         /* Assigned at the end, where it reads nothing. */
                         kretry_log(a, KRETRY_LOG_WARNING, "RESTORE",
@@ -350,6 +448,7 @@ static int plan(kretry_adapter_t *a,
                 n += !rp->done;
                 kretry_test_restore_dlq_reads += rp->kind == R_DLQ && !rp->done;
         }
+        free(wm);
         return n;
 }
 
@@ -464,17 +563,19 @@ static restore_part_t *find(rd_kafka_topic_partition_list_t *l,
         return tp ? tp->opaque : NULL;
 }
 
-/* Plan and read @p l (taken) until every partition's end or @p deadline;
- * returns how many partitions were not read to their end. @p migrate (may
+/* Plan and read @p l (taken) until every partition's end or @p deadline,
+ * with the committed offsets in @p known (committed()); returns how many
+ * partitions were not read to their end. @p migrate (may
  * be NULL) gets the DLQ partitions of the parked-keys partitions read
  * without the migration's mark. */
 static int read_all(kretry_adapter_t *a,
                     rd_kafka_t *rk,
                     rd_kafka_topic_partition_list_t *l,
+                    const rd_kafka_topic_partition_list_t *known,
                     int64_t deadline,
                     rd_kafka_topic_partition_list_t *migrate) {
         int unknown   = 0;
-        int remaining = l->cnt ? plan(a, rk, l, deadline, &unknown) : 0;
+        int remaining = l->cnt ? plan(a, rk, l, known, deadline, &unknown) : 0;
         if (remaining)
                 rd_kafka_assign(rk, l);
         while (remaining > 0 && kretry_mono_ms() < deadline) {
@@ -539,16 +640,37 @@ static int resets_to_start(const kretry_adapter_t *a) {
                !strcmp(v, "beginning");
 }
 
+/* 1 when source_resume needs the watermarks of @p tp (committed, @p tp's
+ * offset): a source partition under ordering=key (where the consumer
+ * resumes), or a partition whose commit carries decided offsets
+ * (load_decided checks them against its end). */
+static int needs_marks(kretry_adapter_t *a,
+                       const rd_kafka_topic_partition_t *tp) {
+        const size_t plen = strlen(KRETRY_DECIDED_METADATA);
+        if (tp->err)
+                return 0;
+        if (!strcmp(tp->topic, a->topics[0]) &&
+            a->conf->ordering == KRETRY_ORDER_KEY &&
+            kretry_part_find(a, 0, tp->partition) &&
+            (tp->offset >= 0 || resets_to_start(a)))
+                return 1;
+        return tp->offset >= 0 && tp->metadata_size >= plen &&
+               !memcmp(tp->metadata, KRETRY_DECIDED_METADATA, plen);
+}
+
 /* The offsets decided above the committed one of each source partition of
  * @p parts and of its tier partitions (load_decided; every commit carries
  * them, under every ordering and routing), and with ordering=key where the
  * consumer resumes the source (its committed offset, or the log start when
  * it has none and resets to the start), the start of src_next; left at -1
- * when unknown (no answer before @p deadline). */
-static void source_resume(kretry_adapter_t *a,
-                          rd_kafka_t *rk,
-                          const rd_kafka_topic_partition_list_t *parts,
-                          int64_t deadline) {
+ * when unknown (no answer before @p deadline). Returns the committed
+ * offsets it asked (the caller destroys them), or NULL when they are
+ * unknown. */
+static rd_kafka_topic_partition_list_t *
+source_resume(kretry_adapter_t *a,
+              rd_kafka_t *rk,
+              const rd_kafka_topic_partition_list_t *parts,
+              int64_t deadline) {
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(parts->cnt * a->topic_cnt);
         for (int i = 0; i < parts->cnt; i++)
@@ -572,14 +694,31 @@ static void source_resume(kretry_adapter_t *a,
                                    ? ", and tier copies are not held back "
                                      "for the source to catch up"
                                    : "");
+        /* The watermarks of the partitions that need them, asked at once. */
+        rd_kafka_topic_partition_list_t *q =
+                rd_kafka_topic_partition_list_new(l->cnt);
+        int *at     = calloc((size_t)l->cnt + 1, sizeof(*at));
+        marks_t *wm = calloc((size_t)l->cnt + 1, sizeof(*wm));
+        for (int i = 0; !err && at && i < l->cnt; i++) {
+                at[i] = -1;
+                if (!needs_marks(a, &l->elems[i]))
+                        continue;
+                rd_kafka_topic_partition_list_add(q, l->elems[i].topic,
+                                                  l->elems[i].partition);
+                at[i] = q->cnt - 1;
+        }
+        if (wm && at && q->cnt)
+                watermarks_all(rk, q, wm, deadline);
         for (int i = 0; !err && i < l->cnt; i++) {
                 rd_kafka_topic_partition_t *tp = &l->elems[i];
                 int tier           = kretry_topic_index(a, tp->topic);
                 kretry_part_t *src = kretry_part_find(a, 0, tp->partition);
-                int64_t lo, hi = -1;
+                int j              = at && wm ? at[i] : -1;
+                int64_t lo         = j >= 0 ? wm[j].lo : 0;
+                int64_t hi         = j >= 0 && !wm[j].err ? wm[j].hi : -1;
                 if (!tier && a->conf->ordering == KRETRY_ORDER_KEY && src &&
                     !tp->err && (tp->offset >= 0 || resets_to_start(a)) &&
-                    !watermarks(rk, tp, &lo, &hi, deadline)) {
+                    hi >= 0) {
                         /* Below the log start the consumer resumes at the
                          * log start: a message retention deleted never
                          * comes back. */
@@ -588,7 +727,13 @@ static void source_resume(kretry_adapter_t *a,
                 }
                 load_decided(a, rk, tp, tier, hi, deadline);
         }
+        free(wm);
+        free(at);
+        rd_kafka_topic_partition_list_destroy(q);
+        if (!err)
+                return l;
         rd_kafka_topic_partition_list_destroy(l);
+        return NULL;
 }
 
 /* The park records of the keys parked in source partition @p p, then the
@@ -609,6 +754,8 @@ write_parks(kretry_adapter_t *a, rd_kafka_t *pk, int32_t p, size_t *keys) {
                         continue;
                 int vn =
                         snprintf(v, sizeof(v), "%lld", (long long)k->parked_at);
+                if (migration_cut())
+                        return RD_KAFKA_RESP_ERR__INTR;
                 err = rd_kafka_producev(
                         pk, RD_KAFKA_V_TOPIC(a->parked_topic),
                         RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_KEY(key, len),
@@ -618,6 +765,8 @@ write_parks(kretry_adapter_t *a, rd_kafka_t *pk, int32_t p, size_t *keys) {
                 *keys += !err;
         }
         char mark[] = KRETRY_PARKED_MARK;
+        if (!err && migration_cut())
+                err = RD_KAFKA_RESP_ERR__INTR;
         if (!err)
                 err = rd_kafka_producev(
                         pk, RD_KAFKA_V_TOPIC(a->parked_topic),
@@ -639,15 +788,17 @@ write_parks(kretry_adapter_t *a, rd_kafka_t *pk, int32_t p, size_t *keys) {
 static int migrate_parks(kretry_adapter_t *a,
                          rd_kafka_t *rk,
                          rd_kafka_topic_partition_list_t *dlq,
+                         const rd_kafka_topic_partition_list_t *known,
                          int64_t deadline) {
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_copy(dlq);
         int64_t t0 = kretry_mono_ms();
-        int left   = l ? read_all(a, rk, l, deadline, NULL) : dlq->cnt;
+        int left   = l ? read_all(a, rk, l, known, deadline, NULL) : dlq->cnt;
         /* A replay the older kretry handled lifted a park it left no
          * trace of but on the source. */
         if (!left)
-                left = read_all(a, rk, parked_sources(a, dlq), deadline, NULL);
+                left = read_all(a, rk, parked_sources(a, dlq), known, deadline,
+                                NULL);
         static const char *drop[] = {"transactional.id"};
         char errstr[512];
         rd_kafka_conf_t *rc =
@@ -665,8 +816,12 @@ static int migrate_parks(kretry_adapter_t *a,
         rd_kafka_resp_err_t err = pk ? 0 : RD_KAFKA_RESP_ERR__STATE;
         for (int i = 0; !err && i < dlq->cnt; i++)
                 err = write_parks(a, pk, dlq->elems[i].partition, &keys);
+        /* What was produced goes out even when a later record failed:
+         * each park record is true; only the mark says they are all. */
+        rd_kafka_resp_err_t ferr =
+                pk ? rd_kafka_flush(pk, kretry_left_ms(deadline, -1)) : 0;
         if (!err)
-                err = rd_kafka_flush(pk, kretry_left_ms(deadline, -1));
+                err = ferr;
         if (pk && !err && rd_kafka_outq_len(pk))
                 err = RD_KAFKA_RESP_ERR__TIMED_OUT;
         if (pk)
@@ -691,8 +846,11 @@ static int migrate_parks(kretry_adapter_t *a,
 
 void kretry_restore_decided(kretry_adapter_t *a,
                             const rd_kafka_topic_partition_list_t *parts) {
-        source_resume(a, a->consumer, parts,
-                      kretry_mono_ms() + a->conf->restore_timeout_ms);
+        rd_kafka_topic_partition_list_t *known =
+                source_resume(a, a->consumer, parts,
+                              kretry_mono_ms() + a->conf->restore_timeout_ms);
+        if (known)
+                rd_kafka_topic_partition_list_destroy(known);
 }
 
 void kretry_restore(kretry_adapter_t *a,
@@ -705,15 +863,18 @@ void kretry_restore(kretry_adapter_t *a,
         int64_t deadline = t0 + timeout;
         /* The decided offsets first: a tier copy among them is not in its
          * key's chain (apply_tier). */
-        source_resume(a, rk, parts, deadline);
+        rd_kafka_topic_partition_list_t *known =
+                source_resume(a, rk, parts, deadline);
         rd_kafka_topic_partition_list_t *migrate =
                 a->parked_topic ? rd_kafka_topic_partition_list_new(parts->cnt)
                                 : NULL;
-        int left = read_all(a, rk, to_read(a, parts), deadline, migrate);
+        int left = read_all(a, rk, to_read(a, parts), known, deadline, migrate);
         if (migrate && migrate->cnt)
-                left += migrate_parks(a, rk, migrate, deadline);
+                left += migrate_parks(a, rk, migrate, known, deadline);
         if (migrate)
                 rd_kafka_topic_partition_list_destroy(migrate);
+        if (known)
+                rd_kafka_topic_partition_list_destroy(known);
         if (left)
                 kretry_log(a, KRETRY_LOG_ERR, "RESTORE",
                            "%d partition(s) not read to their end within "

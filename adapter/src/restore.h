@@ -37,4 +37,10 @@ extern int (*kretry_test_txn_blind)(void);
  * migration reads them, and nothing else may). Polling thread. */
 extern int kretry_test_restore_dlq_reads;
 
+/* Test only: asked before each record park_key's migration writes (the
+ * parks, then the mark); when set and it returns nonzero, the migration
+ * stops there, as a process killed at that point: what it wrote before is
+ * flushed, nothing after. Polling thread. */
+extern int (*kretry_test_migration_cut)(void);
+
 #endif
