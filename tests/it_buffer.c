@@ -104,21 +104,36 @@ static int64_t on_time(const char *cap, int64_t *max, int64_t *kept) {
  * delayed by Nagle), up to fetch.wait.max.ms on a broker whose other
  * partitions are idle. */
 static void test_on_time_default_fetch_wait(void) {
-        int64_t max, kept, median = on_time("1000", &max, &kept);
-        KT_CHECK_MSG(kept > 0, CU_FALSE,
-                     "no tier message was ever kept behind the held one");
-        /* On a quiet machine: within 20 ms at the median, 100 ms at most,
-         * where paused partitions wait for their fetch (on real Kafka a
-         * median of 145 ms, up to the 500 ms fetch wait). */
-        if (median <= 20 && max <= 100)
-                return;
-        /* A machine loaded many times over its cores delays every retry
-         * (seen: median 65 ms, max 593 ms at load ~20). Then the same
-         * retries without the buffer, in the same run, are the measure:
-         * held in memory, the median must be under half of theirs (seen
-         * beside the above: 171 ms); waiting for fetches, it is not. */
-        int64_t cmax, ckept, control = on_time("0", &cmax, &ckept);
-        KT_CHECK_MSG(median * 2 <= control, CU_FALSE,
+        int64_t max = 0, kept = 0, median = 0, cmax = 0, control = 0, ckept;
+        /* Up to three pairs: a load spike that delays one of them (seen on
+         * the test cluster at load 18: median 17 ms, max 112, while the
+         * control beside it came 1 ms late) passes on the next, where a
+         * buffer that does not hold fails every one of them. */
+        for (int pair = 0; pair < 3; pair++) {
+                median = on_time("1000", &max, &kept);
+                KT_CHECK_MSG(kept > 0, CU_FALSE,
+                             "no tier message was ever kept behind the held "
+                             "one");
+                /* On a quiet machine: within 20 ms at the median, 100 ms
+                 * at most, where paused partitions wait for their fetch
+                 * (on real Kafka a median of 145 ms, up to the 500 ms
+                 * fetch wait). */
+                if (median <= 20 && max <= 100)
+                        return;
+                /* A machine loaded many times over its cores delays every
+                 * retry (seen: median 65 ms, max 593 ms at load ~20). Then
+                 * the same retries without the buffer, in the same run,
+                 * are the measure: held in memory, the median must be
+                 * under half of theirs (seen beside the above: 171 ms);
+                 * waiting for fetches, it is not. The test cluster answers
+                 * a resumed partition's fetch at once, so there only the
+                 * bounds above tell. */
+                control = on_time("0", &cmax, &ckept);
+                if (median * 2 <= control)
+                        return;
+                fprintf(stderr, "  pair %d of 3 missed\n", pair + 1);
+        }
+        KT_CHECK_MSG(0, CU_FALSE,
                      "retries came a median %lld ms (max %lld) after their "
                      "due time; %lld ms (max %lld) without the buffer",
                      (long long)median, (long long)max, (long long)control,
