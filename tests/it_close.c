@@ -41,10 +41,10 @@ static struct {
         pthread_mutex_t lock;
         pthread_cond_t cond;
         rd_kafka_t *consumer;
-        int64_t close_at;   /* kt_now_ms() when the close began, 0 before */
-        int queued;         /* librdkafka queued a rebalance event */
-        int revoking;       /* kretry's first revocation began */
-        int kicked;         /* and the group's thread was asked something */
+        int64_t close_at; /* kt_now_ms() when the close began, 0 before */
+        int queued;       /* librdkafka queued a rebalance event */
+        int revoking; /* the close's rebalance callback began a revocation */
+        int kicked;   /* and the group's thread is asked something */
         int leave_answered; /* the LeaveGroup's answer reached the client */
         int held;           /* the last message is in the handler */
         int release;        /* which may answer now */
@@ -100,9 +100,11 @@ static void close_log(kretry_log_level_t level,
                 hk.queued = 1;
         if (!strcmp(fac, "rdkafka.RECV") && strstr(msg, "LeaveGroupResponse"))
                 hk.leave_answered = 1;
-        if (!strcmp(fac, "REBALANCE") && strstr(msg, "revoking") &&
+        /* The rebalance callback's revocation ("revoking N partition(s)"),
+         * not a close's own before it leaves ("closing: revoking"). */
+        if (!strcmp(fac, "REBALANCE") && !strncmp(msg, "revoking ", 9) &&
             hk.close_at && !hk.revoking)
-                hk.revoking = kick = 1;
+                hk.revoking = hk.kicked = kick = 1;
         if (!strcmp(fac, "rdkafka.CGRPTERM") && hk.kicked && !hk.stalled &&
             strstr(msg, "waiting for 0 toppar(s), 0 commit(s), wait-leave,"))
                 stall_group_thread();
@@ -113,13 +115,12 @@ static void close_log(kretry_log_level_t level,
                 return;
         /* kretry's callback began (this thread is its): the group's thread
          * runs its termination check after every request it serves, and
-         * may have no other to serve before the LeaveGroup's answer. */
-        rd_kafka_topic_partition_list_t *l = NULL;
-        if (!rd_kafka_assignment(rk, &l))
-                rd_kafka_topic_partition_list_destroy(l);
-        pthread_mutex_lock(&hk.lock);
-        hk.kicked = 1;
-        pthread_mutex_unlock(&hk.lock);
+         * may have no other to serve before the LeaveGroup's answer. A
+         * request with a timeout: a terminating group may drop it. */
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(0);
+        rd_kafka_committed(rk, l, 100);
+        rd_kafka_topic_partition_list_destroy(l);
 }
 
 /* "m-0".."m-2": OK at once; the last one: OK once released, or HOLD_MS
