@@ -58,6 +58,9 @@ add_dependencies(it_topology_check kretry_cli)
 target_compile_options(it_topology_check PRIVATE -Wno-format-truncation)
 kretry_add_suite(it_buffer TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_owner TIMEOUT 480 LABELS integration SOURCES it_harness.c)
+# Each close runs in a child process (the suite's binary again), so that
+# librdkafka's abort fails the test, not the suite.
+kretry_add_suite(it_close TIMEOUT 240 LABELS integration SOURCES it_harness.c)
 kretry_add_suite(it_denied TIMEOUT 120 LABELS integration SOURCES it_harness.c)
 # routing=transactional: real Kafka only (the mock's transactions write no
 # markers); label real lets the mock pass skip it.

@@ -547,10 +547,29 @@ static void silence_consumer(kretry_adapter_t *a) {
 
 /* Leave the group, bounded: librdkafka's own consumer close waits for the
  * group coordinator as long as it takes, which is forever when the cluster
- * went away with us. The close runs in librdkafka's background; its
- * rebalance callback (drain the producer, commit synchronously) is served
- * here until it finishes or revoke.timeout.ms + KRETRY_CLOSE_GRACE_MS have
- * passed since the close began (@p t0), and once the revocation is done
+ * went away with us.
+ *
+ * Every partition is revoked first (kretry_revoke_for_close: handler calls
+ * and copies awaited, offsets committed synchronously), while the group is
+ * not terminating; only then is librdkafka asked to leave, and no commit
+ * is sent after that (a->close_leaving). librdkafka aborts the process in
+ * its close (rd_kafka_cgrp_terminated: assert
+ * !rd_kafka_assignment_in_progress, its issue 4027) when an offset commit
+ * reaches its group after the group decided to terminate and before it
+ * terminated: the commit counts as an assignment operation in progress,
+ * which the group's last step asserts there is none of. Whether a commit
+ * made in the close's rebalance callback can come that late depends on
+ * the callback's event: the revocation the close itself asks for keeps
+ * the group waiting for the callback's unassign call, made after its
+ * commit; but an event queued before the close (a rebalance that came
+ * while the application was not polling, eager or cooperative) no longer
+ * holds the group, which the close sets to unassign and leave at once,
+ * and may terminate while the callback still drains and commits.
+ *
+ * The close runs in librdkafka's background; its rebalance callback (only
+ * retiring what is left and making the unassign call) is served here until
+ * it finishes or revoke.timeout.ms + KRETRY_CLOSE_GRACE_MS have passed
+ * since the close began (@p t0), and once the revocation is done
  * (a->close_revoked), at most KRETRY_CLOSE_GRACE_MS more: what is left is
  * the LeaveGroup, which needs no more than that from a cluster that
  * answers. Returns 0 when it finished. */
@@ -558,7 +577,9 @@ static int close_consumer(kretry_adapter_t *a, int64_t t0) {
         kretry_sbuf_drop(a, NULL); /* not handled: the next owner's */
         int64_t deadline =
                 t0 + a->conf->revoke_timeout_ms + KRETRY_CLOSE_GRACE_MS;
+        kretry_revoke_for_close(a);
         rd_kafka_queue_t *q = rd_kafka_queue_new(a->consumer);
+        a->close_leaving    = 1;
         rd_kafka_error_t *e =
                 q ? rd_kafka_consumer_close_queue(a->consumer, q) : NULL;
         if (e) {

@@ -160,6 +160,10 @@ struct kretry_adapter_s {
         int close_abandoned;
         int close_cut; /* leaving the group was cut short at its bound */
         int64_t close_revoked; /* when the close's revocation was done */
+        /* The close asked librdkafka to leave the group
+         * (rd_kafka_consumer_close_queue): no commit is sent from then on
+         * (adapter.c close_consumer, commit.c commit_send). */
+        int close_leaving;
         /* The close made its assign or unassign call (rebalance.c): the
          * terminating group took it as a full unassign, and may end. */
         int close_unassigned;

@@ -82,7 +82,7 @@ void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono) {
         /* Not while a park tombstone is unacknowledged: the replay that
          * lifted the park may be among the stored offsets. */
         if (a->txn.on || a->commit_inflight || !a->commit_dirty ||
-            mono < a->commit_at || a->unparks)
+            mono < a->commit_at || a->unparks || a->close_leaving)
                 return;
         a->commit_dirty = 0;
         a->commit_at    = mono + a->commit_interval_ms;
@@ -103,6 +103,11 @@ commit_send(kretry_adapter_t *a,
             const rd_kafka_topic_partition_list_t *offsets,
             int64_t deadline,
             void *opaque) {
+        /* Once a close asked to leave the group, a commit could reach the
+         * group after it decided to terminate: librdkafka aborts then
+         * (adapter.c close_consumer). The close committed before. */
+        if (a->close_leaving)
+                return RD_KAFKA_RESP_ERR__STATE;
         kretry_commit_settle(a, deadline);
         if (a->unparks)
                 return RD_KAFKA_RESP_ERR__STATE; /* see kretry_commit_sync */

@@ -10,7 +10,9 @@
  * partitions' handlers and in-flight copies were awaited and done offsets
  * committed synchronously; on a lost assignment it is retired at once,
  * nothing of it routed or committed. Nothing is carried across a
- * rebalance.
+ * rebalance. A close revokes its partitions here before it asks
+ * librdkafka to leave the group (kretry_revoke_for_close), and sends no
+ * commit after that.
  */
 #include "rebalance.h"
 #include "adapter_int.h"
@@ -118,6 +120,38 @@ static void count_assigned(kretry_adapter_t *a) {
         atomic_store(&a->stats.assigned, n);
 }
 
+/* The partitions of @p l end their assignment: their handler calls and
+ * copies are awaited and their offsets committed, then they are retired.
+ * Not on a lost assignment, nor once a close asked librdkafka to leave the
+ * group (kretry_revoke_for_close already revoked every partition then, and
+ * nothing is committed any more): retired at once, nothing of them routed
+ * or committed. */
+static void release(kretry_adapter_t *a,
+                    rd_kafka_t *rk,
+                    const rd_kafka_topic_partition_list_t *l) {
+        int64_t deadline = kretry_mono_ms() + a->conf->revoke_timeout_ms;
+        if (a->close_leaving || rd_kafka_assignment_lost(rk)) {
+                /* Another member may own these partitions already (or,
+                 * leaving, the close's revocation took what was left):
+                 * nothing of them is routed or committed. Retired first,
+                 * so that a result coming back is discarded; the calls
+                 * running are not waited for. */
+                revoke_parts(a, l);
+                kretry_workers_revoke(a, l, 0);
+                /* Its copies must not become visible; the other
+                 * partitions' are decided again. */
+                kretry_txn_abort(a, l);
+        } else {
+                /* Handlers of these partitions finish first: their outcomes
+                 * are copies the drain waits for. One bound,
+                 * revoke.timeout.ms, for both. */
+                kretry_workers_revoke(a, l, deadline);
+                kretry_drain_and_commit(a, l, deadline);
+                revoke_parts(a, l);
+        }
+        count_assigned(a);
+}
+
 /* Whether the group rebalances cooperatively (1), eagerly (0), or -1 when
  * librdkafka answers NULL: the group's thread no longer serves requests
  * (a close terminating the group, the very time the close's revocation is
@@ -156,7 +190,7 @@ static int cooperative(rd_kafka_t *rk) {
  * state.
  */
 static int close_call_done(kretry_adapter_t *a, rd_kafka_t *rk) {
-        return a->closed &&
+        return a->close_leaving &&
                (a->close_unassigned || rd_kafka_consumer_closed(rk));
 }
 
@@ -188,7 +222,7 @@ static void close_assign(kretry_adapter_t *a,
                 error = rd_kafka_incremental_assign(rk, l);
         else if (!incremental)
                 aerr = rd_kafka_assign(rk, l);
-        a->close_unassigned |= incremental >= 0;
+        a->close_unassigned |= a->close_leaving && incremental >= 0;
         assign_failed(a, error, aerr);
 }
 
@@ -245,27 +279,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 else
                         kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s",
                                    rd_kafka_err2str(err));
-                int64_t deadline =
-                        kretry_mono_ms() + a->conf->revoke_timeout_ms;
-                if (rd_kafka_assignment_lost(rk)) {
-                        /* Another member may own these partitions already:
-                         * nothing of them is routed or committed. Retired
-                         * first, so that a result coming back is discarded;
-                         * the calls running are not waited for. */
-                        revoke_parts(a, l);
-                        kretry_workers_revoke(a, l, 0);
-                        /* Its copies must not become visible; the other
-                         * partitions' are decided again. */
-                        kretry_txn_abort(a, l);
-                } else {
-                        /* Handlers of these partitions finish first: their
-                         * outcomes are copies the drain waits for. One
-                         * bound, revoke.timeout.ms, for both. */
-                        kretry_workers_revoke(a, l, deadline);
-                        kretry_drain_and_commit(a, l, deadline);
-                        revoke_parts(a, l);
-                }
-                count_assigned(a);
+                release(a, rk, l);
                 if (a->closed)
                         a->close_revoked = kretry_mono_ms();
                 /* The drain and commit took time: the group may have
@@ -276,7 +290,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                         error = rd_kafka_incremental_unassign(rk, l);
                 else if (!incremental)
                         aerr = rd_kafka_assign(rk, NULL);
-                a->close_unassigned |= a->closed && incremental >= 0;
+                a->close_unassigned |= a->close_leaving && incremental >= 0;
         }
         assign_failed(a, error, aerr);
         rd_kafka_topic_partition_list_destroy(l);
@@ -285,5 +299,15 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
 void kretry_forward_parts_all(kretry_adapter_t *a) {
         rd_kafka_topic_partition_list_t *l = kretry_assigned_list(a, NULL);
         kretry_forward_parts(a, l);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+void kretry_revoke_for_close(kretry_adapter_t *a) {
+        rd_kafka_topic_partition_list_t *l = kretry_assigned_list(a, NULL);
+        if (l->cnt) {
+                log_parts(a, "closing: revoking", l);
+                release(a, a->consumer, l);
+                a->close_revoked = kretry_mono_ms();
+        }
         rd_kafka_topic_partition_list_destroy(l);
 }

@@ -13,6 +13,10 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                          rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts,
                          void *opaque);
+/* A close's revocation of every partition assigned (handler calls and
+ * copies awaited, offsets committed, as on a revocation), made before the
+ * close asks librdkafka to leave the group (adapter.c close_consumer). */
+void kretry_revoke_for_close(kretry_adapter_t *a);
 /* Point the partitions of @p l (or every assigned one) at a->tq (tiers)
  * and a->sq (source). */
 void kretry_forward_parts(kretry_adapter_t *a,

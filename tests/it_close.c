@@ -1,0 +1,299 @@
+/*
+ * A close that cannot crash. librdkafka aborts the process in its consumer
+ * close (rd_kafka_cgrp_terminated: assert !rd_kafka_assignment_in_progress,
+ * its issue 4027) when an offset commit reaches its group after the group
+ * decided to terminate and before it did. A close begun while a rebalance
+ * event waits unserved (it came while nobody polled the member) no longer
+ * holds the group for the rebalance callback's unassign call: the group
+ * unassigns, leaves and terminates by itself, and a commit the callback
+ * sends meanwhile could be that late. kretry revokes and commits before it
+ * asks to leave, and commits nothing after.
+ *
+ * The tests make the late commit certain for a close that would send one:
+ * the LeaveGroup's answer is delayed, the last handler call is held until
+ * that answer came, and the group's thread is held (in the log callback
+ * that it calls with its "waiting for ... before terminating" line) until
+ * the callback's commit is queued behind that answer. Each close runs in a
+ * child process (this binary again, running that one test), so that an
+ * abort fails the test instead of ending the suite.
+ */
+#include "adapter_int.h" /* the consumer, to ask its group thread a question */
+#include "it_harness.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CLOSE_N 4
+/* How long the LeaveGroup's answer is delayed: the group's last step. */
+#define LEAVE_DELAY_MS 500
+/* The last handler call answers at most this long after the close began. */
+#define HOLD_MS 1500
+/* Set in the child process: the name of the test it runs. */
+#define CHILD_ENV "KRETRY_TEST_CLOSE_CHILD"
+
+/* What the log lines and the handler saw; any thread. */
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        rd_kafka_t *consumer;
+        int64_t close_at; /* kt_now_ms() when the close began, 0 before */
+        int queued;       /* librdkafka queued a rebalance event */
+        int revoking; /* the close's rebalance callback began a revocation */
+        int kicked;   /* and the group's thread is asked something */
+        int leave_answered; /* the LeaveGroup's answer reached the client */
+        int held;           /* the last message is in the handler */
+        int release;        /* which may answer now */
+        int stalled;        /* the group's thread was held, once */
+        int handled;        /* messages answered OK */
+} hk = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void hk_reset(void) {
+        pthread_mutex_lock(&hk.lock);
+        hk.consumer = NULL;
+        hk.close_at = 0;
+        hk.queued = hk.revoking = hk.kicked = hk.leave_answered = 0;
+        hk.held = hk.release = hk.stalled = hk.handled = 0;
+        pthread_mutex_unlock(&hk.lock);
+}
+
+/* Wait on hk.cond (hk.lock held) for at most @p ms. */
+static void hk_wait(int ms) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)ms * 1000000;
+        ts.tv_sec += ts.tv_nsec / 1000000000;
+        ts.tv_nsec %= 1000000000;
+        pthread_cond_timedwait(&hk.cond, &hk.lock, &ts);
+}
+
+/* On librdkafka's group thread (hk.lock held), its termination waiting
+ * for the LeaveGroup alone: hold it until that answer arrived (its op is
+ * queued for this thread then), let the handler answer, and give the
+ * callback's drain and commit time to queue the commit behind it. There
+ * is no event to wait for there (the commit is an op in librdkafka's
+ * queue): 50 ms is a thousand times what it takes. */
+static void stall_group_thread(void) {
+        hk.stalled       = 1;
+        int64_t deadline = kt_now_ms() + LEAVE_DELAY_MS + 2000;
+        while (!hk.leave_answered && kt_now_ms() < deadline)
+                hk_wait(10);
+        hk.release = 1;
+        pthread_cond_broadcast(&hk.cond);
+        pthread_mutex_unlock(&hk.lock);
+        kt_nap_ms(50);
+        pthread_mutex_lock(&hk.lock);
+}
+
+static void close_log(kretry_log_level_t level,
+                      const char *fac,
+                      const char *msg,
+                      void *opaque) {
+        it_log(level, fac, msg, opaque);
+        pthread_mutex_lock(&hk.lock);
+        int kick = 0;
+        if (!strcmp(fac, "rdkafka.ASSIGN") && strstr(msg, "delegating"))
+                hk.queued = 1;
+        if (!strcmp(fac, "rdkafka.RECV") && strstr(msg, "LeaveGroupResponse"))
+                hk.leave_answered = 1;
+        /* The rebalance callback's revocation ("revoking N partition(s)"),
+         * not a close's own before it leaves ("closing: revoking"). */
+        if (!strcmp(fac, "REBALANCE") && !strncmp(msg, "revoking ", 9) &&
+            hk.close_at && !hk.revoking)
+                hk.revoking = hk.kicked = kick = 1;
+        if (!strcmp(fac, "rdkafka.CGRPTERM") && hk.kicked && !hk.stalled &&
+            strstr(msg, "waiting for 0 toppar(s), 0 commit(s), wait-leave,"))
+                stall_group_thread();
+        pthread_cond_broadcast(&hk.cond);
+        rd_kafka_t *rk = hk.consumer;
+        pthread_mutex_unlock(&hk.lock);
+        if (!kick)
+                return;
+        /* kretry's callback began (this thread is its): the group's thread
+         * runs its termination check after every request it serves, and
+         * may have no other to serve before the LeaveGroup's answer. A
+         * request with a timeout: a terminating group may drop it. */
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(0);
+        rd_kafka_committed(rk, l, 100);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* "m-0".."m-2": OK at once; the last one: OK once released, or HOLD_MS
+ * after the close began. */
+static kretry_action_t close_handler(kretry_msg_t *msg, void *opaque) {
+        (void)opaque;
+        size_t len;
+        const char *v = kretry_msg_value(msg, &len);
+        char last[16];
+        snprintf(last, sizeof(last), "m-%d", CLOSE_N - 1);
+        pthread_mutex_lock(&hk.lock);
+        if (v && len == strlen(last) && !memcmp(v, last, len)) {
+                hk.held = 1;
+                pthread_cond_broadcast(&hk.cond);
+                while (!hk.release &&
+                       !(hk.close_at && kt_now_ms() > hk.close_at + HOLD_MS))
+                        hk_wait(10);
+        }
+        hk.handled++;
+        pthread_mutex_unlock(&hk.lock);
+        return KRETRY_OK;
+}
+
+/* Wait (hk.lock held) until *@p flag is set or @p ms pass. */
+static int hk_until(const int *flag, int ms) {
+        int64_t deadline = kt_now_ms() + ms;
+        while (!*flag && kt_now_ms() < deadline)
+                hk_wait(10);
+        return *flag;
+}
+
+/* The test's body, in the child: one partition of CLOSE_N messages; the
+ * last one's handler call is running, the group's rebalance event waits
+ * unserved (a Heartbeat answered REBALANCE_IN_PROGRESS), and the adapter
+ * is closed. The close ends with KRETRY_ERR_OK and every message
+ * committed. */
+static void close_with_event_queued(const char *assignor) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = it_env_new("50ms", 1);
+        KT_REQUIRE((mock = kt_cluster_mock(env->c)) != NULL);
+        for (int i = 0; i < CLOSE_N; i++) {
+                char v[16];
+                snprintf(v, sizeof(v), "m-%d", i);
+                it_produce(env, 0, "k", v, NULL);
+        }
+        hk_reset();
+        kretry_conf_t *conf = it_conf(
+                env, "consumer.partition.assignment.strategy", assignor,
+                "consumer.auto.commit.interval.ms", "600000",
+                "consumer.heartbeat.interval.ms", "100", "revoke.timeout.ms",
+                "5000", "consumer.debug", "cgrp,protocol", NULL);
+        kretry_conf_set_handler(conf, close_handler, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_conf_set_log_cb(conf, close_log, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        pthread_mutex_lock(&hk.lock);
+        hk.consumer = a->consumer;
+        pthread_mutex_unlock(&hk.lock);
+        int64_t deadline = kt_now_ms() + 60000;
+        int held         = 0;
+        while (!held && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 10);
+                pthread_mutex_lock(&hk.lock);
+                held = hk.held;
+                pthread_mutex_unlock(&hk.lock);
+        }
+        KT_REQUIRE(held);
+        /* From now on nobody polls: the rebalance's event waits. */
+        pthread_mutex_lock(&hk.lock);
+        hk.queued = 0;
+        pthread_mutex_unlock(&hk.lock);
+        rd_kafka_mock_push_request_errors(
+                mock, 12 /* Heartbeat */, 1,
+                RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS);
+        pthread_mutex_lock(&hk.lock);
+        int queued = hk_until(&hk.queued, 20000);
+        pthread_mutex_unlock(&hk.lock);
+        KT_REQUIRE(queued);
+        KT_REQUIRE(rd_kafka_mock_broker_push_request_error_rtts(
+                           mock, 1, 13 /* LeaveGroup */, 1,
+                           RD_KAFKA_RESP_ERR_NO_ERROR, LEAVE_DELAY_MS) == 0);
+        pthread_mutex_lock(&hk.lock);
+        hk.close_at = kt_now_ms();
+        pthread_mutex_unlock(&hk.lock);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        pthread_mutex_lock(&hk.lock);
+        int handled = hk.handled, stalled = hk.stalled;
+        pthread_mutex_unlock(&hk.lock);
+        fprintf(stderr,
+                "\n    %s: %d handled, group thread held at its "
+                "termination: %s\n",
+                assignor, handled, stalled ? "yes" : "no");
+        KT_ASSERT_INT_EQ(handled, CLOSE_N);
+        /* Every message decided before the close is committed by it. */
+        KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0),
+                         CLOSE_N);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
+/* Run @p test (this binary's test of that name) in a child process: its
+ * status, or -1 when it did not end within its bound (killed then). */
+static int run_child(const char *test) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+                setenv(CHILD_ENV, test, 1);
+                execl("/proc/self/exe", "it_close", test, (char *)NULL);
+                _exit(127);
+        }
+        if (pid < 0)
+                return -1;
+        int st           = 0;
+        int64_t deadline = kt_now_ms() + 120000;
+        while (waitpid(pid, &st, WNOHANG) == 0) {
+                if (kt_now_ms() > deadline) {
+                        kill(pid, SIGKILL);
+                        waitpid(pid, &st, 0);
+                        return -1;
+                }
+                kt_nap_ms(20);
+        }
+        return st;
+}
+
+/* The test @p test: its body in the child, the child's end checked here. */
+static void close_test(const char *test, const char *assignor) {
+        if (getenv(CHILD_ENV)) {
+                close_with_event_queued(assignor);
+                return;
+        }
+        if (!kt_classic_protocol("a rebalance injected through the classic "
+                                 "Heartbeat"))
+                return;
+        /* The mock only: fault injection, and librdkafka's own threads
+         * held from the log callback. */
+        it_env_t *env = it_env_new("50ms", 1);
+        rd_kafka_mock_cluster_t *mock =
+                kt_mock_only(env->c, "none: the LeaveGroup is delayed and "
+                                     "librdkafka's group thread held "
+                                     "through the test cluster's faults");
+        it_env_destroy(env);
+        if (!mock)
+                return;
+        int st = run_child(test);
+        KT_CHECK_MSG(st >= 0, CU_FALSE, "%s: the close did not end in 120 s",
+                     assignor);
+        KT_CHECK_MSG(st < 0 || !WIFSIGNALED(st), CU_FALSE,
+                     "%s: the close ended by signal %d%s", assignor,
+                     WIFSIGNALED(st) ? WTERMSIG(st) : 0,
+                     WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT
+                             ? " (SIGABRT: librdkafka's assert in its "
+                               "consumer close, its issue 4027: a commit "
+                               "after the group decided to terminate)"
+                             : "");
+        KT_CHECK_MSG(st < 0 || WIFSIGNALED(st) ||
+                             (WIFEXITED(st) && WEXITSTATUS(st) == 0),
+                     CU_FALSE, "%s: the child test failed (exit %d, above)",
+                     assignor, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static void test_close_revoke_queued_eager(void) {
+        close_test("test_close_revoke_queued_eager", "range");
+}
+
+static void test_close_assign_queued_cooperative(void) {
+        close_test("test_close_assign_queued_cooperative",
+                   "cooperative-sticky");
+}
+
+int main(int argc, char **argv) {
+        static const kt_test_t tests[] = {
+                KT_TEST(test_close_revoke_queued_eager),
+                KT_TEST(test_close_assign_queued_cooperative), KT_END};
+        return kt_main("it_close", tests, argc, argv);
+}
