@@ -99,9 +99,11 @@ static void forward_parts_all(kretry_adapter_t *a) {
         rd_kafka_topic_partition_list_destroy(l);
 }
 
-/* A stop that librdkafka still has to serve lands, under load, within
- * seconds of the unassign that asked for it; a minute is far beyond. */
-int kretry_forward_renew_ms = 60000;
+/* librdkafka's main thread serves a stop right after the unassign that
+ * asked for it (the same queue, milliseconds); 10 s is far beyond that
+ * under load, and short enough that an idle instance is quiet soon after
+ * it joined. */
+int kretry_forward_renew_ms = 10000;
 
 /* A rebalance event: renewals every second from now on, until
  * kretry_forward_renew_ms after it. */
