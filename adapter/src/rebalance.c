@@ -99,10 +99,10 @@ static void forward_parts_all(kretry_adapter_t *a) {
         rd_kafka_topic_partition_list_destroy(l);
 }
 
-/* librdkafka's main thread serves a stop right after the unassign that
- * asked for it (the same queue, milliseconds); 10 s is far beyond that
- * under load, and short enough that an idle instance is quiet soon after
- * it joined. */
+/* librdkafka's main thread serves a stop soon after the unassign that
+ * asked for it (the partition's operations go to its queue; milliseconds
+ * on an idle machine); 10 s leaves room for a loaded one, and is short
+ * enough that an idle instance is quiet soon after it joined. */
 int kretry_forward_renew_ms = 10000;
 
 /* A rebalance event: renewals every second from now on, until

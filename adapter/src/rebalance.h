@@ -13,8 +13,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                          rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts,
                          void *opaque);
-/* Point the partitions of @p l (or every assigned one) at a->tq (tiers)
- * and a->sq (source). */
+/* Point the partitions of @p l at a->tq (tiers) and a->sq (source). */
 void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l);
 /* Every assigned partition's forward set again, once a second while a
