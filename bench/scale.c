@@ -361,10 +361,10 @@ static double med(double *v, int n) {
         return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* kretry_scale BOOTSTRAP raw-idle GROUP TOPIC...: the baseline of the idle
- * curve, a plain librdkafka consumer (the defaults kretry's consumer starts
- * from, auto.offset.reset=latest) subscribed to the same topics, polling
- * until SIGTERM. */
+/* kretry_scale BOOTSTRAP raw-idle GROUP TOPIC... [NAME=VALUE...]: the
+ * baseline of the idle curve, a plain librdkafka consumer (librdkafka's
+ * defaults, auto.offset.reset=latest, and the properties given: a topic
+ * name has no '=') subscribed to the same topics, polling until SIGTERM. */
 static int raw_idle(int argc, char **argv) {
         char err[512];
         rd_kafka_conf_t *c = rd_kafka_conf_new();
@@ -373,6 +373,18 @@ static int raw_idle(int argc, char **argv) {
             rd_kafka_conf_set(c, "group.id", argv[3], err, sizeof(err))) {
                 fprintf(stderr, "kretry_scale: %s\n", err);
                 return 1;
+        }
+        for (int i = 4; i < argc; i++) {
+                const char *eq = strchr(argv[i], '=');
+                char name[256];
+                if (!eq || (size_t)(eq - argv[i]) >= sizeof(name))
+                        continue;
+                memcpy(name, argv[i], (size_t)(eq - argv[i]));
+                name[eq - argv[i]] = '\0';
+                if (rd_kafka_conf_set(c, name, eq + 1, err, sizeof(err))) {
+                        fprintf(stderr, "kretry_scale: %s\n", err);
+                        return 1;
+                }
         }
         rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof(err));
         if (!rk) {
@@ -383,8 +395,9 @@ static int raw_idle(int argc, char **argv) {
         rd_kafka_topic_partition_list_t *l =
                 rd_kafka_topic_partition_list_new(argc - 4);
         for (int i = 4; i < argc; i++)
-                rd_kafka_topic_partition_list_add(l, argv[i],
-                                                  RD_KAFKA_PARTITION_UA);
+                if (!strchr(argv[i], '=')) /* not a property */
+                        rd_kafka_topic_partition_list_add(
+                                l, argv[i], RD_KAFKA_PARTITION_UA);
         rd_kafka_subscribe(rk, l);
         rd_kafka_topic_partition_list_destroy(l);
         for (;;) {

@@ -105,6 +105,7 @@ def idle_point(argv, settle, window, runs):
         if p.poll() is not None:
             raise RuntimeError("%s exited %d" % (argv[:2], p.returncode))
         out = []
+        s0, m0 = cpu_ns(p.pid), time.monotonic()
         for _ in range(runs):
             ld = load()
             t0, w0 = cpu_ns(p.pid), time.monotonic()
@@ -113,7 +114,10 @@ def idle_point(argv, settle, window, runs):
             out.append({"cpu_pct": 100.0 * (t1 - t0) / 1e9 / (w1 - w0),
                         "cpu_ms": round((t1 - t0) / 1e6, 1),
                         "seconds": round(w1 - w0, 2), "load": ld})
-        return out, rss_kib(p.pid)
+        # the whole span: a median of windows misses work done less often
+        # than a window (kretry ui's figures, once a minute unwatched)
+        span = 100.0 * (cpu_ns(p.pid) - s0) / 1e9 / (time.monotonic() - m0)
+        return out, rss_kib(p.pid), span
     finally:
         p.terminate()
         try:
@@ -132,29 +136,34 @@ def part_idle(o, doc):
         path = topology(d, name, parts, o["bootstrap"])
         apply(o["cli"], path)
         for prog in ("run", "raw", "ui"):
+            # settled: joined, and past the 10 s after a rebalance in which
+            # kretry renews its partitions' queue forwards every second
             if prog == "run":
                 argv = [o["cli"], "run", "-f", path, "--exec", "true"]
-                settle = 20 if parts > 8 else 12
+                settle = 25
             elif prog == "raw":
                 # librdkafka alone, subscribed to what kretry run consumes
                 argv = [o["scale"], o["bootstrap"], "raw-idle",
                         name + "-raw", name, name + ".retry.1",
                         name + ".retry.2"]
-                settle = 20 if parts > 8 else 12
+                settle = 25
             else:
                 argv = [o["cli"], "ui", "-f", path, "--listen",
                         "127.0.0.1:0"]
                 settle = 8
-            runs, rss = idle_point(argv, settle, o["window"], o["runs"])
+            runs, rss, span = idle_point(argv, settle, o["window"],
+                                         o["runs"])
             pt = {"program": prog, "partitions": parts, "runs": runs,
-                  "rss_kib": rss,
+                  "rss_kib": rss, "span_cpu_pct": span,
                   "cpu_pct": statistics.median(r["cpu_pct"] for r in runs)}
             doc["idle"].append(pt)
             print("idle  %-10s %4d partitions: %.3f %% of a core "
-                  "(median of %d x %d s; %s; loads %s), RSS %d KiB" % (
+                  "(median of %d x %d s; %s; whole %d s %.3f %%; loads %s), "
+                  "RSS %d KiB" % (
                       "raw" if prog == "raw" else "kretry " + prog,
                       parts, pt["cpu_pct"], len(runs), o["window"],
                       " ".join("%.3f" % r["cpu_pct"] for r in runs),
+                      len(runs) * o["window"], span,
                       " ".join("%.1f" % r["load"] for r in runs), rss),
                   flush=True)
 

@@ -2,7 +2,8 @@
 """bench/scale_plot.py OUTDIR FILE.json...: the PNGs of bench/README.md's
 "scale" section from bench/run --scale's --out files (Debian's
 python3-matplotlib): scale-restore.png, scale-memory.png,
-scale-throughput.png. Points found in several files are all drawn."""
+scale-throughput.png, scale-idle.png. Points found in several files are all
+drawn."""
 import json
 import os
 import sys
@@ -21,7 +22,7 @@ LABEL = {"tier": "ordering=key: tier copies waiting",
 
 def main():
     out, files = sys.argv[1], sys.argv[2:]
-    restore, parts, thru = [], [], []
+    restore, parts, thru, idle = [], [], [], []
     for f in files:
         d = json.load(open(f))
         # a point measured again: the later file's
@@ -30,6 +31,7 @@ def main():
                        if (q["kind"], q["n"]) != (p["kind"], p["n"])] + [p]
         parts += d.get("partitions", [])
         thru += d.get("throughput", [])
+        idle += d.get("idle", [])
 
     if restore:
         fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -92,6 +94,28 @@ def main():
         ax.legend()
         fig.tight_layout()
         fig.savefig(os.path.join(out, "scale-throughput.png"), dpi=90)
+    if idle:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for prog, label in (("run", "kretry run --exec true"),
+                            ("raw", "librdkafka alone, same topics"),
+                            ("ui", "kretry ui, no browser (whole 60 s)")):
+            # the ui's figures come once a minute: its whole span, not the
+            # median of 20 s windows
+            key = "span_cpu_pct" if prog == "ui" else "cpu_pct"
+            pts = sorted((p["partitions"], p.get(key, p["cpu_pct"]))
+                         for p in idle if p["program"] == prog)
+            if pts:
+                ax.plot([x for x, _ in pts], [y for _, y in pts], "o-",
+                        label=label)
+        ax.axhline(0.1, color="grey", lw=0.8, ls="--", label="target 0.1 %")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("source partitions (each with 2 tiers and a DLQ)")
+        ax.set_ylabel("CPU, % of one core")
+        ax.set_title("kretry: idle CPU against partitions (real Kafka)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "scale-idle.png"), dpi=90)
     return 0
 
 

@@ -761,6 +761,52 @@ static void test_rebalance_cb_protocol_unknown(void) {
         it_env_destroy(env);
 }
 
+/* (s) An idle adapter has no timer of its own: once its partitions are
+ * assigned, a message handled and committed, and the forwards' renewal
+ * window after the rebalance passed (kretry_forward_renew_ms, shortened
+ * here), kretry_adapter_next_timeout_ms() answers -1: the loop sleeps until
+ * librdkafka or a worker signals (before, the forwards of every assigned
+ * partition were set again every second for good: 1,536 lookups a second
+ * at 512 source partitions with two tiers). */
+static void test_idle_no_timer(void) {
+        int was                 = kretry_forward_renew_ms;
+        kretry_forward_renew_ms = 300;
+        it_env_t *env           = it_env_new("50ms", 2);
+        it_produce(env, 0, "k", "ok-0", NULL);
+        kretry_adapter_t *a = it_adapter(capture(it_conf(env, NULL)));
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        int64_t deadline = kt_now_ms() + 10000;
+        int t            = 0;
+        while ((t = kretry_adapter_next_timeout_ms(a)) >= 0 &&
+               kt_now_ms() < deadline)
+                kretry_adapter_poll(a, 50);
+        KT_CHECK_MSG(t == -1, CU_FALSE,
+                     "an idle adapter still wakes in %d ms after 10 s", t);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+        kretry_forward_renew_ms = was;
+}
+
+/* (t) Inside the window a forward that librdkafka dropped (a stop of an
+ * earlier revocation served after the partition was assigned again) is set
+ * again: here the tier partition's forward is dropped by hand right after
+ * the assignment, and its retry is still handled, through the tier queue. */
+static void test_dropped_forward_renewed(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        it_produce(env, 0, "k", "ok-0", NULL);
+        kretry_adapter_t *a = it_adapter(capture(it_conf(env, NULL)));
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        rd_kafka_queue_t *pq =
+                rd_kafka_queue_get_partition(a->consumer, env->tiers[0], 0);
+        KT_REQUIRE(pq != NULL);
+        rd_kafka_queue_forward(pq, NULL);
+        rd_kafka_queue_destroy(pq);
+        it_produce(env, 0, "k", "retry1-1", NULL);
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 2, 20000));
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_close_bounded_by_revoke_timeout),
@@ -775,6 +821,8 @@ int main(int argc, char **argv) {
                 KT_TEST(test_stop_during_cooperative_join),
                 KT_TEST(test_stop_during_cooperative_join_bounded),
                 KT_TEST(test_rebalance_cb_protocol_unknown),
+                KT_TEST(test_idle_no_timer),
+                KT_TEST(test_dropped_forward_renewed),
                 KT_END};
         return kt_main("it_lifecycle", tests, argc, argv);
 }

@@ -364,10 +364,7 @@ static int step(kretry_adapter_t *a) {
         if (a->breaker_paused && !kretry_breaker_is_open(&a->breaker, mono))
                 kretry_breaker_apply(a, 0);
         n += kretry_workers_reap(a); /* results, then what may run now */
-        if (mono >= a->forward_at) {
-                kretry_forward_parts_all(a);
-                a->forward_at = mono + 1000;
-        }
+        kretry_forward_renew(a, mono);
         kretry_retry_failed(a, mono);
         n += kretry_intake_due(a, now);
         n += kretry_intake_stalled(a);
@@ -421,7 +418,8 @@ int kretry_adapter_next_timeout_ms(kretry_adapter_t *a) {
         int64_t commit = kretry_commit_next(a);
         if (commit >= 0)
                 next = sooner(next, commit - mono);
-        /* Partition forwards are renewed every second. */
+        /* Partition forwards are renewed every second for a while after
+         * a rebalance. */
         if (a->forward_at > 0)
                 next = sooner(next, a->forward_at - mono);
         if (next < 0)

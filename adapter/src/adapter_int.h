@@ -114,7 +114,9 @@ struct kretry_adapter_s {
         int commit_interval_ms; /* auto.commit.interval.ms */
         rd_kafka_queue_t *sq;   /* source partitions' messages: cq carries
                                    only the group's events (rebalance.c) */
-        int64_t forward_at;     /* next renewal of the partition forwards */
+        /* kretry_mono_ms: the next renewal of the partition forwards (0:
+         * none), and when renewals end (rebalance.c kretry_forward_renew) */
+        int64_t forward_at, forward_renew_end;
         /* Source messages taken from sq in one batch (one queue lock for up
          * to KRETRY_SBUF_MAX), handed out one at a time (intake.c
          * take_source): librdkafka counts them consumed already, so they

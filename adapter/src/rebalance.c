@@ -68,11 +68,17 @@ static void assign_parts(kretry_adapter_t *a,
  * which would drop what librdkafka prefetched). The forward is set by the
  * application: librdkafka keeps it when it starts fetching, and drops it
  * when it stops fetching the partition — which, after a revocation, may
- * happen after the partition was assigned again. So it is set on every
- * assignment and renewed every second (kretry_forward_parts_all): a dropped
- * forward would otherwise leave a tier partition's messages in its own
- * queue, never served, and send a source partition's to the consumer
- * queue (still served, see intake.c next_message). */
+ * happen after the partition was assigned again (seen once under load). So
+ * it is set on every assignment and renewed every second for
+ * kretry_forward_renew_ms after each rebalance event (kretry_forward_renew):
+ * a dropped forward would otherwise leave a tier partition's messages in its
+ * own queue, never served, and send a source partition's to the consumer
+ * queue (still served, see intake.c next_message). Only a stop drops a
+ * forward, and librdkafka stops fetching a partition only when it is
+ * unassigned (or the consumer closes), which only kretry's own calls in the
+ * rebalance callback do: past the window no stop is pending, and an idle
+ * adapter has no timer of its own (at 512 source partitions with two tiers
+ * the renewal was 1,536 lookups a second). */
 void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l) {
         rd_kafka_t *rk = a->consumer;
@@ -87,6 +93,34 @@ void kretry_forward_parts(kretry_adapter_t *a,
                 rd_kafka_queue_forward(pq, tier ? a->tq : a->sq);
                 rd_kafka_queue_destroy(pq);
         }
+}
+
+static void forward_parts_all(kretry_adapter_t *a) {
+        rd_kafka_topic_partition_list_t *l = kretry_assigned_list(a, NULL);
+        kretry_forward_parts(a, l);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* librdkafka's main thread serves a stop soon after the unassign that
+ * asked for it (the partition's operations go to its queue; milliseconds
+ * on an idle machine); 10 s leaves room for a loaded one, and is short
+ * enough that an idle instance is quiet soon after it joined. */
+int kretry_forward_renew_ms = 10000;
+
+/* A rebalance event: renewals every second from now on, until
+ * kretry_forward_renew_ms after it. */
+static void renew_window(kretry_adapter_t *a) {
+        int64_t mono         = kretry_mono_ms();
+        a->forward_renew_end = mono + kretry_forward_renew_ms;
+        if (!a->forward_at)
+                a->forward_at = mono + 1000;
+}
+
+void kretry_forward_renew(kretry_adapter_t *a, int64_t mono) {
+        if (!a->forward_at || mono < a->forward_at)
+                return;
+        forward_parts_all(a);
+        a->forward_at = mono + 1000 <= a->forward_renew_end ? mono + 1000 : 0;
 }
 
 static void revoke_parts(kretry_adapter_t *a,
@@ -236,6 +270,8 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
         rd_kafka_error_t *error            = NULL;
         rd_kafka_resp_err_t aerr           = RD_KAFKA_RESP_ERR_NO_ERROR;
 
+        renew_window(a);
+
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && a->closed) {
                 close_assign(a, rk, l, incremental);
                 rd_kafka_topic_partition_list_destroy(l);
@@ -293,12 +329,6 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                 a->close_unassigned |= a->close_leaving && incremental >= 0;
         }
         assign_failed(a, error, aerr);
-        rd_kafka_topic_partition_list_destroy(l);
-}
-
-void kretry_forward_parts_all(kretry_adapter_t *a) {
-        rd_kafka_topic_partition_list_t *l = kretry_assigned_list(a, NULL);
-        kretry_forward_parts(a, l);
         rd_kafka_topic_partition_list_destroy(l);
 }
 

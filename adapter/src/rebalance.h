@@ -17,10 +17,15 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
  * copies awaited, offsets committed, as on a revocation), made before the
  * close asks librdkafka to leave the group (adapter.c close_consumer). */
 void kretry_revoke_for_close(kretry_adapter_t *a);
-/* Point the partitions of @p l (or every assigned one) at a->tq (tiers)
- * and a->sq (source). */
+/* Point the partitions of @p l at a->tq (tiers) and a->sq (source). */
 void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l);
-void kretry_forward_parts_all(kretry_adapter_t *a);
+/* Every assigned partition's forward set again, once a second while a
+ * stop of an earlier revocation may still drop one (rebalance.c): from
+ * each rebalance event until kretry_forward_renew_ms after it; then
+ * a->forward_at is 0, no timer. */
+void kretry_forward_renew(kretry_adapter_t *a, int64_t mono);
+/* Tests shorten it. */
+extern int kretry_forward_renew_ms;
 
 #endif
