@@ -19,7 +19,10 @@ more is started on the same group: "stalled" counts the messages that
 restart handled (the consumer had them but did not hand them out), "lost"
 the ones that are still unhandled after it (committed past, never handled).
 
-Each side's worker and its configuration: kill_shape.py.
+Each side's worker and its configuration: kill_shape.py. Where the side
+has a dead-letter topic, its copies are counted by value at the end of a
+run (kretry.peers.Copies: read_committed, and read_uncommitted beside it):
+copies of one message beyond the first.
 """
 import json
 import os
@@ -161,6 +164,8 @@ def one_run(h, side, seed):
             res["stalled"] = len(missing - still)
             missing = still
         lost = len(missing)
+        if kill_shape.dlq(side, t):  # the dead-letter copies, each counted
+            res["dlq_copies"] = kill_shape.copies(h, kill_shape.dlq(side, t))
         before, repeats, k = set(), [0] * len(kill_at), -1
         for n, line in enumerate(lines):
             while k + 1 < len(kill_at) and n >= kill_at[k + 1]:
@@ -200,6 +205,12 @@ def run(h, runs, sides=("kretry", "spring", "spring_blocking", "pc",
                 "per_run": [x["repeats"] for x in v],
                 "per_kill_range": [min(x["per_kill"] for x in v), max(x["per_kill"] for x in v)],
                 "loads": [x["load"] for x in v], "settings": v[0]["settings"],
+                # dead-letter copies of one message beyond the first, as a
+                # read_committed consumer sees them, a run
+                "dlq_values_twice": [x.get("dlq_copies", {}).get(
+                    "committed_values_twice") for x in v],
+                "dlq_records_beyond_one": [x.get("dlq_copies", {}).get(
+                    "committed_records_beyond_one") for x in v],
                 "unhandled": [dict(x["unhandled"], run=n + 1, stalled=x["stalled"],
                                    lost=x["lost"])
                               for n, x in enumerate(v) if "unhandled" in x]}
