@@ -603,8 +603,9 @@ def main():
          "fail_pcts": "0,1,5", "rate": 100, "delay_n": 1500,
          "blocking_delay_n": 80, "mem_n": 1000000,
          "paced_rate": 1000, "paced_n": 30000, "value_sizes": "1024,10240",
-         # the transactional row's messages a run, by side
-         "txn_n": {"kretry": 600000, "spring_txn": 1500, "pc_txn": 20000}}
+         # the transactional row's messages a run, by side, for windows of
+         # 10 s (600,000 / 1,500 / 20,000 on 2026-12-05 13:36: 4.7-6.3 s)
+         "txn_n": {"kretry": 1500000, "spring_txn": 3000, "pc_txn": 50000}}
     sizes = {"--kretry-messages": "kretry_n", "--spring-messages": "spring_n",
              "--delay-rate": "rate", "--delay-messages": "delay_n",
              "--blocking-delay-messages": "blocking_delay_n",
