@@ -159,6 +159,17 @@ public final class PcSide {
             Thread.sleep(Long.MAX_VALUE);
         }
         long warmup = Bench.longProp("warmup", 0), failPct = Bench.longProp("fail_pct", 0);
+        // one message done: the window opens once the warm-up's are and
+        // closes after n more
+        Runnable complete = () -> {
+            int c = completed.incrementAndGet();
+            if (warmup > 0 && c == warmup)
+                w.open();
+            if (c == warmup + n) {
+                w.close();
+                done.countDown();
+            }
+        };
         if (sc.equals("dead_letter")) {
             // every message dead-lettered by the handler: a copy to
             // SOURCE-dlt, done once the copy is acknowledged
@@ -166,15 +177,7 @@ public final class PcSide {
                 if (warmup == 0)
                     w.open();
                 return List.of(new ProducerRecord<>(topic + "-dlt", ctx.getSingleConsumerRecord().key(), ctx.value()));
-            }, res -> {
-                int c = completed.incrementAndGet();
-                if (warmup > 0 && c == warmup)
-                    w.open();
-                if (c == warmup + n) {
-                    w.close();
-                    done.countDown();
-                }
-            });
+            }, res -> complete.run());
         } else if (sc.equals("happy")) {
             pc.poll(ctx -> {
                 if (warmup == 0)
@@ -183,13 +186,7 @@ public final class PcSide {
                 if (ctx.getSingleRecord().getNumberOfFailedAttempts() == 0
                         && Bench.fails(failPct, rec.partition(), rec.offset()))
                     throw new Transient("retry me");
-                int c = completed.incrementAndGet();
-                if (warmup > 0 && c == warmup)
-                    w.open();
-                if (c == warmup + n) {
-                    w.close();
-                    done.countDown();
-                }
+                complete.run();
             });
         } else
         pc.poll(ctx -> {
