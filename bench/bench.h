@@ -15,8 +15,9 @@
 #include <stdint.h>
 
 #define BENCH_PARTITIONS 8
-#define BENCH_KEYS 10000 /* distinct keys in the input, unless --keys */
-#define BENCH_VALUE_SIZE 100
+#define BENCH_KEYS 10000     /* distinct keys in the input, unless --keys */
+#define BENCH_VALUE_SIZE 100 /* input values' bytes, unless --value-bytes */
+#define BENCH_VALUE_MAX 16384
 
 typedef enum {
         BENCH_HAPPY,
@@ -101,6 +102,10 @@ typedef struct {
         long n;      /* input messages */
         long keys;   /* distinct keys: message i has key i mod keys */
         int rate;    /* BENCH_DELAY: arrivals per second */
+        int at_once; /* BENCH_DELAY (happy_paced): every message OK on its
+                        first call, none retried: the happy path's CPU at
+                        the paced input rate */
+        int value_bytes;   /* input values' size (0: BENCH_VALUE_SIZE) */
         int fetch_default; /* BENCH_DELAY: kretry at librdkafka's default
                               fetch.wait.max.ms (500 ms), not 10 ms */
         int backlog_ms;    /* BENCH_DELAY (delay_backlog): a source

@@ -232,14 +232,18 @@ produce_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                 (*failed)++;
 }
 
-/* Message @p i: key "key-<i mod keys>" (5 digits at least), a 100-byte value
- * (starting with i, 15 digits), two headers; with @p version a third,
- * "version": the message's rank among its key's (1, 2, ...). */
-static rd_kafka_resp_err_t
-produce_one(rd_kafka_t *rk, const char *topic, long i, long keys, int version) {
-        char key[32], value[BENCH_VALUE_SIZE], seq[24], trace[17], ver[24];
+/* Message @p i: key "key-<i mod keys>" (5 digits at least), a value of
+ * @p vlen bytes (starting with i, 15 digits), two headers; with @p version
+ * a third, "version": the message's rank among its key's (1, 2, ...). */
+static rd_kafka_resp_err_t produce_one(rd_kafka_t *rk,
+                                       const char *topic,
+                                       long i,
+                                       long keys,
+                                       int version,
+                                       size_t vlen) {
+        char key[32], value[BENCH_VALUE_MAX], seq[24], trace[17], ver[24];
         int kl = snprintf(key, sizeof(key), "key-%05ld", i % keys);
-        memset(value, 'v', sizeof(value));
+        memset(value, 'v', vlen);
         snprintf(seq, sizeof(seq), "%015ld", i);
         memcpy(value, seq, 15);
         value[15] = '-';
@@ -257,7 +261,7 @@ produce_one(rd_kafka_t *rk, const char *topic, long i, long keys, int version) {
                 rd_kafka_resp_err_t err = rd_kafka_producev(
                         rk, RD_KAFKA_V_TOPIC(topic),
                         RD_KAFKA_V_KEY(key, (size_t)kl),
-                        RD_KAFKA_V_VALUE(value, sizeof(value)),
+                        RD_KAFKA_V_VALUE(value, vlen),
                         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                         RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
                 if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
@@ -270,7 +274,7 @@ produce_one(rd_kafka_t *rk, const char *topic, long i, long keys, int version) {
 }
 
 /* Paced: every 10 ms tick, the arrivals due by then. */
-static int produce_paced(rd_kafka_t *rk, const bench_job_t *job) {
+static int produce_paced(rd_kafka_t *rk, const bench_job_t *job, size_t vlen) {
         struct timespec t0, tick;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         tick      = t0;
@@ -286,7 +290,8 @@ static int produce_paced(rd_kafka_t *rk, const bench_job_t *job) {
                             (double)(tick.tv_nsec - t0.tv_nsec) / 1e9;
                 long due = (long)(el * job->rate);
                 for (; sent < due && sent < job->n; sent++)
-                        if (produce_one(rk, job->source, sent, job->keys, 0))
+                        if (produce_one(rk, job->source, sent, job->keys, 0,
+                                        vlen))
                                 return -1;
                 rd_kafka_poll(rk, 0);
         }
@@ -334,11 +339,16 @@ int bench_produce(const bench_job_t *job) {
         int rc      = 0;
         int version = job->kind == BENCH_ORDERED_VERSIONED;
         double t0   = bench_mono();
+        size_t vlen =
+                job->value_bytes >= 16 && job->value_bytes <= BENCH_VALUE_MAX
+                        ? (size_t)job->value_bytes
+                        : BENCH_VALUE_SIZE;
         if (job->rate > 0)
-                rc = produce_paced(rk, job);
+                rc = produce_paced(rk, job, vlen);
         else
                 for (long i = 0; i < job->n && !rc; i++)
-                        rc = produce_one(rk, job->source, i, job->keys, version)
+                        rc = produce_one(rk, job->source, i, job->keys, version,
+                                         vlen)
                                      ? -1
                                      : 0;
         if (rd_kafka_flush(rk, 60000) || failed)

@@ -28,7 +28,12 @@
  * and offset, the same on both sides), the rest handled OK at once: the
  * happy path with P % failures; 100 (the default): every one. --rate N:
  * the delay scenarios'
- * input rate, messages a second (default 10,000). KRETRY_BENCH_QUEUED_MIN:
+ * input rate, messages a second (default 10,000). happy_paced (only with
+ * --only): the happy path, every message OK on its first call, its input
+ * paced at --rate (--messages of it) from once the adapter is assigned;
+ * reported: the window and kretry's CPU over it, at that steady rate
+ * (bench/peers: CPU at a moderate rate). --value-bytes N (16-16384): the
+ * input values' size, 100 by default. KRETRY_BENCH_QUEUED_MIN:
  * queued.min.messages on both sides instead of 1,000,000.
  *
  * This process stays single-threaded and never calls librdkafka: the broker,
@@ -97,6 +102,7 @@ typedef struct {
 
 static int run_seq;
 static long input_keys = BENCH_KEYS; /* --keys */
+static int value_bytes;              /* --value-bytes (0: 100) */
 static int retry_pct; /* --retry-percent: retry_hop's share retried (0: all) */
 
 /* Why the *_txn scenarios do not run here, or NULL. */
@@ -223,10 +229,11 @@ static int bench_partitions(void) {
 static void job_init(bench_job_t *job, bench_kind_t kind, long n) {
         const char *real = getenv("KRETRY_BENCH_BOOTSTRAP");
         memset(job, 0, sizeof(*job));
-        job->kind = kind;
-        job->n    = n;
-        job->keys = input_keys;
-        job->real = real && *real;
+        job->kind        = kind;
+        job->n           = n;
+        job->keys        = input_keys;
+        job->value_bytes = value_bytes;
+        job->real        = real && *real;
         if (job->real)
                 snprintf(job->bootstrap, sizeof(job->bootstrap), "%s", real);
         run_seq++;
@@ -327,6 +334,7 @@ static int run_delay(const opts_t *o,
                      int backlog_ms,
                      int txn_ms,
                      int hop,
+                     int at_once,
                      bench_result_t *kres) {
         bench_job_t job;
         child_t b, p, k;
@@ -337,6 +345,7 @@ static int run_delay(const opts_t *o,
         job.backlog_ms    = backlog_ms;
         job.txn_ms        = txn_ms;
         job.hop           = hop;
+        job.at_once       = at_once;
         memset(kres, 0, sizeof(*kres));
         if (broker_start(&b, &job) || child_start(&k, bench_kretry_side, &job))
                 goto out;
@@ -571,17 +580,19 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
 /* delay, delay_default: the same at librdkafka's default
  * fetch.wait.max.ms, and delay_backlog: a source backlog of 2 ms handler
  * calls while the retries come due (target: p99 within one handler call
- * of the 20 ms). */
+ * of the 20 ms); happy_paced (at_once): the paced input handled OK at
+ * once, its window and CPU. */
 typedef struct {
         const char *name;
-        int fetch_default, backlog_ms, ran;
+        int fetch_default, backlog_ms, at_once, ran;
         long n;
         int ok, runs;
         double p50, p99, max, rss, load_max;
+        double secs, cpu_s; /* medians: the window and the CPU over it */
         long early;
         char err[200];
 } delay_summary_t;
-#define DELAYS 3
+#define DELAYS 4
 
 /* A delay scenario's p99 target, ms: 20, plus one handler call where the
  * source's calls queue up. */
@@ -662,6 +673,7 @@ static void run_mem_scenario(const opts_t *o, mem_summary_t *m) {
 
 static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
         double p50[MAX_RUNS], p99[MAX_RUNS], mx[MAX_RUNS], rss[MAX_RUNS];
+        double secs[MAX_RUNS], cpu[MAX_RUNS];
         d->ran = 1;
         for (int i = 0; i < o->runs; i++) {
                 bench_result_t k;
@@ -669,7 +681,7 @@ static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
                 if (load > d->load_max)
                         d->load_max = load;
                 if (run_delay(o, d->n, d->fetch_default, d->backlog_ms, 0, 0,
-                              &k)) {
+                              d->at_once, &k)) {
                         snprintf(d->err, sizeof(d->err), "%s",
                                  k.err[0] ? k.err : "run failed");
                         fprintf(stderr, "bench %s: %s\n", d->name, d->err);
@@ -678,21 +690,25 @@ static void run_delay_scenario(const opts_t *o, delay_summary_t *d) {
                 fprintf(stderr,
                         "bench %-13s run %d (load %.2f): lateness p50 "
                         "%.2f ms, p99 %.2f ms, max %.2f ms, early %ld, rss %ld "
-                        "KB\n",
+                        "KB, window %.2f s, CPU %.3f s\n",
                         d->name, i + 1, load, k.p50_ms, k.p99_ms, k.max_ms,
-                        k.early, k.rss_kb);
-                p50[i] = k.p50_ms;
-                p99[i] = k.p99_ms;
-                mx[i]  = k.max_ms;
-                rss[i] = (double)k.rss_kb;
+                        k.early, k.rss_kb, k.secs, k.cpu_s);
+                secs[i] = k.secs;
+                cpu[i]  = k.cpu_s;
+                p50[i]  = k.p50_ms;
+                p99[i]  = k.p99_ms;
+                mx[i]   = k.max_ms;
+                rss[i]  = (double)k.rss_kb;
                 d->early += k.early;
                 d->runs++;
         }
-        d->p50 = median(p50, d->runs);
-        d->p99 = median(p99, d->runs);
-        d->max = median(mx, d->runs);
-        d->rss = median(rss, d->runs);
-        d->ok  = 1;
+        d->p50   = median(p50, d->runs);
+        d->p99   = median(p99, d->runs);
+        d->max   = median(mx, d->runs);
+        d->rss   = median(rss, d->runs);
+        d->secs  = median(secs, d->runs);
+        d->cpu_s = median(cpu, d->runs);
+        d->ok    = 1;
 }
 
 /* delay_txn (1 s tier) and hop_txn (0 ms tier: lateness is the whole
@@ -730,7 +746,7 @@ static void run_tdelay_scenario(const opts_t *o, tdelay_summary_t *d) {
                 for (int j = 0; j < 2; j++) {
                         int m = (i & 1) ? 1 - j : j; /* alo first in run 1 */
                         if (run_delay(o, d->n, 0, 0, m ? o->txn_ms : 0, d->hop,
-                                      &k[m])) {
+                                      0, &k[m])) {
                                 snprintf(d->err, sizeof(d->err), "%s",
                                          k[m].err[0] ? k[m].err : "run failed");
                                 fprintf(stderr, "bench %s: %s\n", d->name,
@@ -1228,6 +1244,20 @@ static void print_json(const opts_t *o,
         }
         printf("]");
         for (int i = 0; i < DELAYS; i++, d++) {
+                if (d->at_once && !d->ran) /* happy_paced: only by name */
+                        continue;
+                if (d->ran && d->ok && d->at_once) {
+                        printf(", \"%s\": {\"messages\": %ld, "
+                               "\"rate_per_s\": %d, \"value_bytes\": %d, "
+                               "\"secs\": %.3f, \"cpu_s\": %.3f, "
+                               "\"cpu_us_per_msg\": %.3f, "
+                               "\"peak_rss_kb\": %.0f, \"load_max\": %.2f}",
+                               d->name, d->n, o->delay_rate,
+                               value_bytes ? value_bytes : BENCH_VALUE_SIZE,
+                               d->secs, d->cpu_s, d->cpu_s * 1e6 / (double)d->n,
+                               d->rss, d->load_max);
+                        continue;
+                }
                 if (d->ran && d->ok) {
                         printf(", \"%s\": {\"messages\": %ld, "
                                "\"rate_per_s\": %d, \"tier\": \"1s\", "
@@ -1363,6 +1393,15 @@ static void print_table(const opts_t *o,
                         printf("\n%s: FAILED: %s\n", d->name, d->err);
                         continue;
                 }
+                if (d->at_once) {
+                        printf("\n%s (%ld msgs at %d/s, each OK at once): "
+                               "window %.2f s, CPU %.3f s (%.3f us/msg), "
+                               "RSS %.0f KB, load %.2f\n",
+                               d->name, d->n, o->delay_rate, d->secs, d->cpu_s,
+                               d->cpu_s * 1e6 / (double)d->n, d->rss,
+                               d->load_max);
+                        continue;
+                }
                 char miss[48] = "";
                 if (d->p99 > delay_target(d))
                         snprintf(miss, sizeof(miss), " (MISS: target <= %.0f)",
@@ -1390,12 +1429,12 @@ static void usage(FILE *f) {
                    "[--runs N] [--messages N] [--keys N] [--rate N]\n"
                    "                    [--only happy|happy_c16|retry_hop|"
                    "dead_letter|ordered_versioned|delay|delay_default|"
-                   "delay_backlog|tier_mem|"
+                   "delay_backlog|happy_paced|tier_mem|"
                    "parallel|\n"
                    "                     retry_hop_txn|dead_letter_txn|"
                    "delay_txn|hop_txn|txn]\n"
                    "                    [--txn-interval MS] "
-                   "[--retry-percent P]\n");
+                   "[--retry-percent P] [--value-bytes N]\n");
 }
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
@@ -1421,7 +1460,16 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                         o->txn_ms = atoi(argv[++i]);
                 else if (!strcmp(a, "--retry-percent") && i + 1 < argc)
                         retry_pct = atoi(argv[++i]);
-                else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+                else if (!strcmp(a, "--value-bytes") && i + 1 < argc) {
+                        value_bytes = atoi(argv[++i]);
+                        if (value_bytes < 16 || value_bytes > BENCH_VALUE_MAX) {
+                                fprintf(stderr,
+                                        "kretry_bench: --value-bytes: 16 to "
+                                        "%d\n",
+                                        BENCH_VALUE_MAX);
+                                return -1;
+                        }
+                } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
                         usage(stdout);
                         exit(0);
                 } else {
@@ -1449,7 +1497,8 @@ int main(int argc, char **argv) {
         delay_summary_t d[DELAYS] = {
                 {.name = "delay"},
                 {.name = "delay_default", .fetch_default = 1},
-                {.name = "delay_backlog", .fetch_default = 1, .backlog_ms = 2}};
+                {.name = "delay_backlog", .fetch_default = 1, .backlog_ms = 2},
+                {.name = "happy_paced", .at_once = 1}};
         tdelay_summary_t td[TDELAYS] = {{.name = "delay_txn"},
                                         {.name = "hop_txn", .hop = 1}};
         mem_summary_t m;
@@ -1477,8 +1526,9 @@ int main(int argc, char **argv) {
                 failed |= !s[cnt].ok && !s[cnt].skipped;
                 cnt++;
         }
-        for (int i = 0; i < DELAYS; i++)
-                if (!o.only || !strcmp(o.only, d[i].name)) {
+        for (int i = 0; i < DELAYS; i++) /* happy_paced only by name */
+                if ((!o.only && !d[i].at_once) ||
+                    (o.only && !strcmp(o.only, d[i].name))) {
                         run_delay_scenario(&o, &d[i]);
                         failed |= !d[i].ok;
                 }

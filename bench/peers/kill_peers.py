@@ -19,18 +19,10 @@ more is started on the same group: "stalled" counts the messages that
 restart handled (the consumer had them but did not hand them out), "lost"
 the ones that are still unhandled after it (committed past, never handled).
 
-kretry: build-bench/bench/peers_kill_worker (tests/it_worker.c: kretry's
-defaults, commits every 100 ms, retry.tiers=30ms, session.timeout.ms 3000).
-Spring: SpringKill, the configuration of its throughput rows (non-blocking
-retries at Spring's defaults, concurrency 3 = the partitions), a 30 ms retry
-topic and a DLT, the same session settings; "spring_blocking": blocking
-retries (a DefaultErrorHandler with a 30 ms FixedBackOff and a
-DeadLetterPublishingRecoverer to the DLT), concurrency 3; its first-failure
-mark is per process, as Parallel Consumer's. Parallel Consumer: PcKill,
-maxConcurrency 1, ordering KEY, retrying a failed record in place; "pc" with
-commitInterval 100 ms and a 30 ms retry delay (kretry's), "pc_defaults" at
-its defaults (5 s, 1 s). It has no dead-letter topic (i % 11 is skipped).
-Every peer JVM at run_peers.HEAP.
+Each side's worker and its configuration: kill_shape.py. Where the side
+has a dead-letter topic, its copies are counted by value at the end of a
+run (kretry.peers.Copies: read_committed, and read_uncommitted beside it):
+copies of one message beyond the first.
 """
 import json
 import os
@@ -126,34 +118,17 @@ def unhandled(h, missing, coords, group, calls, pids):
 
 
 def one_run(h, side, seed):
-    from run_peers import cp, JVM
+    import kill_shape
     rng = random.Random(seed)
     t = h.name("kill-" + side)
-    names = {"kretry": [t, t + ".retry.1", t + ".dlq"],
-             "spring": [t, t + "-retry", t + "-dlt"],
-             "spring_blocking": [t, t + "-dlt"]}.get(side, [t])
+    names = kill_shape.topics(side, t)
     h.topics("create", 3, names)
     out = f"/tmp/{t}.out"
     try:
         h.produce(t, N, values="kill", map=out + ".map")
         coords = {int(f[0]): (int(f[1]), int(f[2])) for f in
                   (l.split() for l in read(out + ".map")) if len(f) == 3}
-        worker = os.path.join(os.path.dirname(h.kbin), "peers_kill_worker")
-        props = dict(bootstrap=h.boot, topic=t, group=t + "-g", out=out,
-                     messages=N, delay_ms=30, concurrency=1, ordering="KEY")
-        if side.startswith("spring"):
-            props["concurrency"] = 3  # one consumer a partition
-        if side == "spring_blocking":  # DefaultErrorHandler, 30 ms back-off
-            props["mode"] = "blocking"
-        if side == "pc":
-            props.update(commit_interval_ms=100, retry_delay_ms=30)
-        jprops = [f"-Dbench.{k}={v}" for k, v in props.items()]
-        spring = ["java"] + JVM + ["-cp", cp("spring")] + jprops + \
-            ["kretry.peers.spring.SpringKill"]
-        cmd = {"kretry": [worker, h.boot, t, t + "-g", out],
-               "spring": spring, "spring_blocking": spring}.get(
-                   side, ["java"] + JVM + ["-cp", cp("pc")] + jprops +
-                   ["kretry.peers.pc.PcKill"])
+        cmd = kill_shape.command(h, side, t, out, N)
         kill_at, pids, after_kill = [], [], []
         for k in range(KILLS):
             missing = len(EXPECTED - seen_ids(read(out)))
@@ -189,6 +164,8 @@ def one_run(h, side, seed):
             res["stalled"] = len(missing - still)
             missing = still
         lost = len(missing)
+        if kill_shape.dlq(side, t):  # the dead-letter copies, each counted
+            res["dlq_copies"] = kill_shape.copies(h, kill_shape.dlq(side, t))
         before, repeats, k = set(), [0] * len(kill_at), -1
         for n, line in enumerate(lines):
             while k + 1 < len(kill_at) and n >= kill_at[k + 1]:
@@ -228,6 +205,12 @@ def run(h, runs, sides=("kretry", "spring", "spring_blocking", "pc",
                 "per_run": [x["repeats"] for x in v],
                 "per_kill_range": [min(x["per_kill"] for x in v), max(x["per_kill"] for x in v)],
                 "loads": [x["load"] for x in v], "settings": v[0]["settings"],
+                # dead-letter copies of one message beyond the first, as a
+                # read_committed consumer sees them, a run
+                "dlq_values_twice": [x.get("dlq_copies", {}).get(
+                    "committed_values_twice") for x in v],
+                "dlq_records_beyond_one": [x.get("dlq_copies", {}).get(
+                    "committed_records_beyond_one") for x in v],
                 "unhandled": [dict(x["unhandled"], run=n + 1, stalled=x["stalled"],
                                    lost=x["lost"])
                               for n, x in enumerate(v) if "unhandled" in x]}

@@ -105,35 +105,16 @@ def order_of(lines):
 
 
 def one_run(h, side):
+    import kill_shape
     from kill_peers import await_all, read, stop
-    from run_peers import JVM, cp
     t = h.name("order-" + side)
-    dlq = {"kretry": t + ".dlq", "kretry_key": t + ".dlq",
-           "spring": t + "-dlt", "spring_blocking": t + "-dlt"}.get(side)
-    names = {"kretry": [t, t + ".retry.1"], "kretry_key": [t, t + ".retry.1"],
-             "spring": [t, t + "-retry"]}.get(side, [t]) + ([dlq] if dlq else [])
+    dlq = kill_shape.dlq(side, t)
+    names = kill_shape.topics(side, t)
     h.topics("create", 3, names)
     out = f"/tmp/{t}.out"
     try:
         produce(h.boot, t)
-        worker = os.path.join(os.path.dirname(h.kbin), "peers_kill_worker")
-        props = dict(bootstrap=h.boot, topic=t, group=t + "-g", out=out,
-                     messages=N, delay_ms=30, concurrency=1, ordering="KEY")
-        if side.startswith("spring"):
-            props["concurrency"] = 3  # one consumer a partition
-        if side == "spring_blocking":
-            props["mode"] = "blocking"
-        if side == "pc":
-            props.update(commit_interval_ms=100, retry_delay_ms=30)
-        jprops = [f"-Dbench.{k}={v}" for k, v in props.items()]
-        spring = ["java"] + JVM + ["-cp", cp("spring")] + jprops + \
-            ["kretry.peers.spring.SpringKill"]
-        cmd = {"kretry": [worker, h.boot, t, t + "-g", out],
-               "kretry_key": [worker, h.boot, t, t + "-g", out, "plain",
-                              "ordering=key"],
-               "spring": spring, "spring_blocking": spring}.get(
-                   side, ["java"] + JVM + ["-cp", cp("pc")] + jprops +
-                   ["kretry.peers.pc.PcKill"])
+        cmd = kill_shape.command(h, side, t, out, N)
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         missing = await_all(out)

@@ -13,13 +13,31 @@ medians: a table, or one JSON object with --output json.
                     [--delay-messages N] [--blocking-delay-messages N]
                     [--mem-messages N] [--fail-percents P,Q]
                     [--happy-kretry-messages N] [--happy-peer-messages N]
+                    [--paced-rate R] [--paced-messages N]
+                    [--value-sizes B,C] [--size-messages N]
+                    [--txn-messages K,S,P]
   (run_peers.py KRETRY_BENCH_BIN [the same options])
+  run_peers.py --table-from LOG: the table of the rows a log holds (each
+  row's medians are logged as it is done), for a pass cut short
 
 --runs: runs a side of every scenario (5); medians and ranges, and in the
-JSON every run. --only: some of delay,retry_hop,dead_letter,happy,parallel,
-kill,order,tier_mem (happy: the happy path at --fail-percents, 0,1,5, one
-row each, happy0, happy1, happy5; order: bench/peers/order_peers.py,
-per-key order during retries and the size of a dead-letter copy). Sizes,
+JSON every run; each row's medians are also logged (stderr, "bench peers
+row") as soon as the row is done. --only: some of paced,size,happy,
+retry_hop,dead_letter,delay,order,kill,parallel,tier_mem (all of them, in
+that order, by default; happy: the happy path at --fail-percents, 0,1,5,
+one row each, happy0, happy1, happy5; paced: the happy path's CPU at a
+fixed rate, --paced-messages (30,000) produced at --paced-rate (1,000 a
+second) once the side is assigned, every side; size: the happy path at 0 %
+with values of --value-sizes bytes (1024,10240), one row each, size1024,
+size10240, every side, --size-messages a run on every side (by default
+sized per side and size, in main()); txn: every message dead-lettered, each side in its
+transactional mode (kretry routing=transactional, kretry_bench's
+dead_letter_txn; Spring's blocking retries in its Kafka transactions;
+Parallel Consumer's PERIODIC_TRANSACTIONAL_PRODUCER, its handler writing
+the copies), --txn-messages by side; txn_kill: the kill row in those
+modes, the dead-letter copies counted read_committed; order:
+bench/peers/order_peers.py, per-key order during retries and the size of
+a dead-letter copy). Sizes,
 chosen so that every side's measured window is 10 s or more on a 2-core
 machine: --kretry-messages, kretry's retry hop and dead-lettering
 messages a run (1,500,000); --spring-messages, Spring's (5,000, both
@@ -64,8 +82,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCENARIOS = ["delay", "retry_hop", "dead_letter", "happy", "parallel", "kill",
-             "order", "tier_mem"]
+# the rows added last first (a pass cut short keeps them), then the rest
+SCENARIOS = ["paced", "txn", "txn_kill", "size", "happy", "retry_hop",
+             "dead_letter", "delay", "order", "kill", "parallel", "tier_mem"]
 
 
 def log(*a):
@@ -105,6 +124,31 @@ SPRING_WARMUP = 1000  # --spring-warmup
 def settings(side, sc):
     """What each side ran with, recorded in every run's JSON line."""
     tp = sc in THROUGHPUT
+    if sc == "txn" or side.endswith("_txn"):
+        return {"kretry": {"config": "kretry routing=transactional "
+                           "(transaction.interval.ms 100, its default)",
+                           "timer_slack_ns": 1, "tier_buffer_total_bytes": 64 << 20,
+                           "warmup": "one discarded kretry_bench run of the same "
+                                     "size, fresh processes",
+                           "queued_min_messages": 100000,
+                           "commit": "transaction.interval.ms 100"},
+                "kretry_txn": {"config": "peers_kill_worker routing=transactional",
+                               "commit": "transaction.interval.ms 100"},
+                "spring_txn": {"config": "KafkaTransactionManager, "
+                               "DefaultAfterRollbackProcessor(DeadLetterPublishingRecoverer, "
+                               "FixedBackOff(delay, 1), template, commitRecovered true)",
+                               "concurrency": 3 if sc == "kill" else PARTITIONS,
+                               "heap_max": HEAP, "warmup": f"{SPRING_WARMUP} messages "
+                               "discarded, same JVM" if sc == "txn" else False,
+                               "retry_delay_ms": 30 if sc == "kill" else 0},
+                "pc_txn": {"config": "pc: PERIODIC_TRANSACTIONAL_PRODUCER, "
+                           "ordering KEY, the handler's dead-letter copies by "
+                           "pollAndProduceMany", "heap_max": HEAP,
+                           "commit_interval_ms": 100,
+                           "concurrency": 1 if sc == "kill" else 16,
+                           "retry_delay_ms": 30 if sc == "kill" else 0,
+                           "warmup": f"{SPRING_WARMUP} messages discarded, same JVM"
+                                     if sc == "txn" else False}}[side]
     if side == "kretry":
         return {"config": "kretry defaults (kretry_bench)", "timer_slack_ns": 1,
                 "commit_interval_ms": 100 if sc == "kill" else 5000,
@@ -208,38 +252,112 @@ class Harness:
                 "ratio_to_raw": s.get("ratio"),
                 "load_max": s["load_max"]}
 
-    def kretry_happy(self, pct, n):
+    def kretry_happy(self, pct, n, value_bytes=100):
         """The happy path with pct % failures: kretry_bench's happy at 0,
         its retry_hop with --retry-percent otherwise (the chosen messages
-        retried once through the 0 ms tier), after its warm-up run."""
+        retried once through the 0 ms tier), after its warm-up run; input
+        values of value_bytes."""
         args = ["--only", "happy"] if pct == 0 else \
             ["--only", "retry_hop", "--retry-percent", str(pct)]
-        s = self.kretry(args + ["--runs", "1", "--messages", str(n)])["scenarios"][0]
+        s = self.kretry(args + ["--runs", "1", "--messages", str(n),
+                                "--value-bytes", str(value_bytes)])["scenarios"][0]
         return {"msgs_per_s": s["kretry_msgs_per_s"], "cpu_us_per_msg":
                 s["kretry_cpu_us_per_msg"], "peak_rss_kb": s["peak_rss_kb"],
                 "messages": n, "secs": n / s["kretry_msgs_per_s"],
                 "raw_msgs_per_s": s.get("raw_msgs_per_s"),
                 "ratio_to_raw": s.get("ratio"), "fail_pct": pct,
-                "load_max": s["load_max"]}
+                "value_bytes": value_bytes, "load_max": s["load_max"]}
 
-    def peer_happy(self, side, pct, n):
+    def peer_happy(self, side, pct, n, value_bytes=100):
         t = self.name(f"happy{pct}")
         names = [t] + ([t + "-retry", t + "-dlt"] if side == "spring" else [])
         self.topics("create", 8, names)
         try:
             props = dict(bootstrap=self.boot, topic=t, group=t + "-g",
                          messages=n, warmup=SPRING_WARMUP, fail_pct=pct)
-            self.produce(t, SPRING_WARMUP + n)
-            if side == "pc":
-                props.update(commit_interval_ms=100, retry_delay_ms=0,
-                             concurrency=16, ordering="KEY")
-                v = last_json(java("pc", "kretry.peers.pc.PcHappy", props))
-            else:
-                props.update(concurrency=PARTITIONS, mode="blocking"
-                             if side == "spring_blocking" else "nonblocking")
-                v = last_json(java("spring", "kretry.peers.spring.SpringHappy", props))
+            self.produce(t, SPRING_WARMUP + n, value_bytes=value_bytes)
+            module, main = happy_main(side, props)
+            v = last_json(java(module, main, props))
             v["fail_pct"] = pct
+            v["value_bytes"] = value_bytes
             return v
+        finally:
+            self.topics("delete", 0, names)
+
+    def kretry_paced(self, n, rate):
+        """kretry_bench's happy_paced: n messages produced at rate once its
+        adapter is assigned, each OK at once; the window and its CPU."""
+        d = self.kretry(["--quick", "--only", "happy_paced", "--runs", "1",
+                         "--messages", str(n), "--rate", str(rate)])["happy_paced"]
+        return {"messages": n, "rate": rate, "secs": d["secs"],
+                "cpu_s": d["cpu_s"], "cpu_us_per_msg": d["cpu_us_per_msg"],
+                "peak_rss_kb": d["peak_rss_kb"], "load_max": d["load_max"]}
+
+    def peer_paced(self, side, n, rate):
+        """The peer's happy path (0 % failures) on 1,000 warm-up messages
+        and n more, all produced at rate once its partitions are assigned:
+        the window (from the 1,000th done to the last) and its CPU, the
+        paced input's steady state."""
+        t = self.name("paced")
+        names = [t] + ([t + "-retry", t + "-dlt"] if side == "spring" else [])
+        self.topics("create", PARTITIONS, names)
+        try:
+            props = dict(bootstrap=self.boot, topic=t, group=t + "-g",
+                         messages=n, warmup=SPRING_WARMUP, fail_pct=0)
+            module, main = happy_main(side, props)
+            v = self.java_paced(module, main, props, t, SPRING_WARMUP + n, rate)
+            v["rate"] = rate
+            v["cpu_s"] = v["cpu_us_per_msg"] * n / 1e6
+            return v
+        finally:
+            self.topics("delete", 0, names)
+
+    def java_paced(self, module, main, props, t, n, rate):
+        """A peer JVM that says "...: ready" on stderr once assigned, then
+        its input: n messages produced at rate."""
+        cmd = ["java"] + JVM + ["-cp", cp(module)] + \
+            [f"-Dbench.{k}={v}" for k, v in props.items()] + [main]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        for line in p.stderr:  # the producer starts once it is assigned
+            if ": ready" in line:
+                break
+        self.produce(t, n, rate=rate)
+        out, err = p.communicate(timeout=900)
+        return last_json(out)
+
+    def kretry_txn(self, n):
+        """kretry_bench's dead_letter_txn after its warm-up run: kretry with
+        routing=transactional, kretry at least once and raw librdkafka on
+        the same input."""
+        s = self.kretry(["--only", "dead_letter_txn", "--runs", "1",
+                         "--messages", str(n)])["scenarios"][0]
+        return {"msgs_per_s": s["kretry_msgs_per_s"], "cpu_us_per_msg":
+                s["kretry_cpu_us_per_msg"], "peak_rss_kb": s["peak_rss_kb"],
+                "messages": n, "secs": n / s["kretry_msgs_per_s"],
+                "at_least_once_msgs_per_s": s["baseline_msgs_per_s"],
+                "at_least_once_cpu_us_per_msg": s["baseline_cpu_us_per_msg"],
+                "raw_msgs_per_s": s["raw_msgs_per_s"],
+                "transactions": s["transactions_committed"],
+                "transactions_aborted": s["transactions_aborted"],
+                "load_max": s["load_max"]}
+
+    def pc_dead_letter(self, n, txn=True):
+        """PcDeadLetter: every message written to SOURCE-dlt by the handler,
+        PERIODIC_TRANSACTIONAL_PRODUCER (txn), after 1,000 warm-up
+        messages."""
+        t = self.name("pcdl")
+        names = [t, t + "-dlt"]
+        self.topics("create", PARTITIONS, names)
+        try:
+            self.produce(t, SPRING_WARMUP + n)
+            props = dict(bootstrap=self.boot, topic=t, group=t + "-g",
+                         messages=n, warmup=SPRING_WARMUP, commit_interval_ms=100,
+                         retry_delay_ms=0,
+                         concurrency=16, ordering="KEY")
+            if txn:
+                props["commit_mode"] = "transactional"
+            return last_json(java("pc", "kretry.peers.pc.PcDeadLetter", props))
         finally:
             self.topics("delete", 0, names)
 
@@ -257,13 +375,15 @@ class Harness:
                 c["slept_us_per_msg"]} for c in p["combinations"]
                 if c["concurrency"] == 16}
 
-    def spring(self, sc, n, rate=0, mode="nonblocking"):
+    def spring(self, sc, n, rate=0, mode="nonblocking", txn=False):
         t = self.name(sc)
         names = [t, t + "-retry", t + "-dlt"]
         self.topics("create", 8, names)
         try:
             props = dict(bootstrap=self.boot, topic=t, group=t + "-g",
                          messages=n, concurrency=PARTITIONS, mode=mode)
+            if txn:  # blocking retries in Spring's Kafka transactions
+                props["txn"] = "true"
             main = {"delay": "SpringDelay", "retry_hop": "SpringRetryHop",
                     "dead_letter": "SpringDeadLetter"}[sc]
             if sc == "delay":
@@ -280,17 +400,9 @@ class Harness:
             self.topics("delete", 0, names)
 
     def spring_delay(self, props, t, n, rate):
-        cmd = ["java"] + JVM + ["-cp", cp("spring")] + \
-            [f"-Dbench.{k}={v}" for k, v in props.items()] + \
-            ["kretry.peers.spring.SpringDelay"]
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
-        for line in p.stderr:  # the producer starts once both are assigned
-            if "spring: ready" in line:
-                break
-        self.produce(t, n, rate=rate)
-        out, err = p.communicate(timeout=900)
-        return last_json(out)
+        # the producer starts once both are assigned
+        return self.java_paced("spring", "kretry.peers.spring.SpringDelay",
+                               props, t, n, rate)
 
     def kretry_tier_mem(self, n):
         m = self.kretry(["--only", "tier_mem", "--runs", "1", "--messages",
@@ -367,7 +479,41 @@ class Harness:
             self.topics("delete", 0, [t])
 
 
+def happy_main(side, props):
+    """The peer's happy-path entry point, its configuration added to
+    @props: Parallel Consumer at its ordering and concurrency defaults with
+    100 ms commits and no retry delay, Spring at one consumer a partition."""
+    if side == "pc":
+        props.update(commit_interval_ms=100, retry_delay_ms=0,
+                     concurrency=16, ordering="KEY")
+        return "pc", "kretry.peers.pc.PcHappy"
+    props.update(concurrency=PARTITIONS, mode="blocking"
+                 if side == "spring_blocking" else "nonblocking")
+    return "spring", "kretry.peers.spring.SpringHappy"
+
+
 def run_side(h, sc, side, o):
+    if sc == "txn":  # every message dead-lettered, each side transactional
+        v = h.kretry_txn(o["txn_n"]["kretry"]) if side == "kretry" else \
+            h.spring("dead_letter", o["txn_n"][side], mode="blocking", txn=True) \
+            if side == "spring_txn" else h.pc_dead_letter(o["txn_n"][side])
+        v["settings"] = settings(side, "txn")
+        return v
+    if sc == "paced":  # the happy path's CPU at a fixed rate
+        v = h.kretry_paced(o["paced_n"], o["paced_rate"]) if side == "kretry" \
+            else h.peer_paced(side, o["paced_n"], o["paced_rate"])
+        v["settings"] = dict(settings(side, "happy"), rate=o["paced_rate"],
+                             messages=o["paced_n"])
+        if side == "kretry":  # a C process: no JIT to warm
+            v["settings"]["warmup"] = False
+        return v
+    if sc.startswith("size"):  # size1024, size10240: bytes a value, 0 %
+        vb = int(sc[4:])
+        n = o["size_n"][side].get(vb, 200000)
+        v = h.kretry_happy(0, n, vb) if side == "kretry" else \
+            h.peer_happy(side, 0, n, vb)
+        v["settings"] = dict(settings(side, "happy"), value_bytes=vb)
+        return v
     if sc.startswith("happy"):  # happy0, happy1, happy5: the failure percent
         pct = int(sc[5:])
         v = h.kretry_happy(pct, o["happy_kretry_n"].get(pct, 6000000)) \
@@ -416,6 +562,27 @@ def tier_mem(h, runs, n):
     return out
 
 
+def log_row(sc, out):
+    """A row's medians on stderr as soon as it is done: a pass cut short
+    keeps what it finished (run_peers.py --table-from LOG)."""
+    log(f"bench peers row {sc}: " + json.dumps({"row": out, "load": os.getloadavg()[0]}))
+
+
+def rows_from_log(path):
+    """The "start" and "row" lines of a log, as main()'s result."""
+    res = {}
+    for line in open(path):  # (Maven's output may share the start's line)
+        if "bench peers start: " in line:
+            res.update(json.loads(line.split("bench peers start: ", 1)[1]))
+        elif "bench peers row " in line:
+            sc, body = line.split("bench peers row ", 1)[1].split(": ", 1)
+            r = json.loads(body)
+            res[sc] = r["row"]
+            res["load_end"] = r["load"]
+    res.setdefault("load_end", res.get("load_start", 0))
+    return res
+
+
 def med(rows, key):
     v = [r[key] for r in rows if r.get(key) is not None]
     return statistics.median(v) if v else None
@@ -426,16 +593,24 @@ def main():
     if "--help" in a or "-h" in a:
         print(__doc__.split("\n\n", 1)[1].strip())
         return
+    if a and a[0] == "--table-from":  # a log's rows, as the table
+        print_table(rows_from_log(a[1]))
+        return
     kbin, runs, only, fmt = a[0], 5, SCENARIOS, "table"
     global SPRING_WARMUP
     o = {"kretry_n": 1500000, "spring_n": 5000,
          "happy_kretry_n": {0: 6000000, 1: 6000000, 5: 2500000},
          "fail_pcts": "0,1,5", "rate": 100, "delay_n": 1500,
-         "blocking_delay_n": 80, "mem_n": 1000000}
+         "blocking_delay_n": 80, "mem_n": 1000000,
+         "paced_rate": 1000, "paced_n": 30000, "value_sizes": "1024,10240",
+         # the transactional row's messages a run, by side, for windows of
+         # 10 s (600,000 / 1,500 / 20,000 on 2026-12-05 13:36: 4.7-6.3 s)
+         "txn_n": {"kretry": 1500000, "spring_txn": 3000, "pc_txn": 50000}}
     sizes = {"--kretry-messages": "kretry_n", "--spring-messages": "spring_n",
              "--delay-rate": "rate", "--delay-messages": "delay_n",
              "--blocking-delay-messages": "blocking_delay_n",
-             "--mem-messages": "mem_n"}
+             "--mem-messages": "mem_n", "--paced-rate": "paced_rate",
+             "--paced-messages": "paced_n"}
     i = 1
     while i < len(a):
         if a[i] == "--runs":
@@ -446,6 +621,13 @@ def main():
             fmt = a[i + 1]
         elif a[i] == "--fail-percents":
             o["fail_pcts"] = a[i + 1]
+        elif a[i] == "--value-sizes":
+            o["value_sizes"] = a[i + 1]
+        elif a[i] == "--size-messages":  # every side at every value size
+            o["size_override"] = int(a[i + 1])
+        elif a[i] == "--txn-messages":  # kretry,spring_txn,pc_txn
+            o["txn_n"] = dict(zip(("kretry", "spring_txn", "pc_txn"),
+                                  (int(x) for x in a[i + 1].split(","))))
         elif a[i] == "--happy-kretry-messages":  # at every percent
             o["happy_kretry_n"] = {p: int(a[i + 1]) for p in range(101)}
         elif a[i] == "--happy-peer-messages":  # spring,spring_blocking,pc at 0,1,5 %
@@ -467,27 +649,49 @@ def main():
     # each peer's happy-path input, sized to a window of 10 s or more at
     # its rate on this machine (msgs a run, after the warm-up)
     # (after the warm-up a JVM runs its happy path ten times faster than in
-    # a cold 5,000-message trial: 65,000-280,000 msgs/s at 0 %)
-    o["happy_peer_n"] = {"spring": {0: 1500000, 1: 200000, 5: 50000},
-                         "spring_blocking": {0: 3000000, 1: 300000, 5: 70000},
+    # a cold 5,000-message trial: 65,000-280,000 msgs/s at 0 %; Spring's
+    # windows at 0 % were 5.5-9.9 s at 1,500,000 and 3,000,000 messages
+    # when it ran 274,000 and 371,000 msgs/s, hence 4,000,000 and 5,000,000)
+    o["happy_peer_n"] = {"spring": {0: 4000000, 1: 200000, 5: 50000},
+                         "spring_blocking": {0: 5000000, 1: 300000, 5: 70000},
                          "pc": {0: 300000, 1: 150000, 5: 150000}}
     if o.get("happy_peer_override"):
         for v in o["happy_peer_n"].values():
             for p in list(v) + [int(x) for x in o["fail_pcts"].split(",")]:
                 v[p] = o["happy_peer_override"]
+    # the happy path at 0 % with larger values: each side's messages a run
+    # by value size, for windows of 10 s or more (as happy_peer_n)
+    # (a one-run trial of 50,000 on 2026-12-05 13:25, load 5-7: kretry
+    # 907,000 and 235,000 msgs/s at 1 and 10 KB on windows under 0.3 s,
+    # Spring 48,000-72,000 and 24,000-30,000, Parallel Consumer 16,700 at
+    # 1 KB and out of heap at 10 KB at -Xmx256m)
+    o["size_n"] = {"kretry": {1024: 4000000, 10240: 1000000},
+                   "spring": {1024: 700000, 10240: 300000},
+                   "spring_blocking": {1024: 900000, 10240: 350000},
+                   "pc": {1024: 200000, 10240: 50000}}
+    if o.get("size_override"):
+        for side in o["size_n"]:
+            o["size_n"][side] = {int(b): o["size_override"]
+                                 for b in o["value_sizes"].split(",")}
     if "happy" in only:  # one row a failure percent
         i = only.index("happy")
         only = only[:i] + [f"happy{p}" for p in o["fail_pcts"].split(",")] + only[i + 1:]
+    if "size" in only:  # one row a value size
+        i = only.index("size")
+        only = only[:i] + [f"size{b}" for b in o["value_sizes"].split(",")] + only[i + 1:]
     h = Harness(kbin, boot)
     res = {"bootstrap": boot, "runs": runs, "load_start": os.getloadavg()[0],
            "sizes": dict(o, spring_warmup=SPRING_WARMUP)}
+    log("bench peers start: " + json.dumps(res))
     for sc in only:
-        if sc == "kill":
+        if sc in ("kill", "txn_kill"):  # txn_kill: each transactional mode
             import kill_peers
             try:
-                res["kill"] = kill_peers.run(h, runs)
+                res[sc] = kill_peers.run(h, runs, *(
+                    [("kretry_txn", "spring_txn", "pc_txn")] if sc == "txn_kill" else []))
+                log_row(sc, res[sc])
             except Exception as ex:
-                log(f"  kill failed: {ex}")
+                log(f"  {sc} failed: {ex}")
             continue
         if sc == "order":  # per-key order during retries, dead-letter copies
             import order_peers
@@ -495,22 +699,26 @@ def main():
             try:
                 res["order"] = order_peers.run(
                     h, runs, sides.split(",") if sides else order_peers.SIDES)
+                log_row("order", res["order"])
             except Exception as ex:
                 log(f"  order failed: {ex}")
             continue
         if sc == "tier_mem":
             try:
                 res["tier_mem"] = tier_mem(h, runs, o["mem_n"])
+                log_row("tier_mem", res["tier_mem"])
             finally:
                 h.drop_tier_fill()
             continue
         rows = {}
         for r in range(runs):
             sides = ["kretry", "spring", "spring_blocking"]
-            if sc.startswith("happy"):
+            if sc.startswith(("happy", "size")) or sc == "paced":
                 sides.append("pc")
             if sc == "parallel":
                 sides = ["kretry", "pc", "spring"]
+            if sc == "txn":
+                sides = ["kretry", "spring_txn", "pc_txn"]
             if r % 2:
                 sides.reverse()
             # KRETRY_PEERS_SIDES=a,b: only those sides (a row re-run for
@@ -538,6 +746,9 @@ def main():
                                   for k in keys if all(k in x for x in rs)}
         res[sc] = out
         res.setdefault("per_run", {})[sc] = rows  # every run, for the ranges
+        # each row's medians as soon as it is done: a pass cut short keeps
+        # what it finished
+        log_row(sc, out)
     res["load_end"] = os.getloadavg()[0]
     if fmt == "json":
         print(json.dumps(res))
@@ -572,7 +783,20 @@ def print_table(res):
                    f"{fmt_n(v['behind_input_p50_ms'])} / "
                    f"{fmt_n(v['behind_input_p99_ms'])} ms"
                    if v.get("behind_input_p50_ms") is not None else ""))
-    for sc in ["retry_hop", "dead_letter"] + sorted(k for k in res if k.startswith("happy")):
+    p = res.get("paced")
+    if p:
+        print(f"\npaced: the happy path at {res['sizes']['paced_rate']:,} msgs/s "
+              f"({res['sizes']['paced_n']:,} messages; window s, CPU s over it, "
+              "CPU us a message, peak RSS KB)")
+        for side, v in p.items():
+            print(f"  {side:16s} {fmt_n(v.get('secs'), 1)}{rng(v, 'secs', 1)} s  "
+                  f"CPU {fmt_n(v.get('cpu_s'), 2)}{rng(v, 'cpu_s', 2)} s  "
+                  f"{fmt_n(v.get('cpu_us_per_msg'), 1)} us  "
+                  f"{fmt_n(v.get('peak_rss_kb'))} KB")
+    sized = sorted((k for k in res if k.startswith("size") and k[4:].isdigit()),
+                   key=lambda k: int(k[4:]))
+    for sc in ["retry_hop", "dead_letter"] + sorted(k for k in res if k.startswith("happy")) + \
+            sized + ["txn"]:
         t = res.get(sc)
         if not t:
             continue
@@ -617,16 +841,20 @@ def print_table(res):
                   + (f"DLQ copy {d.get('headers_and_value_bytes')} bytes, "
                      f"{d.get('headers')} headers, largest {d.get('largest_header')}"
                      if d else "no DLQ"))
-    k = res.get("kill")
-    if k:
-        print("\nrepeats per SIGKILL (handlings beyond one a message, per kill)")
+    for sc in ("kill", "txn_kill"):
+        k = res.get(sc)
+        if not k:
+            continue
+        print(f"\n{sc}: repeats per SIGKILL (handlings beyond one a message, per "
+              "kill); dead-letter values copied twice, read_committed, a run")
         for side, v in k.items():
             lo, hi = v.get("per_kill_range", [None, None])
             print(f"  {side:16s} {fmt_n(v.get('repeats_per_kill'), 1)} "
                   f"({fmt_n(lo, 1)}-{fmt_n(hi, 1)}) "
                   f"(runs: {v.get('per_run')}); unhandled by the last worker, "
                   f"handled after a restart: {v.get('stalled', 0)}, lost: "
-                  f"{v.get('lost', 0)}")
+                  f"{v.get('lost', 0)}; DLQ values twice "
+                  f"{v.get('dlq_values_twice')}")
             for u in v.get("unhandled", []):
                 print(f"    run {u['run']}: partition [first, last, count] of "
                       f"offsets {u['offsets']}; committed {u['committed']}; "

@@ -12,7 +12,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * The input producer, shaped as kretry_bench's (bench/bench_io.c): N
- * messages, 100-byte values starting with the message's number (15 digits),
+ * messages, values of -Dbench.value_bytes (100) starting with the message's
+ * number (15 digits),
  * key i mod keys, headers trace-id and content-type; or, with
  * -Dbench.values=kill, tests/it_kill.c's values "n-i" (keyed the same).
  * -Dbench.rate=R paces it (a batch every 10 ms on an absolute clock). Exits
@@ -20,7 +21,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * also writes "i partition offset" a line for each message, as acknowledged
  * (the kill scenario names what a side left unhandled by its coordinates).
  *   java kretry.peers.Produce  (-Dbench.bootstrap, topic, messages, keys,
- *                               key_digits, rate, values, map)
+ *                               key_digits, rate, values, value_bytes, map)
  */
 public final class Produce {
     public static void main(String[] a) throws Exception {
@@ -30,6 +31,7 @@ public final class Produce {
         int digits = (int) Bench.longProp("key_digits", 5);
         long rate = Bench.longProp("rate", 0);
         boolean kill = Bench.prop("values", "bench").equals("kill");
+        int vlen = (int) Bench.longProp("value_bytes", 100);
         Properties p = new Properties();
         p.put("bootstrap.servers", Bench.prop("bootstrap"));
         p.put("key.serializer", ByteArraySerializer.class.getName());
@@ -57,7 +59,7 @@ public final class Produce {
                     r = new ProducerRecord<>(topic, v, v);
                 } else {
                     String num = String.format("%015d", i);
-                    byte[] v = new byte[100];
+                    byte[] v = new byte[vlen];
                     java.util.Arrays.fill(v, (byte) 'x');
                     System.arraycopy(Bench.utf8(num), 0, v, 0, 15);
                     byte[] k = Bench.utf8(String.format("key-%0" + digits + "d", i % keys));

@@ -4,17 +4,26 @@ import io.confluent.parallelconsumer.ParallelConsumerOptions;
 import io.confluent.parallelconsumer.ParallelConsumerOptions.CommitMode;
 import io.confluent.parallelconsumer.ParallelConsumerOptions.ProcessingOrder;
 import io.confluent.parallelconsumer.ParallelStreamProcessor;
+import io.confluent.parallelconsumer.PollContext;
 import java.io.FileOutputStream;
+import java.util.Collection;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Function;
 import kretry.peers.Bench;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * Confluent's Parallel Consumer at its defaults (commit mode
@@ -31,10 +40,16 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * appended to -Dbench.out, and every call ("pid i partition offset
  * ok|retry|skip") to -Dbench.out + ".calls", for the harness's account of
  * what a run left unhandled.
+ * dead_letter: every message written by the handler to SOURCE-dlt
+ * (pollAndProduceMany; Parallel Consumer has no dead-letter topic of its
+ * own), done once the copies are acknowledged. -Dbench.commit_mode=
+ * transactional: PERIODIC_TRANSACTIONAL_PRODUCER (kill: i % 11 written to
+ * SOURCE-dlt by the handler in the same transaction as its offset).
  * happy: OK at once, except -Dbench.fail_pct percent of the messages (by
  * partition and offset, Bench.fails), which fail their first attempt and are
  * retried in place after the retry delay; -Dbench.warmup messages done
- * before the window opens (a discarded warm-up in the same JVM).
+ * before the window opens (a discarded warm-up in the same JVM). Once
+ * partitions are assigned it says "pc: ready" on stderr.
  */
 public final class PcSide {
     static final class Transient extends RuntimeException {
@@ -42,6 +57,8 @@ public final class PcSide {
             super(m);
         }
     }
+
+    static final AtomicBoolean ready = new AtomicBoolean();
 
     public static void run(String sc) throws Exception {
         String topic = Bench.prop("topic");
@@ -64,15 +81,44 @@ public final class PcSide {
                 Bench.longProp("commit_interval_ms", defaults.getCommitInterval().toMillis()));
         java.time.Duration retryDelay = java.time.Duration.ofMillis(
                 Bench.longProp("retry_delay_ms", defaults.getDefaultMessageRetryDelay().toMillis()));
-        var opts = ParallelConsumerOptions.<byte[], byte[]>builder()
+        // -Dbench.commit_mode=transactional: PERIODIC_TRANSACTIONAL_PRODUCER,
+        // the records the handler returns and the offsets in one transaction;
+        // its producer's transactional.id is fixed by the group, so that a
+        // restarted instance fences a killed one's open transaction
+        boolean txn = Bench.prop("commit_mode", "consumer").equals("transactional");
+        var b = ParallelConsumerOptions.<byte[], byte[]>builder()
                 .ordering(ProcessingOrder.valueOf(Bench.prop("ordering", "KEY")))
-                .maxConcurrency(conc).commitMode(CommitMode.PERIODIC_CONSUMER_ASYNCHRONOUS)
+                .maxConcurrency(conc)
+                .commitMode(txn ? CommitMode.PERIODIC_TRANSACTIONAL_PRODUCER
+                        : CommitMode.PERIODIC_CONSUMER_ASYNCHRONOUS)
                 // -Dbench.commit_interval_ms / retry_delay_ms: absent, Parallel
                 // Consumer's defaults (5 s, 1 s)
                 .commitInterval(commitInterval).defaultMessageRetryDelay(retryDelay)
-                .consumer(new KafkaConsumer<>(p)).build();
+                .consumer(new KafkaConsumer<>(p));
+        if (txn || sc.equals("dead_letter")) { // the handler's records
+            Properties pp = new Properties();
+            pp.put("bootstrap.servers", Bench.prop("bootstrap"));
+            pp.put("key.serializer", ByteArraySerializer.class.getName());
+            pp.put("value.serializer", ByteArraySerializer.class.getName());
+            if (txn)
+                pp.put("transactional.id", "bench-pc-" + Bench.prop("group"));
+            b.producer(new KafkaProducer<>(pp));
+        }
+        var opts = b.build();
         var pc = ParallelStreamProcessor.createEosStreamProcessor(opts);
-        pc.subscribe(List.of(topic));
+        // "pc: ready" on stderr once partitions are assigned: the harness
+        // starts a paced input then (happy at a fixed rate)
+        pc.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+                if (!parts.isEmpty() && !ready.getAndSet(true))
+                    System.err.println("pc: ready");
+            }
+
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+            }
+        });
         Bench.Window w = new Bench.Window();
         CountDownLatch done = new CountDownLatch(1);
         AtomicInteger completed = new AtomicInteger();
@@ -81,13 +127,16 @@ public final class PcSide {
             FileOutputStream out = new FileOutputStream(Bench.prop("out"), true);
             FileOutputStream calls = new FileOutputStream(Bench.prop("out") + ".calls", true);
             String pid = Long.toString(ProcessHandle.current().pid());
-            pc.poll(ctx -> {
+            // i % 11: skipped (no dead-letter topic), or in the
+            // transactional mode written to SOURCE-dlt by the handler
+            Function<PollContext<byte[], byte[]>, String> call = ctx -> {
                 int i = Integer.parseInt(new String(ctx.value()).substring(2));
                 LockSupport.parkNanos(2_000_000);
                 // fails its first attempt as Parallel Consumer counts them
                 // (kept in memory: a restarted instance counts from 0 again)
                 int failedBefore = ctx.getSingleRecord().getNumberOfFailedAttempts();
-                String what = i % 11 == 0 ? "skip" : i % 7 == 0 && failedBefore == 0 ? "retry" : "ok";
+                String what = i % 11 == 0 ? (txn ? "dlt" : "skip")
+                        : i % 7 == 0 && failedBefore == 0 ? "retry" : "ok";
                 try {
                     calls.write(Bench.utf8(pid + " " + i + " " + ctx.getSingleConsumerRecord().partition() + " "
                             + ctx.offset() + " " + what + "\n"));
@@ -98,12 +147,38 @@ public final class PcSide {
                 } catch (java.io.IOException e) {
                     throw new RuntimeException(e);
                 }
-            });
+                return what;
+            };
+            if (txn)
+                pc.pollAndProduceMany(ctx -> call.apply(ctx).equals("dlt")
+                        ? List.of(new ProducerRecord<>(topic + "-dlt", ctx.getSingleConsumerRecord().key(), ctx.value()))
+                        : List.of());
+            else
+                pc.poll(ctx -> call.apply(ctx));
             Runtime.getRuntime().addShutdownHook(new Thread(pc::close));
             Thread.sleep(Long.MAX_VALUE);
         }
         long warmup = Bench.longProp("warmup", 0), failPct = Bench.longProp("fail_pct", 0);
-        if (sc.equals("happy")) {
+        // one message done: the window opens once the warm-up's are and
+        // closes after n more
+        Runnable complete = () -> {
+            int c = completed.incrementAndGet();
+            if (warmup > 0 && c == warmup)
+                w.open();
+            if (c == warmup + n) {
+                w.close();
+                done.countDown();
+            }
+        };
+        if (sc.equals("dead_letter")) {
+            // every message dead-lettered by the handler: a copy to
+            // SOURCE-dlt, done once the copy is acknowledged
+            pc.pollAndProduceMany(ctx -> {
+                if (warmup == 0)
+                    w.open();
+                return List.of(new ProducerRecord<>(topic + "-dlt", ctx.getSingleConsumerRecord().key(), ctx.value()));
+            }, res -> complete.run());
+        } else if (sc.equals("happy")) {
             pc.poll(ctx -> {
                 if (warmup == 0)
                     w.open();
@@ -111,13 +186,7 @@ public final class PcSide {
                 if (ctx.getSingleRecord().getNumberOfFailedAttempts() == 0
                         && Bench.fails(failPct, rec.partition(), rec.offset()))
                     throw new Transient("retry me");
-                int c = completed.incrementAndGet();
-                if (warmup > 0 && c == warmup)
-                    w.open();
-                if (c == warmup + n) {
-                    w.close();
-                    done.countDown();
-                }
+                complete.run();
             });
         } else
         pc.poll(ctx -> {
@@ -137,7 +206,8 @@ public final class PcSide {
         j.put("ordering", Bench.prop("ordering", "KEY")).put("concurrency", conc)
                 .put("commit_interval_ms", commitInterval.toMillis()).put("retry_delay_ms", retryDelay.toMillis())
                 .put("slept_us", (double) slept.get() / Math.max(1, completed.get()))
-                .put("fail_pct", failPct).put("warmup_messages", warmup);
+                .put("fail_pct", failPct).put("warmup_messages", warmup)
+                .put("commit_mode", opts.getCommitMode().toString());
         j.print();
         pc.close();
         System.exit(ok ? 0 : 1);

@@ -33,12 +33,14 @@ import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
 import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.ConsumerAwareRebalanceListener;
+import org.springframework.kafka.listener.DefaultAfterRollbackProcessor;
 import org.springframework.kafka.listener.DeadLetterPublishingRecoverer;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.retrytopic.RetryTopicConfiguration;
 import org.springframework.kafka.retrytopic.RetryTopicConfigurationBuilder;
 import org.springframework.kafka.retrytopic.RetryTopicConfigurationSupport;
 import org.springframework.kafka.support.ProducerListener;
+import org.springframework.kafka.transaction.KafkaTransactionManager;
 import org.springframework.scheduling.TaskScheduler;
 import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
 import org.springframework.util.backoff.FixedBackOff;
@@ -77,6 +79,10 @@ import org.springframework.util.backoff.FixedBackOff;
  * failed record is redelivered in place after the back-off, its partition
  * held meanwhile; a record's first failure is remembered in memory (per
  * process, as the handler's first attempt), so its redelivery succeeds.
+ * With -Dbench.txn=true, in Spring's Kafka transactions: a
+ * KafkaTransactionManager on the container (transactionIdPrefix fixed by
+ * the group) and a DefaultAfterRollbackProcessor with the same back-off and
+ * recoverer and commitRecovered, instead of the error handler.
  */
 public final class SpringSide {
     static final class Transient extends RuntimeException {
@@ -93,6 +99,8 @@ public final class SpringSide {
 
     static String scenario, topic;
     static boolean blocking;
+    /** -Dbench.txn=true (blocking only): Spring's Kafka transactions. */
+    static boolean txn;
     /** blocking: records (topic/partition@offset) that failed once, and when (us). */
     static final Map<String, Long> failedAt = new ConcurrentHashMap<>();
     static long[] behindUs;
@@ -254,10 +262,24 @@ public final class SpringSide {
                 // where Spring's default would be SOURCE.DLT)
                 var dlpr = new DeadLetterPublishingRecoverer(t,
                         (rec, ex) -> new TopicPartition(rec.topic() + "-dlt", rec.partition()));
-                var eh = new DefaultErrorHandler(dlpr,
-                        new FixedBackOff(Long.parseLong(Bench.prop("delay_ms", "0")), 1));
-                eh.addNotRetryableExceptions(Permanent.class);
-                f.setCommonErrorHandler(eh);
+                var backOff = new FixedBackOff(Long.parseLong(Bench.prop("delay_ms", "0")), 1);
+                if (txn) {
+                    // transactions as the reference sets them up ("Transactions",
+                    // "After-rollback Processor"): a KafkaTransactionManager on
+                    // the container, a failed record's transaction rolled back,
+                    // then the after-rollback processor's back-off and the
+                    // recoverer, whose copy and the record's offset go in a new
+                    // transaction (commitRecovered)
+                    f.getContainerProperties().setKafkaAwareTransactionManager(
+                            new KafkaTransactionManager<>(t.getProducerFactory()));
+                    var arp = new DefaultAfterRollbackProcessor<byte[], byte[]>(dlpr, backOff, t, true);
+                    arp.addNotRetryableExceptions(Permanent.class);
+                    f.setAfterRollbackProcessor(arp);
+                } else {
+                    var eh = new DefaultErrorHandler(dlpr, backOff);
+                    eh.addNotRetryableExceptions(Permanent.class);
+                    f.setCommonErrorHandler(eh);
+                }
             }
             // one consumer a partition (-Dbench.concurrency = the partition
             // count), for the main and the retry-topic containers alike
@@ -285,7 +307,10 @@ public final class SpringSide {
             p.put("bootstrap.servers", Bench.prop("bootstrap"));
             p.put("key.serializer", ByteArraySerializer.class);
             p.put("value.serializer", ByteArraySerializer.class);
-            KafkaTemplate<byte[], byte[]> t = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(p));
+            var pf = new DefaultKafkaProducerFactory<byte[], byte[]>(p);
+            if (txn) // fixed by the group: a restarted instance fences a killed one
+                pf.setTransactionIdPrefix("bench-tx-" + Bench.prop("group") + "-");
+            KafkaTemplate<byte[], byte[]> t = new KafkaTemplate<>(pf);
             t.setProducerListener(new ProducerListener<>() {
                 @Override
                 public void onSuccess(org.apache.kafka.clients.producer.ProducerRecord<byte[], byte[]> r,
@@ -315,6 +340,7 @@ public final class SpringSide {
     public static void run(String sc) throws Exception {
         scenario = sc;
         blocking = Bench.prop("mode", "nonblocking").equals("blocking");
+        txn = blocking && Bench.prop("txn", "false").equals("true");
         topic = Bench.prop("topic");
         n = Bench.longProp("messages", 0);
         warmup = Bench.longProp("warmup", 0);
@@ -354,7 +380,8 @@ public final class SpringSide {
             }
         } else {
             j = Bench.throughput("spring", sc, n, window).put("concurrency", Bench.prop("concurrency", "1"))
-                    .put("mode", blocking ? "blocking" : "nonblocking").put("warmup_messages", warmup);
+                    .put("mode", blocking ? "blocking" : "nonblocking").put("warmup_messages", warmup)
+                    .put("transactions", txn);
             if (sc.equals("parallel"))
                 j.put("slept_us", (double) sleptUs.get() / n);
         }
