@@ -342,7 +342,7 @@ static void report_missing(const kretry_adapter_t *a,
                            const size_t *missing,
                            size_t n,
                            kretry_diags_t *d) {
-        char hint[1200];
+        char hint[2048]; /* the hint names a topology path and a principal */
         for (size_t i = 0; i < n; i++) {
                 kretry_acl_hint(a, &need->items[missing[i]], hint,
                                 sizeof(hint));
