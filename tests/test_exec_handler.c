@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +274,70 @@ static void test_plain_command(void) {
         rmdir(dir);
 }
 
+/* Handler threads run their commands at once, beside an application's own
+ * threads: each plain command keeps its own words, whoever else splits
+ * strings meanwhile (strtok() keeps one position for the whole process). */
+static atomic_int splitting;
+
+static void *strtok_user(void *arg) {
+        (void)arg;
+        while (atomic_load(&splitting)) {
+                char s[] = "a b c d e f g h i j k l m n o p";
+                for (char *w = strtok(s, " "); w; w = strtok(NULL, " "))
+                        ;
+        }
+        return NULL;
+}
+
+static void *plain_thread(void *arg) {
+        const char *script = ((const char **)arg)[0];
+        int *bad           = ((int **)arg)[1];
+        char cmd[512], want[64];
+        for (int i = 0; i < 100; i++) {
+                kretry_exec_opts_t o;
+                kretry_exec_result_t r;
+                char err[256];
+                snprintf(cmd, sizeof(cmd), "%s w%d x%d y z", script, i, i);
+                snprintf(want, sizeof(want), "4 w%d x%d", i, i);
+                kretry_exec_opts_init(&o);
+                if (kretry_exec_run(cmd, &o, &r, err, sizeof(err)) ||
+                    r.status != 0 || strcmp(r.last_line, want))
+                        (*bad)++;
+        }
+        return NULL;
+}
+
+static void test_plain_command_threads(void) {
+        char dir[] = "/tmp/kt-plaint-XXXXXX", h[256];
+        KT_REQUIRE(mkdtemp(dir) != NULL);
+        file_make(dir, "h.sh", "#!/bin/sh\necho \"$# $1 $2\" >&2\n", 0755, h,
+                  sizeof(h));
+        enum { T = 4 };
+        pthread_t th[T], user;
+        int bad[T] = {0};
+        const void *arg[T][2];
+        atomic_store(&splitting, 1);
+        KT_REQUIRE(pthread_create(&user, NULL, strtok_user, NULL) == 0);
+        for (int i = 0; i < T; i++) {
+                arg[i][0] = h;
+                arg[i][1] = &bad[i];
+                KT_REQUIRE(pthread_create(&th[i], NULL, plain_thread,
+                                          (void *)arg[i]) == 0);
+        }
+        int sum = 0;
+        for (int i = 0; i < T; i++) {
+                pthread_join(th[i], NULL);
+                sum += bad[i];
+        }
+        atomic_store(&splitting, 0);
+        pthread_join(user, NULL);
+        KT_CHECK_MSG(sum == 0, CU_FALSE,
+                     "%d of %d commands lost or mixed their words", sum,
+                     T * 100);
+        unlink(h);
+        rmdir(dir);
+}
+
 static pid_t guard_find(void) {
         DIR *d = opendir("/proc");
         struct dirent *e;
@@ -314,12 +379,18 @@ static void test_guard_replaced(void) {
 }
 
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-                KT_TEST(test_exit_codes),          KT_TEST(test_signal),
-                KT_TEST(test_stderr_last_line),    KT_TEST(test_large_stdin),
-                KT_TEST(test_child_ignores_stdin), KT_TEST(test_env),
-                KT_TEST(test_child_setup),         KT_TEST(test_value_file),
-                KT_TEST(test_echo_and_pid_slot),   KT_TEST(test_guard_replaced),
-                KT_TEST(test_plain_command),       KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_exit_codes),
+                                          KT_TEST(test_signal),
+                                          KT_TEST(test_stderr_last_line),
+                                          KT_TEST(test_large_stdin),
+                                          KT_TEST(test_child_ignores_stdin),
+                                          KT_TEST(test_env),
+                                          KT_TEST(test_child_setup),
+                                          KT_TEST(test_value_file),
+                                          KT_TEST(test_echo_and_pid_slot),
+                                          KT_TEST(test_guard_replaced),
+                                          KT_TEST(test_plain_command),
+                                          KT_TEST(test_plain_command_threads),
+                                          KT_END};
         return kt_main("exec_handler", tests, argc, argv);
 }

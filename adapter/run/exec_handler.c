@@ -447,8 +447,12 @@ static char *plain_command(const char *cmd, child_t *c) {
         char *buf = strdup(cmd);
         if (!buf)
                 return NULL;
-        int n = 0;
-        for (char *w = strtok(buf, " \t"); w; w = strtok(NULL, " \t")) {
+        int n      = 0;
+        char *save = NULL;
+        /* strtok_r: handler threads split their commands at once, and the
+         * application may split its own strings meanwhile. */
+        for (char *w = strtok_r(buf, " \t", &save); w;
+             w       = strtok_r(NULL, " \t", &save)) {
                 if (n == PLAIN_WORDS_MAX)
                         goto shell;
                 c->words[n++] = w;
