@@ -34,16 +34,6 @@ static void pause_ms(kretry_adapter_t *a, int ms) {
         "broker of three "                                                     \
         "with copies in flight"
 
-/* The mock cluster, or NULL on a real one: the test is reported skipped
- * with @p on_real (kt_mock_only) and @p env is destroyed. */
-static rd_kafka_mock_cluster_t *mock_or_skip(it_env_t *env,
-                                             const char *on_real) {
-        rd_kafka_mock_cluster_t *mock = kt_mock_only(env->c, on_real);
-        if (!mock)
-                it_env_destroy(env);
-        return mock;
-}
-
 /* The next 200 Produce requests fail with an error librdkafka does not retry
  * itself; rd_kafka_mock_clear_request_errors() ends it. */
 static void fail_produces(rd_kafka_mock_cluster_t *mock) {
@@ -58,7 +48,7 @@ static void fail_produces(rd_kafka_mock_cluster_t *mock) {
  * the failed message until its copy is durable; nothing is lost. */
 static void test_produce_errors(void) {
         it_env_t *env                 = it_env_new("30ms", 1);
-        rd_kafka_mock_cluster_t *mock = mock_or_skip(
+        rd_kafka_mock_cluster_t *mock = it_mock_or_skip(
                 env,
                 "it_cluster test_kill_tier_leader and test_kill_dlq_leader "
                 "kill the leaders of the tier and DLQ "
@@ -116,7 +106,7 @@ static int acks_all(kretry_adapter_t *a, it_env_t *env) {
 
 static void test_unacked_copies_bounded(void) {
         it_env_t *env                 = it_env_new("30ms", 1);
-        rd_kafka_mock_cluster_t *mock = mock_or_skip(
+        rd_kafka_mock_cluster_t *mock = it_mock_or_skip(
                 env, "the Produce answers are delayed by the mock; "
                      "bench/run's retry_hop and dead_letter measure the RSS "
                      "this bounds on a real cluster");
@@ -201,10 +191,10 @@ static int ok_reported(kretry_adapter_t *a, it_env_t *env) {
  * by tier index read before the topic table and crashed); the offset waits
  * until the record is durable. */
 static void test_changelog_produce_error(void) {
-        it_env_t *env = it_env_new("30ms", 1);
-        rd_kafka_mock_cluster_t *mock =
-                mock_or_skip(env, "none: a real broker refuses no write to a "
-                                  "healthy compacted topic on demand");
+        it_env_t *env                 = it_env_new("30ms", 1);
+        rd_kafka_mock_cluster_t *mock = it_mock_or_skip(
+                env, "none: a real broker refuses no write to a "
+                     "healthy compacted topic on demand");
         if (!mock)
                 return;
         char vt[300];
@@ -919,7 +909,7 @@ static kretry_action_t down_handler(kretry_msg_t *msg, void *opaque) {
  * would wait for the group coordinator forever) and reports the timeout. */
 static void test_close_cluster_gone(void) {
         it_env_t *env = it_env_new("30ms", 1);
-        if (!(down_mock = mock_or_skip(env, KT_WHOLE_CLUSTER)))
+        if (!(down_mock = it_mock_or_skip(env, KT_WHOLE_CLUSTER)))
                 return;
         it_produce(env, 0, "k0", "ok-before", NULL);
         it_produce(env, 0, "k1", "retry1-down", NULL);
@@ -962,7 +952,7 @@ static int committed_one(kretry_adapter_t *a, it_env_t *env) {
  * away ends in seconds, not in revoke.timeout.ms + 5 s. */
 static void test_close_cluster_gone_idle(void) {
         it_env_t *env                 = it_env_new("30ms", 1);
-        rd_kafka_mock_cluster_t *mock = mock_or_skip(env, KT_WHOLE_CLUSTER);
+        rd_kafka_mock_cluster_t *mock = it_mock_or_skip(env, KT_WHOLE_CLUSTER);
         if (!mock)
                 return;
         it_produce(env, 0, "k0", "ok-before", NULL);

@@ -46,6 +46,13 @@ void it_env_destroy(it_env_t *env) {
         free(env);
 }
 
+rd_kafka_mock_cluster_t *it_mock_or_skip(it_env_t *env, const char *on_real) {
+        rd_kafka_mock_cluster_t *mock = kt_mock_only(env->c, on_real);
+        if (!mock)
+                it_env_destroy(env);
+        return mock;
+}
+
 static pthread_mutex_t record_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void record_locked(it_env_t *env, kretry_msg_t *msg);

@@ -39,6 +39,9 @@ it_env_t *it_env_new(const char *tiers, int parts);
  * broker failing). */
 it_env_t *it_env_new_brokers(const char *tiers, int parts, int brokers);
 void it_env_destroy(it_env_t *env);
+/* The mock cluster of @p env, or NULL on a real one: the test is reported
+ * skipped with @p on_real (kt_mock_only) and @p env is destroyed. */
+rd_kafka_mock_cluster_t *it_mock_or_skip(it_env_t *env, const char *on_real);
 
 /*
  * The scripted handler: the message value says what to do.
