@@ -111,7 +111,13 @@ def measure_side(side, fn, rows):
 # tools) runs with this fixed heap limit, so its memory is bounded as
 # kretry's is by tier.buffer.total.bytes (64 MiB at its defaults).
 HEAP = os.environ.get("KRETRY_PEERS_HEAP", "256m")
-JVM = [f"-Xmx{HEAP}"]
+# A JVM out of heap exits at once (reported as the side's failure) instead
+# of collecting for the rest of its timeout.
+JVM = [f"-Xmx{HEAP}", "-XX:+ExitOnOutOfMemoryError"]
+# The size rows (1 and 10 KB values) run every peer JVM at this heap: at
+# 256m Parallel Consumer filled its heap with fetched 1 KB records and
+# stalled, and ran out of heap at 10 KB (2026-12-05 13:25 and 14:06).
+SIZE_HEAP = os.environ.get("KRETRY_PEERS_SIZE_HEAP", "2g")
 # Spring: one consumer a partition (concurrency = the partition count of the
 # scenario's topics), Spring's and the Java client's defaults otherwise.
 PARTITIONS = 8
@@ -188,8 +194,9 @@ def cp(module):
     return f"{HERE}/{module}/target/classes:{HERE}/{module}/target/lib/*"
 
 
-def java(module, main, props, timeout=900, check=True):
-    cmd = ["java"] + (["-XX:+UseSerialGC"] if main.endswith("Produce") else JVM) + \
+def java(module, main, props, timeout=900, check=True, heap=None):
+    jvm = [f"-Xmx{heap}", "-XX:+ExitOnOutOfMemoryError"] if heap else JVM
+    cmd = ["java"] + (["-XX:+UseSerialGC"] if main.endswith("Produce") else jvm) + \
         ["-cp", cp(module)]
     cmd += [f"-Dbench.{k}={v}" for k, v in props.items()] + [main]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -277,7 +284,8 @@ class Harness:
                          messages=n, warmup=SPRING_WARMUP, fail_pct=pct)
             self.produce(t, SPRING_WARMUP + n, value_bytes=value_bytes)
             module, main = happy_main(side, props)
-            v = last_json(java(module, main, props))
+            v = last_json(java(module, main, props,
+                               heap=SIZE_HEAP if value_bytes != 100 else None))
             v["fail_pct"] = pct
             v["value_bytes"] = value_bytes
             return v
@@ -513,6 +521,8 @@ def run_side(h, sc, side, o):
         v = h.kretry_happy(0, n, vb) if side == "kretry" else \
             h.peer_happy(side, 0, n, vb)
         v["settings"] = dict(settings(side, "happy"), value_bytes=vb)
+        if side != "kretry":
+            v["settings"]["heap_max"] = SIZE_HEAP
         return v
     if sc.startswith("happy"):  # happy0, happy1, happy5: the failure percent
         pct = int(sc[5:])
