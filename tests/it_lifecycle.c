@@ -101,10 +101,8 @@ static it_env_t *fault_env(const char *tiers,
                            rd_kafka_mock_cluster_t **mock,
                            const char *on_real) {
         it_env_t *env = it_env_new(tiers, parts);
-        if ((*mock = kt_mock_only(env->c, on_real)))
-                return env;
-        it_env_destroy(env);
-        return NULL;
+        *mock         = it_mock_or_skip(env, on_real);
+        return *mock ? env : NULL;
 }
 
 /* Every Produce request fails (the broker stays up) until cleared. */
