@@ -231,6 +231,32 @@ static int64_t committed_sum(rd_kafka_t *rk,
         return sum;
 }
 
+/* Asks the group's committed offsets of the source and the tier every
+ * @p nap_ms, and hands @p step whether they moved since the answer before
+ * (the first answer is no move), until @p step returns 0. */
+typedef int (*commit_step_t)(void *ctx, int moved);
+
+static void poll_commits(run_t *r, int nap_ms, commit_step_t step, void *ctx) {
+        rd_kafka_t *rk                     = kt_group_client(r->c, r->grp);
+        rd_kafka_topic_partition_list_t *l = committed_list(r);
+        int64_t was                        = INT64_MIN;
+        for (;;) {
+                int64_t sum = committed_sum(rk, l);
+                int moved = sum != INT64_MIN && was != INT64_MIN && sum != was;
+                if (sum != INT64_MIN)
+                        was = sum;
+                if (!step(ctx, moved))
+                        break;
+                kt_nap_ms(nap_ms);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_destroy(rk);
+}
+
+static int before_deadline(void *deadline, int moved) {
+        return !moved && kt_now_ms() < *(int64_t *)deadline;
+}
+
 /* Until the group's committed offsets of the source or the tier move
  * (asked every 2 ms, for at most 150 ms, one and a half commit intervals,
  * so that the kill still lands mid-stream): a kill right after a periodic
@@ -238,20 +264,8 @@ static int64_t committed_sum(rd_kafka_t *rk,
  * what else a kill repeats stands out instead of drowning in where the
  * kill fell within the commit interval. */
 static void await_commit(run_t *r) {
-        rd_kafka_t *rk                     = kt_group_client(r->c, r->grp);
-        rd_kafka_topic_partition_list_t *l = committed_list(r);
-        int64_t was = INT64_MIN, deadline = kt_now_ms() + 150;
-        while (kt_now_ms() < deadline) {
-                int64_t sum = committed_sum(rk, l);
-                if (sum != INT64_MIN) {
-                        if (was != INT64_MIN && sum != was)
-                                break;
-                        was = sum;
-                }
-                kt_nap_ms(2);
-        }
-        rd_kafka_topic_partition_list_destroy(l);
-        rd_kafka_destroy(rk);
+        int64_t deadline = kt_now_ms() + 150;
+        poll_commits(r, 2, before_deadline, &deadline);
 }
 
 /* routing=transactional: offsets commit with each transaction, on
@@ -263,27 +277,29 @@ static int transactional(const run_t *r) {
         return 0;
 }
 
+typedef struct {
+        run_t *r;
+        int64_t t0;
+        int moves;
+} round_t;
+
+static int round_step(void *ctx, int moved) {
+        round_t *m = ctx;
+        m->moves += moved;
+        return kt_now_ms() < m->t0 + CADENCE_MS && m->moves < 2 &&
+               m->r->missing(m->r) > 0;
+}
+
 /* While worker @p pid handles messages: its rate (OK lines a second) in
  * round @p k, and the group's commits, which must move twice within
  * CADENCE_MS (every auto.commit.interval.ms while messages are decided). */
 static void measure_round(run_t *r, pid_t pid, int k) {
-        rd_kafka_t *rk                     = kt_group_client(r->c, r->grp);
-        rd_kafka_topic_partition_list_t *l = committed_list(r);
-        int64_t t0 = kt_now_ms(), was = committed_sum(rk, l), now;
-        int lines0 = read_log(r, pid), moves = 0;
-        while ((now = kt_now_ms()) < t0 + CADENCE_MS && moves < 2 &&
-               r->missing(r) > 0) {
-                kt_nap_ms(2);
-                int64_t sum = committed_sum(rk, l);
-                if (sum != INT64_MIN && was != INT64_MIN && sum != was)
-                        moves++;
-                if (sum != INT64_MIN)
-                        was = sum;
-        }
-        int lines    = read_log(r, pid) - lines0;
-        int64_t took = kt_now_ms() - t0;
-        rd_kafka_topic_partition_list_destroy(l);
-        rd_kafka_destroy(rk);
+        round_t m  = {r, kt_now_ms(), 0};
+        int lines0 = read_log(r, pid);
+        poll_commits(r, 2, round_step, &m);
+        int lines       = read_log(r, pid) - lines0;
+        int64_t took    = kt_now_ms() - m.t0;
+        int moves       = m.moves;
         r->kill_rate[k] = took > 0 ? lines * 1000.0 / (double)took : 0;
         fprintf(stderr,
                 "  round %d: commits moved %d times in %lld ms while the "
@@ -308,22 +324,16 @@ typedef struct {
         _Atomic int64_t moved; /* kt_now_ms() of the last move */
 } watch_t;
 
+static int watch_step(void *ctx, int moved) {
+        watch_t *w = ctx;
+        if (moved)
+                atomic_store(&w->moved, kt_now_ms());
+        return !atomic_load(&w->stop);
+}
+
 static void *watch_main(void *arg) {
-        watch_t *w     = arg;
-        rd_kafka_t *rk = kt_group_client(w->r->c, w->r->grp);
-        rd_kafka_topic_partition_list_t *l = committed_list(w->r);
-        int64_t was                        = INT64_MIN;
-        while (!atomic_load(&w->stop)) {
-                int64_t sum = committed_sum(rk, l);
-                if (sum != INT64_MIN) {
-                        if (sum != was)
-                                atomic_store(&w->moved, kt_now_ms());
-                        was = sum;
-                }
-                kt_nap_ms(10);
-        }
-        rd_kafka_topic_partition_list_destroy(l);
-        rd_kafka_destroy(rk);
+        watch_t *w = arg;
+        poll_commits(w->r, 10, watch_step, w);
         return NULL;
 }
 
