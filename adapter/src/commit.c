@@ -65,14 +65,20 @@ static void commit_answered(kretry_adapter_t *a, rd_kafka_event_t *ev) {
         rd_kafka_event_destroy(ev);
 }
 
-void kretry_commit_settle(kretry_adapter_t *a, int64_t deadline) {
+/* Serves the commits' answers on kq until none is in flight (or, with
+ * @p sync, kretry_commit_sync's is answered), or until @p deadline. */
+static void commit_serve(kretry_adapter_t *a, int64_t deadline, int sync) {
         int left;
-        while (a->commit_inflight &&
+        while ((sync ? !a->commit_sync_done : a->commit_inflight > 0) &&
                (left = kretry_left_ms(deadline, 100)) > 0) {
                 rd_kafka_event_t *ev = rd_kafka_queue_poll(a->kq, left);
                 if (ev)
                         commit_answered(a, ev);
         }
+}
+
+void kretry_commit_settle(kretry_adapter_t *a, int64_t deadline) {
+        commit_serve(a, deadline, 0);
 }
 
 void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono) {
@@ -138,13 +144,7 @@ kretry_commit_sync(kretry_adapter_t *a,
         if (err)
                 return err;
         a->commit_sync_done = 0;
-        int left;
-        while (!a->commit_sync_done &&
-               (left = kretry_left_ms(deadline, 100)) > 0) {
-                rd_kafka_event_t *ev = rd_kafka_queue_poll(a->kq, left);
-                if (ev)
-                        commit_answered(a, ev);
-        }
+        commit_serve(a, deadline, 1);
         /* Unanswered, it stays in flight: the next commit waits for it. */
         return a->commit_sync_done ? a->commit_sync_err
                                    : RD_KAFKA_RESP_ERR__TIMED_OUT;
