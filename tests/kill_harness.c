@@ -544,9 +544,10 @@ void run_with_kills(run_t *r) {
          * marker, never consumed. */
         char tier[200];
         snprintf(tier, sizeof(tier), "%s.retry.1", r->src);
-        rd_kafka_t *rk = kt_group_client(r->c, r->grp);
-        int caught_up  = 0;
-        deadline       = kt_now_ms() + 60000;
+        rd_kafka_t *rk   = kt_group_client(r->c, r->grp);
+        int caught_up    = 0;
+        char behind[320] = "";
+        deadline         = kt_now_ms() + 60000;
         while (!caught_up && kt_now_ms() < deadline) {
                 caught_up = 1;
                 for (int p = 0; p < 6 && caught_up; p++) {
@@ -558,14 +559,19 @@ void run_with_kills(run_t *r) {
                         caught_up =
                                 c == hi || (p >= 3 && hi == lo) ||
                                 (p >= 3 && r->props && c == hi - 1 && c > 0);
+                        snprintf(behind, sizeof(behind),
+                                 "%s [%d] committed %lld, log %lld..%lld", t,
+                                 p % 3, (long long)c, (long long)lo,
+                                 (long long)hi);
                 }
                 if (!caught_up)
                         kt_nap_ms(100);
         }
         rd_kafka_destroy(rk);
         KT_CHECK_MSG(caught_up, CU_FALSE,
-                     "the last worker did not commit the source to its end "
-                     "within 60 s");
+                     "the last worker did not commit the source and the "
+                     "tier to their ends within 60 s: %s",
+                     behind);
         read_log(r, 0);
         /* A clean stop is bounded: give it 30 s, then count it a failure. */
         kt_terminate(pid, 30000, &st);

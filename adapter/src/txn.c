@@ -57,6 +57,7 @@
 #define KRETRY_TXN_SLICE_MS 500
 
 int (*kretry_test_txn_fails)(void);
+int (*kretry_test_txn_commit_later)(void);
 
 kretry_err_t
 kretry_txn_conf(kretry_adapter_t *a, char *errstr, size_t errstr_size) {
@@ -179,6 +180,21 @@ static void txn_ended(kretry_adapter_t *a) {
         a->txn.open = a->txn.sent = 0;
         a->txn.since              = 0;
         a->txn.decided            = 0;
+}
+
+/* What was decided after the committed transaction's offsets were sent
+ * (its commit outlasted a step: the polling loop decided more meanwhile)
+ * goes with the next one, whose interval starts now: without it, nothing
+ * would commit those offsets until the partition decided something else. */
+static void txn_carry(kretry_adapter_t *a) {
+        for (int t = 0; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++) {
+                        const kretry_part_t *part = a->parts[t][p];
+                        if (part && part->assigned && part->txn_dirty) {
+                                a->txn.since = kretry_mono_ms();
+                                return;
+                        }
+                }
 }
 
 /* The offset of @p tp sent with the open transaction, and its metadata
@@ -643,6 +659,8 @@ static int txn_commit(kretry_adapter_t *a,
                 }
                 a->txn.sent = 1;
         }
+        if (kretry_test_txn_commit_later && kretry_test_txn_commit_later())
+                return 1;
         rd_kafka_error_t *e;
         while ((e = rd_kafka_commit_transaction(a->producer,
                                                 call_ms(deadline)))) {
@@ -659,6 +677,7 @@ static int txn_commit(kretry_adapter_t *a,
         }
         offsets_committed(a);
         txn_ended(a);
+        txn_carry(a);
         a->txn.stuck_backoff_ms = 0;
         atomic_store_explicit(&a->stats.txn_denied, 0, memory_order_relaxed);
         atomic_fetch_add_explicit(&a->stats.txn_commits, 1,

@@ -37,6 +37,10 @@ void kretry_txn_unblock(kretry_adapter_t *a, int64_t mono);
  * transaction being committed fails as a broker's refusal would (it is
  * aborted and its partitions rewound). Polling thread. */
 extern int (*kretry_test_txn_fails)(void);
+/* Test only: when set and it returns nonzero, the transaction whose offsets
+ * were sent is not committed yet, as when its commit outlasts the step's
+ * bound on a loaded cluster (tried again at the next step). */
+extern int (*kretry_test_txn_commit_later)(void);
 /* Abort the open transaction (a lost assignment, a close cut short) and
  * rewind every assigned partition but those of @p except (none while
  * closing: the next owner starts from the committed state). */
