@@ -225,8 +225,8 @@ def routes_behave(h, body):
             (200, [], "")
     if key == "redir":
         return 302, [("Location", "http://elsewhere.invalid/x")], ""
-    if key == "hang":
-        time.sleep(1.5)
+    if key == "hang":  # well past --http-timeout
+        time.sleep(4)
         return 200, [], ""
     if key == "flaky":
         return (503, [], "down for a moment") if attempt == 1 else \
@@ -390,7 +390,9 @@ def mode_routes(c):
                   b"ctl=a\x01b"])
     c.run("bb-http",
           ["--tiers", "100ms,2500ms,4s", "--max-attempts", "2",
-           "--http", srv.url, "--http-timeout", "500ms",
+           # a timeout that a loaded machine's answers still meet (a
+           # 500 ms one timed a 503 out at load 25)
+           "--http", srv.url, "--http-timeout", "2s",
            "--http-header", "Authorization: Bearer ${TOKEN}",
            "--http-retry-status", "409", "--http-fail-status", "502"],
           env={"TOKEN": "s3cret-token"})
