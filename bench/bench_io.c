@@ -245,7 +245,9 @@ int bench_create_real_topics(const bench_job_t *job) {
         }
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, nt, (size_t)cnt, NULL, q);
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
+        if (!ev)
+                fprintf(stderr, "bench: CreateTopics: no answer in 60 s\n");
         const rd_kafka_CreateTopics_result_t *res =
                 ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
         size_t n = 0;

@@ -410,8 +410,11 @@ static int run_members_side(const scenario_t *sc,
         snprintf(job.ordering, sizeof(job.ordering), "none");
         job.shared  = g;
         job.members = members;
-        if (broker_start(&b, &job))
+        if (broker_start(&b, &job)) {
+                snprintf(res->err, sizeof(res->err),
+                         "the run's topics were not made");
                 goto out;
+        }
         for (; started < members; started++) {
                 job.member = started;
                 if (child_start(&c[started], body, &job))
@@ -428,7 +431,11 @@ static int run_members_side(const scenario_t *sc,
                 bad = 1;
         }
         for (int i = 0; i < started && !bad; i++)
-                bad |= child_hold(&c[i]);
+                if (child_hold(&c[i])) {
+                        snprintf(res->err, sizeof(res->err),
+                                 "member %d did not stop polling", i);
+                        bad = 1;
+                }
         if (!bad && produce_input(&job)) {
                 snprintf(res->err, sizeof(res->err),
                          "producing the input failed");
@@ -439,7 +446,10 @@ static int run_members_side(const scenario_t *sc,
         for (int i = 0; i < started; i++) {
                 bench_result_t m;
                 if (child_finish(&c[i], &m)) {
-                        if (!res->err[0] && !bad)
+                        /* a member's own reason before "side died early",
+                         * what one told to give up says */
+                        if (!res->err[0] ||
+                            !strcmp(res->err, "side died early"))
                                 memcpy(res->err, m.err, sizeof(res->err));
                         bad = 1;
                         continue;
@@ -463,7 +473,9 @@ static int run_members_side(const scenario_t *sc,
                 res->ok   = 1;
                 res->secs = t_last - t_first;
                 rc        = 0;
-        }
+        } else if (!bad)
+                snprintf(res->err, sizeof(res->err),
+                         "no member completed the side's last message");
 out:
         broker_stop(&b, &job);
         munmap(g, sizeof(*g));
