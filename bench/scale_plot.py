@@ -20,6 +20,14 @@ LABEL = {"tier": "ordering=key: tier copies waiting",
          "dlq-lifted": "park_key: copies in the DLQ, no key parked"}
 
 
+def later(old, new, keys):
+    """old's points and new's, a point measured again (same keys) new's;
+    a failed point (no ratio) never replaces one."""
+    new = [p for p in new if p.get("ratio") is not None]
+    seen = {tuple(p.get(k) for k in keys) for p in new}
+    return [p for p in old if tuple(p.get(k) for k in keys) not in seen] + new
+
+
 def ratio_plot(out, name, pts_all, x, log_base, xlabel, title):
     """kretry / raw librdkafka against x, happy and retry_hop: the medians,
     and each point's range of runs where its file has them."""
@@ -60,9 +68,10 @@ def main():
             restore = [q for q in restore
                        if (q["kind"], q["n"]) != (p["kind"], p["n"])] + [p]
         parts += d.get("partitions", [])
-        thru += d.get("throughput", [])
+        thru = later(thru, d.get("throughput", []), ("name", "partitions"))
         idle += d.get("idle", [])
-        members += d.get("members", [])
+        members = later(members, d.get("members", []),
+                        ("name", "partitions", "members"))
 
     if restore:
         fig, ax = plt.subplots(figsize=(7, 4.5))
