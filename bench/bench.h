@@ -11,6 +11,7 @@
 #ifndef KRETRY_BENCH_H
 #define KRETRY_BENCH_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,6 +73,17 @@ bench_hop_chosen(int hop_pct, int32_t partition, int64_t offset) {
 /* BENCH_ORDERED_VERSIONED: share of handler attempts that return RETRY. */
 #define BENCH_FAIL_PERCENT 5
 
+/* kretry_bench --members N: N processes a side in one consumer group.
+ * What the members of a side share, in memory the orchestrator maps
+ * (MAP_SHARED) before it forks them. */
+#define BENCH_MAX_MEMBERS 8
+typedef struct {
+        atomic_long done; /* messages completed, every member's together */
+        /* source partitions each member holds now, published while the
+         * members join (the orchestrator waits for the whole assignment) */
+        atomic_int assigned[BENCH_MAX_MEMBERS];
+} bench_group_t;
+
 /* One run of one scenario: everything a forked process needs. */
 typedef struct {
         bench_kind_t kind;
@@ -128,13 +140,24 @@ typedef struct {
         char empty_dlq[128];
         int empty;
         long want_held;
+        /* --members: this side runs as @members processes (this one is
+         * number @member) sharing @shared; they join while the source is
+         * still empty and publish what they hold until told to hold, and
+         * each stops once the side's count in @shared reaches n. NULL: one
+         * process a side, done at its own count. */
+        bench_group_t *shared;
+        int members, member;
 } bench_job_t;
 
 /* What a side reports to the orchestrator, through a pipe. */
 typedef struct {
         int ok;
-        long done;    /* messages completed */
-        double secs;  /* first message seen -> last one completed */
+        long done;   /* messages completed */
+        double secs; /* first message seen -> last one completed */
+        /* bench_mono() at this process's first message (0: it saw none)
+         * and, in the process that completed the side's last message, at
+         * that (0 in the other members) */
+        double t_first, t_last;
         double cpu_s; /* this process's CPU time (all threads), same
                          window: robust when other work shares the
                          machine */
@@ -164,8 +187,10 @@ typedef struct {
 /*
  * Process bodies. Each returns the exit status of its process.
  * Sides write 'R' to @p out_fd once their clients exist and have subscribed,
- * wait for one byte on @p go_fd, (delay scenario: write 'A' once assigned),
- * work, close their clients, then write one bench_result_t.
+ * (members: poll, joining, until a byte 'H' on @p go_fd, then answer 'H'
+ * and poll no more,) wait for one byte on @p go_fd, (delay scenario: write
+ * 'A' once assigned), work, close their clients, then write one
+ * bench_result_t.
  */
 int bench_broker(const bench_job_t *job, int out_fd, int ctl_fd);
 int bench_produce(const bench_job_t *job);

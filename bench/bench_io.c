@@ -143,6 +143,78 @@ static rd_kafka_conf_t *client_conf(const bench_job_t *job) {
         return conf;
 }
 
+/* Partitions of @p topics (@p partitions each) that do not answer
+ * ListOffsets yet, or -1 when the request as a whole failed. */
+static long topics_unready(rd_kafka_t *rk,
+                           const char *const *topics,
+                           int cnt,
+                           int partitions) {
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(cnt * partitions);
+        for (int i = 0; i < cnt; i++)
+                for (int p = 0; p < partitions; p++)
+                        rd_kafka_topic_partition_list_add(l, topics[i], p)
+                                ->offset = RD_KAFKA_OFFSET_SPEC_LATEST;
+        rd_kafka_AdminOptions_t *opt =
+                rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_LISTOFFSETS);
+        rd_kafka_AdminOptions_set_request_timeout(opt, 10000, NULL, 0);
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_ListOffsets(rk, l, opt, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
+        long left            = -1;
+        if (ev && !rd_kafka_event_error(ev)) {
+                size_t n;
+                const rd_kafka_ListOffsetsResultInfo_t **ri =
+                        rd_kafka_ListOffsets_result_infos(
+                                rd_kafka_event_ListOffsets_result(ev), &n);
+                left = (long)cnt * partitions - (long)n;
+                for (size_t i = 0; i < n; i++)
+                        left += rd_kafka_ListOffsetsResultInfo_topic_partition(
+                                        ri[i])
+                                        ->err != 0;
+        }
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_AdminOptions_destroy(opt);
+        rd_kafka_topic_partition_list_destroy(l);
+        return left;
+}
+
+/* CreateTopics returns once the controller has the topics: their metadata
+ * names leaders at once, but each leader takes a write only once it has
+ * made the partition's log, and a run at 512 partitions has 2,048 of them
+ * (4,096 with the last run's being deleted): on a loaded machine that took
+ * longer than the input producer's flush. Wait until every partition of
+ * the run's topics answers ListOffsets (a leader with its log), up to
+ * @p timeout_s. */
+static int topics_wait_ready(rd_kafka_t *rk,
+                             const char *const *topics,
+                             int cnt,
+                             int partitions,
+                             int timeout_s) {
+        double t0 = bench_mono();
+        long left;
+        while ((left = topics_unready(rk, topics, cnt, partitions)) != 0) {
+                if (bench_mono() - t0 > timeout_s) {
+                        fprintf(stderr,
+                                "bench: after %d s, %ld partitions of "
+                                "the run's topics (-1: the request) still "
+                                "answer no ListOffsets\n",
+                                timeout_s, left);
+                        return -1;
+                }
+                struct timespec ts = {0, 200 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+        }
+        if (getenv("KRETRY_BENCH_DEBUG") || bench_mono() - t0 > 5)
+                fprintf(stderr,
+                        "bench: the run's %d topics of %d partitions took "
+                        "requests %.1f s after they were created\n",
+                        cnt, partitions, bench_mono() - t0);
+        return 0;
+}
+
 int bench_create_real_topics(const bench_job_t *job) {
         char errstr[256];
         rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, client_conf(job),
@@ -173,7 +245,9 @@ int bench_create_real_topics(const bench_job_t *job) {
         }
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, nt, (size_t)cnt, NULL, q);
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
+        if (!ev)
+                fprintf(stderr, "bench: CreateTopics: no answer in 60 s\n");
         const rd_kafka_CreateTopics_result_t *res =
                 ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
         size_t n = 0;
@@ -194,6 +268,8 @@ int bench_create_real_topics(const bench_job_t *job) {
                 rd_kafka_event_destroy(ev);
         rd_kafka_NewTopic_destroy_array(nt, (size_t)cnt);
         rd_kafka_queue_destroy(q);
+        if (!rc)
+                rc = topics_wait_ready(rk, topics, cnt, job->partitions, 300);
         rd_kafka_destroy(rk);
         return rc;
 }

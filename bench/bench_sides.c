@@ -47,11 +47,61 @@ static int setup_failed(int out_fd, const bench_result_t *res) {
         return 1;
 }
 
-static int wait_go(int go_fd, int out_fd) {
+/* 'R', then (members) @p join, which polls the side's clients for a
+ * moment and returns the source partitions this member holds, until the
+ * orchestrator says hold ('H', answered with 'H': this member polls no
+ * more), then the byte that says go. */
+static int wait_go(const bench_job_t *job,
+                   int go_fd,
+                   int out_fd,
+                   int (*join)(void *),
+                   void *opaque) {
         char c = 'R';
-        if (bench_write_all(out_fd, &c, 1) || read(go_fd, &c, 1) != 1)
+        if (bench_write_all(out_fd, &c, 1))
                 return -1;
-        return 0;
+        if (job->shared) {
+                struct pollfd pfd = {.fd = go_fd, .events = POLLIN};
+                while (poll(&pfd, 1, 0) == 0)
+                        atomic_store(&job->shared->assigned[job->member],
+                                     join(opaque));
+                if (read(go_fd, &c, 1) != 1 || bench_write_all(out_fd, &c, 1))
+                        return -1;
+        }
+        return read(go_fd, &c, 1) == 1 ? 0 : -1;
+}
+
+/* This process completed one more message, @p own in all: the side's
+ * count, every member's together with --members. */
+static long side_count(const bench_job_t *job, long own) {
+        return job->shared ? atomic_fetch_add(&job->shared->done, 1) + 1 : own;
+}
+
+/* Another member completed the side's last message. */
+static int side_done_elsewhere(const bench_job_t *job) {
+        return job->shared && atomic_load(&job->shared->done) >= job->n;
+}
+
+/* A side's window in one process: its first message, the side's last. */
+typedef struct {
+        double t_first, t_last, c_first, c_last;
+} window_t;
+
+/* The side is done: this process's window into @p res. A member that did
+ * not complete the side's last message (@p last 0) stops its CPU clock
+ * now and has no end time; one that saw no message reports none. */
+static void
+window_report(window_t *w, int started, int last, bench_result_t *res) {
+        res->ok = 1;
+        if (!started)
+                return;
+        if (!last) {
+                w->t_last = 0;
+                w->c_last = bench_cpu();
+        }
+        res->t_first = w->t_first;
+        res->t_last  = w->t_last;
+        res->secs    = last ? w->t_last - w->t_first : 0;
+        res->cpu_s   = w->c_last - w->c_first;
 }
 
 static double realtime_ms(void) {
@@ -71,7 +121,7 @@ typedef struct {
         const bench_job_t *job;
         /* atomic: with handler.concurrency > 1 the handler runs on workers */
         atomic_long done;
-        double t_first, t_last, c_first, c_last;
+        window_t w;
         atomic_int started;
         atomic_llong work_ns; /* BENCH_PARALLEL: measured sleeps */
         double *late;         /* BENCH_DELAY: lateness per retry, ms */
@@ -87,14 +137,15 @@ typedef struct {
 } kside_t;
 
 static void k_complete(kside_t *k) {
-        if (++k->done == k->job->n && k->job->txn_ms && !k->job->plain &&
+        long done = side_count(k->job, ++k->done);
+        if (done == k->job->n && k->job->txn_ms && !k->job->plain &&
             k->job->kind == BENCH_DEAD_LETTER) {
                 k->commits_at = kretry_adapter_counter(
                         k->a, KRETRY_COUNTER_TXN_COMMITS, 0);
                 k->await_commit = 1;
-        } else if (k->done == k->job->n) {
-                k->t_last = bench_mono();
-                k->c_last = bench_cpu();
+        } else if (done == k->job->n) {
+                k->w.t_last = bench_mono();
+                k->w.c_last = bench_cpu();
                 atomic_store(&k->ended, 1); /* after them, for the loop */
         }
 }
@@ -105,8 +156,8 @@ static void k_committed(kside_t *k) {
             kretry_adapter_counter(k->a, KRETRY_COUNTER_TXN_COMMITS, 0) >
                     k->commits_at) {
                 k->await_commit = 0;
-                k->t_last       = bench_mono();
-                k->c_last       = bench_cpu();
+                k->w.t_last     = bench_mono();
+                k->w.c_last     = bench_cpu();
                 atomic_store(&k->ended, 1);
         }
 }
@@ -153,8 +204,8 @@ static kretry_action_t k_handler(kretry_msg_t *msg, void *opaque) {
         if (!atomic_load(&k->started)) {
                 double t = bench_mono(), c = bench_cpu();
                 if (!atomic_exchange(&k->started, 1)) {
-                        k->t_first = t;
-                        k->c_first = c;
+                        k->w.t_first = t;
+                        k->w.c_first = c;
                 }
         }
         switch (k->job->kind) {
@@ -334,6 +385,13 @@ static void k_delay_stats(kside_t *k, bench_result_t *res) {
         res->early  = k->early;
 }
 
+/* Members: joining, on the empty source. */
+static int k_join(void *opaque) {
+        kside_t *k = opaque;
+        kretry_adapter_poll(k->a, 50);
+        return (int)kretry_adapter_counter(k->a, KRETRY_COUNTER_ASSIGNED, 0);
+}
+
 int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
         bench_result_t res;
         kside_t k;
@@ -349,7 +407,7 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
                 free(k.late);
                 return setup_failed(out_fd, &res);
         }
-        if (wait_go(go_fd, out_fd)) { /* the orchestrator gave up */
+        if (wait_go(job, go_fd, out_fd, k_join, &k)) { /* it gave up */
                 kretry_adapter_destroy(a);
                 free(k.late);
                 return 1;
@@ -362,7 +420,8 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
         double t_trace = 0;
         /* Until the last message's times are written, not only counted:
          * with workers, the count comes first. */
-        while (!atomic_load(&k.ended) && !err && bench_mono() < deadline) {
+        while (!atomic_load(&k.ended) && !side_done_elsewhere(job) && !err &&
+               bench_mono() < deadline) {
                 err = kretry_adapter_poll(a, 100);
                 k_committed(&k);
                 if (trace && bench_mono() - t_trace >= 0.05) {
@@ -391,12 +450,11 @@ int bench_kretry_side(const bench_job_t *job, int go_fd, int out_fd) {
                 }
         }
         res.done   = k.done;
-        res.ok     = atomic_load(&k.ended);
         res.work_s = (double)atomic_load(&k.work_ns) / 1e9;
-        if (res.ok) {
-                res.secs  = k.t_last - k.t_first;
-                res.cpu_s = k.c_last - k.c_first;
-        } else
+        if (atomic_load(&k.ended) || side_done_elsewhere(job))
+                window_report(&k.w, atomic_load(&k.started),
+                              atomic_load(&k.ended), &res);
+        else
                 snprintf(res.err, sizeof(res.err),
                          "kretry: %ld of %ld done (%s)", k.done, job->n,
                          err ? kretry_err2str(err) : "timed out");
@@ -438,8 +496,10 @@ typedef struct {
         rd_kafka_t *c, *p;
         rd_kafka_topic_t *copy_rkt; /* held so its metadata is known early */
         long done, failed, consumed;
-        double t_first, t_last, t_consumed, c_first, c_last;
-        int started;
+        window_t w;
+        double t_consumed;
+        int started, ended;
+        int assigned; /* source partitions held (members join on them) */
         /* KRETRY_BENCH_RAW_HEADERS=contract: copies carry the header set a
          * kretry copy carries (DESIGN §3), and the retry_hop copy's due time
          * and attempt are read back when consumed, as a retry consumer
@@ -450,19 +510,29 @@ typedef struct {
 } rside_t;
 
 static void r_complete(rside_t *r) {
-        if (++r->done == r->job->n) {
-                r->t_last = bench_mono();
-                r->c_last = bench_cpu();
+        if (side_count(r->job, ++r->done) == r->job->n) {
+                r->w.t_last = bench_mono();
+                r->w.c_last = bench_cpu();
+                r->ended    = 1;
         }
+}
+
+/* Done: this process completed the side's last message, or another
+ * member did. */
+static int r_finished(const rside_t *r) {
+        return r->ended || side_done_elsewhere(r->job);
 }
 
 static void r_rebalance(rd_kafka_t *rk,
                         rd_kafka_resp_err_t err,
                         rd_kafka_topic_partition_list_t *parts,
                         void *opaque) {
-        (void)opaque;
-        rd_kafka_assign(rk, err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? parts
-                                                                        : NULL);
+        rside_t *r = opaque;
+        int assign = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
+        rd_kafka_assign(rk, assign ? parts : NULL);
+        r->assigned = 0;
+        for (int i = 0; assign && i < parts->cnt; i++)
+                r->assigned += !strcmp(parts->elems[i].topic, r->job->source);
 }
 
 /* The copy's delivery report: store the source offset (it is durable). */
@@ -613,9 +683,9 @@ static void r_handle(rside_t *r, rd_kafka_message_t *m) {
                 return;
         }
         if (!r->started) {
-                r->started = 1;
-                r->t_first = bench_mono();
-                r->c_first = bench_cpu();
+                r->started   = 1;
+                r->w.t_first = bench_mono();
+                r->w.c_first = bench_cpu();
         }
         const bench_job_t *job = r->job;
         if (++r->consumed == job->n)
@@ -644,6 +714,15 @@ static void r_handle(rside_t *r, rd_kafka_message_t *m) {
         r_copy(r, m, job->copy);
 }
 
+/* Members: joining, on the empty source. */
+static int r_join(void *opaque) {
+        rside_t *r            = opaque;
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(r->c, 50);
+        if (m)
+                r_handle(r, m);
+        return r->assigned;
+}
+
 /* Consume -> produce: like kretry, wait on an eventfd both clients signal,
  * then serve consumer messages and delivery reports without blocking. */
 static void r_loop_produce(rside_t *r, double deadline) {
@@ -653,7 +732,7 @@ static void r_loop_produce(rside_t *r, double deadline) {
         rd_kafka_queue_t *pq      = rd_kafka_queue_get_main(r->p);
         rd_kafka_queue_io_event_enable(cq, efd, &one, sizeof(one));
         rd_kafka_queue_io_event_enable(pq, efd, &one, sizeof(one));
-        while (r->done < r->job->n && !r->failed && bench_mono() < deadline) {
+        while (!r_finished(r) && !r->failed && bench_mono() < deadline) {
                 int work = rd_kafka_poll(r->p, 0);
                 for (int i = 0; i < 500; i++) {
                         if (i > 0 && i % 16 == 0)
@@ -696,11 +775,11 @@ int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd) {
         }
         if (r_setup(job, &r, res.err, sizeof(res.err)))
                 return setup_failed(out_fd, &res);
-        if (wait_go(go_fd, out_fd))
+        if (wait_go(job, go_fd, out_fd, r_join, &r))
                 return 1; /* the orchestrator gave up */
         double deadline = bench_mono() + job->timeout_s;
         if (job->kind == BENCH_HAPPY) {
-                while (r.done < job->n && bench_mono() < deadline) {
+                while (!r_finished(&r) && bench_mono() < deadline) {
                         rd_kafka_message_t *m =
                                 rd_kafka_consumer_poll(r.c, 100);
                         if (m)
@@ -710,16 +789,15 @@ int bench_raw_side(const bench_job_t *job, int go_fd, int out_fd) {
                 r_loop_produce(&r, deadline);
         }
         res.done = r.done;
-        res.ok   = r.done >= job->n && !r.failed;
         if (getenv("KRETRY_BENCH_DEBUG"))
                 fprintf(stderr,
-                        "  [raw] %ld consumed after %.3f s, done after "
-                        "%.3f s\n",
-                        job->n, r.t_consumed - r.t_first, r.t_last - r.t_first);
-        if (res.ok) {
-                res.secs  = r.t_last - r.t_first;
-                res.cpu_s = r.c_last - r.c_first;
-        } else
+                        "  [raw] %ld consumed, %ld done (all %ld consumed "
+                        "%.3f s after the first, or 0: not here)\n",
+                        r.consumed, r.done, job->n,
+                        r.t_consumed ? r.t_consumed - r.w.t_first : 0.0);
+        if (r_finished(&r) && !r.failed)
+                window_report(&r.w, r.started, r.ended, &res);
+        else
                 snprintf(res.err, sizeof(res.err),
                          "raw: %ld of %ld done, %ld copies failed", r.done,
                          job->n, r.failed);

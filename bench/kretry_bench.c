@@ -1,6 +1,6 @@
 /*
  * kretry_bench [--quick] [--output table|json] [--runs N] [--messages N]
- *              [--keys N] [--rate N] [--only NAME]
+ *              [--keys N] [--rate N] [--only NAME] [--members N]
  *
  * Scenarios (bench/README.md): happy, retry_hop, dead_letter (kretry
  * against a raw librdkafka loop doing the same work, same input, same
@@ -34,7 +34,14 @@
  * reported: the window and kretry's CPU over it, at that steady rate
  * (bench/peers: CPU at a moderate rate). --value-bytes N (16-16384): the
  * input values' size, 100 by default. KRETRY_BENCH_QUEUED_MIN:
- * queued.min.messages on both sides instead of 1,000,000.
+ * queued.min.messages on both sides instead of 1,000,000. --members N
+ * (1-8; happy, retry_hop and dead_letter; real Kafka only): each side runs
+ * as N processes in one consumer group, one side after the other, each on
+ * topics and an input of its own; the members join while the source is
+ * empty and hold once the group's assignment is whole, then the input is
+ * produced and all go; the side's window runs from the first message any
+ * member saw to the side's last completion (bench/run --scale's members
+ * curve).
  *
  * This process stays single-threaded and never calls librdkafka: the broker,
  * the producer and each measured side are forked children.
@@ -43,11 +50,14 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_RUNS 15
@@ -91,8 +101,9 @@ typedef struct {
         long keys;     /* distinct keys in the input */
         long delay_n;
         int delay_rate;
-        long mem_n; /* tier_mem: messages waiting in the tier */
-        int txn_ms; /* the *_txn scenarios' transaction.interval.ms */
+        long mem_n;  /* tier_mem: messages waiting in the tier */
+        int txn_ms;  /* the *_txn scenarios' transaction.interval.ms */
+        int members; /* --members: processes a side (0: run_pair's one) */
 } opts_t;
 
 typedef struct {
@@ -105,13 +116,17 @@ static long input_keys = BENCH_KEYS; /* --keys */
 static int value_bytes;              /* --value-bytes (0: 100) */
 static int retry_pct; /* --retry-percent: retry_hop's share retried (0: all) */
 
+static int real_cluster(void) {
+        const char *real = getenv("KRETRY_BENCH_BOOTSTRAP");
+        return real && *real;
+}
+
 /* Why the *_txn scenarios do not run here, or NULL. */
 static const char *txn_skipped(void) {
-        const char *real = getenv("KRETRY_BENCH_BOOTSTRAP");
-        return real && *real ? NULL
-                             : "needs a real Kafka cluster "
-                               "(KRETRY_BENCH_BOOTSTRAP=host:port); the mock "
-                               "cluster's transactions are not real";
+        return real_cluster() ? NULL
+                              : "needs a real Kafka cluster "
+                                "(KRETRY_BENCH_BOOTSTRAP=host:port); the mock "
+                                "cluster's transactions are not real";
 }
 
 static int read_all(int fd, void *buf, size_t len) {
@@ -163,6 +178,12 @@ static int child_go(child_t *c) {
         return write(c->go_fd, &g, 1) == 1 ? 0 : -1;
 }
 
+/* --members: stop joining; the member answers once it polls no more. */
+static int child_hold(child_t *c) {
+        char h = 'H';
+        return write(c->go_fd, &h, 1) == 1 ? child_expect(c, 'H') : -1;
+}
+
 /* Read the result, reap the child, fill its peak RSS. */
 static int child_finish(child_t *c, bench_result_t *res) {
         memset(res, 0, sizeof(*res));
@@ -193,6 +214,17 @@ static int reap(pid_t pid) {
         if (waitpid(pid, &status, 0) != pid)
                 return -1;
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* The run's input, all of it, in a producer process. */
+static int produce_input(const bench_job_t *job) {
+        child_t p;
+        if (child_start(&p, body_produce, job) ||
+            (close(p.go_fd), close(p.out_fd), reap(p.pid))) {
+                fprintf(stderr, "bench: producing the input failed\n");
+                return -1;
+        }
+        return 0;
 }
 
 /* Start the mock broker for @p job (no-op with a real cluster). */
@@ -277,7 +309,7 @@ static int run_pair(const scenario_t *sc,
                     bench_result_t *rres,
                     bench_result_t *wres) {
         bench_job_t job;
-        child_t b, p, c[3];
+        child_t b, c[3];
         bench_result_t *res[3] = {kres, rres, wres};
         int (*body[3])(const bench_job_t *, int,
                        int)    = {bench_kretry_side,
@@ -295,11 +327,8 @@ static int run_pair(const scenario_t *sc,
                 memset(res[i], 0, sizeof(*res[i]));
         if (broker_start(&b, &job))
                 goto out;
-        if (child_start(&p, body_produce, &job) ||
-            (close(p.go_fd), close(p.out_fd), reap(p.pid))) {
-                fprintf(stderr, "bench: producing the input failed\n");
+        if (produce_input(&job))
                 goto out;
-        }
         for (started = 0; started < cnt; started++)
                 if (child_start(&c[started], body[started], &job))
                         break;
@@ -326,6 +355,152 @@ static int run_pair(const scenario_t *sc,
 out:
         broker_stop(&b, &job);
         return rc;
+}
+
+/* --members: every member of the side holds source partitions and
+ * together they hold all of them, for a second on end (a rebalance revokes
+ * before it assigns, eagerly or incrementally). 0, or -1 after
+ * @p timeout_s. */
+static int
+members_settled(bench_group_t *g, int members, int parts, double timeout_s) {
+        double end = bench_mono() + timeout_s, since = 0;
+        for (;;) {
+                int sum = 0, each = 1;
+                for (int i = 0; i < members; i++) {
+                        int a = atomic_load(&g->assigned[i]);
+                        sum += a;
+                        each &= a > 0;
+                }
+                double now = bench_mono();
+                if (!each || sum != parts)
+                        since = 0;
+                else if (!since)
+                        since = now;
+                else if (now - since >= 1)
+                        return 0;
+                if (now > end)
+                        return -1;
+                struct timespec ts = {0, 20 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+        }
+}
+
+/* --members: one side of a run as @p members processes of one group, on
+ * topics and an input of its own: the members join while the source is
+ * empty, hold once the group's assignment is whole, the input is produced,
+ * and all go at once. @p res: the window from the first message any member
+ * saw to the side's last completion, every member's CPU summed, the
+ * largest member's peak RSS. */
+static int run_members_side(const scenario_t *sc,
+                            long n,
+                            int members,
+                            int (*body)(const bench_job_t *, int, int),
+                            bench_result_t *res) {
+        bench_job_t job;
+        child_t b, c[BENCH_MAX_MEMBERS];
+        int started = 0, bad = 0, rc = -1;
+        double t_first = 0, t_last = 0;
+        bench_group_t *g = mmap(NULL, sizeof(*g), PROT_READ | PROT_WRITE,
+                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (g == MAP_FAILED)
+                return -1;
+        memset(g, 0, sizeof(*g));
+        job_init(&job, sc->kind, n);
+        job.hop_pct = sc->kind == BENCH_RETRY_HOP ? retry_pct : 0;
+        snprintf(job.ordering, sizeof(job.ordering), "none");
+        job.shared  = g;
+        job.members = members;
+        if (broker_start(&b, &job)) {
+                snprintf(res->err, sizeof(res->err),
+                         "the run's topics were not made");
+                goto out;
+        }
+        for (; started < members; started++) {
+                job.member = started;
+                if (child_start(&c[started], body, &job))
+                        break;
+        }
+        bad = started < members;
+        for (int i = 0; i < started; i++)
+                bad |= child_expect(&c[i], 'R');
+        if (!bad && members_settled(g, members, job.partitions, 120)) {
+                snprintf(res->err, sizeof(res->err),
+                         "%d members did not share the %d partitions in "
+                         "120 s",
+                         members, job.partitions);
+                bad = 1;
+        }
+        for (int i = 0; i < started && !bad; i++)
+                if (child_hold(&c[i])) {
+                        snprintf(res->err, sizeof(res->err),
+                                 "member %d did not stop polling", i);
+                        bad = 1;
+                }
+        if (!bad && produce_input(&job)) {
+                snprintf(res->err, sizeof(res->err),
+                         "producing the input failed");
+                bad = 1;
+        }
+        for (int i = 0; i < started && !bad; i++)
+                bad |= child_go(&c[i]);
+        for (int i = 0; i < started; i++) {
+                bench_result_t m;
+                if (child_finish(&c[i], &m)) {
+                        /* a member's own reason before "side died early",
+                         * what one told to give up says */
+                        if (!res->err[0] ||
+                            !strcmp(res->err, "side died early"))
+                                memcpy(res->err, m.err, sizeof(res->err));
+                        bad = 1;
+                        continue;
+                }
+                if (getenv("KRETRY_BENCH_DEBUG"))
+                        fprintf(stderr,
+                                "  [member %d] %ld done, first message at "
+                                "%.3f, last of the side at %.3f, CPU %.3f "
+                                "s\n",
+                                i, m.done, m.t_first, m.t_last, m.cpu_s);
+                if (m.t_first > 0 && (!t_first || m.t_first < t_first))
+                        t_first = m.t_first;
+                if (m.t_last > t_last)
+                        t_last = m.t_last;
+                res->cpu_s += m.cpu_s;
+                res->done += m.done;
+                if (m.rss_kb > res->rss_kb)
+                        res->rss_kb = m.rss_kb;
+        }
+        if (!bad && t_first > 0 && t_last > t_first) {
+                res->ok   = 1;
+                res->secs = t_last - t_first;
+                rc        = 0;
+        } else if (!bad)
+                snprintf(res->err, sizeof(res->err),
+                         "no member completed the side's last message");
+out:
+        broker_stop(&b, &job);
+        munmap(g, sizeof(*g));
+        return rc;
+}
+
+/* --members: a run of a throughput scenario with @p members processes a
+ * side, one side after the other (@p kretry_first: kretry first). */
+static int run_members(const scenario_t *sc,
+                       long n,
+                       int members,
+                       int kretry_first,
+                       bench_result_t *kres,
+                       bench_result_t *rres) {
+        bench_result_t *res[2]                        = {kres, rres};
+        int (*body[2])(const bench_job_t *, int, int) = {bench_kretry_side,
+                                                         bench_raw_side};
+        memset(kres, 0, sizeof(*kres));
+        memset(rres, 0, sizeof(*rres));
+        for (int j = 0; j < 2; j++)
+                if (run_members_side(sc, n, members,
+                                     body[kretry_first ? j : 1 - j],
+                                     res[kretry_first ? j : 1 - j]))
+                        return -1;
+        return 0;
 }
 
 static int run_delay(const opts_t *o,
@@ -462,7 +637,23 @@ typedef struct {
         long aborts;
         const char *skipped; /* not run, and why */
         char err[200];
+        int members; /* --members: processes a side */
+        /* each measured run: kretry's and raw's msgs/s, the ratio, the
+         * load at its start */
+        double run_k[MAX_RUNS], run_r[MAX_RUNS], run_ratio[MAX_RUNS];
+        double run_load[MAX_RUNS];
 } summary_t;
+
+/* --members: why @p sc does not run with it here, or NULL. */
+static const char *members_skipped(const scenario_t *sc) {
+        if (sc->txn || sc->concurrency || sc->kind == BENCH_ORDERED_VERSIONED)
+                return "--members runs happy, retry_hop and dead_letter only";
+        return real_cluster() ? NULL
+                              : "--members needs a real Kafka cluster "
+                                "(KRETRY_BENCH_BOOTSTRAP=host:port): the mock "
+                                "cluster holds every join to a running group "
+                                "for session.timeout.ms";
+}
 
 static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         double kr[MAX_RUNS], rr[MAX_RUNS], ks[MAX_RUNS], rs[MAX_RUNS];
@@ -474,11 +665,13 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
         int ov = sc->kind == BENCH_ORDERED_VERSIONED;
         long n = o->messages > 0 ? o->messages : o->quick ? sc->n_quick : sc->n;
         memset(s, 0, sizeof(*s));
-        s->name   = sc->name;
-        s->target = sc->target;
-        s->txn    = sc->txn;
-        s->txn_ms = o->txn_ms;
-        if (sc->txn && (s->skipped = txn_skipped())) {
+        s->name    = sc->name;
+        s->target  = sc->target;
+        s->txn     = sc->txn;
+        s->txn_ms  = o->txn_ms;
+        s->members = o->members;
+        if ((sc->txn && (s->skipped = txn_skipped())) ||
+            (o->members && (s->skipped = members_skipped(sc)))) {
                 fprintf(stderr, "bench %s: skipped: %s\n", sc->name,
                         s->skipped);
                 return;
@@ -489,7 +682,10 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
                 double load = bench_loadavg();
                 if (load > s->load_max)
                         s->load_max = load;
-                if (run_pair(sc, n, kfirst, o->txn_ms, &k, &r, &w)) {
+                memset(&w, 0, sizeof(w));
+                if (o->members
+                            ? run_members(sc, n, o->members, kfirst, &k, &r)
+                            : run_pair(sc, n, kfirst, o->txn_ms, &k, &r, &w)) {
                         snprintf(s->err, sizeof(s->err), "%s",
                                  k.err[0]   ? k.err
                                  : r.err[0] ? r.err
@@ -550,6 +746,10 @@ static void run_scenario(const opts_t *o, const scenario_t *sc, summary_t *s) {
                         cm[s->runs] = (double)k.txn_commits;
                         s->aborts += k.txn_aborts;
                 }
+                s->run_k[s->runs]     = kr[s->runs];
+                s->run_r[s->runs]     = rr[s->runs];
+                s->run_ratio[s->runs] = ratio[s->runs];
+                s->run_load[s->runs]  = load;
                 s->runs++;
         }
         s->kretry        = median(kr, s->runs);
@@ -1237,10 +1437,20 @@ static void print_json(const opts_t *o,
                        "\"target\": %.2f, \"peak_rss_kb\": %.0f, "
                        "\"raw_peak_rss_kb\": %.0f, "
                        "\"kretry_cpu_us_per_msg\": %.3f, "
-                       "\"raw_cpu_us_per_msg\": %.3f, \"load_max\": %.2f}",
+                       "\"raw_cpu_us_per_msg\": %.3f, \"load_max\": %.2f",
                        s[i].name, s[i].kretry, s[i].raw, s[i].ratio,
                        s[i].target, s[i].k_rss, s[i].r_rss, s[i].k_cpu_us,
                        s[i].r_cpu_us, s[i].load_max);
+                if (s[i].members)
+                        printf(", \"members\": %d", s[i].members);
+                printf(", \"runs\": [");
+                for (int j = 0; j < s[i].runs; j++)
+                        printf("%s{\"kretry_msgs_per_s\": %.0f, "
+                               "\"raw_msgs_per_s\": %.0f, \"ratio\": %.3f, "
+                               "\"load\": %.2f}",
+                               j ? ", " : "", s[i].run_k[j], s[i].run_r[j],
+                               s[i].run_ratio[j], s[i].run_load[j]);
+                printf("]}");
         }
         printf("]");
         for (int i = 0; i < DELAYS; i++, d++) {
@@ -1339,9 +1549,12 @@ static void print_table(const opts_t *o,
                         const par_summary_t *ps,
                         int par_ran) {
         printf("kretry benchmarks: %s, median of %d run(s), %d partitions, "
-               "%ld keys\n\n",
+               "%ld keys",
                o->quick ? "quick" : "full", o->runs, bench_partitions(),
                o->keys);
+        if (o->members)
+                printf(", %d member processes a side in one group", o->members);
+        printf("\n\n");
         printf("%-12s %12s %12s %6s %7s %9s %9s %10s %10s %5s\n", "scenario",
                "kretry msg/s", "raw msg/s", "ratio", "target", "kretry us",
                "raw us", "kretry RSS", "raw RSS", "load");
@@ -1434,7 +1647,9 @@ static void usage(FILE *f) {
                    "                     retry_hop_txn|dead_letter_txn|"
                    "delay_txn|hop_txn|txn]\n"
                    "                    [--txn-interval MS] "
-                   "[--retry-percent P] [--value-bytes N]\n");
+                   "[--retry-percent P] [--value-bytes N]\n"
+                   "                    [--members N] (happy, retry_hop, "
+                   "dead_letter; real Kafka)\n");
 }
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
@@ -1460,7 +1675,15 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                         o->txn_ms = atoi(argv[++i]);
                 else if (!strcmp(a, "--retry-percent") && i + 1 < argc)
                         retry_pct = atoi(argv[++i]);
-                else if (!strcmp(a, "--value-bytes") && i + 1 < argc) {
+                else if (!strcmp(a, "--members") && i + 1 < argc) {
+                        o->members = atoi(argv[++i]);
+                        if (o->members < 1 || o->members > BENCH_MAX_MEMBERS) {
+                                fprintf(stderr,
+                                        "kretry_bench: --members: 1 to %d\n",
+                                        BENCH_MAX_MEMBERS);
+                                return -1;
+                        }
+                } else if (!strcmp(a, "--value-bytes") && i + 1 < argc) {
                         value_bytes = atoi(argv[++i]);
                         if (value_bytes < 16 || value_bytes > BENCH_VALUE_MAX) {
                                 fprintf(stderr,

@@ -3,7 +3,7 @@
 
 usage: scale.py KRETRY_CLI KRETRY_SCALE BOOTSTRAP [--runs N] [--only PART]
                 [--sizes 10000,100000] [--kinds tier,versions,dlq,dlq-few,dlq-lifted]
-                [--partitions 8,64,512]
+                [--partitions 8,64,512] [--members 1,2,3]
                 [--messages N] [--window S] [--out FILE.json]
 
 PART: idle (CPU of an idle `kretry run` and `kretry ui` at 8 and 512
@@ -12,8 +12,12 @@ tier copies, changelog keys and parked DLQ copies, with the resident
 memory after it; bench/scale.c does one curve), partitions (resident memory
 of an idle `kretry run` against source partitions), throughput (kretry_bench's
 happy and retry_hop, kretry against raw librdkafka, at 8, 64 and 512
-partitions: --partitions LIST, --messages N for both). Every point is the
-median of --runs, printed with the load average (1 min) at its start.
+partitions: --partitions LIST, --messages N for both), members (the
+same with 1, 2 and 3 processes a side in one consumer group, kretry_bench
+--members, every topic at 12 partitions unless --partitions; only when
+asked by name, on the three-node cluster: scripts/kafka.sh start --nodes
+3). Every point is the median of --runs, printed with the load average
+(1 min) at its start (and, for the throughput points, every run's range).
 One JSON object (every point, every run) is written to --out; the table
 goes to stdout. bench/README.md, "scale".
 """
@@ -219,32 +223,70 @@ def part_partitions(o, doc):
                   " ".join("%.1f" % r["load"] for r in runs)), flush=True)
 
 
-def part_throughput(o, doc):
-    """kretry_bench's happy and retry_hop (kretry against raw librdkafka,
-    same input, same run) with every topic at 8, 64, 512 partitions."""
+def bench_point(o, sc, n, parts, members=None):
+    """kretry_bench's scenario sc, kretry against raw librdkafka (same
+    input, same run), every topic at `parts` partitions, with `members`
+    processes a side in one group (--members) if given: the point, printed
+    with its runs' range, or None when kretry_bench printed none."""
     bench = os.path.join(os.path.dirname(o["scale"]), "kretry_bench")
-    doc["throughput"] = []
-    for parts in o["parts"]:
+    env = dict(os.environ, KRETRY_BENCH_BOOTSTRAP=o["bootstrap"],
+               KRETRY_BENCH_PARTITIONS=str(parts))
+    argv = [bench, "--only", sc, "--runs", str(o["runs"]), "--messages",
+            str(n), "--output", "json"]
+    where = "%4d partitions" % parts
+    if members:
+        argv += ["--members", str(members)]
+        where += ", %d member%s" % (members, "s" if members > 1 else "")
+    r = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        x = json.loads(r.stdout)["scenarios"][0]
+    except (ValueError, KeyError, IndexError):
+        print("thru  %-9s %s: kretry_bench exited %d" % (sc, where,
+                                                         r.returncode),
+              flush=True)
+        return None
+    x["partitions"] = parts
+    x["messages"] = n
+    runs = x.get("runs")
+    if x.get("ratio") is None or not runs:
+        print("thru  %-9s %s, %d msgs: %s" % (
+            sc, where, n, x.get("error") or x.get("skipped")), flush=True)
+        return x
+
+    def med(k, fmt):
+        v = [q[k] for q in runs]
+        return (fmt + " (" + fmt + "-" + fmt + ")") % (x[k], min(v), max(v))
+    print("thru  %-9s %s, %d msgs: kretry %s/s, raw %s/s, ratio %s "
+          "(median of %d; loads %s)" % (
+              sc, where, n, med("kretry_msgs_per_s", "%.0f"),
+              med("raw_msgs_per_s", "%.0f"), med("ratio", "%.3f"),
+              len(runs), " ".join("%.1f" % q["load"] for q in runs)),
+          flush=True)
+    return x
+
+
+def bench_points(o, doc, part, sizes):
+    """doc[part]: happy and retry_hop at each (partitions, members)."""
+    doc[part] = []
+    for parts, members in sizes:
         for sc, n in (("happy", o["happy_n"]), ("retry_hop", o["hop_n"])):
-            env = dict(os.environ, KRETRY_BENCH_BOOTSTRAP=o["bootstrap"],
-                       KRETRY_BENCH_PARTITIONS=str(parts))
-            r = subprocess.run([bench, "--only", sc, "--runs", str(o["runs"]),
-                                "--messages", str(n), "--output", "json"],
-                               env=env, stdout=subprocess.PIPE, text=True)
-            try:
-                x = json.loads(r.stdout)["scenarios"][0]
-            except (ValueError, KeyError, IndexError):
-                print("throughput %s %d partitions: kretry_bench exited %d" % (
-                    sc, parts, r.returncode), flush=True)
-                continue
-            x["partitions"] = parts
-            x["messages"] = n
-            doc["throughput"].append(x)
-            print("thru  %-9s %4d partitions, %d msgs: kretry %s/s, raw %s/s, "
-                  "ratio %s (median of %d; highest load %s)" % (
-                      sc, parts, n, x.get("kretry_msgs_per_s"),
-                      x.get("raw_msgs_per_s"), x.get("ratio"), o["runs"],
-                      x.get("load_max")), flush=True)
+            x = bench_point(o, sc, n, parts, members)
+            if x:
+                doc[part].append(x)
+
+
+def part_throughput(o, doc):
+    """kretry_bench's happy and retry_hop at 8, 64, 512 partitions."""
+    bench_points(o, doc, "throughput",
+                 [(p, None) for p in o["parts"] or [8, 64, 512]])
+
+
+def part_members(o, doc):
+    """The same with 1, 2 and 3 processes a side in one group (--members),
+    every topic at 12 partitions unless --partitions: each member's share
+    the same. Meant for the three-node cluster."""
+    bench_points(o, doc, "members",
+                 [(p, m) for p in o["parts"] or [12] for m in o["members"]])
 
 
 def main():
@@ -254,7 +296,7 @@ def main():
         return 64
     o = {"cli": a[0], "scale": a[1], "bootstrap": a[2], "runs": 3,
          "only": None, "sizes": [10000, 100000], "out": None, "window": 20,
-         "parts": [8, 64, 512],
+         "parts": None, "members": [1, 2, 3],
          "kinds": ["tier", "versions", "dlq", "dlq-few", "dlq-lifted"], "happy_n": 200000, "hop_n": 60000}
     i = 3
     while i < len(a):
@@ -271,6 +313,8 @@ def main():
             o["kinds"] = v.split(",")
         elif k == "--partitions":
             o["parts"] = [int(x) for x in v.split(",")]
+        elif k == "--members":
+            o["members"] = [int(x) for x in v.split(",")]
         elif k == "--messages":
             o["happy_n"] = o["hop_n"] = int(v)
         elif k == "--window":
@@ -283,8 +327,10 @@ def main():
         "%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cores": os.cpu_count()}
     for part, fn in (("idle", part_idle), ("restore", part_restore),
                      ("partitions", part_partitions),
-                     ("throughput", part_throughput)):
-        if o["only"] in (None, part):
+                     ("throughput", part_throughput),
+                     ("members", part_members)):
+        # members only by name: it wants another cluster (three nodes)
+        if o["only"] == part or (o["only"] is None and part != "members"):
             fn(o, doc)
             # after every part: a run cut short keeps what it measured
             doc["ended"] = time.strftime("%Y-%m-%d %H:%M:%S UTC",

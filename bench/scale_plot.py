@@ -2,7 +2,7 @@
 """bench/scale_plot.py OUTDIR FILE.json...: the PNGs of bench/README.md's
 "scale" section from bench/run --scale's --out files (Debian's
 python3-matplotlib): scale-restore.png, scale-memory.png,
-scale-throughput.png, scale-idle.png. Points found in several files are all
+scale-throughput.png, scale-members.png, scale-idle.png. Points found in several files are all
 drawn."""
 import json
 import os
@@ -20,9 +20,47 @@ LABEL = {"tier": "ordering=key: tier copies waiting",
          "dlq-lifted": "park_key: copies in the DLQ, no key parked"}
 
 
+def later(old, new, keys):
+    """old's points and new's, a point measured again (same keys) new's;
+    a failed point (no ratio) never replaces one."""
+    new = [p for p in new if p.get("ratio") is not None]
+    seen = {tuple(p.get(k) for k in keys) for p in new}
+    return [p for p in old if tuple(p.get(k) for k in keys) not in seen] + new
+
+
+def ratio_plot(out, name, pts_all, x, log_base, xlabel, title):
+    """kretry / raw librdkafka against x, happy and retry_hop: the medians,
+    and each point's range of runs where its file has them."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for sc in ("happy", "retry_hop"):
+        pts = sorted((p[x], p["ratio"], [r["ratio"] for r in p.get("runs", [])])
+                     for p in pts_all
+                     if p["name"] == sc and p.get("ratio") is not None)
+        if not pts:
+            continue
+        ys = [y for _, y, _ in pts]
+        err = [[y - min(r or [y]) for _, y, r in pts],
+               [max(r or [y]) - y for _, y, r in pts]]
+        ax.errorbar([p[0] for p in pts], ys, yerr=err, fmt="o-", capsize=3,
+                    label=sc if sc == "retry_hop" else
+                    "happy (input prefetched: not a throughput figure)")
+    if log_base:
+        ax.set_xscale("log", base=log_base)
+    else:
+        ax.set_xticks(sorted({p[x] for p in pts_all}))
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("kretry msgs/s / raw librdkafka msgs/s")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, name), dpi=90)
+
+
 def main():
     out, files = sys.argv[1], sys.argv[2:]
-    restore, parts, thru, idle = [], [], [], []
+    restore, parts, thru, idle, members = [], [], [], [], []
     for f in files:
         d = json.load(open(f))
         # a point measured again: the later file's
@@ -30,8 +68,10 @@ def main():
             restore = [q for q in restore
                        if (q["kind"], q["n"]) != (p["kind"], p["n"])] + [p]
         parts += d.get("partitions", [])
-        thru += d.get("throughput", [])
+        thru = later(thru, d.get("throughput", []), ("name", "partitions"))
         idle += d.get("idle", [])
+        members = later(members, d.get("members", []),
+                        ("name", "partitions", "members"))
 
     if restore:
         fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -77,23 +117,14 @@ def main():
         fig.savefig(os.path.join(out, "scale-memory.png"), dpi=90)
 
     if thru:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for sc in ("happy", "retry_hop"):
-            pts = sorted((p["partitions"], p["ratio"]) for p in thru
-                         if p["name"] == sc and p.get("ratio") is not None)
-            if pts:
-                ax.plot([x for x, _ in pts], [y for _, y in pts], "o-",
-                        label=sc if sc == "retry_hop" else
-                        "happy (input prefetched: not a throughput figure)")
-        ax.set_xscale("log", base=2)
-        ax.axhline(1.0, color="grey", lw=0.8)
-        ax.set_xlabel("partitions of every topic")
-        ax.set_ylabel("kretry msgs/s / raw librdkafka msgs/s")
-        ax.set_title("kretry: throughput against partitions (median of runs)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, "scale-throughput.png"), dpi=90)
+        ratio_plot(out, "scale-throughput.png", thru, "partitions", 2,
+                   "partitions of every topic",
+                   "kretry: throughput against partitions (median of runs)")
+    if members:
+        ratio_plot(out, "scale-members.png", members, "members", None,
+                   "processes a side in one group (three Kafka nodes)",
+                   "kretry: throughput against members (median of runs, "
+                   "range)")
     if idle:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for prog, label in (("run", "kretry run --exec true"),
