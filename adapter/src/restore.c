@@ -452,23 +452,22 @@ static int plan(kretry_adapter_t *a,
         return n;
 }
 
-/* A tier copy: its key's chain gets it unless it was decided already.
- * Returns 0 for a copy another group wrote (kretry-group names it),
- * which is not ours to chain. One pass over its headers. */
-static int apply_tier(kretry_adapter_t *a,
-                      kretry_part_t *src,
-                      const restore_part_t *rp,
-                      const rd_kafka_message_t *m,
-                      rd_kafka_headers_t *h) {
+/* A tier copy: its key's chain gets it unless it was decided already or
+ * another group wrote it (kretry-group names that group: not ours, and,
+ * as on the hot path, whatever its other headers say). One pass over its
+ * headers. */
+static void apply_tier(kretry_adapter_t *a,
+                       kretry_part_t *src,
+                       const restore_part_t *rp,
+                       const rd_kafka_message_t *m,
+                       rd_kafka_headers_t *h) {
         kretry_part_t *tier = kretry_part_find(a, rp->tier, m->partition);
         kretry_chain_t c;
         kretry_chain_decode(h, &c);
-        if (kretry_chain_foreign(&c, a->group))
-                return 0;
+        if (kretry_chain_foreign(&c, a->group) || !c.orig_offset_ok)
+                return;
         if (tier && kretry_decided_has(&tier->decided, m->offset))
-                return 1; /* decided (handled, or copied on) already */
-        if (!c.orig_offset_ok)
-                return 1;
+                return; /* decided (handled, or copied on) already */
         /* A malformed attempt ranks below every valid one. */
         kretry_pending_t copy = {.orig_offset = c.orig_offset,
                                  .due_ts      = c.due_ok ? c.due_ts : 0,
@@ -476,7 +475,6 @@ static int apply_tier(kretry_adapter_t *a,
                                  .tier        = rp->tier,
                                  .attempt     = c.attempt_ok ? c.attempt : -1};
         kretry_chains_restore(&src->chains, m->key, m->key_len, &copy);
-        return 1;
 }
 
 static int header_is(rd_kafka_headers_t *h, const char *name, const char *s) {
@@ -553,9 +551,9 @@ apply(kretry_adapter_t *a, restore_part_t *rp, const rd_kafka_message_t *m) {
         }
         if (rd_kafka_message_headers(m, &h))
                 return;
-        if (rp->kind == R_TIER && apply_tier(a, src, rp, m, h))
-                return;
-        if (rp->kind == R_DLQ)
+        if (rp->kind == R_TIER)
+                apply_tier(a, src, rp, m, h);
+        else if (rp->kind == R_DLQ)
                 apply_dlq(a, src, m, h);
         else if (!rd_kafka_header_get_last(h, KRETRY_H_REPLAY_COUNT, &v, &n))
                 kretry_chains_replayed(&src->chains, m->key, m->key_len,
