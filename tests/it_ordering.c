@@ -664,6 +664,53 @@ static void test_foreign_copy_not_chained(void) {
         it_env_destroy(env);
 }
 
+/* Another group's copy in a shared tier lifts no park either, whatever its
+ * other headers say (a replayed message that group failed again carries
+ * kretry-replay-count): K, parked by its head at source offset 0, stays
+ * parked across a restart although a foreign copy of K with a replay count
+ * sits at a tier offset above 0. The tier's leader answers 500 ms later
+ * than the parked-keys topic's, so that the restore has read K's park when
+ * it reads the foreign copy (read the other way round, the copy found
+ * nothing to lift). */
+static void test_foreign_replayed_copy_keeps_park(void) {
+        it_env_t *env = park_env_brokers("50ms", 2);
+        rd_kafka_mock_cluster_t *mock =
+                it_mock_or_skip(env, "none: a real broker cannot be told to "
+                                     "answer one partition later than another");
+        if (!mock)
+                return;
+        char pt[300];
+        parked_topic(env, pt, sizeof(pt));
+        rd_kafka_mock_coordinator_set(mock, "group", env->group, 1);
+        const char *on1[] = {env->source, env->dlq, pt};
+        for (int i = 0; i < 3; i++)
+                rd_kafka_mock_partition_set_leader(mock, on1[i], 0, 1);
+        rd_kafka_mock_partition_set_leader(mock, env->tiers[0], 0, 2);
+        /* K's park (its head at source offset 0), the migration done. */
+        static const char mark[] = "kretry-parked-keys-migrated";
+        KT_REQUIRE(kt_produce(env->c, pt, 0, "K", 1, "0", 1, NULL) == 0);
+        KT_REQUIRE(kt_produce(env->c, pt, 0, mark, strlen(mark), "migrated", 8,
+                              NULL) == 0);
+        for (int i = 0; i < 2; i++) /* tier offsets 0 (Z's) and 1 (K's) */
+                produce_copy(env, 1, i ? "K" : "Z", "ok-foreign",
+                             "kretry-attempt", "1", "kretry-tier", "1",
+                             "kretry-due-ts", "0", "kretry-original-offset",
+                             "0", "kretry-group", "another-service",
+                             "kretry-replay-count", "1", NULL);
+        produce_k(env, "X", "ok-x", NULL, NULL); /* source offset 0 */
+        produce_k(env, "K", "ok-k", NULL, NULL); /* 1: parked */
+        rd_kafka_mock_broker_set_rtt(mock, 2, 500);
+        kretry_adapter_t *a = park_key_adapter(env, "2");
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_OK, 1, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_FOREIGN, 2, 20000));
+        KT_ASSERT(it_wait_counter(a, KRETRY_COUNTER_DLQ_PARKED, 1, 20000));
+        KT_ASSERT(call_at(env, "ok-x", 0) >= 0);
+        KT_ASSERT(call_at(env, "ok-k", 0) < 0);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        kretry_adapter_destroy(a);
+        it_env_destroy(env);
+}
+
 /* A malformed copy superseded by a valid newer copy of the same message
  * is dead-lettered (class schema) without taking the newer copy's place in
  * the chain: the key's next message still waits for the head (due well
@@ -1055,6 +1102,7 @@ int main(int argc, char **argv) {
                 KT_TEST(test_unpark_tombstone_before_commit),
                 KT_TEST(test_restore_below_log_start),
                 KT_TEST(test_foreign_copy_not_chained),
+                KT_TEST(test_foreign_replayed_copy_keeps_park),
                 KT_TEST(test_key_order_rebalance_eager),
                 KT_TEST(test_key_order_rebalance_cooperative),
                 KT_END};

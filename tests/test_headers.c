@@ -235,10 +235,50 @@ static void test_append_in_place(void) {
         rd_kafka_headers_destroy(h);
 }
 
+/* kretry-group decoded in the same pass as the chain says what
+ * kretry_headers_foreign says of the list: the last one decides, a group
+ * without a value is nobody's, an empty one another group's. */
+static void test_chain_group(void) {
+        static const struct {
+                const char *values[2]; /* NULL: no such header */
+                int null_value;        /* the last one has no value */
+                int foreign;
+        } cases[] = {
+                {{NULL, NULL}, 0, 0}, {{"g", NULL}, 0, 0}, {{"h", NULL}, 0, 1},
+                {{"gg", NULL}, 0, 1}, {{"", NULL}, 0, 1},  {{"h", "g"}, 0, 0},
+                {{"g", "h"}, 0, 1},   {{"h", ""}, 1, 0},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+                rd_kafka_header_add(h, "kretry-attempt", -1, "1", 1);
+                for (int j = 0; j < 2 && cases[i].values[j]; j++) {
+                        int last      = j == 1 || !cases[i].values[1];
+                        const char *v = last && cases[i].null_value
+                                                ? NULL
+                                                : cases[i].values[j];
+                        rd_kafka_header_add(h, KRETRY_H_GROUP, -1, v,
+                                            v ? (ssize_t)strlen(v) : 0);
+                }
+                rd_kafka_header_add(h, "kretry-errors", -1, "x", 1);
+                kretry_chain_t c;
+                kretry_chain_decode(h, &c);
+                KT_CHECK_MSG(kretry_chain_foreign(&c, "g") == cases[i].foreign,
+                             CU_FALSE, "case %zu: foreign %d, want %d", i,
+                             kretry_chain_foreign(&c, "g"), cases[i].foreign);
+                KT_ASSERT_INT_EQ(kretry_headers_foreign(h, "g"),
+                                 cases[i].foreign);
+                KT_ASSERT(c.attempt_ok && c.attempt == 1);
+                rd_kafka_headers_destroy(h);
+        }
+}
+
 int main(int argc, char **argv) {
-        static const kt_test_t tests[] = {
-                KT_TEST(test_numbers),          KT_TEST(test_decode_valid),
-                KT_TEST(test_decode_malformed), KT_TEST(test_build),
-                KT_TEST(test_append_in_place),  KT_END};
+        static const kt_test_t tests[] = {KT_TEST(test_numbers),
+                                          KT_TEST(test_decode_valid),
+                                          KT_TEST(test_decode_malformed),
+                                          KT_TEST(test_build),
+                                          KT_TEST(test_append_in_place),
+                                          KT_TEST(test_chain_group),
+                                          KT_END};
         return kt_main("headers", tests, argc, argv);
 }

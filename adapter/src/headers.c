@@ -71,11 +71,15 @@ static const struct {
 };
 #undef SFX
 
-/* The chain id of header @p name, or -1 for any other name. */
+/* The chain id of header @p name, or -1 for any other name. The prefix is
+ * compared inline: a call to strncmp for seven bytes cost a sixth of a
+ * tier copy's decoding. */
 static int chain_id(const char *name) {
-        if (strncmp(name, "kretry-", 7) != 0)
-                return -1;
-        const char *sfx = name + 7;
+        static const char pfx[] = "kretry-";
+        for (size_t i = 0; i < sizeof(pfx) - 1; i++)
+                if (name[i] != pfx[i])
+                        return -1; /* also at the end of a shorter name */
+        const char *sfx = name + sizeof(pfx) - 1;
         size_t len      = strlen(sfx);
         for (int i = 0; i < CH_CNT; i++)
                 if (chain_sfx[i].len == len &&
@@ -143,6 +147,8 @@ void kretry_chain_decode(const rd_kafka_headers_t *hdrs, kretry_chain_t *c) {
         c->last_failure_ts                                       = -1;
         c->correlation_id                                        = NULL;
         c->correlation_id_len                                    = 0;
+        c->group                                                 = NULL;
+        c->group_len                                             = 0;
         const char *name;
         const void *val;
         size_t n;
@@ -169,6 +175,9 @@ void kretry_chain_decode(const rd_kafka_headers_t *hdrs, kretry_chain_t *c) {
                 } else if (id == CH_CORRELATION_ID) {
                         c->correlation_id     = val && n > 0 ? val : NULL;
                         c->correlation_id_len = val && n > 0 ? n : 0;
+                } else if (id == CH_GROUP) {
+                        c->group     = val;
+                        c->group_len = val ? n : 0;
                 }
         }
 }
@@ -350,4 +359,9 @@ int kretry_headers_foreign(const rd_kafka_headers_t *hdrs, const char *group) {
             !v)
                 return 0;
         return n != strlen(group) || memcmp(v, group, n);
+}
+
+int kretry_chain_foreign(const kretry_chain_t *c, const char *group) {
+        return c->group && (c->group_len != strlen(group) ||
+                            memcmp(c->group, group, c->group_len));
 }

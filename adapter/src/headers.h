@@ -65,6 +65,10 @@ typedef struct {
         int64_t last_failure_ts;    /* -1 when absent or malformed */
         const void *correlation_id; /* borrowed from the message */
         size_t correlation_id_len;
+        /* kretry-group, borrowed from the message; NULL when absent or
+         * without a value (kretry_chain_foreign). */
+        const void *group;
+        size_t group_len;
 } kretry_chain_t;
 
 /* Parse a decimal header value (no sign, no spaces, at most 19 digits) within
@@ -107,6 +111,8 @@ int kretry_header_is_chain(const char *name);
  * than @p group: a tier copy another consumer group wrote to a tier topic
  * both share. Without the header the copy is nobody else's. */
 int kretry_headers_foreign(const rd_kafka_headers_t *hdrs, const char *group);
+/* The same from headers already decoded into @p c. */
+int kretry_chain_foreign(const kretry_chain_t *c, const char *group);
 
 /*
  * The headers of a copy: every header of @p src (may be NULL) that is not a
