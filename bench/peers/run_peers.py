@@ -825,7 +825,8 @@ def print_table(res):
                 print(f"  {side:13s} concurrency 16 on one partition: {v['secs']:.3f} s")
             else:
                 print(f"  {side:13s} " + ", ".join(
-                    f"{o} {x['secs']:.3f} s" for o, x in v.items()))
+                    f"{o} {x['secs']:.3f} s" for o, x in v.items()
+                    if o != "settings"))
     m = res.get("tier_mem")
     if m:
         print(f"\ntier_mem: RSS with {res['sizes']['mem_n']:,} messages waiting in a tier (KB; "
