@@ -352,16 +352,20 @@ rd_kafka_headers_t *kretry_headers_build(const rd_kafka_headers_t *src,
         return h;
 }
 
+/* A kretry-group value @p v (@p n bytes; NULL: none) names a group other
+ * than @p group. */
+static int other_group(const void *v, size_t n, const char *group) {
+        return v && (n != strlen(group) || memcmp(v, group, n));
+}
+
 int kretry_headers_foreign(const rd_kafka_headers_t *hdrs, const char *group) {
         const void *v;
         size_t n;
-        if (!hdrs || rd_kafka_header_get_last(hdrs, KRETRY_H_GROUP, &v, &n) ||
-            !v)
+        if (!hdrs || rd_kafka_header_get_last(hdrs, KRETRY_H_GROUP, &v, &n))
                 return 0;
-        return n != strlen(group) || memcmp(v, group, n);
+        return other_group(v, n, group);
 }
 
 int kretry_chain_foreign(const kretry_chain_t *c, const char *group) {
-        return c->group && (c->group_len != strlen(group) ||
-                            memcmp(c->group, group, c->group_len));
+        return other_group(c->group, c->group_len, group);
 }
