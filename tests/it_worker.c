@@ -246,6 +246,15 @@ int main(int argc, char **argv) {
         }
         if (service_props(conf))
                 return 1;
+        /* librdkafka's own debug contexts, consumer's and producer's, with
+         * KRETRY_TEST_DEBUG printing them (a kill test read closely). */
+        const char *dbg = getenv("KRETRY_TEST_RDKAFKA_DEBUG");
+        if (dbg &&
+            (kretry_conf_set(conf, "consumer.debug", dbg, err, sizeof(err)) ||
+             kretry_conf_set(conf, "producer.debug", dbg, err, sizeof(err)))) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+        }
         kretry_conf_set_handler(conf, ordered ? ordered_handler : handler,
                                 NULL);
         kretry_conf_set_log_cb(conf, log_cb, NULL);
