@@ -608,8 +608,10 @@ void run_init(run_t *r, const char *prefix, const char *mode) {
 }
 
 void run_destroy(run_t *r) {
-        if (CU_get_number_of_failures() > r->failures) {
-                /* Kept for reading the failure, with the seed above. */
+        if (CU_get_number_of_failures() > r->failures ||
+            getenv("KRETRY_TEST_KEEP")) {
+                /* Kept for reading the failure, with the seed above (or
+                 * a pass, with KRETRY_TEST_KEEP set). */
                 fprintf(stderr, "  kept %s and %s\n", r->out, r->trace);
         } else {
                 unlink(r->out);
