@@ -219,16 +219,26 @@ static rd_kafka_topic_partition_list_t *committed_list(const run_t *r) {
         return l;
 }
 
-/* The source's and the tier's committed offsets, summed; INT64_MIN when
- * they cannot be read. */
+/* What the group's commits of the source and the tier say: their offsets
+ * summed, and the offsets decided above them (kretry-decided metadata)
+ * hashed in, so that a commit that only adds decided offsets above a
+ * message still waiting (its offset staying) counts as a move; INT64_MIN
+ * when they cannot be read. */
 static int64_t committed_sum(rd_kafka_t *rk,
                              rd_kafka_topic_partition_list_t *l) {
         if (rd_kafka_committed(rk, l, 1000))
                 return INT64_MIN;
-        int64_t sum = 0;
-        for (int i = 0; i < l->cnt; i++)
-                sum += l->elems[i].offset > 0 ? l->elems[i].offset : 0;
-        return sum;
+        uint64_t sum = 0;
+        for (int i = 0; i < l->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &l->elems[i];
+                sum += tp->offset > 0 ? (uint64_t)tp->offset : 0;
+                uint64_t h = 1469598103934665603ull; /* FNV-1a */
+                for (size_t j = 0; j < tp->metadata_size; j++)
+                        h = (h ^ ((const unsigned char *)tp->metadata)[j]) *
+                            1099511628211ull;
+                sum += tp->metadata_size ? h >> 2 : 0;
+        }
+        return (int64_t)(sum >> 1);
 }
 
 /* Asks the group's committed offsets of the source and the tier every

@@ -109,7 +109,10 @@ struct kretry_adapter_s {
         /* kretry_commit_sync's commit: answered, and with what. */
         int commit_sync_done;
         rd_kafka_resp_err_t commit_sync_err;
-        int commit_dirty;       /* an offset stored since the last one */
+        int commit_dirty; /* an offset stored since the last one */
+        /* A partition's decided_dirty was set (part.h): the next periodic
+         * commit is kretry's own list (commit.c commit_explicit). */
+        int decided_dirty;
         int64_t commit_at;      /* kretry_mono_ms: the next may go */
         int commit_interval_ms; /* auto.commit.interval.ms */
         rd_kafka_queue_t *sq;   /* source partitions' messages: cq carries

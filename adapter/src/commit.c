@@ -8,7 +8,10 @@
  * time: librdkafka retries a commit that timed out, and with two in flight
  * the retried older one could land last and take the committed offset
  * back (librdkafka's own auto-commit sends one per interval whatever is
- * in flight, so kretry does not use it). Revocation and close commit
+ * in flight, so kretry does not use it). librdkafka commits a stored
+ * offset once: the offsets decided above a partition's stored one since
+ * it was stored make that period's commit a list of kretry's own
+ * (commit_explicit). Revocation and close commit
  * synchronously (drain.c), each commit with the offsets decided above its
  * offset as its metadata (kretry_commit_add, offsets.h). Under
  * routing=transactional every commit is the transaction's (txn.c).
@@ -45,6 +48,17 @@ void kretry_commit_result(kretry_adapter_t *a,
         }
 }
 
+/* The partitions of @p l still assigned: their decided offsets go with
+ * the next period's commit again. */
+static void decided_again(kretry_adapter_t *a,
+                          const rd_kafka_topic_partition_list_t *l) {
+        for (int i = 0; l && i < l->cnt; i++) {
+                kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
+                if (part && part->assigned)
+                        a->decided_dirty = part->decided_dirty = 1;
+        }
+}
+
 /* The answer @p ev to a commit in flight. */
 static void commit_answered(kretry_adapter_t *a, rd_kafka_event_t *ev) {
         if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT) {
@@ -52,14 +66,20 @@ static void commit_answered(kretry_adapter_t *a, rd_kafka_event_t *ev) {
                 kretry_commit_result(a, err,
                                      rd_kafka_event_topic_partition_list(ev));
                 a->commit_inflight--;
-                if (rd_kafka_event_opaque(ev)) { /* kretry_commit_sync's */
+                void *opaque = rd_kafka_event_opaque(ev);
+                if (opaque == a) { /* kretry_commit_sync's */
                         a->commit_sync_done = 1;
                         a->commit_sync_err  = err;
                 }
                 /* Refused (a rebalance, the coordinator moving): the next
-                 * period sends the stored offsets again. */
-                if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET &&
-                    err != RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST)
+                 * period sends the stored offsets again, and kretry's own
+                 * list (commit_explicit) when it was one of them. */
+                int again = err && err != RD_KAFKA_RESP_ERR__NO_OFFSET &&
+                            err != RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST;
+                if (again && opaque == &a->decided_dirty)
+                        decided_again(a,
+                                      rd_kafka_event_topic_partition_list(ev));
+                if (again)
                         a->commit_dirty = 1;
         }
         rd_kafka_event_destroy(ev);
@@ -81,17 +101,71 @@ void kretry_commit_settle(kretry_adapter_t *a, int64_t deadline) {
         commit_serve(a, deadline, 0);
 }
 
+/* The periodic commit as a list of kretry's own, when offsets were decided
+ * above a partition's stored offset since it was stored (part.h
+ * decided_dirty): librdkafka's commit of the stored offsets leaves out one
+ * it committed already, so while a partition's lowest undecided message
+ * waits (its copy not yet acknowledged, a long handler call) the outcomes
+ * decided above it would reach no commit, and a SIGKILL would repeat them
+ * all. Every partition of the assignment at its committable offset, with
+ * the offsets decided above it as metadata (one whose copy was refused as
+ * too large at its stored offset alone, as part.c stores it). 1 when a
+ * commit was sent. */
+static int commit_explicit(kretry_adapter_t *a) {
+        rd_kafka_topic_partition_list_t *l = NULL;
+        a->decided_dirty                   = 0;
+        int lost = rd_kafka_assignment_lost(a->consumer), oom = 0;
+        for (int t = 0; t < a->topic_cnt; t++)
+                for (int p = 0; p < a->part_cap[t]; p++) {
+                        kretry_part_t *part = a->parts[t][p];
+                        if (!part)
+                                continue;
+                        part->decided_dirty = 0;
+                        if (!part->assigned || lost)
+                                continue;
+                        if (!part->copies_stuck) {
+                                oom |= kretry_commit_add(a, &l, part, 0) < 0;
+                                continue;
+                        }
+                        if (part->stored >= 0 && !l)
+                                l = rd_kafka_topic_partition_list_new(8);
+                        if (part->stored >= 0 && l)
+                                rd_kafka_topic_partition_list_add(
+                                        l, a->topics[t], p)
+                                        ->offset = part->stored;
+                }
+        if (!l)
+                return 0;
+        int sent = !rd_kafka_commit_queue(a->consumer, l, a->kq, NULL,
+                                          &a->decided_dirty);
+        if (sent) {
+                a->commit_inflight++;
+                /* Every stored offset went with it; memory short, the
+                 * stored ones go with librdkafka's commit next. */
+                a->commit_dirty = oom;
+        } else { /* refused at once: the next period again */
+                decided_again(a, l);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        return sent;
+}
+
 void kretry_commit_periodic(kretry_adapter_t *a, int64_t mono) {
         rd_kafka_event_t *ev;
         while (a->commit_inflight && (ev = rd_kafka_queue_poll(a->kq, 0)))
                 commit_answered(a, ev);
         /* Not while a park tombstone is unacknowledged: the replay that
          * lifted the park may be among the stored offsets. */
-        if (a->txn.on || a->commit_inflight || !a->commit_dirty ||
-            mono < a->commit_at || a->unparks || a->close_leaving)
+        if (a->txn.on || a->commit_inflight ||
+            !(a->commit_dirty || a->decided_dirty) || mono < a->commit_at ||
+            a->unparks || a->close_leaving)
+                return;
+        a->commit_at = mono + a->commit_interval_ms;
+        if (a->decided_dirty && !a->store_defer && commit_explicit(a))
+                return;
+        if (!a->commit_dirty)
                 return;
         a->commit_dirty = 0;
-        a->commit_at    = mono + a->commit_interval_ms;
         /* NULL: the stored offsets of the assignment, with their metadata;
          * librdkafka refuses it for a lost assignment. */
         if (rd_kafka_commit_queue(a->consumer, NULL, a->kq, NULL, NULL))
@@ -152,7 +226,8 @@ kretry_commit_sync(kretry_adapter_t *a,
 
 int64_t kretry_commit_next(const kretry_adapter_t *a) {
         /* The answer to the one in flight wakes the loop (kq's event). */
-        if (a->txn.on || !a->commit_dirty || a->commit_inflight)
+        if (a->txn.on || !(a->commit_dirty || a->decided_dirty) ||
+            a->commit_inflight)
                 return -1;
         return a->commit_at;
 }
