@@ -255,45 +255,6 @@ static void test_forged_metadata_ignored(void) {
         it_env_destroy(env);
 }
 
-/* The periodic commit (auto-commit of the stored offset, while the adapter
- * runs: what a restart after a SIGKILL reads) carries the offsets decided
- * above it. 0 and 1 held, 2-5 OK; then 0 completed: the offset moves to 1
- * with 2-5 decided above it. */
-static void test_periodic_commit_metadata(void) {
-        it_env_t *env = it_env_new("50ms", 1);
-        for (int i = 0; i < 6; i++)
-                it_produce(env, 0, "k", "ok-periodic", NULL);
-        static owner_t o;
-        owner_init(&o, env);
-        atomic_store(&o.hold_mask, 1 << 0 | 1 << 1);
-        kretry_adapter_t *a =
-                owner_start(env, &o, "none", "8", "1000", "at_least_once");
-        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 4, 30000));
-        /* The handler threads hold 0 and 1 in their own time. */
-        int64_t until = kt_now_ms() + 10000;
-        while ((atomic_load(&o.held_mask) & 3) != 3 && kt_now_ms() < until)
-                kretry_adapter_poll(a, 10);
-        KT_REQUIRE((atomic_load(&o.held_mask) & 3) == 3);
-        KT_REQUIRE(kretry_msg_complete(o.held[0], KRETRY_OK) == 0);
-        o.held[0]        = NULL;
-        const char *md   = "kretry-decided:1+4";
-        char got[512]    = "";
-        int64_t at       = -1;
-        int64_t deadline = kt_now_ms() + 10000;
-        while (at != 1 && kt_now_ms() < deadline) {
-                kretry_adapter_poll(a, 50);
-                at = kt_committed_md(env->c, env->group, env->source, 0, got,
-                                     sizeof(got));
-        }
-        KT_CHECK_MSG(at == 1 && !strcmp(got, md), CU_FALSE,
-                     "periodic commit %lld \"%s\", expected 1 \"%s\" "
-                     "(librdkafka %s)",
-                     (long long)at, got, md, rd_kafka_version_str());
-        kretry_adapter_destroy(a);
-        owner_release(&o);
-        it_env_destroy(env);
-}
-
 /* Poll @p a until the group's commit of the source's partition 0 is at
  * @p at with metadata @p md, or 10 s pass; what it last read into
  * @p got. */
@@ -316,6 +277,48 @@ static int await_commit_md(kretry_adapter_t *a,
         return 0;
 }
 
+/* Six messages on partition 0 (value @p value), the owner @p o holding
+ * those of @p mask, the others OK; once four are OK and the held ones are
+ * held. */
+static kretry_adapter_t *
+start_holding(it_env_t *env, owner_t *o, int mask, const char *value) {
+        for (int i = 0; i < 6; i++)
+                it_produce(env, 0, "k", value, NULL);
+        owner_init(o, env);
+        atomic_store(&o->hold_mask, mask);
+        kretry_adapter_t *a =
+                owner_start(env, o, "none", "8", "1000", "at_least_once");
+        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 4, 30000));
+        /* The handler threads hold them in their own time. */
+        int64_t until = kt_now_ms() + 10000;
+        while ((atomic_load(&o->held_mask) & mask) != mask &&
+               kt_now_ms() < until)
+                kretry_adapter_poll(a, 10);
+        KT_REQUIRE((atomic_load(&o->held_mask) & mask) == mask);
+        return a;
+}
+
+/* The periodic commit (auto-commit of the stored offset, while the adapter
+ * runs: what a restart after a SIGKILL reads) carries the offsets decided
+ * above it. 0 and 1 held, 2-5 OK; then 0 completed: the offset moves to 1
+ * with 2-5 decided above it. */
+static void test_periodic_commit_metadata(void) {
+        it_env_t *env = it_env_new("50ms", 1);
+        static owner_t o;
+        kretry_adapter_t *a =
+                start_holding(env, &o, 1 << 0 | 1 << 1, "ok-periodic");
+        KT_REQUIRE(kretry_msg_complete(o.held[0], KRETRY_OK) == 0);
+        o.held[0]     = NULL;
+        char got[512] = "";
+        KT_CHECK_MSG(await_commit_md(a, env, 1, "kretry-decided:1+4", got,
+                                     sizeof(got)),
+                     CU_FALSE, "periodic commit (librdkafka %s)",
+                     rd_kafka_version_str());
+        kretry_adapter_destroy(a);
+        owner_release(&o);
+        it_env_destroy(env);
+}
+
 /* The periodic commit carries what was decided above a message that stays
  * undecided (a long handler call; a copy not yet acknowledged), not only
  * when the committed offset moves: librdkafka leaves out of its commits a
@@ -327,18 +330,9 @@ static int await_commit_md(kretry_adapter_t *a,
  * 3-5 while 6-8 were decided (planted: both failed). */
 static void test_periodic_commit_above_waiting(void) {
         it_env_t *env = it_env_new("50ms", 1);
-        for (int i = 0; i < 6; i++)
-                it_produce(env, 0, "k", "ok-above", NULL);
         static owner_t o;
-        owner_init(&o, env);
-        atomic_store(&o.hold_mask, 1 << 0 | 1 << 2);
         kretry_adapter_t *a =
-                owner_start(env, &o, "none", "8", "1000", "at_least_once");
-        KT_REQUIRE(it_wait_counter(a, KRETRY_COUNTER_OK, 4, 30000));
-        int64_t until = kt_now_ms() + 10000;
-        while ((atomic_load(&o.held_mask) & 5) != 5 && kt_now_ms() < until)
-                kretry_adapter_poll(a, 10);
-        KT_REQUIRE((atomic_load(&o.held_mask) & 5) == 5);
+                start_holding(env, &o, 1 << 0 | 1 << 2, "ok-above");
         char got[512] = "";
         KT_ASSERT(await_commit_md(a, env, 0, "kretry-decided:1+1,3+3", got,
                                   sizeof(got)));
