@@ -17,9 +17,10 @@
  * child process (this binary again, running that one test), so that an
  * abort fails the test instead of ending the suite.
  *
- * A close that cannot hang: the callback's one unassign call for such an
- * event may come after the group unassigned, left and decided to
- * terminate (the group no longer waits for it). librdkafka then serves
+ * A close that cannot hang: the callback's one assign or unassign call
+ * for such an event (an eager revocation, or the assignment after one)
+ * may come after the group unassigned, left and decided to terminate (the
+ * group no longer waits for it). librdkafka then serves
  * the call's request after its group terminated, and drops it without an
  * answer: the call never returns. kretry makes that call on a thread of
  * its own once the close asked the group to leave; the close ends when
@@ -69,8 +70,9 @@ static struct {
         int handled;        /* messages answered OK */
         int mode;           /* HOLD_COMMIT or HOLD_CALL */
         int call_held;      /* HOLD_CALL: the callback's revocation waited */
-        int group_held; /* and the group's thread at the LeaveGroup answer */
-        int dropped;    /* kretry saw its unassign call unanswered */
+        int group_held;   /* and the group's thread at the LeaveGroup answer */
+        int dropped;      /* kretry saw its unassign call unanswered */
+        int revoked_open; /* a revocation served before the close */
 } hk = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static void hk_reset(void) {
@@ -80,7 +82,7 @@ static void hk_reset(void) {
         hk.queued = hk.revoking = hk.kicked = hk.leave_answered = 0;
         hk.held = hk.release = hk.stalled = hk.handled = 0;
         hk.mode                                        = HOLD_COMMIT;
-        hk.call_held = hk.group_held = hk.dropped = 0;
+        hk.call_held = hk.group_held = hk.dropped = hk.revoked_open = 0;
         pthread_mutex_unlock(&hk.lock);
 }
 
@@ -114,14 +116,21 @@ static void stall_group_thread(void) {
 
 static int hk_until(const int *flag, int ms);
 
-/* HOLD_CALL, on the line @p fac @p msg (hk.lock held): the callback's
- * revocation of an event queued before the close (its "revoking" line,
- * before its unassign call) waits until the group's thread, which no
- * longer waits for that call, got the LeaveGroup's answer; the group's
- * thread is held there while the callback makes its call, queued behind
- * that answer: served, if at all, once the group terminated. */
+/* HOLD_CALL, on the line @p fac @p msg (hk.lock held): the callback of an
+ * event queued before the close (its "revoking" or "closing: not taking"
+ * line, before its call) waits until the group's thread, which no longer
+ * waits for that call, got the LeaveGroup's answer; the group's thread is
+ * held there while the callback makes its call, queued behind that
+ * answer: served, if at all, once the group terminated. */
 static void hold_call(const char *fac, const char *msg) {
         if (!strcmp(fac, "REBALANCE") && !strncmp(msg, "revoking ", 9) &&
+            !hk.close_at)
+                hk.revoked_open = 1;
+        /* The callback's line before its call: a revocation's, or an
+         * assignment's that a close does not take. */
+        if (!strcmp(fac, "REBALANCE") &&
+            (!strncmp(msg, "revoking ", 9) ||
+             !strncmp(msg, "closing: not taking", 19)) &&
             hk.close_at && !hk.call_held) {
                 hk.call_held = 1;
                 hk_until(&hk.group_held, 5000);
@@ -296,6 +305,82 @@ static void close_with_event_queued(const char *assignor, int mode) {
         it_env_destroy(env);
 }
 
+/* test_close_assign_after_leave_eager's handler: OK. */
+static kretry_action_t ok_handler(kretry_msg_t *msg, void *opaque) {
+        (void)msg;
+        (void)opaque;
+        pthread_mutex_lock(&hk.lock);
+        hk.handled++;
+        pthread_mutex_unlock(&hk.lock);
+        return KRETRY_OK;
+}
+
+/* The body of test_close_assign_after_leave_eager, in the child: the
+ * member handled every message, served a revocation (a rebalance under an
+ * eager assignor), and is closed with the assignment that follows it
+ * waiting unserved; the close's call for it is held as in
+ * close_with_event_queued's HOLD_CALL. The close ends with
+ * KRETRY_ERR_OK. */
+static void close_with_assignment_queued(const char *assignor) {
+        rd_kafka_mock_cluster_t *mock;
+        it_env_t *env = it_env_new("50ms", 1);
+        KT_REQUIRE((mock = kt_cluster_mock(env->c)) != NULL);
+        for (int i = 0; i < CLOSE_N; i++)
+                it_produce(env, 0, "k", "v", NULL);
+        hk_reset();
+        pthread_mutex_lock(&hk.lock);
+        hk.mode = HOLD_CALL;
+        pthread_mutex_unlock(&hk.lock);
+        kretry_conf_t *conf = it_conf(
+                env, "consumer.partition.assignment.strategy", assignor,
+                "consumer.heartbeat.interval.ms", "100", "revoke.timeout.ms",
+                "5000", "consumer.debug", "cgrp,protocol", NULL);
+        kretry_conf_set_handler(conf, ok_handler, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_conf_set_log_cb(conf, close_log, NULL);
+        kretry_adapter_t *a = it_adapter(conf);
+        int64_t deadline    = kt_now_ms() + 60000;
+        int step            = 0; /* 0: handling, 1: rebalancing, 2: done */
+        while (step < 2 && kt_now_ms() < deadline) {
+                kretry_adapter_poll(a, 10);
+                pthread_mutex_lock(&hk.lock);
+                if (!step && hk.handled == CLOSE_N) {
+                        step = 1;
+                        rd_kafka_mock_push_request_errors(
+                                mock, 12 /* Heartbeat */, 1,
+                                RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS);
+                }
+                if (step == 1 && hk.revoked_open) {
+                        /* From now on nobody polls: the assignment that
+                         * follows waits. */
+                        step      = 2;
+                        hk.queued = 0;
+                }
+                pthread_mutex_unlock(&hk.lock);
+        }
+        KT_REQUIRE(step == 2);
+        pthread_mutex_lock(&hk.lock);
+        int queued  = hk_until(&hk.queued, 20000);
+        hk.close_at = kt_now_ms();
+        pthread_mutex_unlock(&hk.lock);
+        KT_REQUIRE(queued);
+        KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
+        int64_t took = kt_now_ms() - hk.close_at;
+        kretry_adapter_destroy(a);
+        pthread_mutex_lock(&hk.lock);
+        int call_held = hk.call_held, group_held = hk.group_held;
+        int dropped = hk.dropped;
+        pthread_mutex_unlock(&hk.lock);
+        fprintf(stderr,
+                "\n    %s: close %lld ms, assign call held until the "
+                "LeaveGroup's answer: %s, group thread held there: %s, the "
+                "call dropped by librdkafka: %s\n",
+                assignor, (long long)took, call_held ? "yes" : "no",
+                group_held ? "yes" : "no", dropped ? "yes" : "no");
+        KT_ASSERT(call_held && group_held);
+        it_env_destroy(env);
+}
+
 /* Run @p test (this binary's test of that name) in a child process: its
  * status, or -1 when it did not end within @p bound_ms (killed then). */
 static int run_child(const char *test, int bound_ms) {
@@ -326,7 +411,10 @@ static int run_child(const char *test, int bound_ms) {
 static void
 close_test(const char *test, const char *assignor, int mode, int bound_s) {
         if (getenv(CHILD_ENV)) {
-                close_with_event_queued(assignor, mode);
+                if (mode < 0)
+                        close_with_assignment_queued(assignor);
+                else
+                        close_with_event_queued(assignor, mode);
                 return;
         }
         if (!kt_classic_protocol("a rebalance injected through the classic "
@@ -379,10 +467,19 @@ static void test_close_unassign_after_leave_eager(void) {
                    60);
 }
 
+/* The same for the assign call of an eager assignment queued before the
+ * close (the rebalance's second half): the close does not take it on, and
+ * its call, which the leaving group does not wait for either, may be
+ * dropped the same way. */
+static void test_close_assign_after_leave_eager(void) {
+        close_test("test_close_assign_after_leave_eager", "range", -1, 60);
+}
+
 int main(int argc, char **argv) {
         static const kt_test_t tests[] = {
                 KT_TEST(test_close_revoke_queued_eager),
                 KT_TEST(test_close_assign_queued_cooperative),
-                KT_TEST(test_close_unassign_after_leave_eager), KT_END};
+                KT_TEST(test_close_unassign_after_leave_eager),
+                KT_TEST(test_close_assign_after_leave_eager), KT_END};
         return kt_main("it_close", tests, argc, argv);
 }
