@@ -565,12 +565,14 @@ static void silence_consumer(kretry_adapter_t *a) {
  * and may terminate while the callback still drains and commits.
  *
  * The close runs in librdkafka's background; its rebalance callback (only
- * retiring what is left and making the unassign call) is served here until
- * it finishes or revoke.timeout.ms + KRETRY_CLOSE_GRACE_MS have passed
- * since the close began (@p t0), and once the revocation is done
- * (a->close_revoked), at most KRETRY_CLOSE_GRACE_MS more: what is left is
- * the LeaveGroup, which needs no more than that from a cluster that
- * answers. Returns 0 when it finished. */
+ * retiring what is left and making the unassign call, on a thread of its
+ * own: librdkafka may drop it unanswered, see rebalance.c close_call) is
+ * served here until it finishes or revoke.timeout.ms +
+ * KRETRY_CLOSE_GRACE_MS have passed since the close began (@p t0), and
+ * once the revocation is done (a->close_revoked), at most
+ * KRETRY_CLOSE_GRACE_MS more: what is left is the LeaveGroup, which needs
+ * no more than that from a cluster that answers. Returns 0 when it
+ * finished. */
 static int close_consumer(kretry_adapter_t *a, int64_t t0) {
         kretry_sbuf_drop(a, NULL); /* not handled: the next owner's */
         int64_t deadline =
@@ -595,6 +597,8 @@ static int close_consumer(kretry_adapter_t *a, int64_t t0) {
         int done = !q || e || rd_kafka_consumer_closed(a->consumer);
         if (q)
                 rd_kafka_queue_destroy(q);
+        /* Its unassign call, if it returned (else the destroy's). */
+        kretry_close_call_reap(a, 0);
         if (!done) {
                 /* Its destroy goes on past the adapter's life (see
                  * destroy_consumer). */
@@ -714,6 +718,9 @@ void kretry_adapter_destroy(kretry_adapter_t *a) {
                 rd_kafka_queue_destroy(a->cq);
         if (a->consumer)
                 destroy_consumer(a);
+        /* The consumer is gone (or going on a thread of its own): a close
+         * call still waiting has nothing left to answer it. */
+        kretry_close_call_reap(a, 1);
         if (a->efd >= 0)
                 close(a->efd);
         kretry_msg_free(&a->msg0);

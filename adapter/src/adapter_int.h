@@ -172,6 +172,10 @@ struct kretry_adapter_s {
         /* The close made its assign or unassign call (rebalance.c): the
          * terminating group took it as a full unassign, and may end. */
         int close_unassigned;
+        /* That call, made on a thread of its own (rebalance.c
+         * close_call): reaped by the close, or by the destroy once the
+         * consumer is gone (kretry_close_call_reap). */
+        struct kretry_close_call_s *close_call;
         int synced;     /* the group has assigned partitions (even none) */
         int more;       /* the last poll stopped with work left */
         int tq_flowing; /* tq gave a message at its last look */

@@ -27,7 +27,12 @@
 #include "txn.h"
 #include "workers.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The source partitions of @p parts plus the same partition of every tier. */
 static rd_kafka_topic_partition_list_t *
@@ -192,9 +197,14 @@ static void release(kretry_adapter_t *a,
  * served), so an assign or unassign call, which waits for that thread
  * without a timeout, would never return; the terminating group releases
  * the partitions itself. "NONE" (before a join): the configured assignors
- * say it (librdkafka refuses a mix of eager and cooperative ones). */
-static int cooperative(rd_kafka_t *rk) {
-        const char *proto = rd_kafka_rebalance_protocol(rk);
+ * say it (librdkafka refuses a mix of eager and cooperative ones). Once a
+ * close asked the group to leave, librdkafka is not asked: the question
+ * is a request to the group's thread like an assign call, and may be
+ * dropped unanswered the same way (see close_call); the assignors say it
+ * then too. */
+static int cooperative(kretry_adapter_t *a, rd_kafka_t *rk) {
+        const char *proto =
+                a->close_leaving ? "NONE" : rd_kafka_rebalance_protocol(rk);
         if (!proto)
                 return -1;
         if (strcmp(proto, "NONE"))
@@ -228,6 +238,112 @@ static int close_call_done(kretry_adapter_t *a, rd_kafka_t *rk) {
                (a->close_unassigned || rd_kafka_consumer_closed(rk));
 }
 
+/*
+ * That one call is still not safe: librdkafka's group thread serves the
+ * requests of the application's calls from its queue in batches, and
+ * decides to terminate in one batch (the LeaveGroup's answer, the last
+ * partition stopped) and terminates after it. A request queued meanwhile
+ * is served after the group terminated, and dropped without an answer:
+ * the call waits for good. Seen for the unassign call of a revocation
+ * queued before the close (eager assignors): the group no longer waits for
+ * that call, it unassigns and leaves by itself, and the call comes when
+ * it will. No librdkafka call tells whether the group still waits for the
+ * call; so, once the close asked the group to leave, the call is made on a
+ * thread of its own, and the close goes on serving its queue until the
+ * group ended (as it does for a call that returns). A call the group
+ * waits for returns at once; one that librdkafka dropped never returns:
+ * its thread is left blocked (the destroy detaches it once the consumer is
+ * gone, kretry_close_call_reap), and the close and the destroy end.
+ *
+ * The call's thread owns the structure until it sets state; it touches
+ * nothing of the adapter.
+ */
+enum { CALL_RUNNING, CALL_RETURNED, CALL_ABANDONED };
+
+typedef struct kretry_close_call_s kretry_close_call_t;
+struct kretry_close_call_s {
+        pthread_t thread;
+        rd_kafka_t *rk;
+        rd_kafka_topic_partition_list_t *l; /* NULL: assign(NULL) */
+        int incremental;
+        int assign;       /* an assignment served while closing */
+        int64_t at;       /* kretry_mono_ms() when it was made */
+        char err[256];    /* its error, if it failed */
+        atomic_int state; /* CALL_*: who frees it */
+};
+
+/* The call, on its own thread or on the polling one: its error into
+ * c->err. */
+static void close_call_make(kretry_close_call_t *c) {
+        rd_kafka_error_t *error  = NULL;
+        rd_kafka_resp_err_t aerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+        if (c->incremental)
+                error = c->assign ? rd_kafka_incremental_assign(c->rk, c->l)
+                                  : rd_kafka_incremental_unassign(c->rk, c->l);
+        else
+                aerr = rd_kafka_assign(c->rk, c->l);
+        if (error) {
+                snprintf(c->err, sizeof(c->err), "%s",
+                         rd_kafka_error_string(error));
+                rd_kafka_error_destroy(error);
+        } else if (aerr) {
+                snprintf(c->err, sizeof(c->err), "%s", rd_kafka_err2str(aerr));
+        }
+}
+
+static void close_call_free(kretry_close_call_t *c) {
+        if (c->l)
+                rd_kafka_topic_partition_list_destroy(c->l);
+        free(c);
+}
+
+static void *close_call_main(void *arg) {
+        kretry_close_call_t *c = arg;
+        close_call_make(c);
+        int running = CALL_RUNNING;
+        /* Abandoned: nobody joins this thread, nor reads c. */
+        if (!atomic_compare_exchange_strong(&c->state, &running, CALL_RETURNED))
+                close_call_free(c);
+        return NULL;
+}
+
+/* The close's one call, incremental (1) or not (0): of an assignment
+ * served while closing (@p assign), or of a revocation; @p l the event's
+ * partitions with their tiers. Without a thread, made here. */
+static void close_call(kretry_adapter_t *a,
+                       rd_kafka_t *rk,
+                       const rd_kafka_topic_partition_list_t *l,
+                       int incremental,
+                       int assign) {
+        kretry_close_call_t *c = calloc(1, sizeof(*c));
+        a->close_unassigned    = 1;
+        if (!c) {
+                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE",
+                           "closing: out of memory: no unassign call; the "
+                           "terminating group unassigns by itself");
+                return;
+        }
+        c->rk          = rk;
+        c->incremental = incremental;
+        c->assign      = assign;
+        c->at          = kretry_mono_ms();
+        atomic_init(&c->state, CALL_RUNNING);
+        /* An eager revocation is assign(NULL); the rest name the
+         * partitions (a full unassign to a terminating group all the
+         * same). */
+        if (incremental || assign)
+                c->l = rd_kafka_topic_partition_list_copy(l);
+        if (!pthread_create(&c->thread, NULL, close_call_main, c)) {
+                a->close_call = c;
+                return;
+        }
+        /* No thread: the call here, as before a close. */
+        close_call_make(c);
+        if (c->err[0])
+                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s", c->err);
+        close_call_free(c);
+}
+
 /* What an assign or unassign call answered, if it failed (@p error is
  * destroyed). */
 static void assign_failed(kretry_adapter_t *a,
@@ -252,11 +368,12 @@ static void close_assign(kretry_adapter_t *a,
         rd_kafka_error_t *error  = NULL;
         rd_kafka_resp_err_t aerr = RD_KAFKA_RESP_ERR_NO_ERROR;
         log_parts(a, "closing: not taking the assignment of", l);
-        if (incremental > 0)
+        if (a->close_leaving && incremental >= 0)
+                close_call(a, rk, l, incremental, 1);
+        else if (incremental > 0)
                 error = rd_kafka_incremental_assign(rk, l);
         else if (!incremental)
                 aerr = rd_kafka_assign(rk, l);
-        a->close_unassigned |= a->close_leaving && incremental >= 0;
         assign_failed(a, error, aerr);
 }
 
@@ -265,7 +382,7 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                          rd_kafka_topic_partition_list_t *parts,
                          void *opaque) {
         kretry_adapter_t *a = opaque;
-        int incremental     = close_call_done(a, rk) ? -1 : cooperative(rk);
+        int incremental     = close_call_done(a, rk) ? -1 : cooperative(a, rk);
         rd_kafka_topic_partition_list_t *l = with_tiers(a, parts);
         rd_kafka_error_t *error            = NULL;
         rd_kafka_resp_err_t aerr           = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -322,11 +439,12 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
                  * terminated meanwhile (close_call_done). */
                 if (close_call_done(a, rk))
                         incremental = -1;
-                if (incremental > 0)
+                if (a->close_leaving && incremental >= 0)
+                        close_call(a, rk, l, incremental, 0);
+                else if (incremental > 0)
                         error = rd_kafka_incremental_unassign(rk, l);
                 else if (!incremental)
                         aerr = rd_kafka_assign(rk, NULL);
-                a->close_unassigned |= a->close_leaving && incremental >= 0;
         }
         assign_failed(a, error, aerr);
         rd_kafka_topic_partition_list_destroy(l);
@@ -340,4 +458,41 @@ void kretry_revoke_for_close(kretry_adapter_t *a) {
                 a->close_revoked = kretry_mono_ms();
         }
         rd_kafka_topic_partition_list_destroy(l);
+}
+
+void kretry_close_call_reap(kretry_adapter_t *a, int final) {
+        kretry_close_call_t *c = a->close_call;
+        if (!c)
+                return;
+        int running = CALL_RUNNING;
+        if (!final && atomic_load(&c->state) == CALL_RUNNING)
+                return;
+        /* A call answered just before the group ended may not have seen
+         * its answer yet: a moment for it. */
+        for (int i = 0; i < 10 && atomic_load(&c->state) == CALL_RUNNING; i++) {
+                struct timespec ts = {0, 10 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+        a->close_call = NULL;
+        /* Read before it is abandoned: the thread frees c if the call
+         * ever returns. */
+        const char *what = c->assign ? "assign" : "unassign";
+        int64_t ago      = kretry_mono_ms() - c->at;
+        pthread_t thread = c->thread;
+        if (atomic_compare_exchange_strong(&c->state, &running,
+                                           CALL_ABANDONED)) {
+                pthread_detach(thread);
+                kretry_log(a, KRETRY_LOG_WARNING, "CLOSE",
+                           "closing: the %s call made %lld ms ago is "
+                           "unanswered as the consumer ends (librdkafka "
+                           "drops a request its group thread serves after "
+                           "the group terminated): the thread waiting for "
+                           "it is left blocked",
+                           what, (long long)ago);
+                return;
+        }
+        pthread_join(c->thread, NULL);
+        if (c->err[0])
+                kretry_log(a, KRETRY_LOG_ERR, "REBALANCE", "%s", c->err);
+        close_call_free(c);
 }

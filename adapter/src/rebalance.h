@@ -17,6 +17,12 @@ void kretry_rebalance_cb(rd_kafka_t *rk,
  * copies awaited, offsets committed, as on a revocation), made before the
  * close asks librdkafka to leave the group (adapter.c close_consumer). */
 void kretry_revoke_for_close(kretry_adapter_t *a);
+/* The close's assign or unassign call (made on a thread of its own once
+ * the close asked the group to leave): joined once it returned. @p final
+ * (the consumer destroyed, or being destroyed on a thread of its own): a
+ * call still waiting never returns, or returns to nobody; its thread is
+ * detached and frees what it holds if it ever does. */
+void kretry_close_call_reap(kretry_adapter_t *a, int final);
 /* Point the partitions of @p l at a->tq (tiers) and a->sq (source). */
 void kretry_forward_parts(kretry_adapter_t *a,
                           const rd_kafka_topic_partition_list_t *l);

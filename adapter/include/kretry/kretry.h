@@ -722,7 +722,10 @@ KRETRY_EXPORT int kretry_adapter_next_timeout_ms(kretry_adapter_t *adapter);
  * short: what could not be committed is logged, and the group reassigns
  * the partitions once session.timeout.ms has passed. kretry_adapter_destroy()
  * then returns at once too; librdkafka finishes releasing the consumer on a
- * thread of its own.
+ * thread of its own. librdkafka may drop the close's assign or unassign
+ * call unanswered (a rebalance left unserved, its group ended first): the
+ * close and kretry_adapter_destroy() end all the same, and the one thread
+ * waiting for that answer is left blocked (a warning says so).
  *
  * @returns KRETRY_ERR_OK, or KRETRY_ERR_TIMED_OUT when the close was cut
  *          short, handler calls were still running at revoke.timeout.ms
