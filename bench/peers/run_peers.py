@@ -667,10 +667,17 @@ def tier_mem(h, runs, n, parts, sc="tier_mem"):
     return out
 
 
+ROW_T0 = [time.time()]  # when the current row started
+
+
 def log_row(sc, out):
     """A row's medians on stderr as soon as it is done: a pass cut short
-    keeps what it finished (run_peers.py --table-from LOG)."""
-    log(f"bench peers row {sc}: " + json.dumps({"row": out, "load": os.getloadavg()[0]}))
+    keeps what it finished (run_peers.py --table-from LOG); with the row's
+    wall time ("row_s") and the time it ended (UTC), to size a pass."""
+    log(f"bench peers row {sc}: " + json.dumps({
+        "row": out, "load": os.getloadavg()[0],
+        "row_s": round(time.time() - ROW_T0[0], 1),
+        "ended": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}))
 
 
 def rows_from_log(path):
@@ -815,6 +822,7 @@ def main():
            "sizes": dict(o, spring_warmup=SPRING_WARMUP)}
     log("bench peers start: " + json.dumps(res))
     for sc in only:
+        ROW_T0[0] = time.time()
         if sc in ("kill", "txn_kill"):  # txn_kill: each transactional mode
             import kill_peers
             try:
