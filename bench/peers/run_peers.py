@@ -797,12 +797,17 @@ def main():
     # 1,000,000, 64,000-80,000 msgs/s against raw librdkafka's 92,000;
     # Spring 6.2-12.8 s at 300,000, up to 48,000; blocking 9.2-14.3 s at
     # 350,000, up to 38,000; Parallel Consumer 5.3-7.1 s at 50,000, up to
-    # 9,400: each raised to a window of 12 s or more at the fastest rate
-    # seen, kretry at 10 KB to 10 s or more at raw librdkafka's rate)
-    o["size_n"] = {"kretry": {1024: 7000000, 10240: 1000000},
-                   "spring": {1024: 1700000, 10240: 600000},
-                   "spring_blocking": {1024: 2400000, 10240: 500000},
-                   "pc": {1024: 250000, 10240: 120000}}
+    # 9,400; on 2026-12-05 22:00, load 2-10, every side much faster: 1 KB:
+    # kretry 1,589,000 msgs/s, Spring 227,000 (340,000 at 2,800,000),
+    # blocking 386,000, Parallel Consumer 26,100; 10 KB: kretry 202,000,
+    # Spring 57,300, blocking 66,000 (71,400 at 800,000), Parallel Consumer
+    # 21,800 (26,600 at 270,000): each sized
+    # to a window of 11 s or more at the fastest rate seen; kretry's 1 KB
+    # input is 18 GB a run)
+    o["size_n"] = {"kretry": {1024: 18000000, 10240: 2400000},
+                   "spring": {1024: 4200000, 10240: 700000},
+                   "spring_blocking": {1024: 4800000, 10240: 900000},
+                   "pc": {1024: 330000, 10240: 330000}}
     if o.get("size_override"):
         for side in o["size_n"]:
             o["size_n"][side] = {int(b): o["size_override"]
