@@ -975,7 +975,8 @@ def print_table(res):
                   key=lambda k: tuple(int(x) for x in k[9:].split("_p"))[::-1])
     if mems:
         print("\ntier_mem: memory with messages waiting in a 1 h retry (KB: RSS "
-              "of the empty baseline and with the messages waiting, growth, "
+              "of the empty baseline and with the messages waiting (its peak, "
+              "VmHWM), growth, "
               "bytes a waiting message; Spring also heap after a full GC and "
               "NMT's committed total, waiting / baseline; medians of the runs "
               "that held, outcome of the others)")
@@ -998,7 +999,8 @@ def print_table(res):
                        f"{fmt_n(v.get('nmt_committed_empty_kb'))} "
                        f"(-Xmx{st.get('heap_max')})")
             print(head + f"empty {fmt_n(v.get('rss_empty_kb'))}, waiting "
-                  f"{fmt_n(v.get('rss_waiting_kb'))}{rng(v, 'rss_waiting_kb')}, "
+                  f"{fmt_n(v.get('rss_waiting_kb'))}{rng(v, 'rss_waiting_kb')} "
+                  f"(peak {fmt_n(v.get('hwm_waiting_kb'))}), "
                   f"growth {fmt_n(v.get('rss_growth_kb'))}, "
                   f"{fmt_n(v.get('bytes_per_waiting_msg'), 1)} B/msg{cap}; "
                   f"{v['runs_held']} of {v['runs']} runs held" +
