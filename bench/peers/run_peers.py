@@ -805,13 +805,15 @@ def main():
     # kretry 1,589,000 msgs/s, Spring 227,000 (340,000 at 2,800,000),
     # blocking 386,000, Parallel Consumer 26,100; 10 KB: kretry 202,000,
     # Spring 57,300, blocking 66,000 (71,400 at 800,000), Parallel Consumer
-    # 21,800 (26,600 at 270,000): each sized
-    # to a window of 11 s or more at the fastest rate seen; kretry's 1 KB
-    # input is 18 GB a run)
+    # 21,800 (26,600 at 270,000); at 22:38, load 2-5, the peers faster
+    # still: 1 KB Spring 394,000, blocking 454,000, Parallel Consumer
+    # 32,100; 10 KB 72,100 / 84,300 / 34,500 (windows 9.6-10.7 s): each
+    # peer sized to a window of 13 s at those rates, kretry to 11 s or more
+    # at its fastest; kretry's 1 KB input is 18 GB a run)
     o["size_n"] = {"kretry": {1024: 18000000, 10240: 2400000},
-                   "spring": {1024: 4200000, 10240: 700000},
-                   "spring_blocking": {1024: 4800000, 10240: 900000},
-                   "pc": {1024: 330000, 10240: 330000}}
+                   "spring": {1024: 5200000, 10240: 950000},
+                   "spring_blocking": {1024: 6000000, 10240: 1100000},
+                   "pc": {1024: 420000, 10240: 450000}}
     if o.get("size_override"):
         for side in o["size_n"]:
             o["size_n"][side] = {int(b): o["size_override"]
