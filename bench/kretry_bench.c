@@ -13,7 +13,9 @@
  * same 5 % transient failures); its ratio is kretry-with-both over
  * kretry-with-neither, not over raw librdkafka. tier_mem: the RSS of an
  * adapter holding the heads of a tier in which N messages wait (1h),
- * against the same adapter on an empty source and tier (bench_mem.c).
+ * against the same adapter on an empty source and tier (bench_mem.c);
+ * --mem-partitions N: the partitions of its topics (256 by default; on the
+ * mock, whose partitions keep 5 MiB each, enough for N copies).
  * happy_c16: happy with handler.concurrency=16. parallel: N messages in one
  * partition, a handler sleeping 0-5 ms by offset, for ordering none, key
  * and partition at 1, 4, 16 and 64 handlers, beside the ideal (issue 13).
@@ -101,9 +103,11 @@ typedef struct {
         long keys;     /* distinct keys in the input */
         long delay_n;
         int delay_rate;
-        long mem_n;  /* tier_mem: messages waiting in the tier */
-        int txn_ms;  /* the *_txn scenarios' transaction.interval.ms */
-        int members; /* --members: processes a side (0: run_pair's one) */
+        long mem_n;    /* tier_mem: messages waiting in the tier */
+        int mem_parts; /* tier_mem: partitions of its topics (--mem-partitions)
+                        */
+        int txn_ms;    /* the *_txn scenarios' transaction.interval.ms */
+        int members;   /* --members: processes a side (0: run_pair's one) */
 } opts_t;
 
 typedef struct {
@@ -548,6 +552,7 @@ out:
  * (concurrently: each joins its own group, the mock holds both first joins
  * 3 s at once, and each process's memory is its own). */
 static int run_tier_mem(long n,
+                        int partitions,
                         bench_result_t *router,
                         bench_result_t *wm,
                         bench_result_t *w,
@@ -556,7 +561,7 @@ static int run_tier_mem(long n,
         child_t b, p, r, c, cw, ce;
         int rc = -1;
         job_init(&job, BENCH_TIER_MEM, n);
-        job.partitions = BENCH_MEM_PARTITIONS;
+        job.partitions = partitions;
         job.timeout_s  = 120 + (int)(n / 5000);
         memset(router, 0, sizeof(*router));
         memset(wm, 0, sizeof(*wm));
@@ -815,7 +820,7 @@ static void run_mem_scenario(const opts_t *o, mem_summary_t *m) {
         double bpm[MAX_RUNS], rs[MAX_RUNS], gr[MAX_RUNS];
         memset(m, 0, sizeof(*m));
         m->n          = o->mem_n;
-        m->partitions = BENCH_MEM_PARTITIONS;
+        m->partitions = o->mem_parts;
         /* No warm-up: every run starts fresh processes, whose memory a
          * warm-up does not change, and a run of 1,000,000 takes ~40 s. */
         for (int i = 0; i < o->runs; i++) {
@@ -823,7 +828,7 @@ static void run_mem_scenario(const opts_t *o, mem_summary_t *m) {
                 double load = bench_loadavg();
                 if (load > m->load_max)
                         m->load_max = load;
-                if (run_tier_mem(m->n, &r, &wm, &w, &e)) {
+                if (run_tier_mem(m->n, m->partitions, &r, &wm, &w, &e)) {
                         snprintf(m->err, sizeof(m->err), "%s",
                                  r.err[0]    ? r.err
                                  : wm.err[0] ? wm.err
@@ -1648,6 +1653,7 @@ static void usage(FILE *f) {
                    "delay_txn|hop_txn|txn]\n"
                    "                    [--txn-interval MS] "
                    "[--retry-percent P] [--value-bytes N]\n"
+                   "                    [--mem-partitions N] (tier_mem)\n"
                    "                    [--members N] (happy, retry_hop, "
                    "dead_letter; real Kafka)\n");
 }
@@ -1683,6 +1689,14 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                                         BENCH_MAX_MEMBERS);
                                 return -1;
                         }
+                } else if (!strcmp(a, "--mem-partitions") && i + 1 < argc) {
+                        o->mem_parts = atoi(argv[++i]);
+                        if (o->mem_parts < 1 || o->mem_parts > 4096) {
+                                fprintf(stderr,
+                                        "kretry_bench: "
+                                        "--mem-partitions: 1 to 4096\n");
+                                return -1;
+                        }
                 } else if (!strcmp(a, "--value-bytes") && i + 1 < argc) {
                         value_bytes = atoi(argv[++i]);
                         if (value_bytes < 16 || value_bytes > BENCH_VALUE_MAX) {
@@ -1705,6 +1719,8 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
         o->delay_n = o->messages > 0 ? o->messages : o->quick ? 20000 : 100000;
         o->delay_rate = rate > 0 ? rate : 10000;
         o->mem_n = o->messages > 0 ? o->messages : o->quick ? 100000 : 1000000;
+        if (o->mem_parts <= 0)
+                o->mem_parts = BENCH_MEM_PARTITIONS;
         if (o->keys <= 0)
                 o->keys = BENCH_KEYS;
         if (o->txn_ms <= 0)

@@ -11,7 +11,8 @@ medians: a table, or one JSON object with --output json.
                     [--kretry-messages N] [--spring-messages N]
                     [--spring-warmup N] [--delay-rate R]
                     [--delay-messages N] [--blocking-delay-messages N]
-                    [--mem-messages N] [--fail-percents P,Q]
+                    [--mem-messages N,M] [--mem-partitions P,Q]
+                    [--fail-percents P,Q]
                     [--happy-kretry-messages N] [--happy-peer-messages N]
                     [--paced-rate R] [--paced-messages N]
                     [--value-sizes B,C] [--size-messages N]
@@ -32,7 +33,8 @@ with values of --value-sizes bytes (1024,10240), one row each, size1024,
 size10240, every side, --size-messages a run on every side (by default
 sized per side and size, in main()); txn: every message dead-lettered, each side in its
 transactional mode (kretry routing=transactional, kretry_bench's
-dead_letter_txn; Spring's blocking retries in its Kafka transactions;
+dead_letter_txn; Spring's blocking retries in its Kafka transactions, as
+its non-blocking retries cannot combine with container transactions;
 Parallel Consumer's PERIODIC_TRANSACTIONAL_PRODUCER, its handler writing
 the copies), --txn-messages by side; txn_kill: the kill row in those
 modes, the dead-letter copies counted read_committed; order:
@@ -52,8 +54,13 @@ rate for both so that their retries arrive at the same rate (100/s, 1,500:
 2-core machine); --blocking-delay-messages, the same input for Spring's
 blocking retries, whose 1 s back-off holds its partition (80: at most one
 blocking retry a second a partition, 10 s at 8 partitions);
---mem-messages, the retries waiting in tier_mem (1,000,000; the same on
-both sides).
+--mem-messages, the retries waiting in tier_mem, a list
+(100000,1000000,5000000; the same on both sides), and --mem-partitions, the
+partition counts (8,256): one row each pair, tier_mem_N_pP; the Spring JVMs
+at -Xmx256m with Native Memory Tracking, a run that runs out of heap or
+times out recorded as its outcome. A throughput or lateness run whose
+window is under 10 s is flagged (MIN_WINDOW_S: a WARNING line, and
+"window_short" in its JSON line).
 KRETRY_PEERS_SIDES=a,b: only those sides in the throughput and lateness
 rows (kretry, spring, spring_blocking, pc), to re-run a row for one side.
 
@@ -93,10 +100,19 @@ def log(*a):
 
 
 
-def measure_side(side, fn, rows):
+# The shortest measured window a run may have (after its discarded warm-up):
+# a run under it is flagged (a WARNING line on stderr, "window_short" in its
+# JSON line, "windows_short" in its row), so that a pass shows which side's
+# messages to raise.
+MIN_WINDOW_S = 10.0
+# Rows whose "secs" is no measured window: the parallel shape's fixed work.
+NO_WINDOW = ("parallel",)
+
+
+def measure_side(side, fn, rows, sc=None):
     """Run one side (@fn), its result with the 1-minute load before and
     after it appended to @rows[@side]; a failure is logged and the other
-    sides' results stand."""
+    sides' results stand. A window ("secs") under MIN_WINDOW_S is flagged."""
     load0 = os.getloadavg()[0]
     try:
         v = fn()
@@ -104,6 +120,13 @@ def measure_side(side, fn, rows):
         log(f"  {side} failed: {ex}")
         return
     v["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+    secs = v.get("secs")
+    if sc not in NO_WINDOW and isinstance(secs, (int, float)):
+        v["window_short"] = secs < MIN_WINDOW_S
+        if v["window_short"]:
+            log(f"bench peers WARNING: {sc} {side} run {len(rows.get(side, [])) + 1}: "
+                f"window {secs:.1f} s < {MIN_WINDOW_S:.0f} s "
+                f"({v.get('messages')} messages): raise its messages")
     log(f"  {json.dumps(v)}")
     rows.setdefault(side, []).append(v)
 
@@ -118,6 +141,9 @@ JVM = [f"-Xmx{HEAP}", "-XX:+ExitOnOutOfMemoryError"]
 # 256m Parallel Consumer filled its heap with fetched 1 KB records and
 # stalled, and ran out of heap at 10 KB (2026-12-05 13:25 and 14:06).
 SIZE_HEAP = os.environ.get("KRETRY_PEERS_SIZE_HEAP", "2g")
+# tier_mem's JVMs also track their native memory (read by jcmd
+# VM.native_memory summary, in the JVM's JSON line)
+NMT = ["-XX:NativeMemoryTracking=summary"]
 # Spring: one consumer a partition (concurrency = the partition count of the
 # scenario's topics), Spring's and the Java client's defaults otherwise.
 PARTITIONS = 8
@@ -178,6 +204,7 @@ def settings(side, sc):
                           if tp else False,
                 "concurrency": {"kill": 3, "tier_mem": 1, "parallel": 16}.get(sc, PARTITIONS),
                 "commit": "AckMode BATCH, commitRecovered", "heap_max": HEAP,
+                **({"jvm_flags": JVM + NMT} if sc == "tier_mem" else {}),
                 "retry_delay_ms": {"delay": 1000, "kill": 30,
                                    "tier_mem": 3600000}.get(sc, 0)}
     if sc == "happy":
@@ -412,25 +439,44 @@ class Harness:
         return self.java_paced("spring", "kretry.peers.spring.SpringDelay",
                                props, t, n, rate)
 
-    def kretry_tier_mem(self, n):
-        m = self.kretry(["--only", "tier_mem", "--runs", "1", "--messages",
-                         str(n)])["tier_memory"]
-        return {k: m[k] for k in ("messages", "partitions", "rss_empty_kb",
-                                  "rss_waiting_kb", "rss_growth_kb",
-                                  "bytes_per_waiting_msg", "load_max")}
+    def kretry_tier_mem(self, n, parts):
+        """kretry_bench's tier_mem at n waiting and parts partitions (its
+        router, then the waiting adapter beside the baseline one); a failed
+        run is an outcome, not a missing run."""
+        t0 = time.time()
+        try:
+            m = self.kretry(["--only", "tier_mem", "--runs", "1", "--messages",
+                             str(n), "--mem-partitions", str(parts)])["tier_memory"]
+        except (RuntimeError, subprocess.TimeoutExpired) as ex:
+            return {"messages": n, "partitions": parts, "outcome": f"failed: {ex}",
+                    "run_s": round(time.time() - t0, 1)}
+        if m.get("rss_waiting_kb") is None:
+            return {"messages": n, "partitions": parts,
+                    "outcome": "failed: " + str(m.get("error")),
+                    "run_s": round(time.time() - t0, 1)}
+        v = {k: m[k] for k in ("messages", "partitions", "rss_empty_kb",
+                               "rss_waiting_kb", "rss_growth_kb",
+                               "bytes_per_waiting_msg", "hwm_empty_kb",
+                               "hwm_waiting_kb", "load_max")}
+        v["outcome"] = "held"
+        v["run_s"] = round(time.time() - t0, 1)
+        return v
 
-    def spring_tier_fill(self, n):
-        """1,000,000 copies written into SOURCE-retry (SpringTierFill) and an
-        empty set of topics beside them, once for all the runs: each run
-        reads them in a fresh group, so what waits is the same every run."""
+    def spring_tier_fill(self, n, parts):
+        """n copies written into SOURCE-retry (SpringTierFill) and an empty
+        set of topics beside them, parts partitions each, once for all the
+        runs of a row: each run reads them in a fresh group, so what waits
+        is the same every run."""
         if getattr(self, "mem_topics", None) is None:
             t, e = self.name("mem"), self.name("mem-empty")
             names = [x + s for x in (t, e) for s in ("", "-retry", "-dlt")]
-            # 256 partitions, as kretry_bench's tier_mem (BENCH_MEM_PARTITIONS)
-            self.topics("create", 256, names)
+            self.topics("create", parts, names)
             self.mem_topics = (t, e, names)
+            t0 = time.time()
             java("spring", "kretry.peers.spring.SpringTierFill",
-                 dict(bootstrap=self.boot, topic=t, messages=n))
+                 dict(bootstrap=self.boot, topic=t, messages=n), timeout=3600)
+            log(f"  spring tier fill: {n:,} copies in {parts} partitions, "
+                f"{time.time() - t0:.1f} s")
         return self.mem_topics
 
     def drop_tier_fill(self):
@@ -438,29 +484,67 @@ class Harness:
             self.topics("delete", 0, self.mem_topics[2])
             self.mem_topics = None
 
-    def spring_tier_mem(self, n):
+    def spring_tier_mem(self, n, parts):
         """One JVM on the waiting copies and one on the empty topics, at the
-        same time, each in a fresh group: RSS of both."""
-        t, e, _ = self.spring_tier_fill(n)
+        same time, each in a fresh group, both at -Xmx HEAP with Native
+        Memory Tracking: RSS, heap after a full GC and NMT's committed
+        memory of both. A JVM that runs out of heap (it exits at once:
+        -XX:+ExitOnOutOfMemoryError), fails or times out is the run's
+        outcome, recorded, not a missing run."""
+        t, e, _ = self.spring_tier_fill(n, parts)
+        t0 = time.time()
         procs = []
-        for topic, paused in ((t, 256), (e, 0)):
+        for topic, paused in ((t, parts), (e, 0)):
             props = dict(bootstrap=self.boot, topic=topic, group=self.name("mem-g"),
                          delay_ms=3600000, paused=paused)
             procs.append(subprocess.Popen(
-                ["java"] + JVM + ["-cp", cp("spring")] +
+                ["java"] + JVM + NMT + ["-cp", cp("spring")] +
                 [f"-Dbench.{k}={v}" for k, v in props.items()] +
                 ["kretry.peers.spring.SpringTierMem"],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
-        w, em = (last_json(p.communicate(timeout=900)[0]) for p in procs)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        res = []
+        for p in procs:
+            try:
+                out, err = p.communicate(timeout=900)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+                res.append({"outcome": "timed out after 900 s"})
+                continue
+            if p.returncode != 0:
+                # -XX:+ExitOnOutOfMemoryError: "Terminating due to
+                # java.lang.OutOfMemoryError: ..." on the JVM's stdout, exit 3
+                oom = "OutOfMemoryError" in out + err
+                res.append({"outcome": f"exit {p.returncode}" +
+                            (" (out of heap at -Xmx" + HEAP + ")" if oom else ""),
+                            "stderr_tail": (out + err)[-300:]})
+                continue
+            res.append(dict(last_json(out), outcome="held"))
+        w, em = res
+        v = {"messages": n, "partitions": parts, "heap_max": HEAP,
+             "run_s": round(time.time() - t0, 1),
+             "outcome": w["outcome"], "outcome_empty": em["outcome"]}
+        if w["outcome"] != "held" or em["outcome"] != "held":
+            v["stderr_tail"] = w.get("stderr_tail") or em.get("stderr_tail")
+            return v
         g = w["rss_kb"] - em["rss_kb"]
-        return {"messages": n, "partitions": 256, "rss_empty_kb": em["rss_kb"],
-                "heap_after_gc_kb": w.get("heap_after_gc_kb"),
-                "heap_after_gc_empty_kb": em.get("heap_after_gc_kb"),
-                "heap_max_kb": w.get("heap_max_kb"),
-                "rss_waiting_kb": w["rss_kb"], "rss_growth_kb": g,
-                "bytes_per_waiting_msg": g * 1024 / n, "paused": w["paused"],
-                "held": w.get("held"),  # false: not every retry partition paused in time
-                "load_max": max(w["load_max"], em["load_max"])}
+        nmt_w, nmt_e = w.get("nmt") or {}, em.get("nmt") or {}
+        v.update({"rss_empty_kb": em["rss_kb"], "rss_waiting_kb": w["rss_kb"],
+                  "rss_growth_kb": g, "bytes_per_waiting_msg": g * 1024 / n,
+                  "hwm_empty_kb": em.get("hwm_kb"), "hwm_waiting_kb": w.get("hwm_kb"),
+                  "heap_after_gc_kb": w.get("heap_after_gc_kb"),
+                  "heap_after_gc_empty_kb": em.get("heap_after_gc_kb"),
+                  "heap_committed_kb": w.get("heap_committed_kb"),
+                  "heap_max_kb": w.get("heap_max_kb"),
+                  "nmt_committed_kb": nmt_w.get("total_committed_kb"),
+                  "nmt_committed_empty_kb": nmt_e.get("total_committed_kb"),
+                  "nmt": nmt_w.get("committed_by_category") or nmt_w.get("error"),
+                  "nmt_empty": nmt_e.get("committed_by_category") or nmt_e.get("error"),
+                  "paused": w["paused"],
+                  # false: not every retry partition paused in time
+                  "held": w.get("held"),
+                  "load_max": max(w["load_max"], em["load_max"])})
+        return v
 
     def pc_parallel(self, ordering):
         t = self.name("par")
@@ -551,31 +635,49 @@ def run_side(h, sc, side, o):
     return v
 
 
-def tier_mem(h, runs, n):
-    """RSS with n waiting (1,000,000 by default), runs times a side, the
-    sides alternating: the medians, and each figure's range over the runs."""
+def tier_mem(h, runs, n, parts, sc="tier_mem"):
+    """Memory with n waiting in parts partitions, runs times a side, the
+    sides alternating: the medians of the runs that held, each figure's
+    range over them, and every run's outcome ("held", or how it failed:
+    out of heap, timed out)."""
     rows = {}
     for r in range(runs):
         for side in ("kretry", "spring")[::1 if r % 2 == 0 else -1]:
-            log(f"bench peers tier_mem run {r + 1}/{runs}: {side}")
+            log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
             fn = h.kretry_tier_mem if side == "kretry" else h.spring_tier_mem
-            measure_side(side, lambda: dict(fn(n), settings=settings(side, "tier_mem")), rows)
+            measure_side(side, lambda: dict(fn(n, parts),
+                                            settings=settings(side, "tier_mem")), rows)
+            v = rows.get(side, [{}])[-1]
+            if v.get("outcome", "held") != "held":
+                log(f"  {side} at {n:,} waiting, {parts} partitions: {v['outcome']}")
     out = {}
     for side, rs in rows.items():
-        keys = [k for k, v in rs[0].items() if isinstance(v, (int, float))]
-        out[side] = {k: med(rs, k) for k in keys}
-        out[side]["runs"] = len(rs)
-        out[side]["range"] = {k: [min(x[k] for x in rs), max(x[k] for x in rs)]
-                              for k in ("rss_empty_kb", "rss_waiting_kb",
-                                        "rss_growth_kb", "bytes_per_waiting_msg")}
+        held = [x for x in rs if x.get("outcome") == "held"]
+        out[side] = {"messages": n, "partitions": parts, "runs": len(rs),
+                     "runs_held": len(held),
+                     "outcomes": [x.get("outcome") for x in rs],
+                     "settings": rs[0].get("settings")}
+        if held:
+            keys = [k for k, v in held[0].items() if isinstance(v, (int, float))
+                    and not isinstance(v, bool)]
+            out[side].update({k: med(held, k) for k in keys})
+            out[side]["range"] = {k: [min(x[k] for x in held), max(x[k] for x in held)]
+                                  for k in keys if all(k in x for x in held)}
         out[side]["per_run"] = rs
     return out
 
 
+ROW_T0 = [time.time()]  # when the current row started
+
+
 def log_row(sc, out):
     """A row's medians on stderr as soon as it is done: a pass cut short
-    keeps what it finished (run_peers.py --table-from LOG)."""
-    log(f"bench peers row {sc}: " + json.dumps({"row": out, "load": os.getloadavg()[0]}))
+    keeps what it finished (run_peers.py --table-from LOG); with the row's
+    wall time ("row_s") and the time it ended (UTC), to size a pass."""
+    log(f"bench peers row {sc}: " + json.dumps({
+        "row": out, "load": os.getloadavg()[0],
+        "row_s": round(time.time() - ROW_T0[0], 1),
+        "ended": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}))
 
 
 def rows_from_log(path):
@@ -611,15 +713,19 @@ def main():
     o = {"kretry_n": 1500000, "spring_n": 5000,
          "happy_kretry_n": {0: 6000000, 1: 6000000, 5: 2500000},
          "fail_pcts": "0,1,5", "rate": 100, "delay_n": 1500,
-         "blocking_delay_n": 80, "mem_n": 1000000,
+         "blocking_delay_n": 80, "mem_n": "100000,1000000,5000000",
+         "mem_parts": "8,256",
          "paced_rate": 1000, "paced_n": 30000, "value_sizes": "1024,10240",
          # the transactional row's messages a run, by side, for windows of
-         # 10 s (600,000 / 1,500 / 20,000 on 2026-12-05 13:36: 4.7-6.3 s)
-         "txn_n": {"kretry": 1500000, "spring_txn": 3000, "pc_txn": 50000}}
+         # 10 s (600,000 / 1,500 / 20,000 on 2026-12-05 13:36: 4.7-6.3 s;
+         # 1,500,000 / 3,000 / 50,000 at 16:11: 12.1-18.8, 10.3-23.3 and
+         # 9.2-32.9 s, hence 3,600 and 70,000; at 22:25, load 3-4, 12.3, 12.1
+         # and 10.1 s, Parallel Consumer at 6,960 msgs/s, hence 85,000)
+         "txn_n": {"kretry": 1500000, "spring_txn": 3600, "pc_txn": 85000}}
     sizes = {"--kretry-messages": "kretry_n", "--spring-messages": "spring_n",
              "--delay-rate": "rate", "--delay-messages": "delay_n",
              "--blocking-delay-messages": "blocking_delay_n",
-             "--mem-messages": "mem_n", "--paced-rate": "paced_rate",
+             "--paced-rate": "paced_rate",
              "--paced-messages": "paced_n"}
     i = 1
     while i < len(a):
@@ -631,6 +737,10 @@ def main():
             fmt = a[i + 1]
         elif a[i] == "--fail-percents":
             o["fail_pcts"] = a[i + 1]
+        elif a[i] == "--mem-messages":  # tier_mem's waiting counts
+            o["mem_n"] = a[i + 1]
+        elif a[i] == "--mem-partitions":  # tier_mem's partition counts
+            o["mem_parts"] = a[i + 1]
         elif a[i] == "--value-sizes":
             o["value_sizes"] = a[i + 1]
         elif a[i] == "--size-messages":  # every side at every value size
@@ -662,9 +772,18 @@ def main():
     # a cold 5,000-message trial: 65,000-280,000 msgs/s at 0 %; Spring's
     # windows at 0 % were 5.5-9.9 s at 1,500,000 and 3,000,000 messages
     # when it ran 274,000 and 371,000 msgs/s, hence 4,000,000 and 5,000,000)
-    o["happy_peer_n"] = {"spring": {0: 4000000, 1: 200000, 5: 50000},
-                         "spring_blocking": {0: 5000000, 1: 300000, 5: 70000},
-                         "pc": {0: 300000, 1: 150000, 5: 150000}}
+    # (2026-12-05 16:11, load 4-43: windows of 9.8-33.3 s for Spring at 0 %
+    # (4,000,000), 10.4-20.0 s for its blocking retries (5,000,000), 9.8-11.7 s
+    # for them at 5 % (70,000), 10.8-11.9 s for Spring at 5 % (50,000), 6.7-8.8
+    # and 6.4-8.5 s for Parallel Consumer at 1 and 5 % (150,000 at 17,000-
+    # 23,000 msgs/s), 11.0-23.2 s for it at 0 % (300,000): each raised to a
+    # window of 12 s or more at the fastest rate seen; a one-run check at
+    # 22:18, load 2-7, gave 10.6-15.0 s, Spring at 0 % 465,000 msgs/s and
+    # Parallel Consumer at 1 and 5 % 28,200 and 26,600, hence 5,600,000,
+    # 350,000 and 330,000)
+    o["happy_peer_n"] = {"spring": {0: 5600000, 1: 200000, 5: 60000},
+                         "spring_blocking": {0: 6000000, 1: 350000, 5: 85000},
+                         "pc": {0: 400000, 1: 350000, 5: 330000}}
     if o.get("happy_peer_override"):
         for v in o["happy_peer_n"].values():
             for p in list(v) + [int(x) for x in o["fail_pcts"].split(",")]:
@@ -675,10 +794,26 @@ def main():
     # 907,000 and 235,000 msgs/s at 1 and 10 KB on windows under 0.3 s,
     # Spring 48,000-72,000 and 24,000-30,000, Parallel Consumer 16,700 at
     # 1 KB and out of heap at 10 KB at -Xmx256m)
-    o["size_n"] = {"kretry": {1024: 4000000, 10240: 1000000},
-                   "spring": {1024: 700000, 10240: 300000},
-                   "spring_blocking": {1024: 900000, 10240: 350000},
-                   "pc": {1024: 200000, 10240: 50000}}
+    # (2026-12-05 16:11, load 5-33: 1 KB: kretry 6.8-7.1 s at 4,000,000,
+    # 567,000-585,000 msgs/s; Spring 5.1-6.2 s at 700,000, 114,000-138,000;
+    # its blocking retries 4.5-4.7 s at 900,000, 193,000-199,000; Parallel
+    # Consumer 11.1-13.0 s at 200,000; 10 KB: kretry 12.5-15.6 s at
+    # 1,000,000, 64,000-80,000 msgs/s against raw librdkafka's 92,000;
+    # Spring 6.2-12.8 s at 300,000, up to 48,000; blocking 9.2-14.3 s at
+    # 350,000, up to 38,000; Parallel Consumer 5.3-7.1 s at 50,000, up to
+    # 9,400; on 2026-12-05 22:00, load 2-10, every side much faster: 1 KB:
+    # kretry 1,589,000 msgs/s, Spring 227,000 (340,000 at 2,800,000),
+    # blocking 386,000, Parallel Consumer 26,100; 10 KB: kretry 202,000,
+    # Spring 57,300, blocking 66,000 (71,400 at 800,000), Parallel Consumer
+    # 21,800 (26,600 at 270,000); at 22:38, load 2-5, the peers faster
+    # still: 1 KB Spring 394,000, blocking 454,000, Parallel Consumer
+    # 32,100; 10 KB 72,100 / 84,300 / 34,500 (windows 9.6-10.7 s): each
+    # peer sized to a window of 13 s at those rates, kretry to 11 s or more
+    # at its fastest; kretry's 1 KB input is 18 GB a run)
+    o["size_n"] = {"kretry": {1024: 18000000, 10240: 2400000},
+                   "spring": {1024: 5200000, 10240: 950000},
+                   "spring_blocking": {1024: 6000000, 10240: 1100000},
+                   "pc": {1024: 420000, 10240: 450000}}
     if o.get("size_override"):
         for side in o["size_n"]:
             o["size_n"][side] = {int(b): o["size_override"]
@@ -686,6 +821,10 @@ def main():
     if "happy" in only:  # one row a failure percent
         i = only.index("happy")
         only = only[:i] + [f"happy{p}" for p in o["fail_pcts"].split(",")] + only[i + 1:]
+    if "tier_mem" in only:  # one row a waiting count and partition count
+        i = only.index("tier_mem")
+        only = only[:i] + [f"tier_mem_{n}_p{p}" for p in o["mem_parts"].split(",")
+                           for n in o["mem_n"].split(",")] + only[i + 1:]
     if "size" in only:  # one row a value size
         i = only.index("size")
         only = only[:i] + [f"size{b}" for b in o["value_sizes"].split(",")] + only[i + 1:]
@@ -694,6 +833,7 @@ def main():
            "sizes": dict(o, spring_warmup=SPRING_WARMUP)}
     log("bench peers start: " + json.dumps(res))
     for sc in only:
+        ROW_T0[0] = time.time()
         if sc in ("kill", "txn_kill"):  # txn_kill: each transactional mode
             import kill_peers
             try:
@@ -713,10 +853,13 @@ def main():
             except Exception as ex:
                 log(f"  order failed: {ex}")
             continue
-        if sc == "tier_mem":
+        if sc.startswith("tier_mem_"):  # tier_mem_N_pP: N waiting, P partitions
+            n, parts = (int(x) for x in sc[len("tier_mem_"):].split("_p"))
             try:
-                res["tier_mem"] = tier_mem(h, runs, o["mem_n"])
-                log_row("tier_mem", res["tier_mem"])
+                res[sc] = tier_mem(h, runs, n, parts, sc)
+                log_row(sc, res[sc])
+            except Exception as ex:
+                log(f"  {sc} failed: {ex}")
             finally:
                 h.drop_tier_fill()
             continue
@@ -738,7 +881,7 @@ def main():
                 sides = [x for x in sides if x in only_sides.split(",")]
             for side in sides:
                 log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
-                measure_side(side, lambda: run_side(h, sc, side, o), rows)
+                measure_side(side, lambda: run_side(h, sc, side, o), rows, sc)
         out = {}
         for side, rs in rows.items():
             if sc == "parallel" and side in ("kretry", "pc"):
@@ -751,6 +894,7 @@ def main():
                     and not isinstance(v, bool)]
             out[side] = {k: med(rs, k) for k in keys}
             out[side]["runs"] = len(rs)
+            out[side]["windows_short"] = sum(1 for x in rs if x.get("window_short"))
             out[side]["settings"] = rs[0].get("settings")
             out[side]["range"] = {k: [min(x[k] for x in rs), max(x[k] for x in rs)]
                                   for k in keys if all(k in x for x in rs)}
@@ -816,7 +960,9 @@ def print_table(res):
                   f"{fmt_n(v.get('msgs_per_s')):>9}{rng(v, 'msgs_per_s')} msgs/s  "
                   f"{fmt_n(v.get('secs'), 1)}{rng(v, 'secs', 1)} s  "
                   f"{fmt_n(v.get('cpu_us_per_msg'), 1):>8}{rng(v, 'cpu_us_per_msg', 1)} us  "
-                  f"{fmt_n(v.get('peak_rss_kb')):>9} KB")
+                  f"{fmt_n(v.get('peak_rss_kb')):>9} KB" +
+                  (f"  [{v['windows_short']} of {v['runs']} windows under "
+                   f"{MIN_WINDOW_S:.0f} s]" if v.get("windows_short") else ""))
     p = res.get("parallel")
     if p:
         print("\nparallel shape (10,000 msgs, 1 partition, 1,000 keys, 0-5 ms, 16 threads): seconds")
@@ -827,17 +973,40 @@ def print_table(res):
                 print(f"  {side:13s} " + ", ".join(
                     f"{o} {x['secs']:.3f} s" for o, x in v.items()
                     if o != "settings"))
-    m = res.get("tier_mem")
-    if m:
-        print(f"\ntier_mem: RSS with {res['sizes']['mem_n']:,} messages waiting in a tier (KB; "
-              "bytes a waiting message: median, range)")
-        for side, v in m.items():
-            lo, hi = v["range"]["bytes_per_waiting_msg"]
-            print(f"  {side:13s} empty {fmt_n(v['rss_empty_kb'])}, waiting "
-                  f"{fmt_n(v['rss_waiting_kb'])}, growth {fmt_n(v['rss_growth_kb'])} "
-                  f"({fmt_n(v['bytes_per_waiting_msg'], 1)}, {lo:,.1f}-{hi:,.1f}; "
-                  f"{v['runs']} runs)" + (f", retry partitions paused {v['paused']} of 256"
-                                          if "paused" in v else ""))
+    mems = sorted((k for k in res if k.startswith("tier_mem_")),
+                  key=lambda k: tuple(int(x) for x in k[9:].split("_p"))[::-1])
+    if mems:
+        print("\ntier_mem: memory with messages waiting in a 1 h retry (KB: RSS "
+              "of the empty baseline and with the messages waiting (its peak, "
+              "VmHWM), growth, "
+              "bytes a waiting message; Spring also heap after a full GC and "
+              "NMT's committed total, waiting / baseline; medians of the runs "
+              "that held, outcome of the others)")
+    for sc in mems:
+        for side, v in res[sc].items():
+            head = (f"  {side:8s} {v['messages']:>9,} waiting, "
+                    f"{v['partitions']:>3} partitions: ")
+            bad = [x for x in v.get("outcomes", []) if x != "held"]
+            if not v.get("runs_held"):
+                print(head + "did not hold: " + "; ".join(bad))
+                continue
+            cap = ""
+            st = v.get("settings") or {}
+            if side == "kretry":
+                cap = f" (cap {st.get('tier_buffer_total_bytes', 0) >> 20} MiB)"
+            elif side == "spring":
+                cap = (f"; heap after GC {fmt_n(v.get('heap_after_gc_kb'))} / "
+                       f"{fmt_n(v.get('heap_after_gc_empty_kb'))}, NMT "
+                       f"{fmt_n(v.get('nmt_committed_kb'))} / "
+                       f"{fmt_n(v.get('nmt_committed_empty_kb'))} "
+                       f"(-Xmx{st.get('heap_max')})")
+            print(head + f"empty {fmt_n(v.get('rss_empty_kb'))}, waiting "
+                  f"{fmt_n(v.get('rss_waiting_kb'))}{rng(v, 'rss_waiting_kb')} "
+                  f"(peak {fmt_n(v.get('hwm_waiting_kb'))}), "
+                  f"growth {fmt_n(v.get('rss_growth_kb'))}, "
+                  f"{fmt_n(v.get('bytes_per_waiting_msg'), 1)} B/msg{cap}; "
+                  f"{v['runs_held']} of {v['runs']} runs held" +
+                  (" (" + "; ".join(bad) + ")" if bad else ""))
     od = res.get("order")
     if od:
         print("\nper-key order during retries (keys of 20 handled out of produce "
@@ -871,6 +1040,13 @@ def print_table(res):
                       f"offsets {u['offsets']}; committed {u['committed']}; "
                       f"handler calls {u['calls']}")
 
+    short = [f"{sc} {side} ({v['windows_short']} of {v['runs']})"
+             for sc, row in res.items() if isinstance(row, dict)
+             for side, v in row.items()
+             if isinstance(v, dict) and v.get("windows_short")]
+    if short:
+        print(f"\nWARNING: measured windows under {MIN_WINDOW_S:.0f} s (raise "
+              "these sides' messages): " + ", ".join(short))
 
 if __name__ == "__main__":
     sys.path.insert(0, HERE)

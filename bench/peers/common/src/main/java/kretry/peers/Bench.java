@@ -92,6 +92,46 @@ public final class Bench {
         }
     }
 
+    /**
+     * This JVM's native memory as Native Memory Tracking counts it (the JVM
+     * started with -XX:NativeMemoryTracking=summary): `jcmd PID
+     * VM.native_memory summary`, run beside this JVM's java, parsed into
+     * committed KB a category and in total ("total_committed_kb"). Without
+     * NMT (or jcmd) the object says why in "error".
+     */
+    public static Json nativeMemory() {
+        Json j = new Json();
+        try {
+            String self = ProcessHandle.current().info().command().orElse("java");
+            Path jcmd = Path.of(self).resolveSibling("jcmd");
+            Process p = new ProcessBuilder(Files.isExecutable(jcmd) ? jcmd.toString() : "jcmd",
+                    Long.toString(ProcessHandle.current().pid()), "VM.native_memory", "summary")
+                    .redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            p.waitFor();
+            var total = java.util.regex.Pattern.compile("^Total: reserved=(\\d+)KB, committed=(\\d+)KB");
+            var cat = java.util.regex.Pattern.compile("^-\\s+(.+?) \\(reserved=(\\d+)KB, committed=(\\d+)KB\\)");
+            Json cats = new Json();
+            for (String l : out.split("\n")) {
+                var m = total.matcher(l.trim());
+                if (m.find()) {
+                    j.put("total_reserved_kb", Long.parseLong(m.group(1)));
+                    j.put("total_committed_kb", Long.parseLong(m.group(2)));
+                }
+                m = cat.matcher(l.trim());
+                if (m.find())
+                    cats.put(m.group(1).trim().toLowerCase().replace(' ', '_') + "_kb", Long.parseLong(m.group(3)));
+            }
+            if (!j.f.containsKey("total_committed_kb"))
+                j.put("error", out.strip().lines().findFirst().orElse("no output from jcmd"));
+            else
+                j.put("committed_by_category", cats);
+        } catch (Exception e) {
+            j.put("error", e.toString());
+        }
+        return j;
+    }
+
     /** Sorted copy's p-th percentile (nearest rank, as kretry_bench). */
     public static double percentile(long[] sorted, double p) {
         if (sorted.length == 0)
@@ -147,6 +187,8 @@ public final class Bench {
                 Object v = e.getValue();
                 if (v == null)
                     b.append("null");
+                else if (v instanceof Json j)
+                    b.append(j);
                 else if (v instanceof Number || v instanceof Boolean)
                     b.append(v instanceof Double d ? String.format("%.3f", d) : v.toString());
                 else

@@ -422,13 +422,15 @@ public final class SpringSide {
         }
         long[] rss = Bench.rssKb();
         // the heap in use after a full collection, beside the RSS (the JVM
-        // keeps the heap it grew to, up to -Xmx)
+        // keeps the heap it grew to, up to -Xmx), and the JVM's native
+        // memory by Native Memory Tracking's categories (Java Heap among
+        // them: committed, not used)
         System.gc();
-        Runtime rt = Runtime.getRuntime();
-        long heapKb = (rt.totalMemory() - rt.freeMemory()) / 1024;
+        var heap = java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
         new Bench.Json().put("peer", "spring").put("scenario", "tier_mem").put("paused", paused.size())
-                .put("heap_after_gc_kb", heapKb).put("heap_max_kb", rt.maxMemory() / 1024)
+                .put("heap_after_gc_kb", heap.getUsed() / 1024).put("heap_committed_kb", heap.getCommitted() / 1024)
+                .put("heap_max_kb", heap.getMax() / 1024)
                 .put("held", held).put("settled", settled).put("rss_kb", rss[0]).put("hwm_kb", rss[1])
-                .put("load_max", Bench.loadavg()).print();
+                .put("nmt", Bench.nativeMemory()).put("load_max", Bench.loadavg()).print();
     }
 }
