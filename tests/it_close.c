@@ -75,13 +75,13 @@ static struct {
         int revoked_open; /* a revocation served before the close */
 } hk = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
-static void hk_reset(void) {
+static void hk_reset(int mode) {
         pthread_mutex_lock(&hk.lock);
         hk.consumer = NULL;
         hk.close_at = 0;
         hk.queued = hk.revoking = hk.kicked = hk.leave_answered = 0;
         hk.held = hk.release = hk.stalled = hk.handled = 0;
-        hk.mode                                        = HOLD_COMMIT;
+        hk.mode                                        = mode;
         hk.call_held = hk.group_held = hk.dropped = hk.revoked_open = 0;
         pthread_mutex_unlock(&hk.lock);
 }
@@ -217,6 +217,40 @@ static int hk_until(const int *flag, int ms) {
         return *flag;
 }
 
+/* HOLD_CALL and the assignment's test: how the close went, and that the
+ * case was made (the group left without the @p call call). */
+static void held_report(const char *assignor, const char *call, int64_t took) {
+        pthread_mutex_lock(&hk.lock);
+        int call_held = hk.call_held, group_held = hk.group_held;
+        int dropped = hk.dropped;
+        pthread_mutex_unlock(&hk.lock);
+        fprintf(stderr,
+                "\n    %s: close %lld ms, %s call held until the "
+                "LeaveGroup's answer: %s, group thread held there: %s, the "
+                "call dropped by librdkafka: %s\n",
+                assignor, (long long)took, call, call_held ? "yes" : "no",
+                group_held ? "yes" : "no", dropped ? "yes" : "no");
+        KT_ASSERT(call_held && group_held);
+}
+
+/* An adapter of @p assignor's, committing every @p commit_ms, with
+ * @p handler and the hook's log callback (librdkafka's group and protocol
+ * debug lines). */
+static kretry_adapter_t *close_adapter(it_env_t *env,
+                                       const char *assignor,
+                                       const char *commit_ms,
+                                       kretry_handler_t *handler) {
+        kretry_conf_t *conf = it_conf(
+                env, "consumer.partition.assignment.strategy", assignor,
+                "consumer.auto.commit.interval.ms", commit_ms,
+                "consumer.heartbeat.interval.ms", "100", "revoke.timeout.ms",
+                "5000", "consumer.debug", "cgrp,protocol", NULL);
+        kretry_conf_set_handler(conf, handler, NULL);
+        kretry_conf_set_route_cb(conf, NULL);
+        kretry_conf_set_log_cb(conf, close_log, NULL);
+        return it_adapter(conf);
+}
+
 /* The test's body, in the child: one partition of CLOSE_N messages; the
  * last one's handler call is running, the group's rebalance event waits
  * unserved (a Heartbeat answered REBALANCE_IN_PROGRESS), and the adapter
@@ -231,19 +265,9 @@ static void close_with_event_queued(const char *assignor, int mode) {
                 snprintf(v, sizeof(v), "m-%d", i);
                 it_produce(env, 0, "k", v, NULL);
         }
-        hk_reset();
-        pthread_mutex_lock(&hk.lock);
-        hk.mode = mode;
-        pthread_mutex_unlock(&hk.lock);
-        kretry_conf_t *conf = it_conf(
-                env, "consumer.partition.assignment.strategy", assignor,
-                "consumer.auto.commit.interval.ms", "600000",
-                "consumer.heartbeat.interval.ms", "100", "revoke.timeout.ms",
-                "5000", "consumer.debug", "cgrp,protocol", NULL);
-        kretry_conf_set_handler(conf, close_handler, NULL);
-        kretry_conf_set_route_cb(conf, NULL);
-        kretry_conf_set_log_cb(conf, close_log, NULL);
-        kretry_adapter_t *a = it_adapter(conf);
+        hk_reset(mode);
+        kretry_adapter_t *a =
+                close_adapter(env, assignor, "600000", close_handler);
         pthread_mutex_lock(&hk.lock);
         hk.consumer = a->consumer;
         pthread_mutex_unlock(&hk.lock);
@@ -277,7 +301,6 @@ static void close_with_event_queued(const char *assignor, int mode) {
         int64_t took = kt_now_ms() - hk.close_at;
         pthread_mutex_lock(&hk.lock);
         int handled = hk.handled, stalled = hk.stalled;
-        int call_held = hk.call_held, group_held = hk.group_held;
         pthread_mutex_unlock(&hk.lock);
         if (mode == HOLD_COMMIT)
                 fprintf(stderr,
@@ -289,19 +312,8 @@ static void close_with_event_queued(const char *assignor, int mode) {
         KT_ASSERT_INT_EQ(kt_committed(env->c, env->group, env->source, 0),
                          CLOSE_N);
         kretry_adapter_destroy(a);
-        if (mode == HOLD_CALL) {
-                pthread_mutex_lock(&hk.lock);
-                int dropped = hk.dropped;
-                pthread_mutex_unlock(&hk.lock);
-                fprintf(stderr,
-                        "\n    %s: close %lld ms, unassign call held until "
-                        "the LeaveGroup's answer: %s, group thread held "
-                        "there: %s, the call dropped by librdkafka: %s\n",
-                        assignor, (long long)took, call_held ? "yes" : "no",
-                        group_held ? "yes" : "no", dropped ? "yes" : "no");
-                /* The case is made: the group left without the call. */
-                KT_ASSERT(call_held && group_held);
-        }
+        if (mode == HOLD_CALL)
+                held_report(assignor, "unassign", took);
         it_env_destroy(env);
 }
 
@@ -327,18 +339,8 @@ static void close_with_assignment_queued(const char *assignor) {
         KT_REQUIRE((mock = kt_cluster_mock(env->c)) != NULL);
         for (int i = 0; i < CLOSE_N; i++)
                 it_produce(env, 0, "k", "v", NULL);
-        hk_reset();
-        pthread_mutex_lock(&hk.lock);
-        hk.mode = HOLD_CALL;
-        pthread_mutex_unlock(&hk.lock);
-        kretry_conf_t *conf = it_conf(
-                env, "consumer.partition.assignment.strategy", assignor,
-                "consumer.heartbeat.interval.ms", "100", "revoke.timeout.ms",
-                "5000", "consumer.debug", "cgrp,protocol", NULL);
-        kretry_conf_set_handler(conf, ok_handler, NULL);
-        kretry_conf_set_route_cb(conf, NULL);
-        kretry_conf_set_log_cb(conf, close_log, NULL);
-        kretry_adapter_t *a = it_adapter(conf);
+        hk_reset(HOLD_CALL);
+        kretry_adapter_t *a = close_adapter(env, assignor, "100", ok_handler);
         int64_t deadline    = kt_now_ms() + 60000;
         int step            = 0; /* 0: handling, 1: rebalancing, 2: done */
         while (step < 2 && kt_now_ms() < deadline) {
@@ -367,17 +369,7 @@ static void close_with_assignment_queued(const char *assignor) {
         KT_ASSERT_INT_EQ(kretry_adapter_close(a), KRETRY_ERR_OK);
         int64_t took = kt_now_ms() - hk.close_at;
         kretry_adapter_destroy(a);
-        pthread_mutex_lock(&hk.lock);
-        int call_held = hk.call_held, group_held = hk.group_held;
-        int dropped = hk.dropped;
-        pthread_mutex_unlock(&hk.lock);
-        fprintf(stderr,
-                "\n    %s: close %lld ms, assign call held until the "
-                "LeaveGroup's answer: %s, group thread held there: %s, the "
-                "call dropped by librdkafka: %s\n",
-                assignor, (long long)took, call_held ? "yes" : "no",
-                group_held ? "yes" : "no", dropped ? "yes" : "no");
-        KT_ASSERT(call_held && group_held);
+        held_report(assignor, "assign", took);
         it_env_destroy(env);
 }
 
