@@ -110,8 +110,10 @@ struct kretry_adapter_s {
         int commit_sync_done;
         rd_kafka_resp_err_t commit_sync_err;
         int commit_dirty; /* an offset stored since the last one */
-        /* A partition's decided_dirty was set (part.h): the next periodic
-         * commit is kretry's own list (commit.c commit_explicit). */
+        /* An outcome was decided above a partition's lowest undecided
+         * offset since the last periodic commit: the next one is kretry's
+         * own list (commit.c commit_explicit), since librdkafka leaves out
+         * of its commits a stored offset it committed already. */
         int decided_dirty;
         int64_t commit_at;      /* kretry_mono_ms: the next may go */
         int commit_interval_ms; /* auto.commit.interval.ms */

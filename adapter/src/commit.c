@@ -9,8 +9,8 @@
  * the retried older one could land last and take the committed offset
  * back (librdkafka's own auto-commit sends one per interval whatever is
  * in flight, so kretry does not use it). librdkafka commits a stored
- * offset once: the offsets decided above a partition's stored one since
- * it was stored make that period's commit a list of kretry's own
+ * offset once: offsets decided above a partition's lowest undecided one
+ * since the last periodic commit make the next one a list of kretry's own
  * (commit_explicit). Revocation and close commit
  * synchronously (drain.c), each commit with the offsets decided above its
  * offset as its metadata (kretry_commit_add, offsets.h). Under
@@ -48,17 +48,6 @@ void kretry_commit_result(kretry_adapter_t *a,
         }
 }
 
-/* The partitions of @p l still assigned: their decided offsets go with
- * the next period's commit again. */
-static void decided_again(kretry_adapter_t *a,
-                          const rd_kafka_topic_partition_list_t *l) {
-        for (int i = 0; l && i < l->cnt; i++) {
-                kretry_part_t *part = kretry_part_of(a, &l->elems[i]);
-                if (part && part->assigned)
-                        a->decided_dirty = part->decided_dirty = 1;
-        }
-}
-
 /* The answer @p ev to a commit in flight. */
 static void commit_answered(kretry_adapter_t *a, rd_kafka_event_t *ev) {
         if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT) {
@@ -77,8 +66,7 @@ static void commit_answered(kretry_adapter_t *a, rd_kafka_event_t *ev) {
                 int again = err && err != RD_KAFKA_RESP_ERR__NO_OFFSET &&
                             err != RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST;
                 if (again && opaque == &a->decided_dirty)
-                        decided_again(a,
-                                      rd_kafka_event_topic_partition_list(ev));
+                        a->decided_dirty = 1;
                 if (again)
                         a->commit_dirty = 1;
         }
@@ -102,37 +90,35 @@ void kretry_commit_settle(kretry_adapter_t *a, int64_t deadline) {
 }
 
 /* The periodic commit as a list of kretry's own, when offsets were decided
- * above a partition's stored offset since it was stored (part.h
- * decided_dirty): librdkafka's commit of the stored offsets leaves out one
- * it committed already, so while a partition's lowest undecided message
- * waits (its copy not yet acknowledged, a long handler call) the outcomes
- * decided above it would reach no commit, and a SIGKILL would repeat them
- * all. Every partition of the assignment at its committable offset, with
- * the offsets decided above it as metadata (one whose copy was refused as
- * too large at its stored offset alone, as part.c stores it). 1 when a
- * commit was sent. */
+ * above a partition's lowest undecided one since the last periodic commit
+ * (decided_dirty): librdkafka's commit of the stored offsets leaves out
+ * one it committed already, so while a partition's lowest undecided
+ * message waits (its copy not yet acknowledged, a long handler call) the
+ * outcomes decided above it would reach no commit, and a SIGKILL would
+ * repeat them all. Every partition of the assignment at its committable
+ * offset, with the offsets decided above it as metadata (one whose copy
+ * was refused as too large at its stored offset alone, as part.c stores
+ * it). 1 when a commit was sent. */
 static int commit_explicit(kretry_adapter_t *a) {
         rd_kafka_topic_partition_list_t *l = NULL;
+        int oom                            = 0;
         a->decided_dirty                   = 0;
-        int lost = rd_kafka_assignment_lost(a->consumer), oom = 0;
+        if (rd_kafka_assignment_lost(a->consumer))
+                return 0;
         for (int t = 0; t < a->topic_cnt; t++)
                 for (int p = 0; p < a->part_cap[t]; p++) {
                         kretry_part_t *part = a->parts[t][p];
-                        if (!part)
-                                continue;
-                        part->decided_dirty = 0;
-                        if (!part->assigned || lost)
+                        if (!part || !part->assigned)
                                 continue;
                         if (!part->copies_stuck) {
                                 oom |= kretry_commit_add(a, &l, part, 0) < 0;
                                 continue;
                         }
-                        if (part->stored >= 0 && !l)
-                                l = rd_kafka_topic_partition_list_new(8);
-                        if (part->stored >= 0 && l)
-                                rd_kafka_topic_partition_list_add(
-                                        l, a->topics[t], p)
-                                        ->offset = part->stored;
+                        if (part->stored < 0 ||
+                            (!l && !(l = rd_kafka_topic_partition_list_new(8))))
+                                continue;
+                        rd_kafka_topic_partition_list_add(l, a->topics[t], p)
+                                ->offset = part->stored;
                 }
         if (!l)
                 return 0;
@@ -144,7 +130,7 @@ static int commit_explicit(kretry_adapter_t *a) {
                  * stored ones go with librdkafka's commit next. */
                 a->commit_dirty = oom;
         } else { /* refused at once: the next period again */
-                decided_again(a, l);
+                a->decided_dirty = 1;
         }
         rd_kafka_topic_partition_list_destroy(l);
         return sent;

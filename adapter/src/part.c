@@ -98,18 +98,14 @@ static rd_kafka_resp_err_t
 store_offset(kretry_adapter_t *a, kretry_part_t *part, int64_t off) {
         rd_kafka_topic_partition_list_t *l = NULL;
         rd_kafka_resp_err_t err;
-        int md = part->copies_stuck ? 0 : kretry_commit_add(a, &l, part, 1);
-        int with_md = md > 0 && l->elems[0].offset == off;
-        if (with_md) {
+        if (!part->copies_stuck && kretry_commit_add(a, &l, part, 1) > 0 &&
+            l->elems[0].offset == off) {
                 err = rd_kafka_offsets_store(a->consumer, l);
                 if (!err)
                         err = l->elems[0].err;
         } else
                 err = rd_kafka_offset_store(a->rkts[part->tier],
                                             part->partition, off - 1);
-        /* Stored with every offset decided above it (or none was). */
-        if (!err && !part->copies_stuck && (with_md || md == 0))
-                part->decided_dirty = 0;
         if (l)
                 rd_kafka_topic_partition_list_destroy(l);
         return err;

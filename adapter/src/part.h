@@ -36,11 +36,6 @@ typedef struct kretry_part_s {
         int copies, copies_stuck;
         kretry_offsets_t offsets;
         int64_t stored; /* last offset stored for commit, -1 none */
-        /* An outcome above the stored offset was decided since that offset
-         * was stored with its metadata: the next periodic commit carries
-         * the offsets decided above it (commit.c), since librdkafka leaves
-         * out of its commits a stored offset it committed already. */
-        int decided_dirty;
         /* Offsets above the committed one that the previous owner decided
          * (its commit's metadata, offsets.h; read by the restore): consumed
          * again, they are acknowledged unhandled (route.c admit). */

@@ -60,10 +60,9 @@ void kretry_complete(kretry_adapter_t *a, kretry_part_t *part, int64_t offset) {
                         kretry_txn_note(a, part);
                 return;
         }
-        if (rc == 0) { /* decided above a message still undecided */
-                part->decided_dirty = 1;
-                a->decided_dirty    = 1;
-        }
+        if (rc == 0) /* decided above a message still undecided: the
+                      * next periodic commit carries it (commit.c) */
+                a->decided_dirty = 1;
         if (rc != 1)
                 return;
         if (!a->store_defer)
