@@ -23,9 +23,9 @@ medians: a table, or one JSON object with --output json.
 
 --runs: runs a side of every scenario (5); medians and ranges, and in the
 JSON every run; each row's medians are also logged (stderr, "bench peers
-row") as soon as the row is done. --only: some of paced,size,happy,
-retry_hop,dead_letter,delay,order,kill,parallel,tier_mem (all of them, in
-that order, by default; happy: the happy path at --fail-percents, 0,1,5,
+row") as soon as the row is done. --only: some of tier_mem,paced,txn,
+txn_kill,size,happy,retry_hop,dead_letter,delay,order,kill,parallel (all of
+them, in that order, by default; happy: the happy path at --fail-percents, 0,1,5,
 one row each, happy0, happy1, happy5; paced: the happy path's CPU at a
 fixed rate, --paced-messages (30,000) produced at --paced-rate (1,000 a
 second) once the side is assigned, every side; size: the happy path at 0 %
@@ -58,7 +58,9 @@ blocking retry a second a partition, 10 s at 8 partitions);
 (100000,1000000,5000000; the same on both sides), and --mem-partitions, the
 partition counts (8,256): one row each pair, tier_mem_N_pP; the Spring JVMs
 at -Xmx256m with Native Memory Tracking, a run that runs out of heap or
-times out recorded as its outcome. A throughput or lateness run whose
+times out recorded as its outcome; Spring twice, at the Java client's
+max.partition.fetch.bytes (1 MiB, "spring") and at 64 KiB
+("spring_fetch64k": 256 paused partitions' fetched copies within the heap). A throughput or lateness run whose
 window is under 10 s is flagged (MIN_WINDOW_S: a WARNING line, and
 "window_short" in its JSON line).
 KRETRY_PEERS_SIDES=a,b: only those sides in the throughput and lateness
@@ -90,8 +92,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the rows added last first (a pass cut short keeps them), then the rest
-SCENARIOS = ["paced", "txn", "txn_kill", "size", "happy", "retry_hop",
-             "dead_letter", "delay", "order", "kill", "parallel", "tier_mem"]
+SCENARIOS = ["tier_mem", "paced", "txn", "txn_kill", "size", "happy",
+             "retry_hop", "dead_letter", "delay", "order", "kill", "parallel"]
 
 
 def log(*a):
@@ -150,6 +152,10 @@ PARTITIONS = 8
 
 
 THROUGHPUT = ("retry_hop", "dead_letter", "happy")
+# tier_mem's second Spring side: max.partition.fetch.bytes at 64 KiB, so
+# that 256 paused partitions' fetched copies (1 MiB each at the Java
+# client's default) fit its -Xmx256m
+FETCH64K = 65536
 SPRING_WARMUP = 1000  # --spring-warmup
 
 
@@ -198,6 +204,10 @@ def settings(side, sc):
                 "warmup": f"{SPRING_WARMUP} messages discarded, same JVM"
                           if tp else False,
                 "retry_delay_ms": {"delay": 1000, "kill": 30}.get(sc, 0)}
+    if side == "spring_fetch64k":
+        return dict(settings("spring", sc), max_partition_fetch_bytes=FETCH64K,
+                    config="RetryTopicConfiguration, max.partition.fetch.bytes "
+                    f"{FETCH64K}, Spring defaults otherwise")
     if side == "spring":
         return {"config": "RetryTopicConfiguration, Spring defaults",
                 "warmup": f"{SPRING_WARMUP} messages discarded, same JVM"
@@ -484,7 +494,7 @@ class Harness:
             self.topics("delete", 0, self.mem_topics[2])
             self.mem_topics = None
 
-    def spring_tier_mem(self, n, parts):
+    def spring_tier_mem(self, n, parts, fetch=None):
         """One JVM on the waiting copies and one on the empty topics, at the
         same time, each in a fresh group, both at -Xmx HEAP with Native
         Memory Tracking: RSS, heap after a full GC and NMT's committed
@@ -497,6 +507,8 @@ class Harness:
         for topic, paused in ((t, parts), (e, 0)):
             props = dict(bootstrap=self.boot, topic=topic, group=self.name("mem-g"),
                          delay_ms=3600000, paused=paused)
+            if fetch:
+                props["max_partition_fetch_bytes"] = fetch
             procs.append(subprocess.Popen(
                 ["java"] + JVM + NMT + ["-cp", cp("spring")] +
                 [f"-Dbench.{k}={v}" for k, v in props.items()] +
@@ -642,9 +654,10 @@ def tier_mem(h, runs, n, parts, sc="tier_mem"):
     out of heap, timed out)."""
     rows = {}
     for r in range(runs):
-        for side in ("kretry", "spring")[::1 if r % 2 == 0 else -1]:
+        for side in ("kretry", "spring", "spring_fetch64k")[::1 if r % 2 == 0 else -1]:
             log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
-            fn = h.kretry_tier_mem if side == "kretry" else h.spring_tier_mem
+            fn = {"kretry": h.kretry_tier_mem, "spring": h.spring_tier_mem,
+                  "spring_fetch64k": lambda n, p: h.spring_tier_mem(n, p, FETCH64K)}[side]
             measure_side(side, lambda: dict(fn(n, parts),
                                             settings=settings(side, "tier_mem")), rows)
             v = rows.get(side, [{}])[-1]
@@ -984,7 +997,7 @@ def print_table(res):
               "that held, outcome of the others)")
     for sc in mems:
         for side, v in res[sc].items():
-            head = (f"  {side:8s} {v['messages']:>9,} waiting, "
+            head = (f"  {side:15s} {v['messages']:>9,} waiting, "
                     f"{v['partitions']:>3} partitions: ")
             bad = [x for x in v.get("outcomes", []) if x != "held"]
             if not v.get("runs_held"):
@@ -994,7 +1007,7 @@ def print_table(res):
             st = v.get("settings") or {}
             if side == "kretry":
                 cap = f" (cap {st.get('tier_buffer_total_bytes', 0) >> 20} MiB)"
-            elif side == "spring":
+            elif side.startswith("spring"):
                 cap = (f"; heap after GC {fmt_n(v.get('heap_after_gc_kb'))} / "
                        f"{fmt_n(v.get('heap_after_gc_empty_kb'))}, NMT "
                        f"{fmt_n(v.get('nmt_committed_kb'))} / "

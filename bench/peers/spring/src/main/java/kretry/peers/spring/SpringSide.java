@@ -244,6 +244,10 @@ public final class SpringSide {
             p.put("value.deserializer", ByteArrayDeserializer.class);
             p.put("auto.offset.reset", "earliest");
             p.put("fetch.max.wait.ms", 10);
+            // tier_mem's second Spring side: fetches sized to the heap
+            String mpfb = System.getProperty("bench.max_partition_fetch_bytes");
+            if (mpfb != null)
+                p.put("max.partition.fetch.bytes", Integer.parseInt(mpfb));
             if (scenario.equals("kill")) { // it_worker's session settings
                 p.put("session.timeout.ms", 3000);
                 p.put("heartbeat.interval.ms", 300);
