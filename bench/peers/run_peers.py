@@ -48,8 +48,9 @@ happy path too); --happy-kretry-messages, kretry's happy path at every
 percent (6,000,000 at 0 and 1 %, 2,500,000 at 5 %); --happy-peer-messages,
 every peer's at every percent (by default sized per side and percent, in
 main()); --delay-rate and --delay-messages, the
-lateness input of kretry and of Spring's non-blocking retries, the same
-rate for both so that their retries arrive at the same rate (100/s, 1,500:
+lateness input of kretry, of Spring's non-blocking retries and of Parallel
+Consumer's retries in place (1 s retry delay), the same rate for all so
+that their retries arrive at the same rate (100/s, 1,500:
 15 s; Spring's non-blocking retries fell behind at 200/s on a loaded
 2-core machine); --blocking-delay-messages, the same input for Spring's
 blocking retries, whose 1 s back-off holds its partition (80: at most one
@@ -217,6 +218,11 @@ def settings(side, sc):
                 **({"jvm_flags": JVM + NMT} if sc == "tier_mem" else {}),
                 "retry_delay_ms": {"delay": 1000, "kill": 30,
                                    "tier_mem": 3600000}.get(sc, 0)}
+    if sc == "delay":
+        return {"config": "pc: ordering KEY, maxConcurrency 16 (its defaults), "
+                "PERIODIC_CONSUMER_ASYNCHRONOUS, retried in place",
+                "heap_max": HEAP, "commit_interval_ms": 100,
+                "retry_delay_ms": 1000, "warmup": False}
     if sc == "happy":
         return {"config": "pc: ordering KEY, maxConcurrency 16 (its defaults), "
                 "PERIODIC_CONSUMER_ASYNCHRONOUS", "heap_max": HEAP,
@@ -411,6 +417,21 @@ class Harness:
                          "--messages", str(n), "--rate", str(rate)])["delay"]
         d["rate"] = rate
         return d
+
+    def pc_delay(self, n, rate):
+        """Parallel Consumer's retries in place through its 1 s retry delay:
+        n messages produced at rate once it is assigned, each failing its
+        first attempt; lateness from its own due time and the input's."""
+        t = self.name("delay")
+        self.topics("create", PARTITIONS, [t])
+        try:
+            props = dict(bootstrap=self.boot, topic=t, group=t + "-g",
+                         messages=n, retry_delay_ms=1000, commit_interval_ms=100)
+            v = self.java_paced("pc", "kretry.peers.pc.PcDelay", props, t, n, rate)
+            v["rate"] = rate
+            return v
+        finally:
+            self.topics("delete", 0, [t])
 
     def kretry_parallel(self):
         # --quick at 10,000 messages: the three orderings at 16 handlers only
@@ -631,6 +652,8 @@ def run_side(h, sc, side, o):
         v = {"delay": lambda: h.kretry_delay(o["delay_n"], o["rate"]),
              "parallel": h.kretry_parallel}.get(
             sc, lambda: h.kretry_throughput(sc, o["kretry_n"]))()
+    elif side == "pc" and sc == "delay":
+        v = h.pc_delay(o["delay_n"], o["rate"])
     elif side == "pc":
         v = {o.lower(): h.pc_parallel(o)
              for o in ("UNORDERED", "KEY", "PARTITION")}
@@ -879,7 +902,7 @@ def main():
         rows = {}
         for r in range(runs):
             sides = ["kretry", "spring", "spring_blocking"]
-            if sc.startswith(("happy", "size")) or sc == "paced":
+            if sc.startswith(("happy", "size")) or sc in ("paced", "delay"):
                 sides.append("pc")
             if sc == "parallel":
                 sides = ["kretry", "pc", "spring"]

@@ -9,6 +9,7 @@ import java.io.FileOutputStream;
 import java.util.Collection;
 import java.util.List;
 import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -50,6 +51,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * retried in place after the retry delay; -Dbench.warmup messages done
  * before the window opens (a discarded warm-up in the same JVM). Once
  * partitions are assigned it says "pc: ready" on stderr.
+ * delay: every message fails its first attempt and is retried in place after
+ * the retry delay; the retry's lateness is its handling time - (the failure
+ * time + the retry delay), Parallel Consumer's own due time, and how far
+ * behind the input's due time (record timestamp + the retry delay) it is.
  */
 public final class PcSide {
     static final class Transient extends RuntimeException {
@@ -178,6 +183,44 @@ public final class PcSide {
                     w.open();
                 return List.of(new ProducerRecord<>(topic + "-dlt", ctx.getSingleConsumerRecord().key(), ctx.value()));
             }, res -> complete.run());
+        } else if (sc.equals("delay")) {
+            long delayUs = retryDelay.toMillis() * 1000;
+            long[] lateUs = new long[(int) n], behindUs = new long[(int) n];
+            var failedAt = new ConcurrentHashMap<String, Long>();
+            pc.poll(ctx -> {
+                w.open();
+                var rec = ctx.getSingleConsumerRecord();
+                String id = rec.partition() + "@" + rec.offset();
+                long now = Bench.nowUs();
+                if (ctx.getSingleRecord().getNumberOfFailedAttempts() == 0) {
+                    failedAt.putIfAbsent(id, now);
+                    throw new Transient("retry me");
+                }
+                int i = completed.getAndIncrement();
+                if (i < n) {
+                    lateUs[i] = now - (failedAt.get(id) + delayUs);
+                    behindUs[i] = now - (rec.timestamp() * 1000 + delayUs);
+                }
+                if (i + 1 == n) {
+                    w.close();
+                    done.countDown();
+                }
+            });
+            boolean ok = done.await(Bench.longProp("timeout_s", 600), TimeUnit.SECONDS);
+            int c = (int) Math.min(completed.get(), n);
+            Bench.Json j = Bench.lateness("parallel-consumer", lateUs, c);
+            long[] s = java.util.Arrays.copyOf(behindUs, c);
+            java.util.Arrays.sort(s);
+            j.put("secs", w.secs()).put("behind_input_p50_ms", Bench.percentile(s, 50) / 1000.0)
+                    .put("behind_input_p99_ms", Bench.percentile(s, 99) / 1000.0)
+                    .put("ordering", Bench.prop("ordering", "KEY")).put("concurrency", conc)
+                    .put("commit_interval_ms", commitInterval.toMillis())
+                    .put("retry_delay_ms", retryDelay.toMillis());
+            if (!ok)
+                j.put("error", c + " of " + n + " done (timed out)");
+            j.print();
+            pc.close();
+            System.exit(ok ? 0 : 1);
         } else if (sc.equals("happy")) {
             pc.poll(ctx -> {
                 if (warmup == 0)
