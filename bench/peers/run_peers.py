@@ -223,6 +223,14 @@ def settings(side, sc):
                 "PERIODIC_CONSUMER_ASYNCHRONOUS, retried in place",
                 "heap_max": HEAP, "commit_interval_ms": 100,
                 "retry_delay_ms": 1000, "warmup": False}
+    if sc in ("retry_hop", "dead_letter"):
+        return {"config": "pc: ordering KEY, maxConcurrency 16 (its defaults), "
+                "PERIODIC_CONSUMER_ASYNCHRONOUS, " +
+                ("every message failing once, retried in place"
+                 if sc == "retry_hop" else "its handler writing every "
+                 "message's copy to SOURCE-dlt by pollAndProduceMany"),
+                "heap_max": HEAP, "commit_interval_ms": 100, "retry_delay_ms": 0,
+                "warmup": f"{SPRING_WARMUP} messages discarded, same JVM"}
     if sc == "happy":
         return {"config": "pc: ordering KEY, maxConcurrency 16 (its defaults), "
                 "PERIODIC_CONSUMER_ASYNCHRONOUS", "heap_max": HEAP,
@@ -652,6 +660,10 @@ def run_side(h, sc, side, o):
         v = {"delay": lambda: h.kretry_delay(o["delay_n"], o["rate"]),
              "parallel": h.kretry_parallel}.get(
             sc, lambda: h.kretry_throughput(sc, o["kretry_n"]))()
+    elif side == "pc" and sc == "retry_hop":  # every message fails once
+        v = h.peer_happy("pc", 100, o["pc_n"]["retry_hop"])
+    elif side == "pc" and sc == "dead_letter":  # its handler's copies
+        v = h.pc_dead_letter(o["pc_n"]["dead_letter"], txn=False)
     elif side == "pc" and sc == "delay":
         v = h.pc_delay(o["delay_n"], o["rate"])
     elif side == "pc":
@@ -757,7 +769,13 @@ def main():
          # 1,500,000 / 3,000 / 50,000 at 16:11: 12.1-18.8, 10.3-23.3 and
          # 9.2-32.9 s, hence 3,600 and 70,000; at 22:25, load 3-4, 12.3, 12.1
          # and 10.1 s, Parallel Consumer at 6,960 msgs/s, hence 85,000)
-         "txn_n": {"kretry": 1500000, "spring_txn": 3600, "pc_txn": 85000}}
+         "txn_n": {"kretry": 1500000, "spring_txn": 3600, "pc_txn": 85000},
+         # Parallel Consumer's retry hop (every message failing once,
+         # retried in place) and dead-lettering (its handler writing the
+         # copies), since 2026-12-06: sized from its happy rows (27,000
+         # msgs/s at 5 %) and its transactional dead-lettering (7,300); a
+         # one-run check on 2026-12-06 03:43: 16,800 and 9,400 msgs/s
+         "pc_n": {"retry_hop": 250000, "dead_letter": 150000}}
     sizes = {"--kretry-messages": "kretry_n", "--spring-messages": "spring_n",
              "--delay-rate": "rate", "--delay-messages": "delay_n",
              "--blocking-delay-messages": "blocking_delay_n",
@@ -902,7 +920,8 @@ def main():
         rows = {}
         for r in range(runs):
             sides = ["kretry", "spring", "spring_blocking"]
-            if sc.startswith(("happy", "size")) or sc in ("paced", "delay"):
+            if sc.startswith(("happy", "size")) or sc in (
+                    "paced", "delay", "retry_hop", "dead_letter"):
                 sides.append("pc")
             if sc == "parallel":
                 sides = ["kretry", "pc", "spring"]
