@@ -61,8 +61,8 @@ partition counts (8,256): one row each pair, tier_mem_N_pP; the Spring JVMs
 at -Xmx256m with Native Memory Tracking, a run that runs out of heap or
 times out recorded as its outcome; Spring twice, at the Java client's
 max.partition.fetch.bytes (1 MiB, "spring") and at 64 KiB
-("spring_fetch64k": 256 paused partitions' fetched copies within the heap). A throughput or lateness run whose
-window is under 10 s is flagged (MIN_WINDOW_S: a WARNING line, and
+("spring_fetch64k": 256 paused partitions' fetched copies within the
+heap). A throughput or lateness run whose window is under 10 s is flagged (MIN_WINDOW_S: a WARNING line, and
 "window_short" in its JSON line).
 KRETRY_PEERS_SIDES=a,b: only those sides in the throughput and lateness
 rows (kretry, spring, spring_blocking, pc), to re-run a row for one side.
@@ -218,24 +218,17 @@ def settings(side, sc):
                 **({"jvm_flags": JVM + NMT} if sc == "tier_mem" else {}),
                 "retry_delay_ms": {"delay": 1000, "kill": 30,
                                    "tier_mem": 3600000}.get(sc, 0)}
-    if sc == "delay":
+    if sc in ("happy", "retry_hop", "dead_letter", "delay"):  # its defaults
         return {"config": "pc: ordering KEY, maxConcurrency 16 (its defaults), "
-                "PERIODIC_CONSUMER_ASYNCHRONOUS, retried in place",
+                "PERIODIC_CONSUMER_ASYNCHRONOUS" + {
+                    "retry_hop": ", every message failing once, retried in place",
+                    "dead_letter": ", its handler writing every message's copy "
+                                   "to SOURCE-dlt by pollAndProduceMany",
+                    "delay": ", retried in place"}.get(sc, ""),
                 "heap_max": HEAP, "commit_interval_ms": 100,
-                "retry_delay_ms": 1000, "warmup": False}
-    if sc in ("retry_hop", "dead_letter"):
-        return {"config": "pc: ordering KEY, maxConcurrency 16 (its defaults), "
-                "PERIODIC_CONSUMER_ASYNCHRONOUS, " +
-                ("every message failing once, retried in place"
-                 if sc == "retry_hop" else "its handler writing every "
-                 "message's copy to SOURCE-dlt by pollAndProduceMany"),
-                "heap_max": HEAP, "commit_interval_ms": 100, "retry_delay_ms": 0,
-                "warmup": f"{SPRING_WARMUP} messages discarded, same JVM"}
-    if sc == "happy":
-        return {"config": "pc: ordering KEY, maxConcurrency 16 (its defaults), "
-                "PERIODIC_CONSUMER_ASYNCHRONOUS", "heap_max": HEAP,
-                "commit_interval_ms": 100, "retry_delay_ms": 0,
-                "warmup": f"{SPRING_WARMUP} messages discarded, same JVM"}
+                "retry_delay_ms": 1000 if sc == "delay" else 0,
+                "warmup": False if sc == "delay" else
+                          f"{SPRING_WARMUP} messages discarded, same JVM"}
     return {"config": "pc " + side, "heap_max": HEAP,
             "commit_interval_ms": 5000 if side == "pc_defaults" else 100,
             "retry_delay_ms": 1000 if side == "pc_defaults" else 30}

@@ -212,6 +212,18 @@ public final class Bench {
                 .put("load_max", loadavg());
     }
 
+    /**
+     * How far behind the input's own due time (record timestamp + delay)
+     * the first @p count retries were handled: behind_input_p50/p99/max_ms.
+     */
+    public static Json behindInput(Json j, long[] behindUs, int count) {
+        long[] s = Arrays.copyOf(behindUs, count);
+        Arrays.sort(s);
+        return j.put("behind_input_p50_ms", percentile(s, 50) / 1000.0)
+                .put("behind_input_p99_ms", percentile(s, 99) / 1000.0)
+                .put("behind_input_max_ms", (count > 0 ? s[count - 1] : 0) / 1000.0);
+    }
+
     /** Lateness fields as kretry_bench's delay object (ms; early = before due). */
     public static Json lateness(String peer, long[] lateUs, int count) {
         long[] s = Arrays.copyOf(lateUs, count);

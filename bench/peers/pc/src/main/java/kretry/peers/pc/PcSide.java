@@ -164,6 +164,10 @@ public final class PcSide {
             Thread.sleep(Long.MAX_VALUE);
         }
         long warmup = Bench.longProp("warmup", 0), failPct = Bench.longProp("fail_pct", 0);
+        // delay: each retry's lateness and how far behind the input's due time
+        long delayUs = retryDelay.toMillis() * 1000;
+        long[] lateUs = new long[sc.equals("delay") ? (int) n : 0], behindUs = new long[lateUs.length];
+        var failedAt = new ConcurrentHashMap<String, Long>();
         // one message done: the window opens once the warm-up's are and
         // closes after n more
         Runnable complete = () -> {
@@ -184,9 +188,6 @@ public final class PcSide {
                 return List.of(new ProducerRecord<>(topic + "-dlt", ctx.getSingleConsumerRecord().key(), ctx.value()));
             }, res -> complete.run());
         } else if (sc.equals("delay")) {
-            long delayUs = retryDelay.toMillis() * 1000;
-            long[] lateUs = new long[(int) n], behindUs = new long[(int) n];
-            var failedAt = new ConcurrentHashMap<String, Long>();
             pc.poll(ctx -> {
                 w.open();
                 var rec = ctx.getSingleConsumerRecord();
@@ -206,21 +207,6 @@ public final class PcSide {
                     done.countDown();
                 }
             });
-            boolean ok = done.await(Bench.longProp("timeout_s", 600), TimeUnit.SECONDS);
-            int c = (int) Math.min(completed.get(), n);
-            Bench.Json j = Bench.lateness("parallel-consumer", lateUs, c);
-            long[] s = java.util.Arrays.copyOf(behindUs, c);
-            java.util.Arrays.sort(s);
-            j.put("secs", w.secs()).put("behind_input_p50_ms", Bench.percentile(s, 50) / 1000.0)
-                    .put("behind_input_p99_ms", Bench.percentile(s, 99) / 1000.0)
-                    .put("ordering", Bench.prop("ordering", "KEY")).put("concurrency", conc)
-                    .put("commit_interval_ms", commitInterval.toMillis())
-                    .put("retry_delay_ms", retryDelay.toMillis());
-            if (!ok)
-                j.put("error", c + " of " + n + " done (timed out)");
-            j.print();
-            pc.close();
-            System.exit(ok ? 0 : 1);
         } else if (sc.equals("happy")) {
             pc.poll(ctx -> {
                 if (warmup == 0)
@@ -243,9 +229,13 @@ public final class PcSide {
             }
         });
         boolean ok = done.await(Bench.longProp("timeout_s", 600), TimeUnit.SECONDS);
-        Bench.Json j = ok ? Bench.throughput("parallel-consumer", sc, n, w)
-                : new Bench.Json().put("peer", "parallel-consumer").put("scenario", sc)
-                        .put("error", completed.get() + " of " + n + " done (timed out)");
+        int c = (int) Math.min(completed.get(), n);
+        Bench.Json j = sc.equals("delay")
+                ? Bench.behindInput(Bench.lateness("parallel-consumer", lateUs, c), behindUs, c).put("secs", w.secs())
+                : ok ? Bench.throughput("parallel-consumer", sc, n, w)
+                : new Bench.Json().put("peer", "parallel-consumer").put("scenario", sc);
+        if (!ok)
+            j.put("error", completed.get() + " of " + n + " done (timed out)");
         j.put("ordering", Bench.prop("ordering", "KEY")).put("concurrency", conc)
                 .put("commit_interval_ms", commitInterval.toMillis()).put("retry_delay_ms", retryDelay.toMillis())
                 .put("slept_us", (double) slept.get() / Math.max(1, completed.get()))

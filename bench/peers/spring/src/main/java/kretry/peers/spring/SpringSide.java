@@ -375,13 +375,8 @@ public final class SpringSide {
         else if (sc.equals("delay")) {
             j = Bench.lateness("spring", lateUs, Math.min(late.get(), lateUs.length)).put("concurrency", Bench.prop("concurrency", "1"));
             j.put("secs", window.secs());
-            if (blocking) { // behind the input's due time (produced + back-off)
-                long[] s = Arrays.copyOf(behindUs, Math.min(behind.get(), behindUs.length));
-                Arrays.sort(s);
-                j.put("behind_input_p50_ms", Bench.percentile(s, 50) / 1000.0)
-                        .put("behind_input_p99_ms", Bench.percentile(s, 99) / 1000.0)
-                        .put("behind_input_max_ms", (s.length > 0 ? s[s.length - 1] : 0) / 1000.0);
-            }
+            if (blocking) // behind the input's due time (produced + back-off)
+                Bench.behindInput(j, behindUs, Math.min(behind.get(), behindUs.length));
         } else {
             j = Bench.throughput("spring", sc, n, window).put("concurrency", Bench.prop("concurrency", "1"))
                     .put("mode", blocking ? "blocking" : "nonblocking").put("warmup_messages", warmup)
