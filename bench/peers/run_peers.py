@@ -62,10 +62,14 @@ at -Xmx256m with Native Memory Tracking, a run that runs out of heap or
 times out recorded as its outcome; Spring twice, at the Java client's
 max.partition.fetch.bytes (1 MiB, "spring") and at 64 KiB
 ("spring_fetch64k": 256 paused partitions' fetched copies within the
-heap). A throughput or lateness run whose window is under 10 s is flagged (MIN_WINDOW_S: a WARNING line, and
+heap); Parallel Consumer (UNORDERED, 16 threads) reading the same waiting
+copies, each failing and held in its JVM for its hour, at the same heap, a
+run whose input stops before all are consumed (20 s without a call)
+recorded as its outcome. A throughput or lateness run whose window is under 10 s is flagged (MIN_WINDOW_S: a WARNING line, and
 "window_short" in its JSON line).
-KRETRY_PEERS_SIDES=a,b: only those sides in the throughput and lateness
-rows (kretry, spring, spring_blocking, pc), to re-run a row for one side.
+KRETRY_PEERS_SIDES=a,b: only those sides in the throughput, lateness and
+memory rows (kretry, spring, spring_blocking, spring_fetch64k, pc), to
+re-run a row for one side.
 
 Every throughput side (retry_hop, dead_letter, happy) has a discarded warm-up:
 kretry's is kretry_bench's own warm-up run (`kretry_bench --only S
@@ -218,6 +222,12 @@ def settings(side, sc):
                 **({"jvm_flags": JVM + NMT} if sc == "tier_mem" else {}),
                 "retry_delay_ms": {"delay": 1000, "kill": 30,
                                    "tier_mem": 3600000}.get(sc, 0)}
+    if sc == "tier_mem":
+        return {"config": "pc: ordering UNORDERED, maxConcurrency 16, "
+                "PERIODIC_CONSUMER_ASYNCHRONOUS, every message failing, its "
+                "retry held in the JVM; reads Spring's waiting copies",
+                "heap_max": HEAP, "jvm_flags": JVM + NMT, "commit_interval_ms": 100,
+                "retry_delay_ms": 3600000, "warmup": False}
     if sc in ("happy", "retry_hop", "dead_letter", "delay"):  # its defaults
         return {"config": "pc: ordering KEY, maxConcurrency 16 (its defaults), "
                 "PERIODIC_CONSUMER_ASYNCHRONOUS" + {
@@ -517,24 +527,42 @@ class Harness:
             self.mem_topics = None
 
     def spring_tier_mem(self, n, parts, fetch=None):
-        """One JVM on the waiting copies and one on the empty topics, at the
+        """Spring on the waiting copies (its retry partitions paused until
+        due) beside Spring on the empty topics: jvm_tier_mem."""
+        t, e, _ = self.spring_tier_fill(n, parts)
+        extra = {"max_partition_fetch_bytes": fetch} if fetch else {}
+        v = self.jvm_tier_mem(
+            "spring", "kretry.peers.spring.SpringTierMem", n, parts,
+            [dict(topic=t, paused=parts, **extra), dict(topic=e, paused=0, **extra)])
+        return v
+
+    def pc_tier_mem(self, n, parts):
+        """Parallel Consumer reading the same waiting copies as Spring (the
+        n records in SOURCE-retry: each fails, its retry an hour away, held
+        in the JVM) beside one reading the empty topic: jvm_tier_mem."""
+        t, e, _ = self.spring_tier_fill(n, parts)
+        p = dict(commit_interval_ms=100, retry_delay_ms=3600000, concurrency=16,
+                 ordering="UNORDERED")
+        return self.jvm_tier_mem("pc", "kretry.peers.pc.PcTierMem", n, parts,
+                                 [dict(topic=t + "-retry", messages=n, **p),
+                                  dict(topic=e + "-retry", messages=0, **p)])
+
+    def jvm_tier_mem(self, module, main, n, parts, sides):
+        """One JVM with the n waiting and one on the empty topics, at the
         same time, each in a fresh group, both at -Xmx HEAP with Native
         Memory Tracking: RSS, heap after a full GC and NMT's committed
         memory of both. A JVM that runs out of heap (it exits at once:
         -XX:+ExitOnOutOfMemoryError), fails or times out is the run's
-        outcome, recorded, not a missing run."""
-        t, e, _ = self.spring_tier_fill(n, parts)
+        outcome, recorded, not a missing run; so is a Parallel Consumer that
+        stops taking input before all n are consumed."""
         t0 = time.time()
         procs = []
-        for topic, paused in ((t, parts), (e, 0)):
-            props = dict(bootstrap=self.boot, topic=topic, group=self.name("mem-g"),
-                         delay_ms=3600000, paused=paused)
-            if fetch:
-                props["max_partition_fetch_bytes"] = fetch
+        for props in sides:
+            props = dict(bootstrap=self.boot, group=self.name("mem-g"),
+                         delay_ms=3600000, **props)
             procs.append(subprocess.Popen(
-                ["java"] + JVM + NMT + ["-cp", cp("spring")] +
-                [f"-Dbench.{k}={v}" for k, v in props.items()] +
-                ["kretry.peers.spring.SpringTierMem"],
+                ["java"] + JVM + NMT + ["-cp", cp(module)] +
+                [f"-Dbench.{k}={v}" for k, v in props.items()] + [main],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         res = []
         for p in procs:
@@ -553,12 +581,14 @@ class Harness:
                             (" (out of heap at -Xmx" + HEAP + ")" if oom else ""),
                             "stderr_tail": (out + err)[-300:]})
                 continue
-            res.append(dict(last_json(out), outcome="held"))
+            j = last_json(out)
+            res.append(dict(j, outcome="held" if "consumed" not in j or j["held"]
+                            else f"input stopped at {j['consumed']:,} of {n:,}"))
         w, em = res
         v = {"messages": n, "partitions": parts, "heap_max": HEAP,
              "run_s": round(time.time() - t0, 1),
              "outcome": w["outcome"], "outcome_empty": em["outcome"]}
-        if w["outcome"] != "held" or em["outcome"] != "held":
+        if "rss_kb" not in w or "rss_kb" not in em:
             v["stderr_tail"] = w.get("stderr_tail") or em.get("stderr_tail")
             return v
         g = w["rss_kb"] - em["rss_kb"]
@@ -574,10 +604,13 @@ class Harness:
                   "nmt_committed_empty_kb": nmt_e.get("total_committed_kb"),
                   "nmt": nmt_w.get("committed_by_category") or nmt_w.get("error"),
                   "nmt_empty": nmt_e.get("committed_by_category") or nmt_e.get("error"),
-                  "paused": w["paused"],
-                  # false: not every retry partition paused in time
+                  # false: not every retry partition paused in time (Spring),
+                  # or not all n consumed (Parallel Consumer)
                   "held": w.get("held"),
                   "load_max": max(w["load_max"], em["load_max"])})
+        for k in ("paused", "consumed"):
+            if k in w:
+                v[k] = w[k]
         return v
 
     def pc_parallel(self, ordering):
@@ -675,6 +708,9 @@ def run_side(h, sc, side, o):
     return v
 
 
+SIDES_TIER_MEM = ("kretry", "spring", "spring_fetch64k", "pc")
+
+
 def tier_mem(h, runs, n, parts, sc="tier_mem"):
     """Memory with n waiting in parts partitions, runs times a side, the
     sides alternating: the medians of the runs that held, each figure's
@@ -682,10 +718,13 @@ def tier_mem(h, runs, n, parts, sc="tier_mem"):
     out of heap, timed out)."""
     rows = {}
     for r in range(runs):
-        for side in ("kretry", "spring", "spring_fetch64k")[::1 if r % 2 == 0 else -1]:
+        sides = [x for x in SIDES_TIER_MEM if x in os.environ.get(
+            "KRETRY_PEERS_SIDES", ",".join(SIDES_TIER_MEM)).split(",")]
+        for side in sides[::1 if r % 2 == 0 else -1]:
             log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
             fn = {"kretry": h.kretry_tier_mem, "spring": h.spring_tier_mem,
-                  "spring_fetch64k": lambda n, p: h.spring_tier_mem(n, p, FETCH64K)}[side]
+                  "spring_fetch64k": lambda n, p: h.spring_tier_mem(n, p, FETCH64K),
+                  "pc": h.pc_tier_mem}[side]
             measure_side(side, lambda: dict(fn(n, parts),
                                             settings=settings(side, "tier_mem")), rows)
             v = rows.get(side, [{}])[-1]
@@ -1027,7 +1066,7 @@ def print_table(res):
         print("\ntier_mem: memory with messages waiting in a 1 h retry (KB: RSS "
               "of the empty baseline and with the messages waiting (its peak, "
               "VmHWM), growth, "
-              "bytes a waiting message; Spring also heap after a full GC and "
+              "bytes a waiting message; the JVMs also heap after a full GC and "
               "NMT's committed total, waiting / baseline; medians of the runs "
               "that held, outcome of the others)")
     for sc in mems:
@@ -1042,7 +1081,7 @@ def print_table(res):
             st = v.get("settings") or {}
             if side == "kretry":
                 cap = f" (cap {st.get('tier_buffer_total_bytes', 0) >> 20} MiB)"
-            elif side.startswith("spring"):
+            else:
                 cap = (f"; heap after GC {fmt_n(v.get('heap_after_gc_kb'))} / "
                        f"{fmt_n(v.get('heap_after_gc_empty_kb'))}, NMT "
                        f"{fmt_n(v.get('nmt_committed_kb'))} / "

@@ -132,6 +132,43 @@ public final class Bench {
         return j;
     }
 
+    /**
+     * tier_mem's reading of this JVM's memory, added to @j: RSS sampled
+     * every 200 ms until five samples in a row lie within 16 KB, at least 2 s
+     * after the call (as bench_mem.c settles kretry's), 30 s at most; then
+     * the RSS and its high-water mark, the heap in use after a full
+     * collection beside its committed size and limit (the JVM keeps the heap
+     * it grew to, up to -Xmx), and Native Memory Tracking's committed memory
+     * a category (Java Heap among them: committed, not used).
+     */
+    public static Json memory(Json j) throws InterruptedException {
+        long since = System.currentTimeMillis(), end = since + 30_000;
+        long[] last = new long[5];
+        int k = 0;
+        boolean settled = false;
+        while (System.currentTimeMillis() < end) {
+            Thread.sleep(200);
+            last[k++ % 5] = rssKb()[0];
+            if (k >= 5 && System.currentTimeMillis() - since >= 2000) {
+                long lo = Long.MAX_VALUE, hi = 0;
+                for (long v : last) {
+                    lo = Math.min(lo, v);
+                    hi = Math.max(hi, v);
+                }
+                if (hi - lo <= 16) {
+                    settled = true;
+                    break;
+                }
+            }
+        }
+        long[] rss = rssKb();
+        System.gc();
+        var heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
+        return j.put("heap_after_gc_kb", heap.getUsed() / 1024).put("heap_committed_kb", heap.getCommitted() / 1024)
+                .put("heap_max_kb", heap.getMax() / 1024).put("settled", settled).put("rss_kb", rss[0])
+                .put("hwm_kb", rss[1]).put("nmt", nativeMemory()).put("load_max", loadavg());
+    }
+
     /** Sorted copy's p-th percentile (nearest rank, as kretry_bench). */
     public static double percentile(long[] sorted, double p) {
         if (sorted.length == 0)

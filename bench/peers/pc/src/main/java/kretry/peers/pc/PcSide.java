@@ -61,6 +61,10 @@ public final class PcSide {
         Transient(String m) {
             super(m);
         }
+
+        Transient(String m, boolean stackless) {
+            super(m, null, false, !stackless);
+        }
     }
 
     static final AtomicBoolean ready = new AtomicBoolean();
@@ -163,6 +167,11 @@ public final class PcSide {
             Runtime.getRuntime().addShutdownHook(new Thread(pc::close));
             Thread.sleep(Long.MAX_VALUE);
         }
+        if (sc.equals("tier_mem")) {
+            tierMem(pc, n);
+            pc.close();
+            System.exit(0);
+        }
         long warmup = Bench.longProp("warmup", 0), failPct = Bench.longProp("fail_pct", 0);
         // delay: each retry's lateness and how far behind the input's due time
         long delayUs = retryDelay.toMillis() * 1000;
@@ -244,5 +253,35 @@ public final class PcSide {
         j.print();
         pc.close();
         System.exit(ok ? 0 : 1);
+    }
+
+    /**
+     * tier_mem: every message fails its first attempt and waits for its retry
+     * delay (an hour) in this JVM, Parallel Consumer's own place for it. The
+     * handler throws as a user's would, stack trace included (Parallel
+     * Consumer keeps it as the record's failure cause);
+     * -Dbench.stackless throws one without. Once
+     * it has called the handler for all n (or, on the empty topics, once
+     * partitions are assigned), or made no call for 20 s ("consumed" says
+     * how many it took), this JVM's memory as Bench.memory reads it.
+     */
+    static void tierMem(ParallelStreamProcessor<byte[], byte[]> pc, long n) throws Exception {
+        AtomicLong calls = new AtomicLong();
+        pc.poll(ctx -> {
+            calls.incrementAndGet();
+            throw new Transient("waits an hour", System.getProperty("bench.stackless") != null);
+        });
+        long deadline = System.currentTimeMillis() + 600_000, seen = -1, since = System.currentTimeMillis();
+        while (System.currentTimeMillis() < deadline && (!ready.get() || calls.get() < n)) {
+            Thread.sleep(100);
+            long c = calls.get();
+            if (c != seen) {
+                seen = c;
+                since = System.currentTimeMillis();
+            } else if (ready.get() && System.currentTimeMillis() - since >= 20_000)
+                break; // no call for 20 s: its input stopped
+        }
+        Bench.memory(new Bench.Json().put("peer", "parallel-consumer").put("scenario", "tier_mem")
+                .put("consumed", calls.get()).put("held", calls.get() >= n)).print();
     }
 }

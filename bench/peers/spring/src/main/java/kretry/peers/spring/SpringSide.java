@@ -391,45 +391,15 @@ public final class SpringSide {
 
     /**
      * tier_mem: once every retry partition holding copies is paused (or, on
-     * the empty topics, once assigned), RSS sampled every 200 ms until five
-     * samples in a row lie within 16 KB, at least 2 s after the last pause (as
-     * bench_mem.c settles kretry's), 30 s at most.
+     * the empty topics, once assigned), this JVM's memory as Bench.memory
+     * settles and reads it.
      */
     static void tierMem(long expectPaused) throws Exception {
         long deadline = System.currentTimeMillis() + 600_000;
         while ((!ready || paused.size() < expectPaused) && System.currentTimeMillis() < deadline)
             Thread.sleep(100);
         boolean held = paused.size() >= expectPaused;
-        long since = System.currentTimeMillis(), end = since + 30_000;
-        long[] last = new long[5];
-        int k = 0;
-        boolean settled = false;
-        while (System.currentTimeMillis() < end) {
-            Thread.sleep(200);
-            last[k++ % 5] = Bench.rssKb()[0];
-            if (k >= 5 && System.currentTimeMillis() - since >= 2000) {
-                long lo = Long.MAX_VALUE, hi = 0;
-                for (long v : last) {
-                    lo = Math.min(lo, v);
-                    hi = Math.max(hi, v);
-                }
-                if (hi - lo <= 16) {
-                    settled = true;
-                    break;
-                }
-            }
-        }
-        long[] rss = Bench.rssKb();
-        // the heap in use after a full collection, beside the RSS (the JVM
-        // keeps the heap it grew to, up to -Xmx), and the JVM's native
-        // memory by Native Memory Tracking's categories (Java Heap among
-        // them: committed, not used)
-        System.gc();
-        var heap = java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
-        new Bench.Json().put("peer", "spring").put("scenario", "tier_mem").put("paused", paused.size())
-                .put("heap_after_gc_kb", heap.getUsed() / 1024).put("heap_committed_kb", heap.getCommitted() / 1024)
-                .put("heap_max_kb", heap.getMax() / 1024)
-                .put("held", held).put("settled", settled).put("rss_kb", rss[0]).put("hwm_kb", rss[1])
-                .put("nmt", Bench.nativeMemory()).put("load_max", Bench.loadavg()).print();
+        Bench.memory(new Bench.Json().put("peer", "spring").put("scenario", "tier_mem").put("paused", paused.size())
+                .put("held", held)).print();
     }
 }
