@@ -1113,7 +1113,9 @@ def print_table(res):
                   f"late {fmt_n(v['messages_late'])} "
                   f"({v['messages_late_range'][0]}-{v['messages_late_range'][1]}); "
                   + (f"DLQ copy {d.get('headers_and_value_bytes')} bytes, "
-                     f"{d.get('headers')} headers, largest {d.get('largest_header')}"
+                     f"{d.get('headers')} headers, largest "
+                     # a tuple in the run, a list once read back from a log
+                     f"{list(d.get('largest_header') or [])}"
                      if d else "no DLQ"))
     for sc in ("kill", "txn_kill"):
         k = res.get(sc)
