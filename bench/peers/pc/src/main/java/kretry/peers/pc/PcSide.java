@@ -55,6 +55,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * the retry delay; the retry's lateness is its handling time - (the failure
  * time + the retry delay), Parallel Consumer's own due time, and how far
  * behind the input's due time (record timestamp + the retry delay) it is.
+ * tier_mem: every message failing, held in the JVM for its retry delay (an
+ * hour); see tierMem.
  */
 public final class PcSide {
     static final class Transient extends RuntimeException {
@@ -259,11 +261,11 @@ public final class PcSide {
      * tier_mem: every message fails its first attempt and waits for its retry
      * delay (an hour) in this JVM, Parallel Consumer's own place for it. The
      * handler throws as a user's would, stack trace included (Parallel
-     * Consumer keeps it as the record's failure cause);
-     * -Dbench.stackless throws one without. Once
-     * it has called the handler for all n (or, on the empty topics, once
-     * partitions are assigned), or made no call for 20 s ("consumed" says
-     * how many it took), this JVM's memory as Bench.memory reads it.
+     * Consumer keeps it as the record's failure cause); -Dbench.stackless
+     * throws one without. Once it has called the handler for all n (or, on
+     * the empty topics, once partitions are assigned), or made no call for
+     * 20 s ("consumed" says how many it took), this JVM's memory as
+     * Bench.memory reads it.
      */
     static void tierMem(ParallelStreamProcessor<byte[], byte[]> pc, long n) throws Exception {
         AtomicLong calls = new AtomicLong();
