@@ -531,10 +531,10 @@ class Harness:
         due) beside Spring on the empty topics: jvm_tier_mem."""
         t, e, _ = self.spring_tier_fill(n, parts)
         extra = {"max_partition_fetch_bytes": fetch} if fetch else {}
-        v = self.jvm_tier_mem(
+        extra["delay_ms"] = 3600000
+        return self.jvm_tier_mem(
             "spring", "kretry.peers.spring.SpringTierMem", n, parts,
             [dict(topic=t, paused=parts, **extra), dict(topic=e, paused=0, **extra)])
-        return v
 
     def pc_tier_mem(self, n, parts):
         """Parallel Consumer reading the same waiting copies as Spring (the
@@ -558,8 +558,7 @@ class Harness:
         t0 = time.time()
         procs = []
         for props in sides:
-            props = dict(bootstrap=self.boot, group=self.name("mem-g"),
-                         delay_ms=3600000, **props)
+            props = dict(bootstrap=self.boot, group=self.name("mem-g"), **props)
             procs.append(subprocess.Popen(
                 ["java"] + JVM + NMT + ["-cp", cp(module)] +
                 [f"-Dbench.{k}={v}" for k, v in props.items()] + [main],
@@ -711,6 +710,13 @@ def run_side(h, sc, side, o):
 SIDES_TIER_MEM = ("kretry", "spring", "spring_fetch64k", "pc")
 
 
+def chosen(sides):
+    """@sides, only those in KRETRY_PEERS_SIDES=a,b when it is set (a row
+    re-run for one side whose window was too short)."""
+    only = os.environ.get("KRETRY_PEERS_SIDES")
+    return [x for x in sides if not only or x in only.split(",")]
+
+
 def tier_mem(h, runs, n, parts, sc="tier_mem"):
     """Memory with n waiting in parts partitions, runs times a side, the
     sides alternating: the medians of the runs that held, each figure's
@@ -718,9 +724,7 @@ def tier_mem(h, runs, n, parts, sc="tier_mem"):
     out of heap, timed out)."""
     rows = {}
     for r in range(runs):
-        sides = [x for x in SIDES_TIER_MEM if x in os.environ.get(
-            "KRETRY_PEERS_SIDES", ",".join(SIDES_TIER_MEM)).split(",")]
-        for side in sides[::1 if r % 2 == 0 else -1]:
+        for side in chosen(SIDES_TIER_MEM)[::1 if r % 2 == 0 else -1]:
             log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
             fn = {"kretry": h.kretry_tier_mem, "spring": h.spring_tier_mem,
                   "spring_fetch64k": lambda n, p: h.spring_tier_mem(n, p, FETCH64K),
@@ -968,11 +972,7 @@ def main():
                 sides = ["kretry", "spring_txn", "pc_txn"]
             if r % 2:
                 sides.reverse()
-            # KRETRY_PEERS_SIDES=a,b: only those sides (a row re-run for
-            # one side whose window was too short)
-            only_sides = os.environ.get("KRETRY_PEERS_SIDES")
-            if only_sides:
-                sides = [x for x in sides if x in only_sides.split(",")]
+            sides = chosen(sides)
             for side in sides:
                 log(f"bench peers {sc} run {r + 1}/{runs}: {side}")
                 measure_side(side, lambda: run_side(h, sc, side, o), rows, sc)
